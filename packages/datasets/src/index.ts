@@ -1,1 +1,21 @@
-export {};
+export { OFFICIAL_FILES, dataLocationFromEnv, fetchOfficialFile, resolveOfficialFile, writeAtomic } from './files.js';
+export type { DataLocation, FetchResult, OfficialFile, OfficialFileKey } from './files.js';
+export {
+  DATASET_NAMES,
+  datasetOptionsSchema,
+  describeDatasets,
+  fetchDataset,
+  loadDataset,
+  readJsonFile,
+} from './registry.js';
+export { summarize } from './inspect.js';
+export type { DatasetSummary, Distribution } from './inspect.js';
+export { saveLoadReport } from './report-file.js';
+export { parseLocomo, locomoOptionsSchema } from './locomo.js';
+export type { LocomoOptions } from './locomo.js';
+export { parseLongMemEval, longMemEvalOptionsSchema } from './longmemeval.js';
+export type { LongMemEvalOptions } from './longmemeval.js';
+export { parseCovidQa, covidQaOptionsSchema } from './covidqa.js';
+export type { CovidQaOptions } from './covidqa.js';
+export { loadLmebFolder, lmebOptionsSchema } from './lmeb.js';
+export type { LmebOptions } from './lmeb.js';

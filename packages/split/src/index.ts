@@ -1,1 +1,10 @@
-export {};
+export { componentStructure, connectedComponents } from './graph.js';
+export type { BankComponent, ComponentStructure, SizeSummary } from './graph.js';
+export { SHARED_BANK_POLICY, makeSplit, splitContentHash } from './make-split.js';
+export type { MakeSplitOptions, SplitBody } from './make-split.js';
+export { allocateUnits } from './ratios.js';
+export type { RatioReading, SplitRatios, UnitAllocation } from './ratios.js';
+export { MAX_SEED, seededShuffle } from './shuffle.js';
+export { SplitInvalidError } from './errors.js';
+export { assertNoLeak, verifySplit } from './verify.js';
+export type { AssertNoLeakOptions } from './verify.js';

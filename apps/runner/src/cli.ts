@@ -1,0 +1,31 @@
+import { Command, CommanderError } from 'commander';
+import { dataFetchCommand } from './commands/data-fetch.js';
+import { dataInspectCommand } from './commands/data-inspect.js';
+import { dataListCommand } from './commands/data-list.js';
+import { dataSplitCommand } from './commands/data-split.js';
+import { handleError } from './errors.js';
+
+/** Builds the `bfe` program. Each subcommand imports its heavy modules lazily in its action. */
+export function buildProgram(): Command {
+  const program = new Command('bfe')
+    .description('Token-level evidence retrieval for memory banks (Beyond the Final Embedding)')
+    .showHelpAfterError()
+    .exitOverride();
+  const data = program.command('data').description('benchmark datasets: fetch, inspect, split');
+  data.addCommand(dataListCommand());
+  data.addCommand(dataFetchCommand());
+  data.addCommand(dataInspectCommand());
+  data.addCommand(dataSplitCommand());
+  return program;
+}
+
+/** Runs the CLI and returns the process exit code (0 ok, 1 internal error, 2 user error). */
+export async function main(argv: readonly string[]): Promise<number> {
+  try {
+    await buildProgram().parseAsync([...argv]);
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
+    return handleError(error);
+  }
+}

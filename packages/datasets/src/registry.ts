@@ -1,0 +1,140 @@
+import { readFile } from 'node:fs/promises';
+import { basename, resolve } from 'node:path';
+import { z } from 'zod';
+import { ConfigError, DataError, UnknownDatasetError, type LoadedDataset } from '@bfe/core';
+import { parseCovidQa, covidQaOptionsSchema } from './covidqa.js';
+import {
+  OFFICIAL_FILES,
+  fetchOfficialFile,
+  resolveOfficialFile,
+  type DataLocation,
+  type FetchResult,
+  type OfficialFile,
+} from './files.js';
+import { loadLmebFolder, lmebOptionsSchema } from './lmeb.js';
+import { parseLocomo, locomoOptionsSchema } from './locomo.js';
+import { parseLongMemEval, longMemEvalOptionsSchema } from './longmemeval.js';
+
+/** A registered benchmark: its official file, its options schema and its parser. */
+interface DatasetSpec {
+  readonly description: string;
+  readonly file: OfficialFile;
+  readonly optionsSchema: z.ZodType<Record<string, unknown>>;
+  /** Options this name fixes (e.g. `locomo-session` is LoCoMo at session granularity). */
+  readonly preset: Record<string, unknown>;
+  readonly parse: (raw: unknown, options: Record<string, unknown>, fetched: FetchResult) => LoadedDataset;
+}
+
+const SPECS: Record<string, DatasetSpec> = {
+  locomo: {
+    description: 'LoCoMo, turn level: a memory is one turn, candidates are the query’s own conversation',
+    file: OFFICIAL_FILES.locomo,
+    optionsSchema: locomoOptionsSchema,
+    preset: {},
+    parse: (raw, options, f) => parseLocomo(raw, locomoOptionsSchema.parse(options), f.source),
+  },
+  'locomo-session': {
+    description: 'LoCoMo, session level: a memory is one session',
+    file: OFFICIAL_FILES.locomo,
+    optionsSchema: locomoOptionsSchema,
+    preset: { granularity: 'session' },
+    parse: (raw, options, f) => parseLocomo(raw, locomoOptionsSchema.parse(options), f.source),
+  },
+  'longmemeval-s': {
+    description: 'LongMemEval S (cleaned, 498 questions): sessions as memories, own haystack as candidates',
+    file: OFFICIAL_FILES.longmemevalS,
+    optionsSchema: longMemEvalOptionsSchema,
+    preset: {},
+    parse: (raw, options, f) =>
+      parseLongMemEval(raw, longMemEvalOptionsSchema.parse(options), f.source, 'longmemeval-s'),
+  },
+  'longmemeval-oracle': {
+    description: 'LongMemEval oracle: only the evidence sessions in each haystack',
+    file: OFFICIAL_FILES.longmemevalOracle,
+    optionsSchema: longMemEvalOptionsSchema,
+    preset: {},
+    parse: (raw, options, f) =>
+      parseLongMemEval(raw, longMemEvalOptionsSchema.parse(options), f.source, 'longmemeval-oracle'),
+  },
+  covidqa: {
+    description: 'COVID-QA: a memory is one paragraph, candidates are the question’s article',
+    file: OFFICIAL_FILES.covidqa,
+    optionsSchema: covidQaOptionsSchema,
+    preset: {},
+    parse: (raw, options, f) => parseCovidQa(raw, covidQaOptionsSchema.parse(options), f.source),
+  },
+};
+
+/** Registered dataset names (plus `lmeb:<folder>`). */
+export const DATASET_NAMES: readonly string[] = Object.keys(SPECS);
+
+const LMEB_PREFIX = 'lmeb:';
+
+/** A one-line description per registered dataset. */
+export function describeDatasets(): Array<{ name: string; description: string; file: string }> {
+  return Object.entries(SPECS).map(([name, s]) => ({ name, description: s.description, file: s.file.name }));
+}
+
+/**
+ * Fetches the official file(s) a dataset needs into the data directory (mirror first, then
+ * the pinned public address), verifying SHA-256 either way. An `lmeb:` folder is local already.
+ */
+export async function fetchDataset(name: string, location: DataLocation): Promise<FetchResult[]> {
+  if (name.startsWith(LMEB_PREFIX)) return [];
+  return [await fetchOfficialFile(specOf(name).file, location)];
+}
+
+/**
+ * Loads a dataset by name into the canonical form, with its labels apart and its load report.
+ * `options` override the dataset's defaults and are validated by its zod schema.
+ *
+ * @example
+ * const { benchmark, labels, report } = await loadDataset('locomo', { location });
+ * benchmark.memories.length; // 5882 (turns)
+ */
+export async function loadDataset(
+  name: string,
+  { location, options = {} }: { location: DataLocation; options?: Record<string, unknown> },
+): Promise<LoadedDataset> {
+  if (name.startsWith(LMEB_PREFIX)) {
+    const dir = resolve(name.slice(LMEB_PREFIX.length));
+    return loadLmebFolder(dir, parseOptions(lmebOptionsSchema, options, name));
+  }
+  const spec = specOf(name);
+  const merged = parseOptions(spec.optionsSchema, { ...options, ...spec.preset }, name);
+  const fetched = await resolveOfficialFile(spec.file, name, location);
+  const raw = await readJsonFile(fetched.path);
+  return spec.parse(raw, merged, fetched);
+}
+
+/** The zod options schema of a dataset, for help texts and config validation. */
+export function datasetOptionsSchema(name: string): z.ZodType<Record<string, unknown>> {
+  return name.startsWith(LMEB_PREFIX) ? lmebOptionsSchema : specOf(name).optionsSchema;
+}
+
+function specOf(name: string): DatasetSpec {
+  const spec = SPECS[name];
+  if (spec === undefined) throw new UnknownDatasetError(name, DATASET_NAMES);
+  return spec;
+}
+
+function parseOptions<T>(schema: z.ZodType<T>, options: Record<string, unknown>, name: string): T {
+  const result = schema.safeParse(options);
+  if (!result.success) {
+    throw new ConfigError(`Invalid options for dataset '${name}':\n${z.prettifyError(result.error)}`);
+  }
+  return result.data;
+}
+
+/** Reads and parses a JSON file; a syntax error names the file. */
+export async function readJsonFile(path: string): Promise<unknown> {
+  const text = await readFile(path, 'utf8');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (cause) {
+    throw new DataError(`${basename(path)}: malformed JSON (${(cause as Error).message})`, {
+      file: path,
+      cause,
+    });
+  }
+}
