@@ -36,7 +36,13 @@ if (pnpmVersion() !== PNPM_VERSION) {
     console.log(`bootstrap: installing pnpm ${PNPM_VERSION}`);
     const global = run('npm', ['install', '--global', '--save-exact', `pnpm@${PNPM_VERSION}`]);
     if (global.status !== 0 || pnpmVersion() !== PNPM_VERSION) {
-      run('npm', ['install', '--prefix', join(root, '.tools'), '--save-exact', `pnpm@${PNPM_VERSION}`]);
+      run('npm', [
+        'install',
+        '--prefix',
+        join(root, '.tools'),
+        '--save-exact',
+        `pnpm@${PNPM_VERSION}`,
+      ]);
     }
     if (pnpmVersion() !== PNPM_VERSION) {
       console.error(`bootstrap: could not install pnpm ${PNPM_VERSION}`);

@@ -13,12 +13,22 @@ mkdirSync(outDir, { recursive: true });
 rmSync(out, { force: true });
 
 if (!process.env.BFE_DATA_MIRROR) {
-  console.log('note: BFE_DATA_MIRROR is not set: the tests that read the real benchmark files are skipped (and counted as skipped).');
+  console.log(
+    'note: BFE_DATA_MIRROR is not set: the tests that read the real benchmark files are skipped (and counted as skipped).',
+  );
 }
 
 const r = spawnSync(
   join(root, 'node_modules', '.bin', 'vitest'),
-  ['run', '--config', 'configs/vitest.config.ts', '--reporter=default', '--reporter=json', `--outputFile.json=${out}`, ...process.argv.slice(2)],
+  [
+    'run',
+    '--config',
+    'configs/vitest.config.ts',
+    '--reporter=default',
+    '--reporter=json',
+    `--outputFile.json=${out}`,
+    ...process.argv.slice(2),
+  ],
   { cwd: root, stdio: 'inherit', env: process.env },
 );
 

@@ -11,10 +11,17 @@ const splitOptionsSchema = z.strictObject({
 });
 
 /** Validates the split command's options at the CLI boundary. */
-export function parseSplitOptions(opts: { policy: string; seed: string; ratios: string }): z.infer<
-  typeof splitOptionsSchema
-> {
-  const result = splitOptionsSchema.safeParse({ policy: opts.policy, seed: opts.seed, ratios: opts.ratios });
-  if (!result.success) throw new ConfigError(`Invalid split options:\n${z.prettifyError(result.error)}`);
+export function parseSplitOptions(opts: {
+  policy: string;
+  seed: string;
+  ratios: string;
+}): z.infer<typeof splitOptionsSchema> {
+  const result = splitOptionsSchema.safeParse({
+    policy: opts.policy,
+    seed: opts.seed,
+    ratios: opts.ratios,
+  });
+  if (!result.success)
+    throw new ConfigError(`Invalid split options:\n${z.prettifyError(result.error)}`);
   return result.data;
 }

@@ -35,7 +35,9 @@ describe('Arrow helpers', () => {
   it('rejects truncated or foreign bytes with ArtifactCorruptError', () => {
     const table = new Table({ vector: float32ListVector(new Float32Array(4), 2) });
     const bytes = tableToIPC(table, 'file');
-    expect(() => readArrowFile(bytes.subarray(0, bytes.length - 10), 'x.arrow')).toThrow(ArtifactCorruptError);
+    expect(() => readArrowFile(bytes.subarray(0, bytes.length - 10), 'x.arrow')).toThrow(
+      ArtifactCorruptError,
+    );
     expect(() => readArrowFile(new TextEncoder().encode('not arrow at all'))).toThrow(/magic/);
   });
 

@@ -15,9 +15,17 @@ import { ArtifactCorruptError } from './errors.js';
  * Zero-copy `FixedSizeList<Float32, dim>` column over a flat row-major `[n * dim]` array.
  * @example float32ListVector(new Float32Array(6), 3).length // 2 rows of 3
  */
-export function float32ListVector(values: Float32Array, dim: number): Vector<FixedSizeList<Float32>> {
+export function float32ListVector(
+  values: Float32Array,
+  dim: number,
+): Vector<FixedSizeList<Float32>> {
   const rows = checkShape(values.length, dim);
-  const child = makeData({ type: new Float32(), length: values.length, nullCount: 0, data: values });
+  const child = makeData({
+    type: new Float32(),
+    length: values.length,
+    nullCount: 0,
+    data: values,
+  });
   const type = new FixedSizeList(dim, new Field('item', new Float32(), false));
   return makeVector(makeData({ type, length: rows, nullCount: 0, child }));
 }
@@ -34,15 +42,19 @@ export function float16ListVector(bits: Uint16Array, dim: number): Vector<FixedS
  * The flat values under a `FixedSizeList` column as one typed array, without copying when the
  * column is a single chunk. Returns `{ values, dim }`.
  */
-export function flatListValues(
-  vector: Vector<FixedSizeList<Float32>>,
-): { values: Float32Array; dim: number } {
+export function flatListValues(vector: Vector<FixedSizeList<Float32>>): {
+  values: Float32Array;
+  dim: number;
+} {
   const dim = vector.type.listSize;
   if (vector.data.length === 1) {
     const data = vector.data[0]!;
     const child = data.children[0]!;
     const start = data.offset * dim;
-    return { values: (child.values as Float32Array).subarray(start, start + data.length * dim), dim };
+    return {
+      values: (child.values as Float32Array).subarray(start, start + data.length * dim),
+      dim,
+    };
   }
   const out = new Float32Array(vector.length * dim);
   let at = 0;
@@ -81,7 +93,8 @@ function hasMagic(bytes: Uint8Array, at: number): boolean {
 }
 
 function checkShape(length: number, dim: number): number {
-  if (!Number.isInteger(dim) || dim <= 0) throw new Error(`dim must be a positive integer, got ${dim}`);
+  if (!Number.isInteger(dim) || dim <= 0)
+    throw new Error(`dim must be a positive integer, got ${dim}`);
   if (length % dim !== 0) throw new Error(`array length ${length} is not a multiple of dim ${dim}`);
   return length / dim;
 }

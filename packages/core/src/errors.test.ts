@@ -18,6 +18,8 @@ describe('errors', () => {
   });
 
   it('list the known datasets for an unknown one', () => {
-    expect(new UnknownDatasetError('locom', ['locomo', 'covidqa']).suggestion).toContain('locomo, covidqa');
+    expect(new UnknownDatasetError('locom', ['locomo', 'covidqa']).suggestion).toContain(
+      'locomo, covidqa',
+    );
   });
 });

@@ -63,9 +63,14 @@ export class HashMismatchError extends BfeError {
     readonly expected: string,
     readonly actual: string,
   ) {
-    super('DATA_HASH_MISMATCH', `${file}: SHA-256 ${actual} does not match the pinned ${expected}`, {
-      suggestion: 'The file is corrupt, truncated or a different version; remove it and fetch again.',
-    });
+    super(
+      'DATA_HASH_MISMATCH',
+      `${file}: SHA-256 ${actual} does not match the pinned ${expected}`,
+      {
+        suggestion:
+          'The file is corrupt, truncated or a different version; remove it and fetch again.',
+      },
+    );
   }
 }
 

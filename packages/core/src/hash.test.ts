@@ -7,7 +7,9 @@ import { RecordHasher, bytesSha256, canonicalJson, contentHash, fileSha256 } fro
 
 describe('contentHash', () => {
   it('ignores key order at every depth', () => {
-    expect(contentHash({ b: 1, a: { y: [1, 2], x: 'z' } })).toBe(contentHash({ a: { x: 'z', y: [1, 2] }, b: 1 }));
+    expect(contentHash({ b: 1, a: { y: [1, 2], x: 'z' } })).toBe(
+      contentHash({ a: { x: 'z', y: [1, 2] }, b: 1 }),
+    );
   });
 
   it('distinguishes array order and values', () => {
@@ -25,7 +27,9 @@ describe('contentHash', () => {
   });
 
   it('produces sorted, whitespace-free canonical JSON', () => {
-    expect(canonicalJson({ b: [1, { d: 2, c: 3 }], a: null })).toBe('{"a":null,"b":[1,{"c":3,"d":2}]}');
+    expect(canonicalJson({ b: [1, { d: 2, c: 3 }], a: null })).toBe(
+      '{"a":null,"b":[1,{"c":3,"d":2}]}',
+    );
   });
 
   it('refuses values JSON cannot hold instead of hashing a placeholder', () => {
@@ -40,7 +44,9 @@ describe('RecordHasher', () => {
     const b = new RecordHasher().add({ id: 2 }).add({ id: 1 });
     expect(a.count).toBe(2);
     expect(a.digest()).not.toBe(b.digest());
-    expect(new RecordHasher().add({ x: 1, y: 2 }).digest()).toBe(new RecordHasher().add({ y: 2, x: 1 }).digest());
+    expect(new RecordHasher().add({ x: 1, y: 2 }).digest()).toBe(
+      new RecordHasher().add({ y: 2, x: 1 }).digest(),
+    );
   });
 });
 
@@ -53,7 +59,9 @@ describe('file hashes', () => {
       writeFileSync(path, bytes);
       expect(await fileSha256(path)).toBe(bytesSha256(bytes));
       // The SHA-256 of the empty string, from FIPS 180-2.
-      expect(bytesSha256(new Uint8Array())).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+      expect(bytesSha256(new Uint8Array())).toBe(
+        'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -3,7 +3,12 @@ import { createReadStream } from 'node:fs';
 import { configure } from 'safe-stable-stringify';
 
 // Sorted keys, no whitespace, and a thrown error (not a placeholder) for values JSON cannot hold.
-const stringify = configure({ deterministic: true, strict: true, circularValue: Error, bigint: false });
+const stringify = configure({
+  deterministic: true,
+  strict: true,
+  circularValue: Error,
+  bigint: false,
+});
 
 /** Canonical JSON: sorted keys, no whitespace, so equal values hash equal. */
 export function canonicalJson(value: unknown): string {

@@ -13,7 +13,10 @@ describe('LoadReport', () => {
     expect(json.repaired).toEqual({ 'evidence-leading-zero': 2 });
     expect(json.unresolved).toEqual({ 'evidence-unknown-id': 1 });
     expect(json.dropped).toEqual({ abstention: 1 });
-    expect(json.details.repaired['evidence-leading-zero']?.[1]).toEqual({ id: 'q2', detail: "'D1:03' → D1:3" });
+    expect(json.details.repaired['evidence-leading-zero']?.[1]).toEqual({
+      id: 'q2',
+      detail: "'D1:03' → D1:3",
+    });
     expect(r.repairedCount()).toBe(2);
     expect(r.droppedCount('abstention')).toBe(1);
   });
@@ -24,13 +27,20 @@ describe('validateRecord', () => {
 
   it('returns the parsed record when valid', () => {
     const r = new LoadReport('demo');
-    expect(validateRecord(schema, { id: 'a', turns: [] }, { file: 'f.json', record: 'a' }, r)).toEqual({ id: 'a', turns: [] });
+    expect(
+      validateRecord(schema, { id: 'a', turns: [] }, { file: 'f.json', record: 'a' }, r),
+    ).toEqual({ id: 'a', turns: [] });
     expect(r.issues).toHaveLength(0);
   });
 
   it('records the file, the record and the field path instead of throwing', () => {
     const r = new LoadReport('demo');
-    const out = validateRecord(schema, { id: 'a', turns: [{ text: 1 }] }, { file: 'f.json', record: 'a' }, r);
+    const out = validateRecord(
+      schema,
+      { id: 'a', turns: [{ text: 1 }] },
+      { file: 'f.json', record: 'a' },
+      r,
+    );
     expect(out).toBeUndefined();
     expect(r.issues[0]).toMatchObject({ file: 'f.json', record: 'a', path: 'turns[0].text' });
     expect(r.toJSON().dropped).toEqual({ 'invalid-record': 1 });

@@ -4,7 +4,12 @@ import { join } from 'node:path';
 import { xz } from '@napi-rs/lzma';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DataMissingError, FetchError, HashMismatchError, bytesSha256 } from '@bfe/core';
-import { dataLocationFromEnv, fetchOfficialFile, resolveOfficialFile, type OfficialFile } from './files.js';
+import {
+  dataLocationFromEnv,
+  fetchOfficialFile,
+  resolveOfficialFile,
+  type OfficialFile,
+} from './files.js';
 
 const payload = new TextEncoder().encode(JSON.stringify([{ id: 1, text: 'hello' }]));
 const packed = xz.compressSync(payload);
@@ -20,7 +25,12 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(root, { recursive: true, force: true }));
 
-const plain: OfficialFile = { name: 'plain.json', sha256: bytesSha256(payload), urls: ['https://example.invalid/plain.json'], licence: 'test' };
+const plain: OfficialFile = {
+  name: 'plain.json',
+  sha256: bytesSha256(payload),
+  urls: ['https://example.invalid/plain.json'],
+  licence: 'test',
+};
 const compressed: OfficialFile = {
   name: 'packed.json.xz',
   sha256: bytesSha256(packed),
@@ -50,7 +60,9 @@ describe('fetchOfficialFile', () => {
 
   it('rejects a mirrored file with the wrong hash and leaves nothing behind', async () => {
     writeFileSync(join(mirror, 'plain.json'), 'tampered');
-    await expect(fetchOfficialFile(plain, { dataDir, mirror }, noNetwork)).rejects.toBeInstanceOf(HashMismatchError);
+    await expect(fetchOfficialFile(plain, { dataDir, mirror }, noNetwork)).rejects.toBeInstanceOf(
+      HashMismatchError,
+    );
     expect(readdirSync(root)).toEqual(['mirror']);
   });
 
@@ -73,7 +85,9 @@ describe('fetchOfficialFile', () => {
   });
 
   it('says why when no source can deliver the file', async () => {
-    const error = await fetchOfficialFile(compressed, { dataDir, mirror }, noNetwork).catch((e: unknown) => e);
+    const error = await fetchOfficialFile(compressed, { dataDir, mirror }, noNetwork).catch(
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(FetchError);
     expect((error as FetchError).suggestion).toContain('BFE_DATA_MIRROR');
   });
@@ -81,7 +95,9 @@ describe('fetchOfficialFile', () => {
 
 describe('resolveOfficialFile', () => {
   it('names `bfe data fetch` when the data is missing and no mirror is set', async () => {
-    const error = await resolveOfficialFile(plain, 'demo', { dataDir, mirror: undefined }).catch((e: unknown) => e);
+    const error = await resolveOfficialFile(plain, 'demo', { dataDir, mirror: undefined }).catch(
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(DataMissingError);
     expect((error as DataMissingError).suggestion).toContain('bfe data fetch demo');
   });
@@ -89,7 +105,13 @@ describe('resolveOfficialFile', () => {
 
 describe('dataLocationFromEnv', () => {
   it('reads BFE_DATA_DIR and BFE_DATA_MIRROR, ignoring an empty mirror', () => {
-    expect(dataLocationFromEnv({ BFE_DATA_DIR: '/x/data', BFE_DATA_MIRROR: '' })).toEqual({ dataDir: '/x/data', mirror: undefined });
-    expect(dataLocationFromEnv({ XDG_CACHE_HOME: '/c', BFE_DATA_MIRROR: '/m' })).toEqual({ dataDir: '/c/bfe/data', mirror: '/m' });
+    expect(dataLocationFromEnv({ BFE_DATA_DIR: '/x/data', BFE_DATA_MIRROR: '' })).toEqual({
+      dataDir: '/x/data',
+      mirror: undefined,
+    });
+    expect(dataLocationFromEnv({ XDG_CACHE_HOME: '/c', BFE_DATA_MIRROR: '/m' })).toEqual({
+      dataDir: '/c/bfe/data',
+      mirror: '/m',
+    });
   });
 });

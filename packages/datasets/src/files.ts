@@ -86,7 +86,10 @@ export function dataLocationFromEnv(env: NodeJS.ProcessEnv = process.env): DataL
   const cacheHome = env.XDG_CACHE_HOME ?? join(homedir(), '.cache');
   return {
     dataDir: resolve(env.BFE_DATA_DIR ?? join(cacheHome, 'bfe', 'data')),
-    mirror: env.BFE_DATA_MIRROR === undefined || env.BFE_DATA_MIRROR === '' ? undefined : resolve(env.BFE_DATA_MIRROR),
+    mirror:
+      env.BFE_DATA_MIRROR === undefined || env.BFE_DATA_MIRROR === ''
+        ? undefined
+        : resolve(env.BFE_DATA_MIRROR),
   };
 }
 
@@ -146,12 +149,15 @@ export async function fetchOfficialFile(
     }
   }
   if (bytes === undefined) {
-    throw new FetchError(`Could not obtain ${file.name}: ${failures.join('; ') || 'no source configured'}`, {
-      suggestion:
-        file.urls.length === 0
-          ? `${file.note ?? 'No public address is pinned.'} Set BFE_DATA_MIRROR to a directory holding ${file.name}.`
-          : `Set BFE_DATA_MIRROR to a directory holding ${file.name}, or check the network.`,
-    });
+    throw new FetchError(
+      `Could not obtain ${file.name}: ${failures.join('; ') || 'no source configured'}`,
+      {
+        suggestion:
+          file.urls.length === 0
+            ? `${file.note ?? 'No public address is pinned.'} Set BFE_DATA_MIRROR to a directory holding ${file.name}.`
+            : `Set BFE_DATA_MIRROR to a directory holding ${file.name}, or check the network.`,
+      },
+    );
   }
 
   const actual = bytesSha256(bytes);

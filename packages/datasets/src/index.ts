@@ -1,4 +1,10 @@
-export { OFFICIAL_FILES, dataLocationFromEnv, fetchOfficialFile, resolveOfficialFile, writeAtomic } from './files.js';
+export {
+  OFFICIAL_FILES,
+  dataLocationFromEnv,
+  fetchOfficialFile,
+  resolveOfficialFile,
+  writeAtomic,
+} from './files.js';
 export type { DataLocation, FetchResult, OfficialFile, OfficialFileKey } from './files.js';
 export {
   DATASET_NAMES,

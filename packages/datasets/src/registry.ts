@@ -22,12 +22,17 @@ interface DatasetSpec {
   readonly optionsSchema: z.ZodType<Record<string, unknown>>;
   /** Options this name fixes (e.g. `locomo-session` is LoCoMo at session granularity). */
   readonly preset: Record<string, unknown>;
-  readonly parse: (raw: unknown, options: Record<string, unknown>, fetched: FetchResult) => LoadedDataset;
+  readonly parse: (
+    raw: unknown,
+    options: Record<string, unknown>,
+    fetched: FetchResult,
+  ) => LoadedDataset;
 }
 
 const SPECS: Record<string, DatasetSpec> = {
   locomo: {
-    description: 'LoCoMo, turn level: a memory is one turn, candidates are the query’s own conversation',
+    description:
+      'LoCoMo, turn level: a memory is one turn, candidates are the query’s own conversation',
     file: OFFICIAL_FILES.locomo,
     optionsSchema: locomoOptionsSchema,
     preset: {},
@@ -41,7 +46,8 @@ const SPECS: Record<string, DatasetSpec> = {
     parse: (raw, options, f) => parseLocomo(raw, locomoOptionsSchema.parse(options), f.source),
   },
   'longmemeval-s': {
-    description: 'LongMemEval S (cleaned, 498 questions): sessions as memories, own haystack as candidates',
+    description:
+      'LongMemEval S (cleaned, 498 questions): sessions as memories, own haystack as candidates',
     file: OFFICIAL_FILES.longmemevalS,
     optionsSchema: longMemEvalOptionsSchema,
     preset: {},
@@ -54,7 +60,12 @@ const SPECS: Record<string, DatasetSpec> = {
     optionsSchema: longMemEvalOptionsSchema,
     preset: {},
     parse: (raw, options, f) =>
-      parseLongMemEval(raw, longMemEvalOptionsSchema.parse(options), f.source, 'longmemeval-oracle'),
+      parseLongMemEval(
+        raw,
+        longMemEvalOptionsSchema.parse(options),
+        f.source,
+        'longmemeval-oracle',
+      ),
   },
   covidqa: {
     description: 'COVID-QA: a memory is one paragraph, candidates are the question’s article',
@@ -72,7 +83,11 @@ const LMEB_PREFIX = 'lmeb:';
 
 /** A one-line description per registered dataset. */
 export function describeDatasets(): Array<{ name: string; description: string; file: string }> {
-  return Object.entries(SPECS).map(([name, s]) => ({ name, description: s.description, file: s.file.name }));
+  return Object.entries(SPECS).map(([name, s]) => ({
+    name,
+    description: s.description,
+    file: s.file.name,
+  }));
 }
 
 /**
@@ -121,7 +136,9 @@ function specOf(name: string): DatasetSpec {
 function parseOptions<T>(schema: z.ZodType<T>, options: Record<string, unknown>, name: string): T {
   const result = schema.safeParse(options);
   if (!result.success) {
-    throw new ConfigError(`Invalid options for dataset '${name}':\n${z.prettifyError(result.error)}`);
+    throw new ConfigError(
+      `Invalid options for dataset '${name}':\n${z.prettifyError(result.error)}`,
+    );
   }
   return result.data;
 }

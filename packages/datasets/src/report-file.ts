@@ -14,7 +14,11 @@ export async function saveLoadReport(
   const path =
     typeof target === 'string'
       ? resolve(target)
-      : join(target.dataDir, 'reports', `${dataset.replace(/[^A-Za-z0-9._-]+/g, '_')}.load-report.json`);
+      : join(
+          target.dataDir,
+          'reports',
+          `${dataset.replace(/[^A-Za-z0-9._-]+/g, '_')}.load-report.json`,
+        );
   await writeAtomic(path, `${JSON.stringify(report.toJSON(), null, 2)}\n`);
   return path;
 }

@@ -96,7 +96,7 @@ function largestRemainder(
   const order = [0, 1, 2].sort((a, b) => (remainders[b] as number) - (remainders[a] as number));
   for (let i = 0; assigned < units; i++) {
     const k = order[i % 3] as number;
-    counts[k] += 1;
+    counts[k] = (counts[k] as number) + 1;
     assigned += 1;
   }
   return counts;

@@ -14,7 +14,9 @@ export function dataFetchCommand(): Command {
         return;
       }
       for (const r of results) {
-        console.log(`${r.source.name}: ${r.from} ${r.origin} → ${r.path} (sha256 ${r.source.sha256.slice(0, 12)}… verified)`);
+        console.log(
+          `${r.source.name}: ${r.from} ${r.origin} → ${r.path} (sha256 ${r.source.sha256.slice(0, 12)}… verified)`,
+        );
       }
     });
 }

@@ -6,22 +6,38 @@ export function dataSplitCommand(): Command {
   return new Command('split')
     .description('split a dataset into train/validation/test (METHOD.md §5)')
     .argument('<name>', 'dataset name, or lmeb:<folder>')
-    .option('--policy <policy>', 'connected-bank (strict) or query-disjoint-shared-bank', 'connected-bank')
+    .option(
+      '--policy <policy>',
+      'connected-bank (strict) or query-disjoint-shared-bank',
+      'connected-bank',
+    )
     .option('--seed <n>', 'seed', '42')
-    .option('--ratios <a,b,c>', 'train,validation,test as fractions, percentages or unit counts', '60,20,20')
+    .option(
+      '--ratios <a,b,c>',
+      'train,validation,test as fractions, percentages or unit counts',
+      '60,20,20',
+    )
     .option('--set <key=value>', 'dataset option (repeatable)', collect, [])
     .option('--out <file>', 'write the split file here')
     .option('--json', 'print JSON')
     .action(
       async (
         name: string,
-        opts: { policy: string; seed: string; ratios: string; set: string[]; out?: string; json?: boolean },
+        opts: {
+          policy: string;
+          seed: string;
+          ratios: string;
+          set: string[];
+          out?: string;
+          json?: boolean;
+        },
       ) => {
-        const [{ dataLocationFromEnv, loadDataset }, split, { parseSplitOptions }] = await Promise.all([
-          import('@bfe/datasets'),
-          import('@bfe/split'),
-          import('../split-options.js'),
-        ]);
+        const [{ dataLocationFromEnv, loadDataset }, split, { parseSplitOptions }] =
+          await Promise.all([
+            import('@bfe/datasets'),
+            import('@bfe/split'),
+            import('../split-options.js'),
+          ]);
         const options = parseSplitOptions(opts);
         const { benchmark } = await loadDataset(name, {
           location: dataLocationFromEnv(),
@@ -34,7 +50,9 @@ export function dataSplitCommand(): Command {
           await writeAtomic(opts.out, `${JSON.stringify(result, null, 2)}\n`);
         }
         if (opts.json === true) {
-          console.log(JSON.stringify({ structure, split: result, file: opts.out ?? null }, null, 2));
+          console.log(
+            JSON.stringify({ structure, split: result, file: opts.out ?? null }, null, 2),
+          );
           return;
         }
         const { renderSplit } = await import('../render.js');
