@@ -20,21 +20,28 @@ describe('bfe CLI: help and user errors', () => {
   });
 
   it('names `bfe data fetch` when the data is missing', async () => {
-    const r = await runBfe(['data', 'inspect', 'locomo'], { BFE_DATA_DIR: tmp(), BFE_DATA_MIRROR: undefined });
+    const r = await runBfe(['data', 'inspect', 'locomo'], {
+      BFE_DATA_DIR: tmp(),
+      BFE_DATA_MIRROR: undefined,
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('DATA_MISSING');
     expect(r.stderr).toContain('bfe data fetch locomo');
   });
 
   it('reports a mistyped dataset option with its path', async () => {
-    const r = await runBfe(['data', 'inspect', 'locomo', '--set', 'granularity=sentence'], { BFE_DATA_DIR: tmp() });
+    const r = await runBfe(['data', 'inspect', 'locomo', '--set', 'granularity=sentence'], {
+      BFE_DATA_DIR: tmp(),
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('CONFIG_INVALID');
     expect(r.stderr).toContain('granularity');
   });
 
   it('rejects an unknown split policy before loading anything', async () => {
-    const r = await runBfe(['data', 'split', 'locomo', '--policy', 'random'], { BFE_DATA_DIR: tmp() });
+    const r = await runBfe(['data', 'split', 'locomo', '--policy', 'random'], {
+      BFE_DATA_DIR: tmp(),
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('policy');
   });
@@ -42,7 +49,10 @@ describe('bfe CLI: help and user errors', () => {
   it('rejects a mirrored file whose hash does not match, naming both hashes', async () => {
     const mirrorDir = tmp();
     writeFileSync(join(mirrorDir, 'locomo10.json'), '[]');
-    const r = await runBfe(['data', 'fetch', 'locomo'], { BFE_DATA_DIR: tmp(), BFE_DATA_MIRROR: mirrorDir });
+    const r = await runBfe(['data', 'fetch', 'locomo'], {
+      BFE_DATA_DIR: tmp(),
+      BFE_DATA_MIRROR: mirrorDir,
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('DATA_HASH_MISMATCH');
     expect(r.stderr).toContain('79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4');
@@ -56,7 +66,10 @@ describe('bfe CLI: help and user errors', () => {
     writeFileSync(join(task, 'queries.jsonl'), '{"id":"q1","text":"alpha?"}\n');
     writeFileSync(join(task, 'qrels.tsv'), 'q1\td1\t1\n');
     writeFileSync(join(task, 'candidates.jsonl'), '{"scene_id":"q1","candidate_doc_ids":["d1"]}\n');
-    const r = await runBfe(['data', 'inspect', `lmeb:${task}`, '--json', '--report', join(dir, 'report.json')], {});
+    const r = await runBfe(
+      ['data', 'inspect', `lmeb:${task}`, '--json', '--report', join(dir, 'report.json')],
+      {},
+    );
     expect(r.code).toBe(0);
     const summary = JSON.parse(r.stdout) as { queries: number; memories: number; issues: number };
     expect(summary).toMatchObject({ queries: 1, memories: 1 });

@@ -9,7 +9,9 @@ export const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const tmpRoot = resolve(tmpdir());
 
 /** The mirror of real benchmark files, or undefined when `BFE_DATA_MIRROR` is not set. */
-export const mirror = process.env.BFE_DATA_MIRROR ? resolve(repoRoot, process.env.BFE_DATA_MIRROR) : undefined;
+export const mirror = process.env.BFE_DATA_MIRROR
+  ? resolve(repoRoot, process.env.BFE_DATA_MIRROR)
+  : undefined;
 
 /**
  * A temporary directory per test, removed when the test ends. Refuses to remove anything
@@ -20,7 +22,8 @@ export function useTmpDir(prefix = 'bfe-e2e-'): () => string {
   afterEach(() => {
     for (const dir of made.splice(0)) {
       const rel = relative(tmpRoot, dir);
-      if (rel.startsWith('..') || rel === '') throw new Error(`refusing to remove ${dir}: outside ${tmpRoot}`);
+      if (rel.startsWith('..') || rel === '')
+        throw new Error(`refusing to remove ${dir}: outside ${tmpRoot}`);
       rmSync(dir, { recursive: true, force: true });
     }
   });
@@ -38,14 +41,24 @@ export interface CliResult {
 }
 
 /** Runs the `bfe` CLI from source, as `pnpm bfe` does, with a controlled environment. */
-export function runBfe(args: readonly string[], env: Record<string, string | undefined>): Promise<CliResult> {
+export function runBfe(
+  args: readonly string[],
+  env: Record<string, string | undefined>,
+): Promise<CliResult> {
   const childEnv: Record<string, string> = {};
-  for (const [k, v] of Object.entries({ ...process.env, ...env })) if (v !== undefined) childEnv[k] = v;
+  for (const [k, v] of Object.entries({ ...process.env, ...env }))
+    if (v !== undefined) childEnv[k] = v;
   if (env.BFE_DATA_MIRROR === undefined) delete childEnv.BFE_DATA_MIRROR;
   return new Promise((resolvePromise, reject) => {
     const child = spawn(
       process.execPath,
-      ['--conditions=@bfe/source', '--import', 'tsx', join(repoRoot, 'apps/runner/src/bin.ts'), ...args],
+      [
+        '--conditions=@bfe/source',
+        '--import',
+        'tsx',
+        join(repoRoot, 'apps/runner/src/bin.ts'),
+        ...args,
+      ],
       { cwd: repoRoot, env: childEnv },
     );
     let stdout = '';

@@ -11,6 +11,12 @@ export interface LoadedDataset {
   readonly benchmark: Benchmark;
   readonly labels: RelevanceLabels;
   readonly report: LoadReport;
+  /**
+   * Memory id → the id in the source file, where the loader renamed memories (LongMemEval's
+   * session ids name answer sessions `answer_…`, so they would reveal gold). Only per-query
+   * output for people may use it; no stage that ranks or trains reads it.
+   */
+  readonly sourceIds?: ReadonlyMap<string, string>;
 }
 
 /**

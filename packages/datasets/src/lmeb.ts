@@ -121,7 +121,8 @@ export async function loadLmebFolder(
   const name = `lmeb:${folder}`;
   if (!(await isDirectory(root))) {
     throw new DataMissingError(`LMEB folder ${root} does not exist.`, {
-      suggestion: 'Pass lmeb:<folder> with the path of one LMEB task folder (e.g. .../Dialogue/LoCoMo).',
+      suggestion:
+        'Pass lmeb:<folder> with the path of one LMEB task folder (e.g. .../Dialogue/LoCoMo).',
     });
   }
 
@@ -194,7 +195,7 @@ export async function loadLmebFolder(
         else report.unresolved('qrels-unknown-doc', id, `${row.docId} is not in the corpus`);
       }
       if (relevant.length === 0) {
-        const why = rows.length === 0 ? 'no qrels' : 'no relevant qrels to a corpus document';
+        const why = rows.length === 0 ? 'no qrels' : 'no qrels with score > 0 to a corpus document';
         report.drop('no-resolvable-evidence', id, why);
         continue;
       }
@@ -260,12 +261,18 @@ async function resolveSubsets(
   }
   const names = requested ?? (await findSubsetFolders(root));
   if (names.length === 0) {
-    throw new DataMissingError(`LMEB dialogue folder ${root} has no subset folder with ${QUERIES}.`);
+    throw new DataMissingError(
+      `LMEB dialogue folder ${root} has no subset folder with ${QUERIES}.`,
+    );
   }
   if (new Set(names).size !== names.length) {
     throw new ConfigError(`LMEB option 'subsets' lists a subset twice: ${names.join(', ')}`);
   }
-  return names.map((n) => ({ name: n, queriesFile: `${n}/${QUERIES}`, qrelsFile: `${n}/${QRELS}` }));
+  return names.map((n) => ({
+    name: n,
+    queriesFile: `${n}/${QUERIES}`,
+    qrelsFile: `${n}/${QRELS}`,
+  }));
 }
 
 /** Subfolders holding a `queries.jsonl`, sorted so the subtask order does not depend on the OS. */
@@ -324,7 +331,11 @@ async function readCandidates(
     const scene = rec.scene_id;
     if (scenes.has(scene)) {
       // LMEB reads the file into a dict, so the last line of a scene wins; so it does here.
-      report.repair('duplicate-scene-id', scene, `${CANDIDATES} line ${line} replaces an earlier line`);
+      report.repair(
+        'duplicate-scene-id',
+        scene,
+        `${CANDIDATES} line ${line} replaces an earlier line`,
+      );
     }
     const ids: string[] = [];
     const seen = new Set<string>();
@@ -386,7 +397,7 @@ async function readQueries(
 /**
  * Query id → its qrels rows. LMEB's qrels have no header (`query-id<TAB>corpus-id<TAB>score`);
  * a header line is tolerated and reported. Rows with score ≤ 0 are counted here as
- * non-relevant and left out.
+ * non-relevant; the caller leaves them out of the labels.
  */
 async function readQrels(
   root: string,
@@ -411,15 +422,19 @@ async function readQrels(
     const qid = row['query-id'];
     const docId = row['corpus-id'];
     if (cols.length > 3) report.repair('qrels-extra-columns', qid, `${file} line ${line}`);
+    // Kept in the map so a query with only such rows is told apart from one with none.
     if (row.score <= 0) {
       report.drop('non-relevant-qrel', qid, `${docId} score ${row.score} (${file} line ${line})`);
-      return;
     }
     const rows = byQuery.get(qid);
     if (rows === undefined) byQuery.set(qid, [{ docId, score: row.score }]);
     else {
       if (rows.some((r) => r.docId === docId)) {
-        report.repair('duplicate-qrel', qid, `${docId} again at ${file} line ${line}; larger score kept`);
+        report.repair(
+          'duplicate-qrel',
+          qid,
+          `${docId} again at ${file} line ${line}; larger score kept`,
+        );
       }
       rows.push({ docId, score: row.score });
     }

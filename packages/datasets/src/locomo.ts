@@ -20,7 +20,8 @@ export const LOCOMO_CATEGORY_NAMES = [
  *
  * @example
  * locomoOptionsSchema.parse({});
- * // { granularity: 'turn', categories: [1, 2, 3, 4], includeImageCaptions: true, repairEvidence: true }
+ * // { granularity: 'turn', categories: [1, 2, 3, 4],
+ * //   includeImageCaptions: true, repairEvidence: true }
  */
 export const locomoOptionsSchema = z.strictObject({
   /** `turn`: a memory is one turn; `session`: a memory is one session, its turns joined. */
@@ -29,7 +30,10 @@ export const locomoOptionsSchema = z.strictObject({
   categories: z.array(z.int().min(1).max(5)).min(1).default([1, 2, 3, 4]),
   /** Append an image turn's BLIP caption to its text as ` [image: caption]`. */
   includeImageCaptions: z.boolean().default(true),
-  /** Rewrite malformed evidence ids (`'D:11:26'`, `'D30:05'`, `'D8:6; D9:17'`); off = exact match only. */
+  /**
+   * Rewrite malformed evidence ids (`'D:11:26'`, `'D30:05'`, `'D8:6; D9:17'`); when off, only
+   * exact `dia_id` matches count.
+   */
   repairEvidence: z.boolean().default(true),
 });
 /** Parsed {@link locomoOptionsSchema}. */
@@ -87,7 +91,10 @@ interface SessionTurn {
  * @throws {DataError} when `raw` is not an array.
  * @example
  * const { benchmark, labels, report } = parseLocomo(json, locomoOptionsSchema.parse({}), source);
- * benchmark.memories[0]; // { id: 'conv-26:D1:1', bankId: 'conv-26', text: 'Caroline: Hey Mel! …', meta: {…} }
+ * benchmark.memories[0];
+ * // { id: 'conv-26:D1:1', bankId: 'conv-26', text: 'Caroline: Hey Mel! …',
+ * //   meta: { speaker: 'Caroline', session: 1, sessionDate: '1:56 pm on 8 May, 2023',
+ * //           diaId: 'D1:1' } }
  * benchmark.queries.length; // 1536
  * labels.relevant('conv-26:q0'); // Map { 'conv-26:D1:3' => 1 }
  * report.toJSON().repaired; // { 'evidence-split-list': 4, 'evidence-extra-colon': 1, … }
@@ -99,9 +106,8 @@ export function parseLocomo(
 ): LoadedDataset {
   const file = source.name;
   if (!Array.isArray(raw)) {
-    throw new DataError(`${file}: expected a JSON array of LoCoMo samples, got ${kindOf(raw)}`, {
-      file,
-    });
+    const message = `${file}: expected a JSON array of LoCoMo samples, got ${kindOf(raw)}`;
+    throw new DataError(message, { file });
   }
   const report = new LoadReport('locomo');
   const labels = new RelevanceLabels();
@@ -151,7 +157,11 @@ export function parseLocomo(
         if (turn === undefined) continue;
         const memoryId = `${sampleId}:${turn.dia_id}`;
         if (diaIds.has(turn.dia_id)) {
-          report.drop('duplicate-memory-id', memoryId, `${sessionKey}[${t}] repeats ${turn.dia_id}`);
+          report.drop(
+            'duplicate-memory-id',
+            memoryId,
+            `${sessionKey}[${t}] repeats ${turn.dia_id}`,
+          );
           continue;
         }
         diaIds.add(turn.dia_id);

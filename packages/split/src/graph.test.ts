@@ -14,15 +14,13 @@ function bench(banks: Record<string, number>, queries: Array<[string, Candidates
     name: 'graph-test',
     options: {},
     memories,
-    queries: queries.map(
-      ([id, c]): Query => ({
-        id,
-        text: '',
-        category: 'c',
-        meta: {},
-        ...('banks' in c ? { candidateBankIds: c.banks } : { candidateIds: c.ids }),
-      }),
-    ),
+    queries: queries.map(([id, c]): Query => ({
+      id,
+      text: '',
+      category: 'c',
+      meta: {},
+      ...('banks' in c ? { candidateBankIds: c.banks } : { candidateIds: c.ids }),
+    })),
     subtasks: ['c'],
     sources: [],
   };
@@ -129,7 +127,9 @@ describe('graph errors', () => {
   it('counts every dangling reference but quotes only the first five', () => {
     const ids = Array.from({ length: 8 }, (_, i) => `ghost${i}`);
     const b = bench({ b1: 1 }, [['q1', { ids }]]);
-    expect(() => componentStructure(b)).toThrow(/8 candidate reference\(s\) of 1 query .*\(3 more\)/);
+    expect(() => componentStructure(b)).toThrow(
+      /8 candidate reference\(s\) of 1 query .*\(3 more\)/,
+    );
   });
 
   it('rejects repeated query and memory ids', () => {
@@ -138,7 +138,11 @@ describe('graph errors', () => {
       ['q1', { banks: ['b1'] }],
     ]);
     expect(() => connectedComponents(b)).toThrow(/repeated id\(s\): query q1/);
-    const twice: Benchmark = { ...b, queries: b.queries.slice(0, 1), memories: [...b.memories, ...b.memories] };
+    const twice: Benchmark = {
+      ...b,
+      queries: b.queries.slice(0, 1),
+      memories: [...b.memories, ...b.memories],
+    };
     expect(() => connectedComponents(twice)).toThrow(/memory b1:m0/);
   });
 });

@@ -7,7 +7,12 @@ import type { Benchmark } from '@bfe/core';
  * never texts and never labels, so a split cannot depend on gold.
  */
 
-/** One connected component of the query–bank graph that holds at least one query. */
+/**
+ * One connected component of the query–bank graph that holds at least one query.
+ *
+ * @example
+ * const c: BankComponent = { queryIds: ['q1', 'q2'], bankIds: ['conv-26'], memoryCount: 419 };
+ */
 export interface BankComponent {
   /** Query ids of the component, sorted (UTF-16 code-unit order, locale-independent). */
   readonly queryIds: readonly string[];
@@ -17,7 +22,13 @@ export interface BankComponent {
   readonly memoryCount: number;
 }
 
-/** Sizes of the components under one measure (queries, banks or memories). */
+/**
+ * Sizes of the components under one measure (queries, banks or memories).
+ *
+ * @example
+ * // queries per component of 3 components holding 1, 1 and 3 queries
+ * const s: SizeSummary = { count: 3, total: 5, min: 1, median: 1, max: 3, largestShare: 0.6 };
+ */
 export interface SizeSummary {
   /** Number of components summarised. */
   readonly count: number;
@@ -31,7 +42,15 @@ export interface SizeSummary {
   readonly largestShare: number;
 }
 
-/** How a benchmark falls apart into connected components; what a strict split can use. */
+/**
+ * How a benchmark falls apart into connected components; what a strict split can use.
+ *
+ * @example
+ * const s: ComponentStructure = componentStructure(benchmark);
+ * if (s.components < 3) {
+ *   // a connected-bank split is impossible; only 'query-disjoint-shared-bank' (diagnostic) is left
+ * }
+ */
 export interface ComponentStructure {
   /** Connected components holding at least one query: the units of a `connected-bank` split. */
   readonly components: number;
@@ -212,7 +231,9 @@ export function compareIds(a: string, b: string): number {
 
 function quote(items: readonly string[]): string {
   const shown = items.slice(0, QUOTED_EXAMPLES).join(', ');
-  return items.length > QUOTED_EXAMPLES ? `${shown}, … (${items.length - QUOTED_EXAMPLES} more)` : shown;
+  return items.length > QUOTED_EXAMPLES
+    ? `${shown}, … (${items.length - QUOTED_EXAMPLES} more)`
+    : shown;
 }
 
 /**

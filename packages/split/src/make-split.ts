@@ -7,7 +7,13 @@ import { allocateUnits } from './ratios.js';
 import type { SplitRatios, UnitAllocation } from './ratios.js';
 import { checkSeed, seededShuffle } from './shuffle.js';
 
-/** Options of {@link makeSplit}. */
+/**
+ * Options of {@link makeSplit}.
+ *
+ * @example
+ * const strict: MakeSplitOptions = { seed: 42, ratios: [0.6, 0.2, 0.2] };
+ * const diagnostic: MakeSplitOptions = { policy: 'query-disjoint-shared-bank', seed: 42, ratios: [60, 20, 20] };
+ */
 export interface MakeSplitOptions {
   /**
    * `connected-bank` (default, strict): connected components are the units, so no bank or
@@ -21,10 +27,20 @@ export interface MakeSplitOptions {
   readonly ratios: SplitRatios;
 }
 
-/** The split's content without its hash: what the hash is computed over. */
+/**
+ * The split's content without its hash: what the hash is computed over.
+ *
+ * @example
+ * const { hash, ...body }: Split = split; // body: SplitBody
+ */
 export type SplitBody = Omit<Split, 'hash'>;
 
-/** The policy whose results are diagnostic only, named in every strict failure message. */
+/**
+ * The policy whose results are diagnostic only, named in every strict failure message.
+ *
+ * @example
+ * makeSplit(benchmark, { policy: SHARED_BANK_POLICY, seed: 42, ratios: [0.6, 0.2, 0.2] });
+ */
 export const SHARED_BANK_POLICY: SplitPolicy = 'query-disjoint-shared-bank';
 
 const SPLIT_NAMES: readonly SplitName[] = splitNameSchema.options;

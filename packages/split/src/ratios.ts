@@ -1,12 +1,28 @@
 import { ConfigError } from '@bfe/core';
 
-/** Requested sizes of train, validation and test, in that order. */
+/**
+ * Requested sizes of train, validation and test, in that order.
+ *
+ * @example
+ * const fractions: SplitRatios = [0.6, 0.2, 0.2];
+ * const counts: SplitRatios = [6, 2, 2]; // with exactly 10 units
+ */
 export type SplitRatios = readonly [train: number, validation: number, test: number];
 
-/** How a {@link SplitRatios} triple was read; see {@link allocateUnits}. */
+/**
+ * How a {@link SplitRatios} triple was read; see {@link allocateUnits}.
+ *
+ * @example
+ * allocateUnits([60, 20, 20], 7).reading; // 'percentages'
+ */
 export type RatioReading = 'counts' | 'fractions' | 'percentages';
 
-/** Units per split after rounding, and how the ratios were read. */
+/**
+ * Units per split after rounding, and how the ratios were read.
+ *
+ * @example
+ * const a: UnitAllocation = { reading: 'fractions', counts: [4, 2, 1] }; // 0.6/0.2/0.2 of 7
+ */
 export interface UnitAllocation {
   readonly reading: RatioReading;
   readonly counts: readonly [train: number, validation: number, test: number];

@@ -2,7 +2,12 @@ import { ConfigError } from '@bfe/core';
 import { uniformInt } from 'pure-rand/distribution/uniformInt';
 import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
 
-/** Largest accepted seed: xoroshiro128plus is seeded from 32 bits. */
+/**
+ * Largest accepted seed: xoroshiro128plus is seeded from 32 bits.
+ *
+ * @example
+ * fc.integer({ min: 0, max: MAX_SEED }); // every seed makeSplit accepts
+ */
 export const MAX_SEED = 0xffff_ffff;
 
 /**

@@ -68,10 +68,13 @@ export function verifySplit(split: Split, benchmark: Benchmark): void {
     if (ids.length === 0) violations.push(`${name} has no queries`);
     const reached = new Set<number>();
     const units = new Set<number>();
+    let sorted = true;
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i] as string;
-      if (i > 0 && !((ids[i - 1] as string) < id)) {
+      if (sorted && i > 0 && !((ids[i - 1] as string) < id)) {
+        // One line per list: a reversed list is one mistake, not n − 1.
         violations.push(`${name} query list is not sorted without repeats at '${id}'`);
+        sorted = false;
       }
       const banks = graph.queryBanks.get(id);
       if (banks === undefined) {
@@ -138,7 +141,12 @@ export function verifySplit(split: Split, benchmark: Benchmark): void {
   }
 }
 
-/** Options of {@link assertNoLeak}. */
+/**
+ * Options of {@link assertNoLeak}.
+ *
+ * @example
+ * assertNoLeak(split, benchmark, { allowSharedBank: true } satisfies AssertNoLeakOptions);
+ */
 export interface AssertNoLeakOptions {
   /**
    * Accept a `query-disjoint-shared-bank` split (its flags are still checked). Only for
@@ -189,7 +197,10 @@ function checkFlags(split: Split, violations: string[]): void {
       `a connected-bank split must be diagnosticOnly: false, promotionEligible: true, marks: []`,
     );
   }
-  if (split.policy === SHARED_BANK_POLICY && (!split.diagnosticOnly || split.promotionEligible || !shared)) {
+  if (
+    split.policy === SHARED_BANK_POLICY &&
+    (!split.diagnosticOnly || split.promotionEligible || !shared)
+  ) {
     violations.push(
       `a ${SHARED_BANK_POLICY} split must be diagnosticOnly: true, promotionEligible: false ` +
         `and marked shared-unlabelled-memory`,

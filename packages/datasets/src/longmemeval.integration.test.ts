@@ -1,0 +1,143 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { xz } from '@napi-rs/lzma';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { bytesSha256 } from '@bfe/core';
+import type { LoadedDataset, SourceFile } from '@bfe/core';
+import {
+  longMemEvalOptionsSchema,
+  parseLongMemEval,
+  type LongMemEvalOptions,
+} from './longmemeval.js';
+
+const mirror = process.env['BFE_DATA_MIRROR'];
+
+/** Unpacks a mirrored `.xz` file; the source is the unpacked JSON, as the registry records it. */
+async function readXzJson(file: string): Promise<{ raw: unknown; source: SourceFile }> {
+  const bytes = await xz.decompress(readFileSync(join(mirror as string, file)));
+  const source = { name: file.replace(/\.xz$/, ''), sha256: bytesSha256(bytes) };
+  return { raw: JSON.parse(bytes.toString('utf8')) as unknown, source };
+}
+
+function perType(d: LoadedDataset): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const q of d.benchmark.queries) out[q.category] = (out[q.category] ?? 0) + 1;
+  return out;
+}
+
+/** Every query's relevant memories are among its candidates, and every candidate is a memory. */
+function expectConsistent(d: LoadedDataset): void {
+  const memoryIds = new Set(d.benchmark.memories.map((m) => m.id));
+  expect(memoryIds.size).toBe(d.benchmark.memories.length);
+  for (const q of d.benchmark.queries) {
+    const candidates = new Set(q.candidateIds);
+    expect(candidates.size).toBe(q.candidateIds?.length);
+    for (const id of candidates) expect(memoryIds.has(id)).toBe(true);
+    for (const id of d.labels.relevant(q.id).keys()) expect(candidates.has(id)).toBe(true);
+  }
+}
+
+describe.skipIf(mirror === undefined)('LongMemEval S real file (needs BFE_DATA_MIRROR)', () => {
+  let raw: unknown;
+  let source: SourceFile;
+  const load = (options: Partial<LongMemEvalOptions>): LoadedDataset =>
+    parseLongMemEval(raw, longMemEvalOptionsSchema.parse(options), source, 'longmemeval-s');
+  beforeAll(async () => {
+    ({ raw, source } = await readXzJson('longmemeval_s_cleaned.partial498.json.xz'));
+  });
+
+  it('is the pinned file', () => {
+    expect(source.sha256).toBe('f670478b0c3bc88a46f0c42a46859b644a429e90cae484dfcec5477f541c7f5b');
+  });
+
+  it('official protocol: 418 queries, 792 qrels, 16,503 session memories', () => {
+    const d = load({});
+    expect(d.benchmark.queries).toHaveLength(418);
+    expect(d.labels.pairCount).toBe(792);
+    expect(d.benchmark.memories).toHaveLength(16503);
+    expect(perType(d)).toEqual({
+      'single-session-user': 64,
+      'single-session-assistant': 5,
+      'single-session-preference': 30,
+      'multi-session': 121,
+      'knowledge-update': 72,
+      'temporal-reasoning': 126,
+    });
+    const report = d.report.toJSON();
+    expect(report.issues).toBe(0);
+    // 19,133 distinct sessions = 16,503 memories + 48 empty + 2,582 outside kept haystacks.
+    expect(report.dropped).toEqual({
+      'empty-text': 48,
+      abstention: 30,
+      'no-resolvable-evidence': 50,
+      'not-in-kept-haystack': 2582,
+    });
+    expect(report.repaired).toEqual({ 'duplicate-haystack-session': 12 });
+    expect(report.unresolved).toEqual({});
+    expectConsistent(d);
+  });
+
+  it("'answer-session-ids': 468 queries, 887 qrels, 18,125 memories", () => {
+    const d = load({ relevance: 'answer-session-ids' });
+    expect(d.benchmark.queries).toHaveLength(468);
+    expect(d.labels.pairCount).toBe(887);
+    expect(d.benchmark.memories).toHaveLength(18125);
+    expect(perType(d)['single-session-assistant']).toBe(55);
+    expect(d.report.toJSON().dropped).toEqual({
+      'empty-text': 48,
+      abstention: 30,
+      'not-in-kept-haystack': 960,
+    });
+    expectConsistent(d);
+  });
+
+  it("'all-turns' keeps the 42 sessions that have no user text", () => {
+    const d = load({ textPolicy: 'all-turns' });
+    expect(d.benchmark.queries).toHaveLength(418);
+    expect(d.benchmark.memories).toHaveLength(16545);
+    expect(d.report.droppedCount('empty-text')).toBe(0);
+  });
+});
+
+describe.skipIf(mirror === undefined)(
+  'LongMemEval oracle real file (needs BFE_DATA_MIRROR)',
+  () => {
+    let raw: unknown;
+    let source: SourceFile;
+    const load = (options: Partial<LongMemEvalOptions>): LoadedDataset =>
+      parseLongMemEval(raw, longMemEvalOptionsSchema.parse(options), source, 'longmemeval-oracle');
+    beforeAll(async () => {
+      ({ raw, source } = await readXzJson('longmemeval_oracle.json.xz'));
+    });
+
+    it('is the pinned file', () => {
+      expect(source.sha256).toBe(
+        'db9dd414bc1ce15b55c2fa713bec8185ce4854d0f2b5fbc735c180f3e3a54f52',
+      );
+    });
+
+    it('official protocol: 419 queries, 794 qrels, 831 memories', () => {
+      const d = load({});
+      expect(d.benchmark.queries).toHaveLength(419);
+      expect(d.labels.pairCount).toBe(794);
+      expect(d.benchmark.memories).toHaveLength(831);
+      expect(perType(d)['temporal-reasoning']).toBe(127);
+      // 940 distinct sessions = 831 memories + 109 outside kept haystacks.
+      expect(d.report.toJSON().dropped).toEqual({
+        abstention: 30,
+        'no-resolvable-evidence': 51,
+        'not-in-kept-haystack': 109,
+      });
+      expect(d.report.issues).toHaveLength(0);
+      expectConsistent(d);
+    });
+
+    it("'answer-session-ids': 470 queries, 890 qrels, 882 memories", () => {
+      const d = load({ relevance: 'answer-session-ids' });
+      expect(d.benchmark.queries).toHaveLength(470);
+      expect(d.labels.pairCount).toBe(890);
+      expect(d.benchmark.memories).toHaveLength(882);
+      expectConsistent(d);
+    });
+  },
+);
