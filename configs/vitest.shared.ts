@@ -1,6 +1,20 @@
 import { defaultClientConditions, defaultServerConditions } from 'vite';
 import { defineProject } from 'vitest/config';
+import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * Tests run with the package folder as working directory (turbo) or the repository root
+ * (`npm test`), so a relative `BFE_DATA_MIRROR` is taken relative to the repository root, as
+ * the README writes it (`BFE_DATA_MIRROR=../shared/data`).
+ */
+function testEnv(): Record<string, string> {
+  const mirror = process.env.BFE_DATA_MIRROR;
+  if (mirror === undefined || mirror === '') return {};
+  return { BFE_DATA_MIRROR: isAbsolute(mirror) ? mirror : resolve(repoRoot, mirror) };
+}
 
 /**
  * Settings every vitest project shares: resolve workspace packages to their TypeScript
@@ -21,6 +35,7 @@ export function packageProject(name: string) {
       name,
       include: ['src/**/*.test.ts', 'test/**/*.test.ts', '*.test.ts'],
       environment: 'node',
+      env: testEnv(),
       restoreMocks: true,
       setupFiles: [setupFile],
       testTimeout: 60_000,

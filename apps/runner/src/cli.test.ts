@@ -1,0 +1,36 @@
+import { describe, expect, it, vi } from 'vitest';
+import { SplitError } from '@bfe/core';
+import { buildProgram, main } from './cli.js';
+import { handleError } from './errors.js';
+
+describe('bfe program', () => {
+  it('registers the data subcommands', () => {
+    const data = buildProgram().commands.find((c) => c.name() === 'data');
+    expect(data?.commands.map((c) => c.name())).toEqual(['list', 'fetch', 'inspect', 'split']);
+  });
+
+  it('exits 2 on an unknown command, printing to stderr only', async () => {
+    const err = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    expect(await main(['node', 'bfe', 'nope'])).toBe(2);
+    expect(err).toHaveBeenCalled();
+  });
+});
+
+describe('handleError', () => {
+  it('prints code, message and suggestion of a user error and returns 2', () => {
+    const lines: string[] = [];
+    vi.spyOn(console, 'error').mockImplementation((line: unknown) => lines.push(String(line)));
+    expect(
+      handleError(new SplitError('one component', { suggestion: 'use the shared bank' })),
+    ).toBe(2);
+    expect(lines).toEqual(['bfe: SPLIT_IMPOSSIBLE: one component', '  use the shared bank']);
+  });
+
+  it('treats anything else as a bug: exit 1 with the stack', () => {
+    const lines: string[] = [];
+    vi.spyOn(console, 'error').mockImplementation((line: unknown) => lines.push(String(line)));
+    expect(handleError(new TypeError('boom'))).toBe(1);
+    expect(lines[0]).toContain('internal error');
+    expect(lines[1]).toContain('TypeError: boom');
+  });
+});
