@@ -3,6 +3,8 @@ import { dataFetchCommand } from './commands/data-fetch.js';
 import { dataInspectCommand } from './commands/data-inspect.js';
 import { dataListCommand } from './commands/data-list.js';
 import { dataSplitCommand } from './commands/data-split.js';
+import { encodeCommand } from './commands/encode.js';
+import { modelFetchCommand } from './commands/model-fetch.js';
 import { handleError } from './errors.js';
 
 /** Builds the `bfe` program. Each subcommand imports its heavy modules lazily in its action. */
@@ -16,6 +18,8 @@ export function buildProgram(): Command {
   data.addCommand(dataFetchCommand());
   data.addCommand(dataInspectCommand());
   data.addCommand(dataSplitCommand());
+  program.addCommand(encodeCommand());
+  program.command('model').description('sentence encoders: fetch').addCommand(modelFetchCommand());
   return program;
 }
 

