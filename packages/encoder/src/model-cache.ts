@@ -48,6 +48,7 @@ export function resolveModelDir(name: string, env: NodeJS.ProcessEnv = process.e
   return join(modelCacheDir(env), name);
 }
 
+/** Throws ConfigError unless `name` is one safe, lower-case path segment. (Package-internal.) */
 export function assertModelName(name: string): void {
   if (!MODEL_NAME_PATTERN.test(name)) {
     throw new ConfigError(
@@ -260,6 +261,10 @@ export async function removeAside(dir: string): Promise<void> {
   await rm(trash, { recursive: true, force: true });
 }
 
+/**
+ * Removes temporary and discarded siblings of model `name` left by processes that are gone.
+ * (Package-internal.)
+ */
 export async function removeStaleWork(cacheRoot: string, name: string): Promise<void> {
   const pattern = new RegExp(`^\\.${name.replace(/[.]/g, '\\.')}\\.(tmp|old)-(\\d+)-`);
   let entries: string[];
@@ -288,6 +293,7 @@ function isAlive(pid: number): boolean {
   }
 }
 
+/** Parses a JSON file; invalid JSON is an ArtifactCorruptError naming the file. (Package-internal.) */
 export async function readJson(path: string): Promise<unknown> {
   const text = await readFile(path, 'utf8');
   try {
@@ -297,12 +303,14 @@ export async function readJson(path: string): Promise<unknown> {
   }
 }
 
+/** Whether a manifest or option path stays inside its directory. (Package-internal.) */
 export function isSafeRelativePath(path: string): boolean {
   if (path === '' || isAbsolute(path) || path.includes('\\')) return false;
   const norm = normalize(path);
   return norm !== '..' && !norm.startsWith(`..${sep}`) && !norm.startsWith('/');
 }
 
+/** (Package-internal.) */
 export async function isDirectory(path: string): Promise<boolean> {
   try {
     return (await stat(path)).isDirectory();
@@ -311,6 +319,7 @@ export async function isDirectory(path: string): Promise<boolean> {
   }
 }
 
+/** Whether a file-system error is ENOENT. (Package-internal.) */
 export function isNotFound(error: unknown): boolean {
   return (error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
 }

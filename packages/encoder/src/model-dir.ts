@@ -176,6 +176,7 @@ export async function importModelDir(
   };
 }
 
+/** The manifest fields read from a model directory's configuration (all but files and source). */
 export type ModelFacts = Omit<
   ModelManifest,
   | 'schemaVersion'

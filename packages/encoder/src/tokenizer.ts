@@ -1,11 +1,12 @@
 import { createRequire } from 'node:module';
+import type * as Tokenizers from '@anush008/tokenizers';
 import { ArtifactCorruptError, DataError } from '@bfe/core';
 
 // @anush008/tokenizers binds the Rust `tokenizers` library (the one Python uses): the same
 // normalisation, truncation and post-processing, and its batch encoder was the faster of the
 // two maintained readers of tokenizer.json measured here (BENCHMARKS.md).
 const require = createRequire(import.meta.url);
-const native = require('@anush008/tokenizers') as typeof import('@anush008/tokenizers');
+const native = require('@anush008/tokenizers') as typeof Tokenizers;
 
 /** One tokenised text: ids with special tokens, and which positions are content. */
 export interface TokenizedText {

@@ -10,6 +10,7 @@ interface ModelFetchOptions {
   queryPrefix?: string;
   passagePrefix?: string;
   maxLength?: string;
+  modelId?: string;
   hubTimeout: string;
   force?: boolean;
   json?: boolean;
@@ -40,6 +41,10 @@ export function modelFetchCommand(): Command {
     .option('--query-prefix <text>', 'with --model-dir: text prepended to queries')
     .option('--passage-prefix <text>', 'with --model-dir: text prepended to passages')
     .option('--max-length <n>', 'with --model-dir: default truncation length (default 128)')
+    .option(
+      '--model-id <id>',
+      'with --model-dir: the upstream id to record (default: config.json _name_or_path)',
+    )
     .option('--hub-timeout <seconds>', 'give up on the Hugging Face Hub after this long idle', '10')
     .option('--force', 'replace a valid cached copy')
     .option('--json', 'print JSON')
@@ -63,6 +68,16 @@ export function modelFetchCommand(): Command {
               ...(name === undefined ? {} : { name }),
               ...parsed.local,
             });
+      // Open the graph and tokenizer once: a graph without last_hidden_state, or a tokenizer
+      // larger than the model's vocabulary, is refused here and its cache entry removed.
+      try {
+        const check = await encoder.openEncoder(result.dir, result.manifest, { threads: 1 });
+        await check.dispose();
+      } catch (error) {
+        const { rm } = await import('node:fs/promises');
+        await rm(result.dir, { recursive: true, force: true });
+        throw error;
+      }
       if (opts.json === true) {
         console.log(JSON.stringify(result, null, 2));
         return;
@@ -98,7 +113,14 @@ function parseOptions(
   if (!result.success) {
     throw new ConfigErrorClass(`Invalid model fetch options:\n${z.prettifyError(result.error)}`);
   }
-  const localOnly = ['onnxFile', 'pooling', 'queryPrefix', 'passagePrefix', 'maxLength'] as const;
+  const localOnly = [
+    'onnxFile',
+    'pooling',
+    'queryPrefix',
+    'passagePrefix',
+    'maxLength',
+    'modelId',
+  ] as const;
   const given = localOnly.filter((k) => opts[k] !== undefined);
   if (opts.modelDir === undefined && given.length > 0) {
     throw new ConfigErrorClass(`${given.map(flag).join(', ')} can only be used with --model-dir.`, {
@@ -114,6 +136,7 @@ function parseOptions(
       ...(opts.queryPrefix === undefined ? {} : { queryPrefix: opts.queryPrefix }),
       ...(opts.passagePrefix === undefined ? {} : { passagePrefix: opts.passagePrefix }),
       ...(maxLength === undefined ? {} : { maxLength }),
+      ...(opts.modelId === undefined ? {} : { modelId: opts.modelId }),
     },
   };
 }

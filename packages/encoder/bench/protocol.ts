@@ -1,0 +1,133 @@
+import { readFileSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import type { ModelManifest } from '../src/model-manifest.js';
+
+/** The three encoders the benchmark compares. */
+export type Peer = 'bfe' | 'transformers-js' | 'sentence-transformers';
+
+/**
+ * One measurement, run in its own child process so that its peak RSS is its own. The parent
+ * writes it as JSON; the child (a Node worker or `tools/bench/sentence_transformers_bench.py`)
+ * writes a {@link PeerResult} to `resultFile`. Keys are camelCase on both sides.
+ */
+export interface BenchJob {
+  readonly peer: Peer;
+  /** JSON array of the texts, in dataset order. */
+  readonly textsFile: string;
+  readonly resultFile: string;
+  readonly threads: number;
+  readonly maxLength: number;
+  /** Texts encoded once, untimed, before the timed pass. */
+  readonly warmupTexts: number;
+  /** Text indices whose pooled vectors come back, to check that the peers agree. */
+  readonly sample: readonly number[];
+  /** bfe: the model directory and its manifest. */
+  readonly modelDir?: string;
+  readonly manifest?: ModelManifest;
+  /** bfe pass options; unset ones keep the package defaults. */
+  readonly maxBatchTokens?: number;
+  readonly chunkSize?: number;
+  readonly maxBatchSize?: number;
+  /** transformers.js: `env.localModelPath` and the model name under it. */
+  readonly hfRoot?: string;
+  readonly hfModel?: string;
+  /** sentence-transformers: the Hugging Face-layout model directory. */
+  readonly stModelDir?: string;
+  /** Peers: texts per call. */
+  readonly batchSize?: number;
+  /** transformers.js: sort batches by text length first (its pipeline does not). */
+  readonly sorted?: boolean;
+}
+
+export interface PeerSuccess {
+  readonly ok: true;
+  /** Timed pass only: the whole text list after the warm-up. */
+  readonly seconds: number;
+  /** CPU time of the whole child (all threads) during the timed pass. */
+  readonly cpuSeconds: number;
+  /**
+   * CPU time the rest of the machine used during the timed pass (busy time from `/proc/stat`
+   * less this child's): contention from other processes. `null` where `/proc/stat` is missing.
+   */
+  readonly otherCpuSeconds: number | null;
+  /** Opening the model (session and tokenizer), untimed. */
+  readonly loadSeconds: number;
+  /** `getrusage` maximum resident set size of the child, MiB. */
+  readonly peakRssMb: number;
+  /** Resident set size after the texts were read, before the model was opened, MiB. */
+  readonly baseRssMb: number;
+  readonly texts: number;
+  /** The peer's own count of real tokens (sum of attention masks), counted after the timed pass. */
+  readonly tokens: number;
+  /** bfe only: content tokens whose states were kept. */
+  readonly contentTokens?: number;
+  /** Pooled vectors of {@link BenchJob.sample}, in that order. */
+  readonly sample: readonly (readonly number[])[];
+  readonly versions: Readonly<Record<string, string>>;
+}
+
+export interface PeerFailure {
+  readonly ok: false;
+  readonly error: string;
+}
+
+export type PeerResult = PeerSuccess | PeerFailure;
+
+export async function readJob(path: string): Promise<BenchJob> {
+  return JSON.parse(await readFile(path, 'utf8')) as BenchJob;
+}
+
+export async function readTexts(path: string): Promise<string[]> {
+  return JSON.parse(await readFile(path, 'utf8')) as string[];
+}
+
+export async function writeResult(path: string, result: PeerResult): Promise<void> {
+  await writeFile(path, `${JSON.stringify(result)}\n`);
+}
+
+/** Current resident set size, MiB. */
+export function rssMb(): number {
+  return process.memoryUsage.rss() / 2 ** 20;
+}
+
+/** The child's peak resident set size so far, MiB (`maxRSS` is in KiB). */
+export function peakRssMb(): number {
+  return process.resourceUsage().maxRSS / 1024;
+}
+
+/** CPU seconds this process (all its threads) has used. */
+export function ownCpuSeconds(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+}
+
+/** Busy CPU seconds of the whole machine so far (Linux `/proc/stat`), or `null` elsewhere. */
+export function machineBusySeconds(): number | null {
+  try {
+    const first = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/);
+    // cpu user nice system idle iowait irq softirq steal …, in USER_HZ (100 per second on Linux).
+    const [user, nice, system, , , irq, softirq, steal] = first.slice(1, 9).map(Number);
+    return (user! + nice! + system! + irq! + softirq! + steal!) / 100;
+  } catch {
+    return null;
+  }
+}
+
+/** Starts a measurement of wall time, own CPU time and other processes' CPU time. */
+export function startClock(): () => {
+  seconds: number;
+  cpuSeconds: number;
+  otherCpuSeconds: number | null;
+} {
+  const wall = performance.now();
+  const cpu = ownCpuSeconds();
+  const busy = machineBusySeconds();
+  return () => {
+    const seconds = (performance.now() - wall) / 1000;
+    const cpuSeconds = ownCpuSeconds() - cpu;
+    const busyNow = machineBusySeconds();
+    const otherCpuSeconds =
+      busy === null || busyNow === null ? null : Math.max(0, busyNow - busy - cpuSeconds);
+    return { seconds, cpuSeconds, otherCpuSeconds };
+  };
+}

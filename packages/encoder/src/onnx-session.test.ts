@@ -1,0 +1,60 @@
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { ArtifactCorruptError, ConfigError } from '@bfe/core';
+import { EncoderSession, type ExecutionProvider } from './onnx-session.js';
+
+const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
+
+describe('EncoderSession (tiny graphs from tools/reference/make_tiny_onnx.py)', () => {
+  it('runs a padded batch and returns [batch, seq, dim] states', async () => {
+    const s = await EncoderSession.open(fixture('tiny-encoder.onnx'), { threads: 1 });
+    try {
+      expect(s.inputNames).toEqual(['input_ids', 'attention_mask']);
+      const ids = BigInt64Array.from([3n, 5n, 0n, 7n, 0n, 0n]);
+      const mask = BigInt64Array.from([1n, 1n, 0n, 1n, 0n, 0n]);
+      const { states, dim } = await s.run(ids, mask, 2, 3);
+      expect(dim).toBe(4);
+      // state = id * [1, -1, 0.5, 2] + mask * [0, 0, 1, 0]
+      expect(Array.from(states.subarray(0, 8))).toEqual([3, -3, 2.5, 6, 5, -5, 3.5, 10]);
+      expect(Array.from(states.subarray(12, 16))).toEqual([7, -7, 4.5, 14]);
+    } finally {
+      await s.dispose();
+    }
+  });
+
+  it('refuses a graph without last_hidden_state, naming what it found', async () => {
+    const error = await EncoderSession.open(fixture('no-hidden-state.onnx')).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ArtifactCorruptError);
+    expect((error as Error).message).toContain('outputs [logits]');
+  });
+
+  it('refuses a file that is not an ONNX graph', async () => {
+    await expect(EncoderSession.open(fixture('tiny-tokenizer.json'))).rejects.toThrow(
+      ArtifactCorruptError,
+    );
+    await expect(EncoderSession.open(fixture('missing.onnx'))).rejects.toThrow(
+      ArtifactCorruptError,
+    );
+  });
+
+  it('refuses an unknown execution provider', async () => {
+    await expect(
+      EncoderSession.open(fixture('tiny-encoder.onnx'), {
+        executionProvider: 'cuda' as ExecutionProvider,
+      }),
+    ).rejects.toThrow(ConfigError);
+  });
+
+  it('checks feed shapes before running', async () => {
+    const s = await EncoderSession.open(fixture('tiny-encoder.onnx'));
+    try {
+      await expect(s.run(new BigInt64Array(5), new BigInt64Array(6), 2, 3)).rejects.toThrow(
+        /do not match/,
+      );
+    } finally {
+      await s.dispose();
+    }
+  });
+});
