@@ -1,2 +1,51 @@
-// This package is filled by a later issue (see its README); it exports nothing yet.
-export {};
+export {
+  DEFAULT_KS,
+  assertNoDuplicates,
+  cappedRecallAt,
+  checkKs,
+  filterToCandidates,
+  metricName,
+  metricNames,
+  ndcgAt,
+  queryMetrics,
+  rankByScore,
+  recallAt,
+} from './metrics.js';
+export type { MetricKind, MetricName, MetricValues } from './metrics.js';
+export { aggregate, evaluate } from './evaluate.js';
+export type {
+  DroppedQuery,
+  EvaluateInput,
+  Evaluation,
+  EvaluationDiagnostics,
+  QueryRecord,
+  SubtaskSummary,
+} from './evaluate.js';
+export {
+  DEFAULT_RESAMPLES,
+  DEFAULT_SEED,
+  MAX_SEED,
+  comparePaired,
+  pairedBootstrap,
+  pairedDifferences,
+  pairedRandomizationTest,
+  stratifiedMean,
+} from './significance.js';
+export type { PairedDifference, PairedTestOptions, Strata } from './significance.js';
+export {
+  KNOWN_SYSTEMS,
+  buildResults,
+  metricNameSchema,
+  metricValuesSchema,
+  pairedDifferenceSchema,
+  parseResults,
+  resultsSchema,
+  significanceSchema,
+  systemNameSchema,
+  systemResult,
+  systemResultSchema,
+} from './results.js';
+export type { BuildResultsInput, Results, SystemResult } from './results.js';
+export { perQueryLineSchema, perQueryLines, recomputeFromPerQuery } from './per-query.js';
+export type { PerQueryLine, RecomputeOptions } from './per-query.js';
+export { parsePerQueryLine, readPerQueryJsonl, writePerQueryJsonl } from './per-query-io.js';
