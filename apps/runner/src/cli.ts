@@ -4,7 +4,9 @@ import { dataInspectCommand } from './commands/data-inspect.js';
 import { dataListCommand } from './commands/data-list.js';
 import { dataSplitCommand } from './commands/data-split.js';
 import { encodeCommand } from './commands/encode.js';
+import { evalCommand } from './commands/eval.js';
 import { modelFetchCommand } from './commands/model-fetch.js';
+import { scoreCommand } from './commands/score.js';
 import { handleError } from './errors.js';
 
 /** Builds the `bfe` program. Each subcommand imports its heavy modules lazily in its action. */
@@ -19,6 +21,8 @@ export function buildProgram(): Command {
   data.addCommand(dataInspectCommand());
   data.addCommand(dataSplitCommand());
   program.addCommand(encodeCommand());
+  program.addCommand(scoreCommand());
+  program.addCommand(evalCommand());
   program.command('model').description('sentence encoders: fetch').addCommand(modelFetchCommand());
   return program;
 }

@@ -13,7 +13,6 @@ import {
   Struct,
   Utf8,
   makeData,
-  util,
   vectorFromArray,
   type Vector,
 } from 'apache-arrow';
@@ -83,10 +82,42 @@ function vectorData(values: Float32Array, dim: number, dtype: VectorDtype) {
   return makeData({ type, length: values.length / dim, nullCount: 0, child });
 }
 
-/** IEEE binary16 bits of each value (round to nearest even, by arrow-js). */
+const F32 = new Float32Array(1);
+const U32 = new Uint32Array(F32.buffer);
+
+/**
+ * IEEE binary16 bits of one float32, rounded to nearest even, subnormals included. (arrow-js's
+ * `util.float64ToUint16` turns values just below 2^-14 into infinities, so it is not used.)
+ */
+export function floatToHalf(value: number): number {
+  F32[0] = value;
+  const x = U32[0]!;
+  const sign = (x >>> 16) & 0x8000;
+  const exp = (x >>> 23) & 0xff;
+  let mant = x & 0x7fffff;
+  if (exp === 0xff) return sign | 0x7c00 | (mant !== 0 ? 0x200 : 0); // Inf, NaN
+  const e = exp - 127 + 15;
+  if (e >= 0x1f) return sign | 0x7c00; // overflow → Inf
+  if (e <= 0) {
+    if (e < -10) return sign; // underflow → ±0
+    // Subnormal half: shift the mantissa (with its implicit bit) right, round to nearest even.
+    mant |= 0x800000;
+    const shift = 14 - e;
+    const half = mant >>> shift;
+    const rest = mant & ((1 << shift) - 1);
+    const mid = 1 << (shift - 1);
+    return sign | (half + (rest > mid || (rest === mid && (half & 1) === 1) ? 1 : 0));
+  }
+  const half = (e << 10) | (mant >>> 13);
+  const rest = mant & 0x1fff;
+  // A carry out of the mantissa correctly bumps the exponent (and can reach Inf).
+  return sign | (half + (rest > 0x1000 || (rest === 0x1000 && (half & 1) === 1) ? 1 : 0));
+}
+
+/** IEEE binary16 bits of each value (see {@link floatToHalf}). */
 export function toHalf(values: Float32Array): Uint16Array {
   const out = new Uint16Array(values.length);
-  for (let i = 0; i < values.length; i++) out[i] = util.float64ToUint16(values[i]!);
+  for (let i = 0; i < values.length; i++) out[i] = floatToHalf(values[i]!);
   return out;
 }
 

@@ -1,13 +1,8 @@
-import { readFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { open, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FixedSizeList, Float32, Int32, Table, Vector } from 'apache-arrow';
-import {
-  ArtifactCorruptError,
-  DataMissingError,
-  bytesSha256,
-  flatListValues,
-  readArrowFile,
-} from '@bfe/core';
+import { ArtifactCorruptError, DataMissingError, flatListValues, readArrowFile } from '@bfe/core';
 import { BANK_MANIFEST_FILE, bankManifestSchema, type BankManifest } from './bank-manifest.js';
 import { bankFileNames, type BankRole } from './bank-files.js';
 
@@ -64,15 +59,12 @@ export async function openBank(
   const manifest = parsed.data;
   const buffers = new Map<string, Uint8Array>();
   for (const f of manifest.files) {
-    const bytes = await readFile(join(dir, f.path)).catch((cause: unknown) => {
-      throw new ArtifactCorruptError(`${join(dir, f.path)}: missing from the bank`, { cause });
-    });
-    if (bytes.length !== f.bytes) {
-      throw new ArtifactCorruptError(
-        `${join(dir, f.path)}: ${bytes.length} bytes, manifest says ${f.bytes}`,
-      );
-    }
-    if ((options.verifyHashes ?? true) && bytesSha256(bytes) !== f.sha256) {
+    const { bytes, sha256 } = await readWhole(
+      join(dir, f.path),
+      f.bytes,
+      options.verifyHashes ?? true,
+    );
+    if (sha256 !== undefined && sha256 !== f.sha256) {
       throw new ArtifactCorruptError(`${join(dir, f.path)}: SHA-256 does not match the manifest`);
     }
     buffers.set(f.path, bytes);
@@ -85,6 +77,41 @@ export async function openBank(
     return readSide(role, rows, tokens, dim, manifest);
   };
   return { manifest, dim, memories: side('memories'), queries: side('queries') };
+}
+
+/**
+ * Reads a whole file into one buffer in 256 MiB slices (fs.readFile stops at 2 GiB, and a
+ * LongMemEval S token table is larger), hashing as it goes.
+ */
+async function readWhole(
+  path: string,
+  expected: number,
+  hash: boolean,
+): Promise<{ bytes: Uint8Array; sha256: string | undefined }> {
+  let handle;
+  try {
+    handle = await open(path, 'r');
+  } catch (cause) {
+    throw new ArtifactCorruptError(`${path}: missing from the bank`, { cause });
+  }
+  try {
+    const size = (await handle.stat()).size;
+    if (size !== expected)
+      throw new ArtifactCorruptError(`${path}: ${size} bytes, manifest says ${expected}`);
+    const bytes = Buffer.allocUnsafe(size);
+    const hasher = hash ? createHash('sha256') : undefined;
+    const slice = 256 * 2 ** 20;
+    for (let at = 0; at < size;) {
+      const { bytesRead } = await handle.read(bytes, at, Math.min(slice, size - at), at);
+      if (bytesRead === 0)
+        throw new ArtifactCorruptError(`${path}: ended after ${at} of ${size} bytes`);
+      hasher?.update(bytes.subarray(at, at + bytesRead));
+      at += bytesRead;
+    }
+    return { bytes, sha256: hasher?.digest('hex') };
+  } finally {
+    await handle.close();
+  }
 }
 
 function need(buffers: Map<string, Uint8Array>, name: string, dir: string): Uint8Array {
@@ -188,7 +215,7 @@ function floatColumn(table: Table, name: string, dim: number): Float32Array {
 const HALF = new Float32Array(1);
 const HALF_BITS = new Uint32Array(HALF.buffer);
 /** IEEE binary16 → float32 (exact). */
-function halfToFloat(h: number): number {
+export function halfToFloat(h: number): number {
   const sign = (h & 0x8000) << 16;
   const exp = (h >> 10) & 0x1f;
   const frac = h & 0x3ff;

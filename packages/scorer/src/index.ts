@@ -1,2 +1,37 @@
-// This package is filled by a later issue (see its README); it exports nothing yet.
-export {};
+export { SparseScorer } from './scorer.js';
+export type {
+  QueryScores,
+  ScoreRequest,
+  ScorerOptions,
+  SystemName,
+  SystemScores,
+} from './scorer.js';
+export type { TokenBank } from './validate.js';
+export { parseScoreOptions, scoreOptionsSchema } from './options.js';
+export type { ResolvedScoreOptions, ScoreOptions } from './options.js';
+export { SIGMA_FLOOR, fuse, rankCandidates, standardize, standardizeInto } from './fusion.js';
+export type { RankedCandidates } from './fusion.js';
+export {
+  DEFAULT_CHUNK_SIZE,
+  DEFAULT_MARGIN,
+  DEFAULT_MAX_SCORE_FLOATS,
+  RunningTopK,
+  dot64,
+  dotsInto,
+  effectiveChunkSize,
+  exactTopK,
+  flatBankSource,
+} from './top-k.js';
+export type { BankChunkSource, ExactTopKOptions, TopKResult } from './top-k.js';
+export { CandidateBank } from './candidate-bank.js';
+export { NonFiniteScoresError } from './kernel.js';
+export type { ChunkTopK, SimilarityKernel } from './kernel.js';
+export { JsSimilarityKernel } from './js-kernel.js';
+export { OrtSimilarityKernel } from './ort-kernel.js';
+export type { OrtKernelOptions } from './ort-kernel.js';
+export { GRAPH_NAMES, similarityGraph } from './onnx-graph.js';
+export type { SimilarityGraphSpec } from './onnx-graph.js';
+export { ScorerInputError } from './errors.js';
+export type { ScorerInputReason } from './errors.js';
+export { BM25_PARAMS, BM25_WEIGHT_DECIMALS, Bm25Index, bm25Scores, bm25Tokens } from './bm25.js';
+export type { Bm25BuildOptions, Bm25Engine, Bm25Params } from './bm25.js';

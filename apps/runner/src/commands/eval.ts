@@ -1,0 +1,138 @@
+import { Command } from 'commander';
+import type { Results } from '@bfe/eval';
+
+interface EvalOptions {
+  perQuery: string;
+  results?: string;
+  ks?: string;
+  subtasks?: string;
+  base: string;
+  resamples?: string;
+  seed?: string;
+  json?: boolean;
+}
+
+/**
+ * `bfe eval`: recomputes every metric, subtask figure and paired comparison from a
+ * `per-query.jsonl` alone, and prints the table `bfe score` prints. With `--results` it also
+ * takes that file's cut-offs, subtask order, seed and resamples, and checks that every figure
+ * it recomputes equals the file's.
+ */
+export function evalCommand(): Command {
+  return new Command('eval')
+    .description('recompute every metric from per-query.jsonl and print the score table')
+    .requiredOption('--per-query <file>', 'per-query.jsonl written by bfe score')
+    .option('--results <file>', 'a results.json to take ks and subtasks from, and to check against')
+    .option('--ks <list>', 'cut-offs (default: the results file’s, else 1,5,10,25,50)')
+    .option(
+      '--subtasks <list>',
+      'subtasks in declared order (default: the results file’s, else first appearance)',
+    )
+    .option('--base <system>', 'the system the others are compared with', 'pooled')
+    .option(
+      '--resamples <n>',
+      'bootstrap resamples and sign flips (default: the results file’s, else 10000)',
+    )
+    .option('--seed <n>', 'seed of the paired tests (default: the results file’s, else 42)')
+    .option('--json', 'print the recomputed results as JSON')
+    .action(async (opts: EvalOptions) => {
+      const { parseEvalCliOptions } = await import('../score-options.js');
+      const o = parseEvalCliOptions({
+        perQuery: opts.perQuery,
+        results: opts.results,
+        ks: opts.ks,
+        subtasks: opts.subtasks,
+        base: opts.base,
+        resamples: opts.resamples,
+        seed: opts.seed,
+      });
+      const [evalPkg, { readJsonFile }, { DataError }] = await Promise.all([
+        import('@bfe/eval'),
+        import('@bfe/datasets'),
+        import('@bfe/core'),
+      ]);
+      const reference =
+        o.results === undefined
+          ? undefined
+          : evalPkg.parseResults(await readJsonFile(o.results), o.results);
+      const ks = o.ks ?? reference?.ks;
+      const subtasks = o.subtasks ?? reference?.subtasks;
+      const resamples =
+        o.resamples ?? reference?.significance?.resamples ?? evalPkg.DEFAULT_RESAMPLES;
+      const seed = o.seed ?? reference?.significance?.seed ?? evalPkg.DEFAULT_SEED;
+
+      const lines = await evalPkg.readPerQueryJsonl(o.perQuery);
+      const bySystem = evalPkg.recomputeFromPerQuery(lines, {
+        ...(ks === undefined ? {} : { ks }),
+        ...(subtasks === undefined ? {} : { subtasks }),
+      });
+      const systems = [...bySystem].map(([name, evaluation]) => ({ name, evaluation }));
+      const hasBase = bySystem.has(o.base);
+      const results = evalPkg.buildResults({
+        dataset: reference?.dataset ?? o.perQuery,
+        split: reference?.split ?? 'per-query file',
+        systems,
+        compareTo: hasBase ? [o.base] : [],
+        resamples,
+        seed,
+      });
+
+      let checked = '';
+      if (reference !== undefined) {
+        const mismatches = compareFigures(reference, results);
+        if (mismatches.length > 0) {
+          throw new DataError(
+            `${o.perQuery} does not reproduce ${o.results}: ${mismatches.length} figures differ, e.g.\n  ${mismatches.slice(0, 8).join('\n  ')}`,
+            { suggestion: 'Were both written by the same bfe score run?' },
+          );
+        }
+        checked = `every figure equals ${o.results}`;
+      }
+
+      const { renderScoreTable, subtaskComparisons, subtaskComparisonsJson } =
+        await import('../score-table.js');
+      const bySubtask = subtaskComparisons(systems, o.base, { resamples, seed });
+      if (opts.json === true) {
+        const json = {
+          results,
+          subtaskComparisons: subtaskComparisonsJson(bySubtask),
+          checked: checked || null,
+        };
+        console.log(JSON.stringify(json, null, 2));
+        return;
+      }
+      console.log(
+        [
+          `per-query  ${o.perQuery} (${lines.length} lines, ${systems.length} systems)`,
+          `dataset    ${results.dataset}, split ${results.split}`,
+          ...(checked === '' ? [] : [`checked    ${checked}`]),
+          '',
+          renderScoreTable(results, bySubtask, o.base),
+        ].join('\n'),
+      );
+    });
+}
+
+/** Every figure of `want` that `got` lacks or computes differently (exact equality). */
+function compareFigures(want: Results, got: Results): string[] {
+  const out: string[] = [];
+  const byName = new Map(got.systems.map((s) => [s.name, s]));
+  const same = (path: string, a: unknown, b: unknown): void => {
+    if (JSON.stringify(a) !== JSON.stringify(b))
+      out.push(`${path}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
+  };
+  for (const s of want.systems) {
+    const g = byName.get(s.name);
+    if (g === undefined) {
+      out.push(`system ${s.name}: missing from the per-query file`);
+      continue;
+    }
+    same(`${s.name} nQueries`, s.nQueries, g.nQueries);
+    same(`${s.name} metrics`, s.metrics, g.metrics);
+    for (const [subtask, figures] of Object.entries(s.subtasks)) {
+      same(`${s.name} subtask ${subtask}`, figures, g.subtasks[subtask]);
+    }
+    same(`${s.name} comparisons`, s.comparisons, g.comparisons);
+  }
+  return out;
+}

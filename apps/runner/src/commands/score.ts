@@ -1,0 +1,230 @@
+import { Command } from 'commander';
+import { collect, parseSetOptions } from '../options.js';
+
+interface ScoreOptions {
+  bank: string;
+  dataset: string;
+  split?: string;
+  splitPart: string;
+  k: string;
+  alpha: string;
+  ks: string;
+  kSweep: string;
+  out?: string;
+  threads?: string;
+  resamples: string;
+  seed: string;
+  set: string[];
+  json?: boolean;
+  quiet?: boolean;
+}
+
+/**
+ * `bfe score`: every system of METHOD.md §6 on an encoded bank, evaluated on the same queries
+ * and candidates, with paired comparisons to pooled and a k sweep.
+ */
+export function scoreCommand(): Command {
+  return new Command('score')
+    .description(
+      'rank each query’s candidates with pooled, maxsim, bm25, sparse-fusion, zero-floor and no-fusion, and evaluate them',
+    )
+    .requiredOption('--bank <dir>', 'an encoded bank (bfe encode --out)')
+    .requiredOption('--dataset <name>', 'the dataset the bank was encoded from, or lmeb:<folder>')
+    .option('--split <file>', 'a split file (bfe data split --out); omitted: all queries')
+    .option('--split-part <name>', 'train, validation or test', 'test')
+    .option('--k <n>', 'bank tokens returned per query token', '64')
+    .option('--alpha <a>', 'weight of the pooled branch in the fusion', '0.5')
+    .option('--ks <list>', 'cut-offs of Recall@k and NDCG@k (must include 10)', '1,5,10,25,50')
+    .option('--k-sweep <list>', 'ks of the sparse-fusion sweep, or none', '16,32,64,128')
+    .option('--out <dir>', 'write results.json, per-query.jsonl and k-sweep.json here')
+    .option('--threads <n>', 'onnxruntime intra-op threads (default: one per physical core)')
+    .option('--resamples <n>', 'bootstrap resamples and sign flips', '10000')
+    .option('--seed <n>', 'seed of the paired tests', '42')
+    .option('--set <key=value>', 'dataset option, as given to bfe encode (repeatable)', collect, [])
+    .option('--json', 'print results and the k sweep as JSON')
+    .option('--quiet', 'no progress output')
+    .action(async (opts: ScoreOptions) => {
+      const { parseScoreCliOptions } = await import('../score-options.js');
+      const o = parseScoreCliOptions({
+        bank: opts.bank,
+        dataset: opts.dataset,
+        split: opts.split,
+        splitPart: opts.splitPart,
+        k: opts.k,
+        alpha: opts.alpha,
+        ks: opts.ks,
+        kSweep: opts.kSweep,
+        out: opts.out,
+        threads: opts.threads,
+        resamples: opts.resamples,
+        seed: opts.seed,
+      });
+      const started = performance.now();
+      const [core, datasets, encoder, evalPkg, pipeline, { BM25_PARAMS }] = await Promise.all([
+        import('@bfe/core'),
+        import('@bfe/datasets'),
+        import('@bfe/encoder'),
+        import('@bfe/eval'),
+        import('../score-pipeline.js'),
+        import('@bfe/scorer'),
+      ]);
+      const { join } = await import('node:path');
+      const bank = await encoder.openBank(o.bank);
+      const bankManifestSha256 = await core.fileSha256(join(o.bank, encoder.BANK_MANIFEST_FILE));
+      const { benchmark, labels } = await datasets.loadDataset(o.dataset, {
+        location: datasets.dataLocationFromEnv(),
+        options: parseSetOptions(opts.set),
+      });
+      pipeline.checkBankMatches(bank, benchmark, o.bank);
+
+      let queryIds: Set<string> | undefined;
+      let splitMeta: Record<string, string | boolean | string[]> = {};
+      if (o.split !== undefined) {
+        const { verifySplit } = await import('@bfe/split');
+        const { z } = await import('zod');
+        const parsed = core.splitSchema.safeParse(await datasets.readJsonFile(o.split));
+        if (!parsed.success) {
+          throw new core.DataError(
+            `${o.split} is not a split file:\n${z.prettifyError(parsed.error)}`,
+            { file: o.split },
+          );
+        }
+        verifySplit(parsed.data, benchmark);
+        queryIds = new Set(parsed.data.queries[o.splitPart]);
+        splitMeta = {
+          splitFile: o.split,
+          splitHash: parsed.data.hash,
+          splitPolicy: parsed.data.policy,
+          diagnosticOnly: parsed.data.diagnosticOnly,
+          marks: parsed.data.marks,
+        };
+      }
+      const splitName = o.split === undefined ? 'all' : o.splitPart;
+
+      const { progressPrinter } = await import('../progress.js');
+      const progress = progressPrinter(opts.quiet === true);
+      const run = await pipeline.runScore({
+        bank,
+        benchmark,
+        labels,
+        queryIds,
+        k: o.k,
+        alpha: o.alpha,
+        ks: o.ks,
+        kSweep: o.kSweep,
+        ...(o.threads === undefined ? {} : { threads: o.threads }),
+        onProgress: (done, total) => progress('score candidate groups', done, total),
+      });
+
+      const model = bank.manifest.model;
+      const results = evalPkg.buildResults({
+        dataset: benchmark.name,
+        split: splitName,
+        systems: run.systems,
+        compareTo: ['pooled'],
+        resamples: o.resamples,
+        seed: o.seed,
+        meta: {
+          k: o.k,
+          alpha: o.alpha,
+          model: {
+            name: model.name,
+            modelId: model.modelId,
+            sha256: model.sha256,
+            pooling: model.pooling,
+          },
+          bank: {
+            manifestSha256: bankManifestSha256,
+            dtype: bank.manifest.dtype,
+            maxLength: bank.manifest.maxLength,
+          },
+          benchmarkHash: bank.manifest.benchmarkHash,
+          datasetOptions: { ...benchmark.options } as Record<string, string | number | boolean>,
+          ...splitMeta,
+          candidates: 'each query’s own: every memory of its candidateBankIds, or its candidateIds',
+          ties: 'candidate order = bank row order',
+          bm25: {
+            library: 'wink-bm25-text-search@3.1.2',
+            prep: 'wink-nlp-utils@2.1.0: lowerCase, tokenize0, removeWords (default stop words), stem (Porter2)',
+            ...BM25_PARAMS,
+            directEngineGroups: run.stats.bm25DirectGroups,
+          },
+          queries: run.stats.queries,
+          candidateGroups: run.stats.groups,
+          clampedGroups: run.stats.clampedGroups,
+          pooledOnlyQueries: run.stats.pooledOnlyQueries,
+        },
+      });
+      const pooled = run.systems.find((s) => s.name === 'pooled')?.evaluation;
+      if (pooled === undefined) throw new Error('bfe score: no pooled evaluation');
+      const { buildKSweep, renderKSweep } = await import('../k-sweep.js');
+      const sweep = buildKSweep({
+        dataset: benchmark.name,
+        split: splitName,
+        alpha: o.alpha,
+        mainK: o.k,
+        pooled,
+        points: run.sweep,
+        resamples: o.resamples,
+        seed: o.seed,
+      });
+
+      if (o.out !== undefined) {
+        await datasets.writeAtomic(
+          join(o.out, 'results.json'),
+          `${JSON.stringify(results, null, 2)}\n`,
+        );
+        await evalPkg.writePerQueryJsonl(
+          join(o.out, 'per-query.jsonl'),
+          (function* () {
+            for (const s of run.systems) yield* evalPkg.perQueryLines(s.name, s.evaluation);
+          })(),
+        );
+        await datasets.writeAtomic(
+          join(o.out, 'k-sweep.json'),
+          `${JSON.stringify(sweep, null, 2)}\n`,
+        );
+      }
+      const seconds = (performance.now() - started) / 1000;
+      const { renderScoreTable, subtaskComparisons, subtaskComparisonsJson } =
+        await import('../score-table.js');
+      const bySubtask = subtaskComparisons(run.systems, 'pooled', {
+        resamples: o.resamples,
+        seed: o.seed,
+      });
+      if (opts.json === true) {
+        console.log(
+          JSON.stringify(
+            {
+              out: o.out ?? null,
+              results,
+              subtaskComparisons: subtaskComparisonsJson(bySubtask),
+              kSweep: sweep,
+              stats: { ...run.stats, seconds },
+            },
+            null,
+            2,
+          ),
+        );
+        return;
+      }
+      const s = run.stats;
+      console.log(
+        [
+          `dataset    ${benchmark.name}, split ${splitName}${o.split === undefined ? ' (all queries)' : ` of ${o.split}`}`,
+          `bank       ${o.bank} (${model.name}, ${bank.manifest.dtype}, max length ${bank.manifest.maxLength})`,
+          `scoring    k = ${o.k}, α = ${o.alpha}; ${s.queries} queries in ${s.groups} candidate groups` +
+            `${s.clampedGroups > 0 ? `, ${s.clampedGroups} groups searched whole (fewer than k tokens)` : ''}` +
+            `${s.pooledOnlyQueries > 0 ? `, ${s.pooledOnlyQueries} queries without content tokens (pooled only)` : ''}`,
+          `time       ${seconds.toFixed(1)} s (scorer ${s.seconds.scoring.toFixed(1)} s, bm25 ${s.seconds.bm25.toFixed(1)} s, evaluation ${s.seconds.evaluation.toFixed(1)} s)`,
+          '',
+          renderScoreTable(results, bySubtask, 'pooled'),
+          '',
+          renderKSweep(sweep),
+          ...(o.out === undefined
+            ? []
+            : ['', `written    ${join(o.out, 'results.json')}, per-query.jsonl, k-sweep.json`]),
+        ].join('\n'),
+      );
+    });
+}

@@ -1,0 +1,79 @@
+import { z } from 'zod';
+import { ConfigError } from '@bfe/core';
+
+/** A comma-separated list of positive integers, e.g. `1,5,10`, ascending and without repeats. */
+export const intListSchema = z
+  .string()
+  .regex(/^\s*\d+(\s*,\s*\d+)*\s*$/, 'expected comma-separated integers, e.g. 1,5,10')
+  .transform((s) => [...new Set(s.split(',').map((x) => Number(x.trim())))].sort((a, b) => a - b))
+  .pipe(z.array(z.int().positive()).min(1));
+
+const ksSchema = intListSchema.refine((ks) => ks.includes(10), {
+  message: 'must include the headline k = 10',
+});
+
+const scoreOptionsSchema = z.strictObject({
+  bank: z.string().min(1),
+  dataset: z.string().min(1),
+  split: z.string().min(1).optional(),
+  splitPart: z.enum(['train', 'validation', 'test']),
+  k: z.coerce.number().int().positive(),
+  alpha: z.coerce.number().min(0).max(1),
+  ks: ksSchema,
+  /** `none` turns the sweep off. */
+  kSweep: z.union([z.literal('none').transform((): number[] => []), intListSchema]),
+  out: z.string().min(1).optional(),
+  threads: z.coerce.number().int().positive().optional(),
+  resamples: z.coerce.number().int().positive(),
+  seed: z.coerce.number().int().min(0).max(0xffff_ffff),
+});
+
+/** `bfe score`'s options, validated. */
+export type ScoreCliOptions = z.output<typeof scoreOptionsSchema>;
+
+/**
+ * Validates `bfe score`'s options at the CLI boundary.
+ *
+ * @throws ConfigError naming each bad option.
+ * @example
+ * parseScoreCliOptions({ bank: 'b', dataset: 'locomo', splitPart: 'test', k: '64', alpha: '0.5',
+ *   ks: '1,5,10,25,50', kSweep: '16,32,64,128', resamples: '10000', seed: '42' });
+ * // { …, k: 64, ks: [1, 5, 10, 25, 50], kSweep: [16, 32, 64, 128] }
+ */
+export function parseScoreCliOptions(raw: Record<string, unknown>): ScoreCliOptions {
+  const parsed = scoreOptionsSchema.safeParse(raw);
+  if (!parsed.success) {
+    throw new ConfigError(`Invalid score options:\n${z.prettifyError(parsed.error)}`);
+  }
+  return parsed.data;
+}
+
+const evalOptionsSchema = z.strictObject({
+  perQuery: z.string().min(1),
+  results: z.string().min(1).optional(),
+  ks: ksSchema.optional(),
+  subtasks: z
+    .string()
+    .transform((s) => s.split(',').map((x) => x.trim()))
+    .pipe(z.array(z.string().min(1)).min(1))
+    .optional(),
+  base: z.string().min(1),
+  resamples: z.coerce.number().int().positive().optional(),
+  seed: z.coerce.number().int().min(0).max(0xffff_ffff).optional(),
+});
+
+/** `bfe eval`'s options, validated. */
+export type EvalCliOptions = z.output<typeof evalOptionsSchema>;
+
+/**
+ * Validates `bfe eval`'s options at the CLI boundary.
+ *
+ * @throws ConfigError naming each bad option.
+ */
+export function parseEvalCliOptions(raw: Record<string, unknown>): EvalCliOptions {
+  const parsed = evalOptionsSchema.safeParse(raw);
+  if (!parsed.success) {
+    throw new ConfigError(`Invalid eval options:\n${z.prettifyError(parsed.error)}`);
+  }
+  return parsed.data;
+}

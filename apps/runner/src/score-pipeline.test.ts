@@ -1,0 +1,109 @@
+import { describe, expect, it } from 'vitest';
+import { ArtifactCorruptError, DataError, benchmarkHash } from '@bfe/core';
+import type { Benchmark, Query } from '@bfe/core';
+import type { OpenedBank } from '@bfe/encoder';
+import { checkBankMatches, groupByCandidates } from './score-pipeline.js';
+import { parseEvalCliOptions, parseScoreCliOptions } from './score-options.js';
+
+const query = (id: string, category: string, rest: Partial<Query>): Query =>
+  ({ id, text: id, category, meta: {}, ...rest }) as Query;
+
+const benchmark: Benchmark = {
+  name: 'toy',
+  options: {},
+  subtasks: ['1', '2'],
+  sources: [],
+  memories: [
+    { id: 'a:1', bankId: 'a', text: 'x', meta: {} },
+    { id: 'a:2', bankId: 'a', text: 'y', meta: {} },
+    { id: 'b:1', bankId: 'b', text: 'z', meta: {} },
+  ],
+  queries: [
+    query('q2', '2', { candidateBankIds: ['a'] }),
+    query('q1', '1', { candidateBankIds: ['b'] }),
+    query('q3', '1', { candidateIds: ['a:2', 'a:1', 'a:2'] }),
+    query('q4', '2', { candidateBankIds: ['a', 'b'] }),
+  ],
+};
+
+/** The fields of an opened bank that grouping and the hash check read. */
+const bank = {
+  manifest: { dataset: 'toy', benchmarkHash: benchmarkHash(benchmark) },
+  memories: { ids: ['a:1', 'a:2', 'b:1'], bankIds: ['a', 'a', 'b'] },
+} as unknown as OpenedBank;
+
+describe('groupByCandidates', () => {
+  it('groups queries with identical candidate rows, subtask by subtask in declared order', () => {
+    const groups = groupByCandidates(bank, benchmark, undefined);
+    expect(groups.map((g) => [[...g.rows], g.queries.map((q) => q.id)])).toEqual([
+      [[2], ['q1']],
+      [
+        [0, 1],
+        ['q3', 'q2'],
+      ],
+      [[0, 1, 2], ['q4']],
+    ]);
+    expect([...groups[1]!.ids]).toEqual(['a:1', 'a:2']);
+  });
+
+  it('keeps only the selected queries', () => {
+    const groups = groupByCandidates(bank, benchmark, new Set(['q2', 'q4']));
+    expect(groups.flatMap((g) => g.queries.map((q) => q.id))).toEqual(['q2', 'q4']);
+  });
+
+  it('refuses a candidate that is not in the bank', () => {
+    const other = {
+      ...benchmark,
+      queries: [query('q9', '1', { candidateIds: ['nowhere'] })],
+    };
+    expect(() => groupByCandidates(bank, other, undefined)).toThrow(ArtifactCorruptError);
+  });
+});
+
+describe('checkBankMatches', () => {
+  it('accepts the benchmark the bank was encoded from', () => {
+    expect(() => checkBankMatches(bank, benchmark, '/b')).not.toThrow();
+  });
+
+  it('refuses another benchmark with a DataError naming both hashes', () => {
+    const other = { ...benchmark, options: { granularity: 'session' } };
+    expect(() => checkBankMatches(bank, other, '/b')).toThrow(DataError);
+    expect(() => checkBankMatches(bank, other, '/b')).toThrow(/encoded from 'toy'.*benchmark hash/);
+  });
+});
+
+describe('score and eval options', () => {
+  const defaults = {
+    bank: 'b',
+    dataset: 'd',
+    splitPart: 'test',
+    k: '64',
+    alpha: '0.5',
+    ks: '10,1,5,5',
+    kSweep: '128,16',
+    resamples: '10000',
+    seed: '42',
+  };
+
+  it('parses lists into sorted unique integers, and none into an empty sweep', () => {
+    const o = parseScoreCliOptions(defaults);
+    expect(o.ks).toEqual([1, 5, 10]);
+    expect(o.kSweep).toEqual([16, 128]);
+    expect(parseScoreCliOptions({ ...defaults, kSweep: 'none' }).kSweep).toEqual([]);
+  });
+
+  it('refuses ks without 10, a bad α, a bad list and a bad split part', () => {
+    expect(() => parseScoreCliOptions({ ...defaults, ks: '1,5' })).toThrow(/k = 10/);
+    expect(() => parseScoreCliOptions({ ...defaults, alpha: '1.5' })).toThrow(/alpha/);
+    expect(() => parseScoreCliOptions({ ...defaults, kSweep: '16,x' })).toThrow(/kSweep/);
+    expect(() => parseScoreCliOptions({ ...defaults, splitPart: 'dev' })).toThrow(/splitPart/);
+  });
+
+  it('parses eval options', () => {
+    expect(parseEvalCliOptions({ perQuery: 'p', base: 'pooled', subtasks: '2, 1' })).toEqual({
+      perQuery: 'p',
+      base: 'pooled',
+      subtasks: ['2', '1'],
+    });
+  });
+});

@@ -1,0 +1,135 @@
+import { pairedBootstrap, pairedDifferences, pairedRandomizationTest } from '@bfe/eval';
+import type { Evaluation, MetricName, PairedDifference, Results } from '@bfe/eval';
+
+/** The two headline metrics the tables show. */
+const SHOWN: readonly MetricName[] = ['recall@10', 'ndcg@10'];
+
+/** Per subtask, per system: the paired difference to the base system on each shown metric. */
+export type SubtaskComparisons = Map<
+  string,
+  Map<string, Partial<Record<MetricName, PairedDifference>>>
+>;
+
+/**
+ * Paired differences to `base` within each subtask (a one-stratum bootstrap CI and sign-flip
+ * p-value per subtask, with the results file's seed and resamples), so the per-subtask rows of
+ * the table carry their own intervals. Deterministic: the same evaluations give the same
+ * figures, whether they come from `bfe score` or from `bfe eval` on its per-query file.
+ */
+export function subtaskComparisons(
+  systems: ReadonlyArray<{ readonly name: string; readonly evaluation: Evaluation }>,
+  base: string,
+  options: { readonly resamples: number; readonly seed: number },
+): SubtaskComparisons {
+  const out: SubtaskComparisons = new Map();
+  const baseEval = systems.find((s) => s.name === base)?.evaluation;
+  if (baseEval === undefined) return out;
+  for (const { name, evaluation } of systems) {
+    if (name === base) continue;
+    const perMetric = SHOWN.map((m) => pairedDifferences(evaluation, baseEval, m));
+    evaluation.subtasks.forEach((s, i) => {
+      if (s.nQueries === 0) return;
+      let bySystem = out.get(s.subtask);
+      if (bySystem === undefined) {
+        bySystem = new Map();
+        out.set(s.subtask, bySystem);
+      }
+      const entry: Partial<Record<MetricName, PairedDifference>> = {};
+      SHOWN.forEach((m, c) => {
+        const stratum = [(perMetric[c] as Float64Array[])[i] as Float64Array];
+        const boot = pairedBootstrap(stratum, options);
+        const test = pairedRandomizationTest(stratum, options);
+        entry[m] = { meanDiff: boot.meanDiff, ci95: boot.ci95, pValue: test.pValue };
+      });
+      bySystem.set(name, entry);
+    });
+  }
+  return out;
+}
+
+/**
+ * {@link SubtaskComparisons} as plain JSON, `{ subtask: { system: { metric: difference } } }`,
+ * for `--json` output.
+ */
+export function subtaskComparisonsJson(
+  bySubtask: SubtaskComparisons,
+): Record<string, Record<string, Partial<Record<MetricName, PairedDifference>>>> {
+  const out: Record<string, Record<string, Partial<Record<MetricName, PairedDifference>>>> = {};
+  for (const [subtask, bySystem] of bySubtask) out[subtask] = Object.fromEntries(bySystem);
+  return out;
+}
+
+const f4 = (x: number): string => x.toFixed(4);
+const signed = (x: number): string => `${x >= 0 ? '+' : '−'}${Math.abs(x).toFixed(4)}`;
+
+function delta(d: PairedDifference | undefined): string {
+  if (d === undefined) return '';
+  const p = d.pValue < 0.001 ? '<0.001' : d.pValue.toFixed(3);
+  return `${signed(d.meanDiff)} [${signed(d.ci95[0])}, ${signed(d.ci95[1])}] p ${p}`;
+}
+
+function table(head: string[], rows: string[][]): string[] {
+  const widths = head.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)));
+  const line = (cells: string[]): string =>
+    cells
+      .map((cell, c) => cell.padEnd(widths[c] as number))
+      .join('  ')
+      .trimEnd();
+  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
+}
+
+/**
+ * The terminal table of `bfe score` and `bfe eval`: Recall@10 and NDCG@10 per system (headline:
+ * subtasks averaged equally) with the difference to `base`, its 95% bootstrap CI and
+ * randomisation p-value, then the same per subtask.
+ *
+ * @example
+ * renderScoreTable(results, subtaskComparisons(systems, 'pooled', { resamples, seed }), 'pooled');
+ * // system         R@10    Δ R@10 vs pooled [95% CI]          nDCG@10  …
+ */
+export function renderScoreTable(
+  results: Results,
+  bySubtask: SubtaskComparisons,
+  base: string,
+): string {
+  const hasBase = results.systems.some((s) => s.name === base);
+  const head = [
+    'system',
+    'R@10',
+    hasBase ? `Δ R@10 vs ${base} [95% CI]` : '',
+    'nDCG@10',
+    hasBase ? `Δ nDCG@10 vs ${base} [95% CI]` : '',
+  ];
+  const headline = results.systems.map((s) => [
+    s.name,
+    f4(s.metrics['recall@10'] as number),
+    s.name === base ? '—' : delta(s.comparisons?.[base]?.['recall@10']),
+    f4(s.metrics['ndcg@10'] as number),
+    s.name === base ? '—' : delta(s.comparisons?.[base]?.['ndcg@10']),
+  ]);
+  const first = results.systems[0];
+  const lines = [
+    `headline (${results.subtasks.length} subtasks averaged equally; ${first?.nQueries ?? 0} queries, ${first?.dropped.noRelevant ?? 0} dropped without relevant memory)`,
+    ...table(head, headline),
+    '',
+    'per subtask',
+  ];
+  const rows: string[][] = [];
+  for (const subtask of results.subtasks) {
+    for (const s of results.systems) {
+      const figures = s.subtasks[subtask];
+      if (figures === undefined) continue;
+      const d = bySubtask.get(subtask)?.get(s.name);
+      rows.push([
+        s.name === results.systems[0]?.name ? `${subtask} (${figures.nQueries})` : '',
+        s.name,
+        f4(figures.metrics['recall@10'] as number),
+        s.name === base ? '—' : delta(d?.['recall@10']),
+        f4(figures.metrics['ndcg@10'] as number),
+        s.name === base ? '—' : delta(d?.['ndcg@10']),
+      ]);
+    }
+  }
+  lines.push(...table(['subtask (n)', ...head], rows));
+  return lines.join('\n');
+}

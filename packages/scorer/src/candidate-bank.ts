@@ -1,0 +1,132 @@
+import { dotsInto, scratchOffsets, type BankChunkSource } from './top-k.js';
+
+/**
+ * The tokens of a query's candidate memories, seen as one virtual bank: candidates in
+ * ascending memory row order, each contributing its token range `tokenOffsets[m]..[m+1]`.
+ * Virtual token `v` therefore sorts exactly like its bank token index, so the top-k tie rule
+ * ("smaller bank token index first") holds for the bank as a whole, whatever order the caller
+ * listed the candidates in. Runs of consecutive memories are read as zero-copy views; a chunk
+ * that spans a gap is gathered into a scratch buffer.
+ */
+export class CandidateBank implements BankChunkSource {
+  readonly dim: number;
+  readonly size: number;
+  /** Candidate memory rows, ascending. */
+  readonly rows: Int32Array;
+  /** `[rows.length + 1]`: candidate `s` owns virtual tokens `start[s]..start[s+1]-1`. */
+  readonly start: Int32Array;
+  readonly #vectors: Float32Array;
+  readonly #offsets: ArrayLike<number>;
+  /** Maximal runs of contiguous bank tokens: virtual start, and bank token start. */
+  readonly #runVirtual: Int32Array;
+  readonly #runBank: Int32Array;
+  #scratch = new Float32Array(0);
+
+  /**
+   * @param vectors the memories' token vectors `[tokens * dim]`
+   * @param offsets `[memories + 1]` token offsets
+   * @param sortedRows distinct candidate memory rows in ascending order (checked by the caller)
+   */
+  constructor(
+    vectors: Float32Array,
+    offsets: ArrayLike<number>,
+    dim: number,
+    sortedRows: Int32Array,
+  ) {
+    this.dim = dim;
+    this.rows = sortedRows;
+    this.#vectors = vectors;
+    this.#offsets = offsets;
+    const m = sortedRows.length;
+    const start = new Int32Array(m + 1);
+    const runVirtual: number[] = [];
+    const runBank: number[] = [];
+    let lastEnd = -1;
+    for (let s = 0; s < m; s++) {
+      const row = sortedRows[s]!;
+      const a = offsets[row]!;
+      const b = offsets[row + 1]!;
+      start[s + 1] = start[s]! + (b - a);
+      if (b > a && a !== lastEnd) {
+        runVirtual.push(start[s]!);
+        runBank.push(a);
+      }
+      if (b > a) lastEnd = b;
+    }
+    runVirtual.push(start[m]!);
+    this.start = start;
+    this.size = start[m]!;
+    this.#runVirtual = Int32Array.from(runVirtual);
+    this.#runBank = Int32Array.from(runBank);
+  }
+
+  /** Candidate slot (index into {@link rows}) owning virtual token `v`. */
+  slotOf(v: number): number {
+    const start = this.start;
+    let lo = 0;
+    let hi = start.length - 2;
+    // Largest s with start[s] <= v; empty memories share a start with the next one, and the
+    // last of such a tie is the one whose range is non-empty.
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (start[mid]! <= v) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  /** Bank token index (into the memories' `tokenVectors` rows) of virtual token `v`. */
+  bankToken(v: number, slot = this.slotOf(v)): number {
+    return this.#offsets[this.rows[slot]!]! + (v - this.start[slot]!);
+  }
+
+  dots(
+    indices: Int32Array,
+    from: number,
+    count: number,
+    query: Float32Array,
+    at: number,
+    out: Float64Array,
+  ): void {
+    const offsets = scratchOffsets(count);
+    for (let h = 0; h < count; h++) offsets[h] = this.bankToken(indices[from + h]!) * this.dim;
+    dotsInto(this.#vectors, offsets, count, query, at, out, this.dim);
+  }
+
+  read(start: number, end: number): Float32Array {
+    const dim = this.dim;
+    const rv = this.#runVirtual;
+    const rb = this.#runBank;
+    let run = this.#runOf(start);
+    if (end <= rv[run + 1]!) {
+      const at = rb[run]! + (start - rv[run]!);
+      return this.#vectors.subarray(at * dim, (at + end - start) * dim);
+    }
+    const need = (end - start) * dim;
+    if (this.#scratch.length < need) this.#scratch = new Float32Array(need);
+    const out = this.#scratch.subarray(0, need);
+    let v = start;
+    let o = 0;
+    while (v < end) {
+      const runEnd = Math.min(end, rv[run + 1]!);
+      const at = rb[run]! + (v - rv[run]!);
+      out.set(this.#vectors.subarray(at * dim, (at + runEnd - v) * dim), o);
+      o += (runEnd - v) * dim;
+      v = runEnd;
+      run++;
+    }
+    return out;
+  }
+
+  #runOf(v: number): number {
+    const rv = this.#runVirtual;
+    let lo = 0;
+    let hi = rv.length - 2;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (rv[mid]! <= v) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * Per-chunk top-k of one chunk of bank tokens: for each query row, the `kOut` largest inner
+ * products, sorted by score descending, equal scores by smaller chunk-local index first.
+ */
+export interface ChunkTopK {
+  /** `min(k, n)`: entries per row. */
+  readonly kOut: number;
+  /** `[rows * kOut]` scores. */
+  readonly values: Float32Array;
+  /** `[rows * kOut]` indices into the chunk, `0..n-1`. */
+  readonly indices: Int32Array;
+  /** `[rows * n]` all scores of the chunk, when asked for. */
+  readonly scores: Float32Array | undefined;
+}
+
+/**
+ * The arithmetic the scorer delegates: inner products of query rows with bank rows, and their
+ * per-row top-k. Both methods refuse non-finite scores (a NaN or Inf vector) by throwing
+ * {@link NonFiniteScoresError}, so the caller can locate and name the bad vector.
+ */
+export interface SimilarityKernel {
+  /** `'onnxruntime'` or `'js'`. */
+  readonly name: string;
+  /**
+   * Top-k of `queries [rows × dim] · bankᵀ` per row, `bank [n × dim]` row-major; with
+   * `withScores`, the full score matrix too (one product for both).
+   * @throws {NonFiniteScoresError} when any score is NaN or ±Inf.
+   */
+  topK(
+    queries: Float32Array,
+    rows: number,
+    bank: Float32Array,
+    n: number,
+    dim: number,
+    k: number,
+    withScores?: boolean,
+  ): Promise<ChunkTopK>;
+  /**
+   * All inner products `[rows × n]`, row-major.
+   * @throws {NonFiniteScoresError} when any score is NaN or ±Inf.
+   */
+  scores(
+    queries: Float32Array,
+    rows: number,
+    bank: Float32Array,
+    n: number,
+    dim: number,
+  ): Promise<Float32Array>;
+  dispose(): Promise<void>;
+}
+
+/** Thrown by a kernel when a score is NaN or ±Inf; the scorer turns it into a named error. */
+export class NonFiniteScoresError extends Error {
+  constructor() {
+    super('a similarity score is NaN or infinite');
+    this.name = 'NonFiniteScoresError';
+  }
+}
+
+/** Checks the shapes every kernel method receives (programmer errors: plain `Error`). */
+export function checkKernelShapes(
+  queries: Float32Array,
+  rows: number,
+  bank: Float32Array,
+  n: number,
+  dim: number,
+): void {
+  if (!Number.isInteger(dim) || dim <= 0) throw new Error(`kernel: dim must be > 0, got ${dim}`);
+  if (!Number.isInteger(rows) || rows <= 0 || queries.length !== rows * dim) {
+    throw new Error(`kernel: queries has ${queries.length} floats, expected ${rows} × ${dim}`);
+  }
+  if (!Number.isInteger(n) || n <= 0 || bank.length !== n * dim) {
+    throw new Error(`kernel: bank has ${bank.length} floats, expected ${n} × ${dim}`);
+  }
+}

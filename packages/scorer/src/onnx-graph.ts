@@ -1,0 +1,208 @@
+import protobuf from 'protobufjs/light.js';
+
+/**
+ * The subset of `onnx.proto` (field numbers as in onnx/onnx.proto, IR 8) that the scorer's
+ * graphs need. Serialised with protobufjs in memory and handed to
+ * `InferenceSession.create(bytes)`: no graph file on disk, no Python export step.
+ */
+const ONNX_SUBSET = {
+  nested: {
+    onnx: {
+      nested: {
+        ModelProto: {
+          fields: {
+            irVersion: { type: 'int64', id: 1 },
+            opsetImport: { rule: 'repeated', type: 'OperatorSetIdProto', id: 8 },
+            producerName: { type: 'string', id: 2 },
+            producerVersion: { type: 'string', id: 3 },
+            docString: { type: 'string', id: 6 },
+            graph: { type: 'GraphProto', id: 7 },
+          },
+        },
+        OperatorSetIdProto: {
+          fields: { domain: { type: 'string', id: 1 }, version: { type: 'int64', id: 2 } },
+        },
+        GraphProto: {
+          fields: {
+            node: { rule: 'repeated', type: 'NodeProto', id: 1 },
+            name: { type: 'string', id: 2 },
+            initializer: { rule: 'repeated', type: 'TensorProto', id: 5 },
+            input: { rule: 'repeated', type: 'ValueInfoProto', id: 11 },
+            output: { rule: 'repeated', type: 'ValueInfoProto', id: 12 },
+          },
+        },
+        NodeProto: {
+          fields: {
+            input: { rule: 'repeated', type: 'string', id: 1 },
+            output: { rule: 'repeated', type: 'string', id: 2 },
+            name: { type: 'string', id: 3 },
+            opType: { type: 'string', id: 4 },
+            attribute: { rule: 'repeated', type: 'AttributeProto', id: 5 },
+            domain: { type: 'string', id: 7 },
+          },
+        },
+        AttributeProto: {
+          fields: {
+            name: { type: 'string', id: 1 },
+            type: { type: 'int32', id: 20 },
+            f: { type: 'float', id: 2 },
+            i: { type: 'int64', id: 3 },
+            ints: { rule: 'repeated', type: 'int64', id: 8 },
+          },
+        },
+        TensorProto: {
+          fields: {
+            dims: { rule: 'repeated', type: 'int64', id: 1 },
+            dataType: { type: 'int32', id: 2 },
+            int64Data: { rule: 'repeated', type: 'int64', id: 7 },
+            name: { type: 'string', id: 8 },
+          },
+        },
+        ValueInfoProto: {
+          fields: { name: { type: 'string', id: 1 }, type: { type: 'TypeProto', id: 2 } },
+        },
+        TypeProto: { fields: { tensorType: { type: 'TypeProtoTensor', id: 1 } } },
+        TypeProtoTensor: {
+          fields: {
+            elemType: { type: 'int32', id: 1 },
+            shape: { type: 'TensorShapeProto', id: 2 },
+          },
+        },
+        TensorShapeProto: { fields: { dim: { rule: 'repeated', type: 'Dimension', id: 1 } } },
+        Dimension: {
+          fields: { dimValue: { type: 'int64', id: 1 }, dimParam: { type: 'string', id: 2 } },
+        },
+      },
+    },
+  },
+};
+
+/** `TensorProto.DataType` values used here. */
+const FLOAT = 1;
+const INT32 = 6;
+const INT64 = 7;
+/** `AttributeProto.AttributeType` values used here. */
+const ATTR_INT = 2;
+
+let modelType: protobuf.Type | undefined;
+function modelProto(): protobuf.Type {
+  modelType ??= protobuf.Root.fromJSON(ONNX_SUBSET).lookupType('onnx.ModelProto');
+  return modelType;
+}
+
+type Dim = number | string;
+
+function valueInfo(name: string, elemType: number, dims: readonly Dim[]): object {
+  return {
+    name,
+    type: {
+      tensorType: {
+        elemType,
+        shape: {
+          dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })),
+        },
+      },
+    },
+  };
+}
+
+function intAttr(name: string, value: number): object {
+  return { name, type: ATTR_INT, i: value };
+}
+
+/** Which outputs a similarity graph computes. */
+export interface SimilarityGraphSpec {
+  /** Vector dimension `d` (fixed in the graph, so a mismatched feed fails in onnxruntime too). */
+  readonly dim: number;
+  /** Emit `values [rows, k]` and `indices [rows, k]` (int32) of the per-row top-k. */
+  readonly topK: boolean;
+  /** Emit the full `scores [rows, n]`. */
+  readonly scores: boolean;
+}
+
+/** Input and output names of every similarity graph. */
+export const GRAPH_NAMES = {
+  queries: 'queries',
+  bank: 'bank',
+  k: 'k',
+  scores: 'scores',
+  values: 'values',
+  indices: 'indices',
+  checksum: 'checksum',
+} as const;
+
+/**
+ * Serialises the similarity graph of METHOD.md §2 as an ONNX `ModelProto` (IR 8, opset 17):
+ *
+ * ```
+ * queries [rows, d], bank [n, d]
+ *   scores   = Gemm(queries, bank, transB=1)        [rows, n]   (inner products)
+ *   values, i64 = TopK(scores, k, axis=1, largest=1, sorted=1)   [rows, k]
+ *   indices  = Cast(i64, to=int32)                   [rows, k]
+ *   checksum = ReduceSum(scores, keepdims=0)         []          (non-finite iff some score is)
+ * ```
+ *
+ * `k` is an int64 `[1]` input, so one session serves the short last chunk of a bank too.
+ * The checksum costs one pass over `scores` (d times cheaper than the product) and lets the
+ * caller refuse NaN/Inf vectors without scanning the bank in JavaScript.
+ *
+ * @example
+ * const bytes = similarityGraph({ dim: 384, topK: true, scores: false }); // Uint8Array
+ * // await ort.InferenceSession.create(bytes)
+ */
+export function similarityGraph(spec: SimilarityGraphSpec): Uint8Array {
+  const { dim } = spec;
+  if (!Number.isInteger(dim) || dim <= 0) throw new Error(`similarityGraph: bad dim ${dim}`);
+  if (!spec.topK && !spec.scores) throw new Error('similarityGraph: asks for no output');
+  const n = GRAPH_NAMES;
+  const node: object[] = [
+    {
+      name: 'similarity',
+      opType: 'Gemm',
+      input: [n.queries, n.bank],
+      output: [n.scores],
+      attribute: [intAttr('transB', 1)],
+    },
+    {
+      name: 'finite_check',
+      opType: 'ReduceSum',
+      input: [n.scores],
+      output: [n.checksum],
+      attribute: [intAttr('keepdims', 0)],
+    },
+  ];
+  const input = [valueInfo(n.queries, FLOAT, ['rows', dim]), valueInfo(n.bank, FLOAT, ['n', dim])];
+  const output = [valueInfo(n.checksum, FLOAT, [])];
+  if (spec.scores) output.push(valueInfo(n.scores, FLOAT, ['rows', 'n']));
+  if (spec.topK) {
+    input.push(valueInfo(n.k, INT64, [1]));
+    node.push(
+      {
+        name: 'top_k',
+        opType: 'TopK',
+        input: [n.scores, n.k],
+        output: [n.values, 'indices_i64'],
+        attribute: [intAttr('axis', 1), intAttr('largest', 1), intAttr('sorted', 1)],
+      },
+      {
+        name: 'indices_to_int32',
+        opType: 'Cast',
+        input: ['indices_i64'],
+        output: [n.indices],
+        attribute: [intAttr('to', INT32)],
+      },
+    );
+    output.push(valueInfo(n.values, FLOAT, ['rows', 'k_out']));
+    output.push(valueInfo(n.indices, INT32, ['rows', 'k_out']));
+  }
+  const model = {
+    irVersion: 8,
+    opsetImport: [{ domain: '', version: 17 }],
+    producerName: '@bfe/scorer',
+    producerVersion: '0.1.0',
+    docString: 'bfe exact sparse scorer: inner products and per-row top-k (METHOD.md §2)',
+    graph: { name: 'bfe_similarity', node, input, output },
+  };
+  const type = modelProto();
+  return type.encode(type.fromObject(model)).finish();
+}

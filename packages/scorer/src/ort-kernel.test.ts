@@ -1,0 +1,130 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { JsSimilarityKernel } from './js-kernel.js';
+import { NonFiniteScoresError } from './kernel.js';
+import { OrtSimilarityKernel } from './ort-kernel.js';
+import { similarityGraph } from './onnx-graph.js';
+import { rng, unitVectors } from './testing/random.js';
+import { referenceTopK } from './testing/reference.js';
+
+const ort = new OrtSimilarityKernel({ threads: 1 });
+const js = new JsSimilarityKernel();
+afterAll(() => ort.dispose());
+
+describe('OrtSimilarityKernel options', () => {
+  it('runs with spinning off and refuses a bad thread count', async () => {
+    const quiet = new OrtSimilarityKernel({ threads: 2, spin: false });
+    const random = rng(17);
+    const q = unitVectors(3, 16, random);
+    const x = unitVectors(200, 16, random);
+    const a = await quiet.topK(q, 3, x, 200, 16, 8);
+    const b = await ort.topK(q, 3, x, 200, 16, 8);
+    expect(a.indices).toEqual(b.indices);
+    await quiet.dispose();
+    await expect(quiet.topK(q, 3, x, 200, 16, 8)).rejects.toThrow(/after dispose/);
+    expect(() => new OrtSimilarityKernel({ threads: 0 })).toThrow(/threads/);
+  });
+
+  it('serves concurrent calls with different k', async () => {
+    const random = rng(18);
+    const q = unitVectors(2, 16, random);
+    const x = unitVectors(300, 16, random);
+    const ks = [1, 5, 17, 64, 3, 40];
+    const tops = await Promise.all(ks.map((k) => ort.topK(q, 2, x, 300, 16, k)));
+    tops.forEach((t, i) => expect(t.kOut).toBe(ks[i]));
+    tops.forEach((t, i) =>
+      expect(Array.from(t.indices.subarray(0, ks[i]!))).toEqual(
+        referenceTopK(q, x, 16, ks[i]!).indices[0],
+      ),
+    );
+  });
+});
+
+describe('similarityGraph', () => {
+  it('serialises a ModelProto that starts with ir_version 8', () => {
+    const bytes = similarityGraph({ dim: 8, topK: true, scores: false });
+    expect(bytes).toBeInstanceOf(Uint8Array);
+    // field 1 (ir_version), varint: tag 0x08, value 8
+    expect([bytes[0], bytes[1]]).toEqual([0x08, 8]);
+  });
+
+  it('refuses a graph with no output or a bad dim', () => {
+    expect(() => similarityGraph({ dim: 8, topK: false, scores: false })).toThrow(/no output/);
+    expect(() => similarityGraph({ dim: 0, topK: true, scores: false })).toThrow(/bad dim/);
+  });
+});
+
+describe.each([
+  ['onnxruntime', ort],
+  ['js', js],
+] as const)('%s kernel', (_name, kernel) => {
+  it('returns the float64 reference top-k, values within float32 precision', async () => {
+    const random = rng(7);
+    const dim = 48;
+    const q = unitVectors(5, dim, random);
+    const x = unitVectors(700, dim, random);
+    const top = await kernel.topK(q, 5, x, 700, dim, 16);
+    const ref = referenceTopK(q, x, dim, 16);
+    expect(top.kOut).toBe(16);
+    expect(top.values).toBeInstanceOf(Float32Array);
+    expect(top.indices).toBeInstanceOf(Int32Array);
+    expect(top.values.length).toBe(5 * 16);
+    for (let r = 0; r < 5; r++) {
+      expect(Array.from(top.indices.subarray(r * 16, r * 16 + 16))).toEqual(ref.indices[r]);
+      for (let o = 0; o < 16; o++) {
+        expect(top.values[r * 16 + o]).toBeCloseTo(ref.values[r]![o]!, 6);
+      }
+    }
+    expect(top.scores).toBeUndefined();
+  });
+
+  it('orders equal scores by ascending index, also across the top-k boundary', async () => {
+    const dim = 4;
+    const n = 5000;
+    const x = new Float32Array(n * dim);
+    // every 7th token equals the query direction, all others are orthogonal to it
+    for (let i = 0; i < n; i++) x[i * dim + (i % 7 === 0 ? 0 : 1)] = 1;
+    const q = Float32Array.of(1, 0, 0, 0, 0, 0, 1, 0);
+    const top = await kernel.topK(q, 2, x, n, dim, 64);
+    expect(Array.from(top.indices.subarray(0, 64))).toEqual(
+      Array.from({ length: 64 }, (_, i) => 7 * i),
+    );
+    // second row: all scores are 0, so the 64 smallest indices
+    expect(Array.from(top.indices.subarray(64))).toEqual(Array.from({ length: 64 }, (_, i) => i));
+  });
+
+  it('returns min(k, n) entries and, when asked, the full score matrix', async () => {
+    const random = rng(3);
+    const q = unitVectors(3, 8, random);
+    const x = unitVectors(10, 8, random);
+    const top = await kernel.topK(q, 3, x, 10, 8, 64, true);
+    expect(top.kOut).toBe(10);
+    expect(top.scores?.length).toBe(30);
+    const direct = await kernel.scores(q, 3, x, 10, 8);
+    for (let i = 0; i < 30; i++) expect(top.scores![i]).toBeCloseTo(direct[i]!, 6);
+  });
+
+  it('reads a bank passed as a view with a byte offset', async () => {
+    const random = rng(11);
+    const whole = unitVectors(100, 8, random);
+    const view = whole.subarray(40 * 8, 60 * 8);
+    const q = whole.slice(45 * 8, 46 * 8);
+    const top = await kernel.topK(q, 1, view, 20, 8, 1);
+    expect(top.indices[0]).toBe(5);
+    expect(top.values[0]).toBeCloseTo(1, 6);
+  });
+
+  it.each([NaN, Infinity, -Infinity])('refuses a %s component', async (bad) => {
+    const random = rng(5);
+    const q = unitVectors(2, 8, random);
+    const x = unitVectors(30, 8, random);
+    x[17 * 8 + 3] = bad;
+    await expect(kernel.topK(q, 2, x, 30, 8, 4)).rejects.toBeInstanceOf(NonFiniteScoresError);
+    await expect(kernel.scores(q, 2, x, 30, 8)).rejects.toBeInstanceOf(NonFiniteScoresError);
+  });
+
+  it('refuses shapes that do not match', async () => {
+    const x = new Float32Array(10 * 8);
+    await expect(kernel.topK(new Float32Array(8), 1, x, 10, 4, 2)).rejects.toThrow(/queries/);
+    await expect(kernel.topK(new Float32Array(8), 1, x, 11, 8, 2)).rejects.toThrow(/bank/);
+  });
+});

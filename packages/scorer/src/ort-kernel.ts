@@ -1,0 +1,170 @@
+import * as ort from 'onnxruntime-node';
+import { GRAPH_NAMES, similarityGraph } from './onnx-graph.js';
+import {
+  NonFiniteScoresError,
+  checkKernelShapes,
+  type ChunkTopK,
+  type SimilarityKernel,
+} from './kernel.js';
+
+/** Options of the onnxruntime kernel. */
+export interface OrtKernelOptions {
+  /** Intra-op threads (default: onnxruntime's choice, one per physical core). */
+  readonly threads?: number;
+  /**
+   * Let idle intra-op threads spin between runs (onnxruntime's default, `true`). Spinning
+   * threads compete with the JavaScript merge on a machine with few cores.
+   */
+  readonly spin?: boolean;
+}
+
+type Variant = 'topK' | 'scores' | 'both';
+
+/**
+ * The onnxruntime-node kernel — the scorer's one import of onnxruntime. Its graphs are built
+ * in memory by {@link similarityGraph} (Gemm with `transB`, TopK, Cast, ReduceSum), one session
+ * per dimension and output set, created on first use and released by {@link dispose}.
+ * onnxruntime's TopK returns equal scores in ascending index order (ONNX TopK-11 semantics;
+ * tested), which is the scorer's tie rule.
+ *
+ * @example
+ * const kernel = new OrtSimilarityKernel({ threads: 2 });
+ * const top = await kernel.topK(q, 20, x, 65_536, 384, 64); // q [20*384], x [65536*384]
+ * top.values;  // Float32Array [20 * 64], rows sorted by score descending
+ * top.indices; // Int32Array  [20 * 64], 0..65535
+ * await kernel.dispose();
+ */
+export class OrtSimilarityKernel implements SimilarityKernel {
+  readonly name = 'onnxruntime';
+  readonly #options: OrtKernelOptions;
+  readonly #sessions = new Map<string, Promise<ort.InferenceSession>>();
+  #disposed = false;
+
+  constructor(options: OrtKernelOptions = {}) {
+    const t = options.threads;
+    if (t !== undefined && (!Number.isInteger(t) || t < 1)) {
+      throw new Error(`OrtSimilarityKernel: threads must be a positive integer, got ${t}`);
+    }
+    this.#options = options;
+  }
+
+  async topK(
+    queries: Float32Array,
+    rows: number,
+    bank: Float32Array,
+    n: number,
+    dim: number,
+    k: number,
+    withScores = false,
+  ): Promise<ChunkTopK> {
+    checkKernelShapes(queries, rows, bank, n, dim);
+    if (!Number.isInteger(k) || k <= 0) throw new Error(`kernel: k must be > 0, got ${k}`);
+    const kOut = Math.min(k, n);
+    const out = await this.#run(withScores ? 'both' : 'topK', dim, {
+      [GRAPH_NAMES.queries]: new ort.Tensor('float32', queries, [rows, dim]),
+      [GRAPH_NAMES.bank]: new ort.Tensor('float32', bank, [n, dim]),
+      // A fresh buffer per call: onnxruntime reads feeds when the run starts, on its own thread.
+      [GRAPH_NAMES.k]: new ort.Tensor('int64', BigInt64Array.of(BigInt(kOut)), [1]),
+    });
+    const values = tensorData(out, GRAPH_NAMES.values, 'float32', rows * kOut) as Float32Array;
+    const indices = tensorData(out, GRAPH_NAMES.indices, 'int32', rows * kOut) as Int32Array;
+    const scores = withScores
+      ? (tensorData(out, GRAPH_NAMES.scores, 'float32', rows * n) as Float32Array)
+      : undefined;
+    return { kOut, values, indices, scores };
+  }
+
+  async scores(
+    queries: Float32Array,
+    rows: number,
+    bank: Float32Array,
+    n: number,
+    dim: number,
+  ): Promise<Float32Array> {
+    checkKernelShapes(queries, rows, bank, n, dim);
+    const out = await this.#run('scores', dim, {
+      [GRAPH_NAMES.queries]: new ort.Tensor('float32', queries, [rows, dim]),
+      [GRAPH_NAMES.bank]: new ort.Tensor('float32', bank, [n, dim]),
+    });
+    return tensorData(out, GRAPH_NAMES.scores, 'float32', rows * n) as Float32Array;
+  }
+
+  async dispose(): Promise<void> {
+    this.#disposed = true;
+    const sessions = [...this.#sessions.values()];
+    this.#sessions.clear();
+    for (const s of sessions) await (await s).release();
+  }
+
+  async #run(
+    variant: Variant,
+    dim: number,
+    feeds: Record<string, ort.Tensor>,
+  ): Promise<ort.InferenceSession.ReturnType> {
+    const session = await this.#session(variant, dim);
+    const names = Object.keys(feeds);
+    if (
+      names.length !== session.inputNames.length ||
+      !session.inputNames.every((n) => names.includes(n))
+    ) {
+      throw new Error(
+        `OrtSimilarityKernel: feeds [${describeFeeds(feeds)}] do not match the graph's inputs [${session.inputNames.join(', ')}]`,
+      );
+    }
+    let out: ort.InferenceSession.ReturnType;
+    try {
+      out = await session.run(feeds);
+    } catch (cause) {
+      throw new Error(
+        `OrtSimilarityKernel: onnxruntime failed on feeds [${describeFeeds(feeds)}]: ${(cause as Error).message}`,
+        { cause },
+      );
+    }
+    const checksum = out[GRAPH_NAMES.checksum]?.data as Float32Array | undefined;
+    if (checksum === undefined || !Number.isFinite(checksum[0]!)) throw new NonFiniteScoresError();
+    return out;
+  }
+
+  #session(variant: Variant, dim: number): Promise<ort.InferenceSession> {
+    if (this.#disposed) throw new Error('OrtSimilarityKernel: used after dispose()');
+    const key = `${variant}:${dim}`;
+    let session = this.#sessions.get(key);
+    if (session === undefined) {
+      const bytes = similarityGraph({
+        dim,
+        topK: variant !== 'scores',
+        scores: variant !== 'topK',
+      });
+      const { threads, spin } = this.#options;
+      session = ort.InferenceSession.create(bytes, {
+        executionProviders: ['cpu'],
+        graphOptimizationLevel: 'all',
+        ...(threads === undefined ? {} : { intraOpNumThreads: threads }),
+        ...(spin === false ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
+      });
+      this.#sessions.set(key, session);
+    }
+    return session;
+  }
+}
+
+function describeFeeds(feeds: Record<string, ort.Tensor>): string {
+  return Object.entries(feeds)
+    .map(([name, t]) => `${name}: ${t.type} [${t.dims.join(', ')}]`)
+    .join('; ');
+}
+
+function tensorData(
+  out: ort.InferenceSession.ReturnType,
+  name: string,
+  type: 'float32' | 'int32',
+  length: number,
+): Float32Array | Int32Array {
+  const t = out[name];
+  if (t === undefined || t.type !== type || t.data.length !== length) {
+    throw new Error(
+      `OrtSimilarityKernel: output ${name} is ${t === undefined ? 'missing' : `${t.type} [${t.dims.join(', ')}]`}, expected ${type} with ${length} values`,
+    );
+  }
+  return t.data as Float32Array | Int32Array;
+}

@@ -1,0 +1,514 @@
+import { ScorerInputError } from './errors.js';
+import { NonFiniteScoresError, type ChunkTopK, type SimilarityKernel } from './kernel.js';
+
+/**
+ * A bank of `size` token vectors of `dim` floats, read in order, one chunk at a time. `read`
+ * may return a view into its own scratch buffer, valid until the next `read`; `dots` rescores
+ * a few tokens in float64 (the returned hits).
+ */
+export interface BankChunkSource {
+  readonly size: number;
+  readonly dim: number;
+  /** Tokens `start..end-1` as `[(end - start) * dim]` floats. */
+  read(start: number, end: number): Float32Array | Promise<Float32Array>;
+  /**
+   * `out[h] = Σ_j token(indices[from + h])[j] · query[at + j]` for `h < count`, accumulated
+   * in float64 (see {@link dotsInto}).
+   */
+  dots(
+    indices: Int32Array,
+    from: number,
+    count: number,
+    query: Float32Array,
+    at: number,
+    out: Float64Array,
+  ): void;
+}
+
+/** The exact top-k of every query row over a whole bank. */
+export interface TopKResult {
+  readonly rows: number;
+  /** Entries per row: the requested k, or the bank size when clamped. */
+  readonly k: number;
+  /** `[rows * k]` scores recomputed in float64, each row descending. */
+  readonly values: Float64Array;
+  /** `[rows * k]` bank token indices `0..size-1`; equal scores in ascending index order. */
+  readonly indices: Int32Array;
+  /** Kernel passes over the bank: 1, plus one per round of rows re-searched wider. */
+  readonly passes: number;
+  /** Query rows that needed a wider search (near-ties at the k-th place). */
+  readonly widenedRows: number;
+}
+
+/** Options of {@link exactTopK}. */
+export interface ExactTopKOptions {
+  /** Entries per query row (METHOD.md §2 default: 64). */
+  readonly k: number;
+  /** Bank tokens per kernel call (default 65,536). */
+  readonly chunkSize?: number;
+  /**
+   * Upper bound on the `rows × chunk` score matrix a kernel call materialises, in floats
+   * (default 2^24 = 64 MiB); the chunk shrinks when many rows are batched.
+   */
+  readonly maxScoreFloats?: number;
+  /** `k > size`: use `size` (true) or throw `ScorerInputError('k-exceeds-bank')` (default). */
+  readonly clampK?: boolean;
+  /** Extra candidates fetched per row beyond k, re-ranked in float64 (default 16). */
+  readonly margin?: number;
+  /** Names bank token `i` in error messages (default `bank token i`). */
+  readonly describeToken?: (index: number) => string;
+  /** Called with each chunk's full `[rows × n]` float32 scores (first pass only). */
+  readonly onScores?: (scores: Float32Array, start: number, n: number) => void;
+}
+
+export const DEFAULT_CHUNK_SIZE = 65_536;
+export const DEFAULT_MAX_SCORE_FLOATS = 2 ** 24;
+export const DEFAULT_MARGIN = 16;
+/** Chunks never shrink below this, however many rows are batched. */
+const MIN_CHUNK = 1024;
+/** Unit roundoff of float32. */
+const U32 = 2 ** -24;
+
+/**
+ * The bank's chunk length for `rows` query rows: `chunkSize`, shrunk so that one chunk's score
+ * matrix stays within `maxScoreFloats`, but never below 1,024 tokens (or `chunkSize`).
+ */
+export function effectiveChunkSize(
+  rows: number,
+  chunkSize = DEFAULT_CHUNK_SIZE,
+  maxScoreFloats = DEFAULT_MAX_SCORE_FLOATS,
+): number {
+  const floor = Math.min(MIN_CHUNK, chunkSize);
+  return Math.max(floor, Math.min(chunkSize, Math.floor(maxScoreFloats / rows)));
+}
+
+/**
+ * Exact bank-wide top-k (METHOD.md §2): for every query row, the `k` bank tokens of largest
+ * inner product, ordered by score descending and, on equal scores, by smaller bank token index.
+ *
+ * The bank streams through the kernel in chunks with a running top-k merge, so memory is
+ * bounded by the chunk, not the bank. The kernel computes in float32, and a float32 GEMM
+ * rounds the same product differently at different column positions (MLAS does: a duplicate
+ * vector can score 1 at one place and 1 − 2⁻²⁴ at another). So the kernel only proposes:
+ * it fetches `k + margin` candidates per row, which are rescored in float64 and re-ranked by
+ * (score, index). The result is exact whenever the last fetched float32 score lies more than
+ * the float32 error bound `ε = 2(d + 2)·2⁻²⁴·‖q‖` (unit bank rows) below the k-th float64
+ * score; rows where it does not (near-ties at the k-th place, e.g. many duplicate vectors) are
+ * searched again with twice the candidates, until they do or the whole bank is fetched.
+ *
+ * @throws {ScorerInputError} `empty-bank` for a bank of no tokens; `k-exceeds-bank` for
+ *   `k > size` unless `clampK`; `non-finite` naming the first NaN/Inf bank token or query row.
+ * @example
+ * const top = await exactTopK(kernel, q, 20, flatBankSource(x, 384), { k: 64 });
+ * top.values;  // Float64Array [20 * 64]
+ * top.indices; // Int32Array  [20 * 64], indices into x's rows
+ */
+export async function exactTopK(
+  kernel: SimilarityKernel,
+  queries: Float32Array,
+  rows: number,
+  source: BankChunkSource,
+  options: ExactTopKOptions,
+): Promise<TopKResult> {
+  const { size, dim } = source;
+  const describe = options.describeToken ?? ((i: number) => `bank token ${i}`);
+  if (size === 0) {
+    throw new ScorerInputError('empty-bank', 'the bank to search holds no tokens', {
+      suggestion: 'Give the query candidate memories that have content tokens.',
+    });
+  }
+  if (!Number.isInteger(options.k) || options.k < 1) {
+    throw new Error(`exactTopK: k must be a positive integer, got ${options.k}`);
+  }
+  const margin = options.margin ?? DEFAULT_MARGIN;
+  if (!Number.isInteger(margin) || margin < 0) {
+    throw new Error(`exactTopK: margin must be a non-negative integer, got ${margin}`);
+  }
+  if (options.k > size && options.clampK !== true) {
+    throw new ScorerInputError(
+      'k-exceeds-bank',
+      `k = ${options.k} is larger than the bank of ${size} tokens`,
+      { suggestion: `Use k ≤ ${size}, or clampK to search the whole bank.` },
+    );
+  }
+  if (!Number.isInteger(rows) || rows < 1) {
+    throw new Error(`exactTopK: rows must be a positive integer, got ${rows}`);
+  }
+  if (queries.length !== rows * dim) {
+    throw new Error(`exactTopK: queries hold ${queries.length} floats, expected ${rows} × ${dim}`);
+  }
+  const k = Math.min(options.k, size);
+  const values = new Float64Array(rows * k);
+  const indices = new Int32Array(rows * k);
+  const rerank = new Reranker(k, dim);
+  let fetch = Math.min(size, k + margin);
+  let pending = Int32Array.from({ length: rows }, (_, r) => r);
+  let q = queries;
+  let passes = 0;
+  let widened = 0;
+  for (;;) {
+    const found = await streamTopK(kernel, q, pending.length, source, fetch, {
+      chunk: effectiveChunkSize(pending.length, options.chunkSize, options.maxScoreFloats),
+      describe,
+      onScores: passes === 0 ? options.onScores : undefined,
+    });
+    passes++;
+    const again: number[] = [];
+    for (let j = 0; j < pending.length; j++) {
+      const r = pending[j]!;
+      const exact = rerank.row(queries, r, found, j, source, values, indices, r * k);
+      if (!exact && found.k < size) again.push(r);
+    }
+    if (again.length === 0) break;
+    widened += passes === 1 ? again.length : 0;
+    pending = Int32Array.from(again);
+    q = new Float32Array(pending.length * dim);
+    for (let j = 0; j < pending.length; j++) {
+      q.set(queries.subarray(pending[j]! * dim, (pending[j]! + 1) * dim), j * dim);
+    }
+    fetch = Math.min(size, 2 * fetch);
+  }
+  return { rows, k, values, indices, passes, widenedRows: widened };
+}
+
+/** Re-ranks one row's fetched candidates in float64; scratch reused across rows. */
+class Reranker {
+  readonly #k: number;
+  readonly #dim: number;
+  #score = new Float64Array(0);
+  #index = new Int32Array(0);
+  #fresh = new Float64Array(0);
+
+  constructor(k: number, dim: number) {
+    this.#k = k;
+    this.#dim = dim;
+  }
+
+  /**
+   * Writes the top-k of row `j` of `found` (query row `r` of `queries`) into `values`/`indices`
+   * at `at`, and says whether it is provably exact.
+   */
+  row(
+    queries: Float32Array,
+    r: number,
+    found: RunningTopK,
+    j: number,
+    source: BankChunkSource,
+    values: Float64Array,
+    indices: Int32Array,
+    at: number,
+  ): boolean {
+    const k = this.#k;
+    const dim = this.#dim;
+    const n = found.count;
+    if (this.#score.length < n) {
+      this.#score = new Float64Array(n);
+      this.#index = new Int32Array(n);
+      this.#fresh = new Float64Array(n);
+    }
+    const score = this.#score;
+    const index = this.#index;
+    const qAt = r * dim;
+    let qNorm = 0;
+    for (let d = 0; d < dim; d++) qNorm += queries[qAt + d]! * queries[qAt + d]!;
+    const epsilon = 2 * (dim + 2) * U32 * Math.sqrt(qNorm);
+    const f32 = found.values;
+    const base = j * found.k;
+    // A fetched entry whose float32 score is 2ε below the k-th float32 score cannot reach the
+    // top-k: the first k entries all score at least (k-th float32 − ε) in float64.
+    const cut = f32[base + k - 1]! - 2 * epsilon;
+    let m = k;
+    while (m < n && f32[base + m]! >= cut) m++;
+    const fresh = this.#fresh;
+    source.dots(found.indices, base, m, queries, qAt, fresh);
+    // Insertion into (score desc, index asc): the float32 order is nearly right already.
+    for (let h = 0; h < m; h++) {
+      const idx = found.indices[base + h]!;
+      const s = fresh[h]!;
+      let p = h;
+      while (p > 0 && (score[p - 1]! < s || (score[p - 1] === s && index[p - 1]! > idx))) {
+        score[p] = score[p - 1]!;
+        index[p] = index[p - 1]!;
+        p--;
+      }
+      score[p] = s;
+      index[p] = idx;
+    }
+    values.set(score.subarray(0, k), at);
+    indices.set(index.subarray(0, k), at);
+    return f32[base + n - 1]! < score[k - 1]! - epsilon;
+  }
+}
+
+/** One streamed pass: the kernel's float32 top-`k` per row, merged across chunks. */
+async function streamTopK(
+  kernel: SimilarityKernel,
+  queries: Float32Array,
+  rows: number,
+  source: BankChunkSource,
+  k: number,
+  pass: {
+    chunk: number;
+    describe: (index: number) => string;
+    onScores: ((scores: Float32Array, start: number, n: number) => void) | undefined;
+  },
+): Promise<RunningTopK> {
+  const { size, dim } = source;
+  const { chunk, describe, onScores } = pass;
+  const running = new RunningTopK(rows, k);
+  for (let start = 0; start < size; start += chunk) {
+    const end = Math.min(size, start + chunk);
+    const n = end - start;
+    const vectors = await source.read(start, end);
+    if (vectors.length !== n * dim) {
+      throw new Error(`exactTopK: source returned ${vectors.length} floats for ${n} × ${dim}`);
+    }
+    let top: ChunkTopK;
+    try {
+      top = await kernel.topK(queries, rows, vectors, n, dim, k, onScores !== undefined);
+    } catch (error) {
+      if (error instanceof NonFiniteScoresError) {
+        throw nonFiniteError(queries, rows, vectors, n, dim, start, describe);
+      }
+      throw error;
+    }
+    if (onScores !== undefined) {
+      if (top.scores === undefined) {
+        throw new Error(`exactTopK: kernel ${kernel.name} returned no scores`);
+      }
+      onScores(top.scores, start, n);
+    }
+    running.merge(top, start);
+  }
+  return running;
+}
+
+/**
+ * Running top-k of `rows` rows. Each row is kept sorted by score descending, then index
+ * ascending; {@link merge} folds in one chunk's sorted top-k in `O(k)` per row.
+ */
+export class RunningTopK {
+  readonly rows: number;
+  readonly k: number;
+  /** `[rows * k]`; the first `count` entries of each row are valid. */
+  readonly values: Float32Array;
+  readonly indices: Int32Array;
+  count = 0;
+  readonly #scratchValues: Float32Array;
+  readonly #scratchIndices: Int32Array;
+
+  constructor(rows: number, k: number) {
+    this.rows = rows;
+    this.k = k;
+    this.values = new Float32Array(rows * k);
+    this.indices = new Int32Array(rows * k);
+    this.#scratchValues = new Float32Array(k);
+    this.#scratchIndices = new Int32Array(k);
+  }
+
+  /** Folds in a chunk's per-row top-k; `offset` turns its chunk-local indices into bank ones. */
+  merge(top: ChunkTopK, offset: number): void {
+    const { rows, k, values, indices } = this;
+    const kOut = top.kOut;
+    const cv = top.values;
+    const ci = top.indices;
+    const count = this.count;
+    const total = Math.min(k, count + kOut);
+    const sv = this.#scratchValues;
+    const si = this.#scratchIndices;
+    for (let r = 0; r < rows; r++) {
+      const base = r * k;
+      const cBase = r * kOut;
+      let a = 0;
+      let b = 0;
+      for (let o = 0; o < total; o++) {
+        let takeA: boolean;
+        if (a >= count) takeA = false;
+        else if (b >= kOut) takeA = true;
+        else {
+          const va = values[base + a]!;
+          const vb = cv[cBase + b]!;
+          takeA = va > vb || (va === vb && indices[base + a]! < ci[cBase + b]! + offset);
+        }
+        if (takeA) {
+          sv[o] = values[base + a]!;
+          si[o] = indices[base + a]!;
+          a++;
+        } else {
+          sv[o] = cv[cBase + b]!;
+          si[o] = ci[cBase + b]! + offset;
+          b++;
+        }
+      }
+      values.set(sv.subarray(0, total), base);
+      indices.set(si.subarray(0, total), base);
+    }
+    this.count = total;
+  }
+}
+
+function nonFiniteError(
+  queries: Float32Array,
+  rows: number,
+  vectors: Float32Array,
+  n: number,
+  dim: number,
+  start: number,
+  describe: (index: number) => string,
+): ScorerInputError {
+  for (let r = 0; r < rows; r++) {
+    const bad = firstNonFinite(queries, r * dim, dim);
+    if (bad >= 0) {
+      return new ScorerInputError(
+        'non-finite',
+        `query row ${r} has a non-finite component (${queries[r * dim + bad]} at dimension ${bad})`,
+      );
+    }
+  }
+  for (let j = 0; j < n; j++) {
+    const bad = firstNonFinite(vectors, j * dim, dim);
+    if (bad >= 0) {
+      return new ScorerInputError(
+        'non-finite',
+        `${describe(start + j)} has a non-finite component (${vectors[j * dim + bad]} at dimension ${bad})`,
+        { suggestion: 'Re-encode the bank; token vectors must be finite unit vectors.' },
+      );
+    }
+  }
+  return new ScorerInputError(
+    'non-finite',
+    `inner products of tokens ${start}..${start + n - 1} overflow float32 although every component is finite`,
+    { suggestion: 'Token vectors must be L2-normalised.' },
+  );
+}
+
+/** Index of the first NaN/±Inf in `a[at..at+len)`, or -1. */
+export function firstNonFinite(a: Float32Array, at: number, len: number): number {
+  for (let i = 0; i < len; i++) {
+    const v = a[at + i]!;
+    if (v - v !== 0) return i;
+  }
+  return -1;
+}
+
+/**
+ * A source over one flat row-major `Float32Array` `[size * dim]`: chunks are zero-copy views.
+ *
+ * @example
+ * const source = flatBankSource(new Float32Array(1000 * 384), 384); // source.size === 1000
+ */
+export function flatBankSource(vectors: Float32Array, dim: number): BankChunkSource {
+  if (!Number.isInteger(dim) || dim <= 0 || vectors.length % dim !== 0) {
+    throw new Error(`flatBankSource: ${vectors.length} floats are not rows of ${dim}`);
+  }
+  return {
+    size: vectors.length / dim,
+    dim,
+    read: (start, end) => vectors.subarray(start * dim, end * dim),
+    dots: (indices, from, count, query, at, out) => {
+      const offsets = scratchOffsets(count);
+      for (let h = 0; h < count; h++) offsets[h] = indices[from + h]! * dim;
+      dotsInto(vectors, offsets, count, query, at, out, dim);
+    },
+  };
+}
+
+/**
+ * `Σ a[aAt + j] · b[bAt + j]` for `j < dim`, accumulated in float64 (float32 × float32 products
+ * are exact in float64; four partial sums, so the rounding is ~dim·2⁻⁵³, far below float32's).
+ */
+export function dot64(
+  a: Float32Array,
+  aAt: number,
+  b: Float32Array,
+  bAt: number,
+  dim: number,
+): number {
+  let s0 = 0;
+  let s1 = 0;
+  let s2 = 0;
+  let s3 = 0;
+  let j = 0;
+  for (; j + 3 < dim; j += 4) {
+    s0 += a[aAt + j]! * b[bAt + j]!;
+    s1 += a[aAt + j + 1]! * b[bAt + j + 1]!;
+    s2 += a[aAt + j + 2]! * b[bAt + j + 2]!;
+    s3 += a[aAt + j + 3]! * b[bAt + j + 3]!;
+  }
+  for (; j < dim; j++) s0 += a[aAt + j]! * b[bAt + j]!;
+  return s0 + s1 + (s2 + s3);
+}
+
+let offsetScratch = new Int32Array(256);
+
+/** A module-level scratch of at least `count` offsets (grown by doubling). */
+export function scratchOffsets(count: number): Int32Array {
+  if (offsetScratch.length < count) {
+    let size = offsetScratch.length;
+    while (size < count) size *= 2;
+    offsetScratch = new Int32Array(size);
+  }
+  return offsetScratch;
+}
+
+/**
+ * `out[h] = Σ_j vectors[offsets[h] + j] · query[at + j]` for `h < count`, in float64, summed
+ * in order of `j` for every row (so equal vectors score bit-identically): eight rows at a time
+ * share each query load, about twice as fast in V8 as one {@link dot64} per row.
+ */
+export function dotsInto(
+  vectors: Float32Array,
+  offsets: Int32Array,
+  count: number,
+  query: Float32Array,
+  at: number,
+  out: Float64Array,
+  dim: number,
+): void {
+  let h = 0;
+  for (; h + 7 < count; h += 8) {
+    const a0 = offsets[h]!;
+    const a1 = offsets[h + 1]!;
+    const a2 = offsets[h + 2]!;
+    const a3 = offsets[h + 3]!;
+    const a4 = offsets[h + 4]!;
+    const a5 = offsets[h + 5]!;
+    const a6 = offsets[h + 6]!;
+    const a7 = offsets[h + 7]!;
+    let s0 = 0;
+    let s1 = 0;
+    let s2 = 0;
+    let s3 = 0;
+    let s4 = 0;
+    let s5 = 0;
+    let s6 = 0;
+    let s7 = 0;
+    for (let j = 0; j < dim; j++) {
+      const v = query[at + j]!;
+      s0 += v * vectors[a0 + j]!;
+      s1 += v * vectors[a1 + j]!;
+      s2 += v * vectors[a2 + j]!;
+      s3 += v * vectors[a3 + j]!;
+      s4 += v * vectors[a4 + j]!;
+      s5 += v * vectors[a5 + j]!;
+      s6 += v * vectors[a6 + j]!;
+      s7 += v * vectors[a7 + j]!;
+    }
+    out[h] = s0;
+    out[h + 1] = s1;
+    out[h + 2] = s2;
+    out[h + 3] = s3;
+    out[h + 4] = s4;
+    out[h + 5] = s5;
+    out[h + 6] = s6;
+    out[h + 7] = s7;
+  }
+  // The same summation order as above, so duplicate vectors get bit-identical scores
+  // wherever they fall.
+  for (; h < count; h++) {
+    const a = offsets[h]!;
+    let s = 0;
+    for (let j = 0; j < dim; j++) s += query[at + j]! * vectors[a + j]!;
+    out[h] = s;
+  }
+}

@@ -1,0 +1,212 @@
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bytesSha256 } from '@bfe/core';
+import { readPerQueryJsonl, resultsSchema } from '@bfe/eval';
+import type { Results } from '@bfe/eval';
+import { repoRoot, runBfe } from './helpers.ts';
+
+const SYSTEMS = ['pooled', 'maxsim', 'bm25', 'sparse-fusion', 'zero-floor', 'no-fusion'];
+const documentTask = `lmeb:${join(repoRoot, 'packages/datasets/fixtures/lmeb-document')}`;
+const dialogueTask = `lmeb:${join(repoRoot, 'packages/datasets/fixtures/lmeb-dialogue')}`;
+
+// One tiny model and one bank for the whole file: encoding is the slow part, scoring is not.
+let root: string;
+let env: Record<string, string>;
+let bank: string;
+
+beforeAll(async () => {
+  root = mkdtempSync(join(tmpdir(), 'bfe-score-'));
+  const fixtures = join(repoRoot, 'packages/encoder/fixtures');
+  const modelDir = join(root, 'tiny-model');
+  mkdirSync(modelDir);
+  copyFileSync(join(fixtures, 'tiny-encoder.onnx'), join(modelDir, 'model.onnx'));
+  copyFileSync(join(fixtures, 'tiny-tokenizer.json'), join(modelDir, 'tokenizer.json'));
+  writeFileSync(
+    join(modelDir, 'config.json'),
+    JSON.stringify({
+      model_type: 'bert',
+      vocab_size: 18,
+      hidden_size: 4,
+      max_position_embeddings: 16,
+      pad_token_id: 0,
+    }),
+  );
+  env = { BFE_MODEL_DIR: join(root, 'models'), BFE_DATA_DIR: join(root, 'data') };
+  const imported = await runBfe(
+    ['model', 'fetch', 'tiny', '--model-dir', modelDir, '--pooling', 'mean', '--max-length', '16'],
+    env,
+  );
+  expect(imported.code, imported.stderr).toBe(0);
+  bank = join(root, 'bank');
+  const encoded = await runBfe(
+    ['encode', '--dataset', documentTask, '--model', 'tiny', '--out', bank, '--quiet'],
+    env,
+  );
+  expect(encoded.code, encoded.stderr).toBe(0);
+}, 120_000);
+
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+function readResults(dir: string): Results {
+  return resultsSchema.parse(JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8')));
+}
+
+describe('bfe score and bfe eval on a tiny LMEB task with the tiny ONNX model', () => {
+  it('writes a valid results.json, per-query.jsonl for every system and k-sweep.json', async () => {
+    const out = join(root, 'run-all');
+    const r = await runBfe(
+      ['score', '--bank', bank, '--dataset', documentTask, '--out', out, '--quiet', '--json'],
+      env,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const results = readResults(out);
+    expect(results.dataset).toBe('lmeb:lmeb-document');
+    expect(results.split).toBe('all');
+    expect(results.ks).toEqual([1, 5, 10, 25, 50]);
+    expect(results.systems.map((s) => s.name)).toEqual(SYSTEMS);
+    expect(results.meta).toMatchObject({
+      k: 64,
+      alpha: 0.5,
+      model: { name: 'tiny' },
+      bm25: { k1: 1.2, b: 0.75, k: 1 },
+    });
+    // Three of the fixture's four candidate sets hold two passages: BM25's direct engine.
+    expect((results.meta?.bm25 as { directEngineGroups: number }).directEngineGroups).toBe(3);
+    const manifest = readFileSync(join(bank, 'bank.json'));
+    expect((results.meta?.bank as { manifestSha256: string }).manifestSha256).toBe(
+      bytesSha256(manifest),
+    );
+    for (const s of results.systems) {
+      expect(s.nQueries).toBe(results.systems[0]?.nQueries);
+      if (s.name !== 'pooled') expect(s.comparisons?.pooled?.['ndcg@10']).toBeDefined();
+    }
+    // stdout --json carries the same results, and per-subtask comparisons for the table.
+    const printed = JSON.parse(r.stdout) as { results: unknown; subtaskComparisons: object };
+    expect(printed.results).toEqual(results);
+    writeFileSync(
+      join(out, 'subtask-comparisons.json'),
+      JSON.stringify(printed.subtaskComparisons),
+    );
+
+    const lines = await readPerQueryJsonl(join(out, 'per-query.jsonl'));
+    const perSystem = results.systems[0]!.nQueries + results.systems[0]!.dropped.noRelevant;
+    expect(lines.length).toBe(SYSTEMS.length * perSystem);
+    expect([...new Set(lines.map((l) => l.system))]).toEqual(SYSTEMS);
+
+    const sweep = JSON.parse(readFileSync(join(out, 'k-sweep.json'), 'utf8')) as {
+      mainK: number;
+      points: Array<{ k: number; systems: Array<{ name: string; metrics: object }> }>;
+    };
+    expect(sweep.mainK).toBe(64);
+    expect(sweep.points.map((p) => p.k)).toEqual([16, 32, 64, 128]);
+    const at64 = sweep.points.find((p) => p.k === 64)!.systems[0]!;
+    expect(at64.name).toBe('sparse-fusion');
+    expect(at64.metrics).toEqual(results.systems.find((s) => s.name === 'sparse-fusion')!.metrics);
+  });
+
+  it('bfe eval recomputes every figure from per-query.jsonl alone', async () => {
+    const out = join(root, 'run-all');
+    const results = readResults(out);
+    const alone = await runBfe(
+      ['eval', '--per-query', join(out, 'per-query.jsonl'), '--json'],
+      env,
+    );
+    expect(alone.code, alone.stderr).toBe(0);
+    const printed = JSON.parse(alone.stdout) as { results: unknown; subtaskComparisons: object };
+    const recomputed = resultsSchema.parse(printed.results);
+    expect(recomputed.systems).toEqual(results.systems);
+    expect(printed.subtaskComparisons).toEqual(
+      JSON.parse(readFileSync(join(out, 'subtask-comparisons.json'), 'utf8')),
+    );
+    expect(Object.keys(printed.subtaskComparisons)).toEqual(results.subtasks);
+
+    const checked = await runBfe(
+      ['eval', '--per-query', join(out, 'per-query.jsonl'), '--results', join(out, 'results.json')],
+      env,
+    );
+    expect(checked.code, checked.stderr).toBe(0);
+    expect(checked.stdout).toContain('every figure equals');
+    for (const name of SYSTEMS) expect(checked.stdout).toContain(name);
+  });
+
+  it('bfe eval refuses a per-query file that does not reproduce the results', async () => {
+    const out = join(root, 'run-all');
+    const lines = readFileSync(join(out, 'per-query.jsonl'), 'utf8').trim().split('\n');
+    // Reverse the first evaluated ranking with at least two ids.
+    const at = lines.findIndex((l) => {
+      const p = JSON.parse(l) as { ranked: string[]; relevant: string[] };
+      return p.relevant.length > 0 && p.ranked.length > 1 && p.ranked[0] !== p.ranked.at(-1);
+    });
+    const edited = JSON.parse(lines[at]!) as { ranked: string[] };
+    edited.ranked.reverse();
+    lines[at] = JSON.stringify(edited);
+    const file = join(root, 'edited.jsonl');
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    const r = await runBfe(
+      ['eval', '--per-query', file, '--results', join(out, 'results.json')],
+      env,
+    );
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('DATA_INVALID');
+    expect(r.stderr).toContain('does not reproduce');
+  });
+
+  it('scores one part of a split file', async () => {
+    const splitFile = join(root, 'split.json');
+    const split = await runBfe(
+      [
+        'data',
+        'split',
+        documentTask,
+        '--policy',
+        'query-disjoint-shared-bank',
+        '--ratios',
+        '1,1,2',
+        '--out',
+        splitFile,
+      ],
+      env,
+    );
+    expect(split.code, split.stderr).toBe(0);
+    const testIds = (JSON.parse(readFileSync(splitFile, 'utf8')) as { queries: { test: string[] } })
+      .queries.test;
+    const out = join(root, 'run-test');
+    const r = await runBfe(
+      ['score', '--bank', bank, '--dataset', documentTask, '--split', splitFile, '--out', out],
+      env,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const results = readResults(out);
+    expect(results.split).toBe('test');
+    expect(results.meta).toMatchObject({ diagnosticOnly: true, queries: testIds.length });
+    const lines = await readPerQueryJsonl(join(out, 'per-query.jsonl'));
+    expect(new Set(lines.map((l) => l.queryId))).toEqual(new Set(testIds));
+  });
+
+  it('refuses a bank encoded from another dataset, naming both', async () => {
+    const r = await runBfe(['score', '--bank', bank, '--dataset', dialogueTask], env);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('DATA_INVALID');
+    expect(r.stderr).toContain("encoded from 'lmeb:lmeb-document'");
+    expect(r.stderr).toContain('benchmark hash');
+    // Other loader options make another benchmark too.
+    const options = await runBfe(
+      ['score', '--bank', bank, '--dataset', documentTask, '--set', 'missingScene=drop'],
+      env,
+    );
+    expect(options.code).toBe(2);
+    expect(options.stderr).toContain('not the same memories and queries');
+  });
+
+  it('refuses cut-offs without the headline k = 10', async () => {
+    const r = await runBfe(
+      ['score', '--bank', bank, '--dataset', documentTask, '--ks', '1,5'],
+      env,
+    );
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('CONFIG_INVALID');
+    expect(r.stderr).toContain('k = 10');
+  });
+});
