@@ -22,7 +22,7 @@ export const LONGMEMEVAL_QUESTION_TYPES = [
  * relevant when one of its user turns carries `has_answer`.
  *
  * @example
- * longMemEvalOptionsSchema.parse({}); // { textPolicy: 'user-turns', relevance: 'has-answer' }
+ * longMemEvalOptionsSchema.parse({}); // { textPolicy: 'user-turns', relevance: 'has-answer', ids: 'opaque' }
  */
 export const longMemEvalOptionsSchema = z.strictObject({
   /** `user-turns`: user contents joined by a space; `all-turns`: `role: content` lines. */
