@@ -58,9 +58,9 @@ export async function* encodePass(
   texts: readonly unknown[],
   options: PassOptions = {},
 ): AsyncGenerator<EncodedChunk> {
-  const chunkSize = options.chunkSize ?? 512;
+  const chunkSize = options.chunkSize ?? 2048;
   const maxBatchTokens = options.maxBatchTokens ?? 8192;
-  const maxBatchSize = options.maxBatchSize ?? 64;
+  const maxBatchSize = options.maxBatchSize ?? 32;
   let done = 0;
   let keptTokens = 0;
   for (let start = 0; start < texts.length; start += chunkSize) {
