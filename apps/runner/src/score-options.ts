@@ -24,6 +24,7 @@ const scoreOptionsSchema = z.strictObject({
   kSweep: z.union([z.literal('none').transform((): number[] => []), intListSchema]),
   out: z.string().min(1).optional(),
   threads: z.coerce.number().int().positive().optional(),
+  executionProvider: z.enum(['cpu', 'webgpu']),
   resamples: z.coerce.number().int().positive(),
   seed: z.coerce.number().int().min(0).max(0xffff_ffff),
 });

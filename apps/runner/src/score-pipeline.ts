@@ -43,6 +43,8 @@ export interface ScoreRunInput {
   readonly ks: readonly number[];
   readonly kSweep: readonly number[];
   readonly threads?: number;
+  /** The scorer's onnxruntime execution provider (default `'cpu'`). */
+  readonly executionProvider?: 'cpu' | 'webgpu';
   readonly onProgress?: (done: number, total: number) => void;
 }
 
@@ -192,9 +194,12 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
   let scoringSeconds = 0;
   let bm25Seconds = 0;
 
-  const scorer = await SparseScorer.open(
-    input.threads === undefined ? {} : { threads: input.threads },
-  );
+  const scorer = await SparseScorer.open({
+    ...(input.threads === undefined ? {} : { threads: input.threads }),
+    ...(input.executionProvider === undefined
+      ? {}
+      : { executionProvider: input.executionProvider }),
+  });
   try {
     for (let g = 0; g < groups.length; g++) {
       const group = groups[g] as CandidateGroup;

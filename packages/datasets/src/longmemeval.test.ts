@@ -215,6 +215,26 @@ describe('parseLongMemEval, shared sessions', () => {
 });
 
 describe('parseLongMemEval, drops', () => {
+  it('keeps the first maxQueries kept questions in file order, and only their sessions', () => {
+    const raw = [
+      question('q1_abs', ['filler_2', 'answer_a'], ['answer_a']),
+      question('q2', ['filler_1', 'answer_a'], ['answer_a']),
+      question('q3', ['filler_2', 'answer_a'], ['answer_a']),
+      question('q4', ['assistant_only', 'answer_b'], ['answer_b']),
+    ];
+    const { benchmark, report } = parse(raw, { maxQueries: 2 });
+    expect(benchmark.queries.map((q) => q.id)).toEqual(['q2', 'q3']);
+    expect(benchmark.memories.map((m) => m.id).sort()).toEqual(
+      ['answer_a', 'filler_1', 'filler_2'].sort(),
+    );
+    expect(benchmark.options).toMatchObject({ maxQueries: 2 });
+    expect(report.toJSON().details.dropped['beyond-max-queries']).toEqual([
+      { id: 'q4', detail: 'only the first 2 are kept' },
+    ]);
+    expect(parse(raw).benchmark.options).not.toHaveProperty('maxQueries');
+    expect(() => longMemEvalOptionsSchema.parse({ maxQueries: 0 })).toThrow();
+  });
+
   it('drops abstention, unknown-type, empty and evidence-less questions, and repeats', () => {
     const raw = [
       question('q1_abs', ['answer_a'], ['answer_a']),

@@ -40,6 +40,12 @@ export const longMemEvalOptionsSchema = z.strictObject({
    * gold. `source` keeps the session ids (for cross-checks against other tools only).
    */
   ids: z.enum(['opaque', 'source']).default('opaque'),
+  /**
+   * Keep only the first N questions, in file order, that pass the loader's checks (the
+   * reproduction notes' `--max-queries 100`); later questions are dropped as
+   * `beyond-max-queries` and their sessions never read. Unset: every question.
+   */
+  maxQueries: z.int().positive().optional(),
 });
 /** Parsed {@link longMemEvalOptionsSchema}. */
 export type LongMemEvalOptions = z.infer<typeof longMemEvalOptionsSchema>;
@@ -126,6 +132,10 @@ export function parseLongMemEval(
   for (let index = 0; index < raw.length; index++) {
     const rawQuestion: unknown = raw[index];
     const record = stringField(rawQuestion, 'question_id') ?? `[${index}]`;
+    if (options.maxQueries !== undefined && queries.length >= options.maxQueries) {
+      report.drop('beyond-max-queries', record, `only the first ${options.maxQueries} are kept`);
+      continue;
+    }
     const q = validateRecord(questionSchema, rawQuestion, { file, record }, report);
     if (q === undefined) continue;
     const id = q.question_id;
@@ -251,7 +261,12 @@ export function parseLongMemEval(
   const loaded: LoadedDataset = {
     benchmark: {
       name,
-      options: { textPolicy: options.textPolicy, relevance: options.relevance, ids: options.ids },
+      options: {
+        textPolicy: options.textPolicy,
+        relevance: options.relevance,
+        ids: options.ids,
+        ...(options.maxQueries === undefined ? {} : { maxQueries: options.maxQueries }),
+      },
       memories,
       queries,
       subtasks: LONGMEMEVAL_QUESTION_TYPES.filter((type) => used.has(type)),

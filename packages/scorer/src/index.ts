@@ -28,7 +28,7 @@ export { NonFiniteScoresError } from './kernel.js';
 export type { ChunkTopK, SimilarityKernel } from './kernel.js';
 export { JsSimilarityKernel } from './js-kernel.js';
 export { OrtSimilarityKernel } from './ort-kernel.js';
-export type { OrtKernelOptions } from './ort-kernel.js';
+export type { ExecutionProvider, OrtKernelOptions } from './ort-kernel.js';
 export { GRAPH_NAMES, similarityGraph } from './onnx-graph.js';
 export type { SimilarityGraphSpec } from './onnx-graph.js';
 export { ScorerInputError } from './errors.js';

@@ -118,6 +118,12 @@ export interface SimilarityGraphSpec {
   readonly topK: boolean;
   /** Emit the full `scores [rows, n]`. */
   readonly scores: boolean;
+  /**
+   * Element type of `indices`: `'int32'` (default; a Cast after TopK) or `'int64'` (TopK's own
+   * output, no Cast — onnxruntime's WebGPU provider has no int64→int32 Cast kernel, and a Cast
+   * left on the CPU would split the graph across providers).
+   */
+  readonly indices?: 'int32' | 'int64';
 }
 
 /** Input and output names of every similarity graph. */
@@ -138,7 +144,7 @@ export const GRAPH_NAMES = {
  * queries [rows, d], bank [n, d]
  *   scores   = Gemm(queries, bank, transB=1)        [rows, n]   (inner products)
  *   values, i64 = TopK(scores, k, axis=1, largest=1, sorted=1)   [rows, k]
- *   indices  = Cast(i64, to=int32)                   [rows, k]
+ *   indices  = Cast(i64, to=int32)                   [rows, k]   (or i64 itself: `indices`)
  *   checksum = ReduceSum(scores, keepdims=0)         []          (non-finite iff some score is)
  * ```
  *
@@ -175,25 +181,26 @@ export function similarityGraph(spec: SimilarityGraphSpec): Uint8Array {
   const output = [valueInfo(n.checksum, FLOAT, [])];
   if (spec.scores) output.push(valueInfo(n.scores, FLOAT, ['rows', 'n']));
   if (spec.topK) {
+    const int64 = spec.indices === 'int64';
     input.push(valueInfo(n.k, INT64, [1]));
-    node.push(
-      {
-        name: 'top_k',
-        opType: 'TopK',
-        input: [n.scores, n.k],
-        output: [n.values, 'indices_i64'],
-        attribute: [intAttr('axis', 1), intAttr('largest', 1), intAttr('sorted', 1)],
-      },
-      {
+    node.push({
+      name: 'top_k',
+      opType: 'TopK',
+      input: [n.scores, n.k],
+      output: [n.values, int64 ? n.indices : 'indices_i64'],
+      attribute: [intAttr('axis', 1), intAttr('largest', 1), intAttr('sorted', 1)],
+    });
+    if (!int64) {
+      node.push({
         name: 'indices_to_int32',
         opType: 'Cast',
         input: ['indices_i64'],
         output: [n.indices],
         attribute: [intAttr('to', INT32)],
-      },
-    );
+      });
+    }
     output.push(valueInfo(n.values, FLOAT, ['rows', 'k_out']));
-    output.push(valueInfo(n.indices, INT32, ['rows', 'k_out']));
+    output.push(valueInfo(n.indices, int64 ? INT64 : INT32, ['rows', 'k_out']));
   }
   const model = {
     irVersion: 8,

@@ -16,7 +16,16 @@ export interface OrtKernelOptions {
    * threads compete with the JavaScript merge on a machine with few cores.
    */
   readonly spin?: boolean;
+  /**
+   * `'cpu'` (default) or `'webgpu'`: onnxruntime's WebGPU execution provider, every node of
+   * the graph placed on it (Gemm, TopK, ReduceSum; indices stay int64 because the provider has
+   * no int64→int32 Cast). On machines without a GPU it runs on Mesa's lavapipe.
+   */
+  readonly executionProvider?: ExecutionProvider;
 }
+
+/** Where the kernel's graphs run. */
+export type ExecutionProvider = 'cpu' | 'webgpu';
 
 type Variant = 'topK' | 'scores' | 'both';
 
@@ -35,7 +44,9 @@ type Variant = 'topK' | 'scores' | 'both';
  * await kernel.dispose();
  */
 export class OrtSimilarityKernel implements SimilarityKernel {
-  readonly name = 'onnxruntime';
+  /** `'onnxruntime'` on the CPU, `'onnxruntime-webgpu'` on the WebGPU provider. */
+  readonly name: string;
+  readonly executionProvider: ExecutionProvider;
   readonly #options: OrtKernelOptions;
   readonly #sessions = new Map<string, Promise<ort.InferenceSession>>();
   #disposed = false;
@@ -45,6 +56,12 @@ export class OrtSimilarityKernel implements SimilarityKernel {
     if (t !== undefined && (!Number.isInteger(t) || t < 1)) {
       throw new Error(`OrtSimilarityKernel: threads must be a positive integer, got ${t}`);
     }
+    const ep = options.executionProvider ?? 'cpu';
+    if (ep !== 'cpu' && ep !== 'webgpu') {
+      throw new Error(`OrtSimilarityKernel: unknown execution provider '${String(ep)}'`);
+    }
+    this.executionProvider = ep;
+    this.name = ep === 'cpu' ? 'onnxruntime' : 'onnxruntime-webgpu';
     this.#options = options;
   }
 
@@ -67,7 +84,13 @@ export class OrtSimilarityKernel implements SimilarityKernel {
       [GRAPH_NAMES.k]: new ort.Tensor('int64', BigInt64Array.of(BigInt(kOut)), [1]),
     });
     const values = tensorData(out, GRAPH_NAMES.values, 'float32', rows * kOut) as Float32Array;
-    const indices = tensorData(out, GRAPH_NAMES.indices, 'int32', rows * kOut) as Int32Array;
+    const indices =
+      this.executionProvider === 'webgpu'
+        ? Int32Array.from(
+            tensorData(out, GRAPH_NAMES.indices, 'int64', rows * kOut) as BigInt64Array,
+            Number,
+          )
+        : (tensorData(out, GRAPH_NAMES.indices, 'int32', rows * kOut) as Int32Array);
     const scores = withScores
       ? (tensorData(out, GRAPH_NAMES.scores, 'float32', rows * n) as Float32Array)
       : undefined;
@@ -130,14 +153,16 @@ export class OrtSimilarityKernel implements SimilarityKernel {
     const key = `${variant}:${dim}`;
     let session = this.#sessions.get(key);
     if (session === undefined) {
+      const webgpu = this.executionProvider === 'webgpu';
       const bytes = similarityGraph({
         dim,
         topK: variant !== 'scores',
         scores: variant !== 'topK',
+        indices: webgpu ? 'int64' : 'int32',
       });
       const { threads, spin } = this.#options;
       session = ort.InferenceSession.create(bytes, {
-        executionProviders: ['cpu'],
+        executionProviders: [this.executionProvider],
         graphOptimizationLevel: 'all',
         ...(threads === undefined ? {} : { intraOpNumThreads: threads }),
         ...(spin === false ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
@@ -157,14 +182,14 @@ function describeFeeds(feeds: Record<string, ort.Tensor>): string {
 function tensorData(
   out: ort.InferenceSession.ReturnType,
   name: string,
-  type: 'float32' | 'int32',
+  type: 'float32' | 'int32' | 'int64',
   length: number,
-): Float32Array | Int32Array {
+): Float32Array | Int32Array | BigInt64Array {
   const t = out[name];
   if (t === undefined || t.type !== type || t.data.length !== length) {
     throw new Error(
       `OrtSimilarityKernel: output ${name} is ${t === undefined ? 'missing' : `${t.type} [${t.dims.join(', ')}]`}, expected ${type} with ${length} values`,
     );
   }
-  return t.data as Float32Array | Int32Array;
+  return t.data as Float32Array | Int32Array | BigInt64Array;
 }

@@ -1,3 +1,4 @@
+import { ConfigError } from '@bfe/core';
 import { CandidateBank } from './candidate-bank.js';
 import { ScorerInputError } from './errors.js';
 import { fuse } from './fusion.js';
@@ -72,6 +73,8 @@ export interface ScorerOptions {
   readonly threads?: number;
   /** Let onnxruntime's idle threads spin (default true). */
   readonly spin?: boolean;
+  /** onnxruntime's execution provider: `'cpu'` (default) or `'webgpu'` (the GPU scorer). */
+  readonly executionProvider?: 'cpu' | 'webgpu';
 }
 
 /**
@@ -113,13 +116,23 @@ export class SparseScorer {
   static async open(options: ScorerOptions = {}): Promise<SparseScorer> {
     const k = options.kernel ?? 'onnxruntime';
     if (typeof k !== 'string') return new SparseScorer(k);
-    if (k === 'js') return new SparseScorer(new JsSimilarityKernel());
+    if (k === 'js') {
+      if ((options.executionProvider ?? 'cpu') !== 'cpu') {
+        throw new ConfigError(
+          `the 'js' kernel runs on the CPU only; executionProvider '${options.executionProvider}' needs kernel 'onnxruntime'`,
+        );
+      }
+      return new SparseScorer(new JsSimilarityKernel());
+    }
     if (k !== 'onnxruntime') throw new Error(`SparseScorer.open: unknown kernel '${String(k)}'`);
     const { OrtSimilarityKernel } = await import('./ort-kernel.js');
     return new SparseScorer(
       new OrtSimilarityKernel({
         ...(options.threads === undefined ? {} : { threads: options.threads }),
         ...(options.spin === undefined ? {} : { spin: options.spin }),
+        ...(options.executionProvider === undefined
+          ? {}
+          : { executionProvider: options.executionProvider }),
       }),
     );
   }

@@ -12,6 +12,7 @@ interface ScoreOptions {
   kSweep: string;
   out?: string;
   threads?: string;
+  executionProvider: string;
   resamples: string;
   seed: string;
   set: string[];
@@ -38,6 +39,7 @@ export function scoreCommand(): Command {
     .option('--k-sweep <list>', 'ks of the sparse-fusion sweep, or none', '16,32,64,128')
     .option('--out <dir>', 'write results.json, per-query.jsonl and k-sweep.json here')
     .option('--threads <n>', 'onnxruntime intra-op threads (default: one per physical core)')
+    .option('--execution-provider <ep>', 'cpu, or webgpu (the GPU scorer)', 'cpu')
     .option('--resamples <n>', 'bootstrap resamples and sign flips', '10000')
     .option('--seed <n>', 'seed of the paired tests', '42')
     .option('--set <key=value>', 'dataset option, as given to bfe encode (repeatable)', collect, [])
@@ -56,6 +58,7 @@ export function scoreCommand(): Command {
         kSweep: opts.kSweep,
         out: opts.out,
         threads: opts.threads,
+        executionProvider: opts.executionProvider,
         resamples: opts.resamples,
         seed: opts.seed,
       });
@@ -113,6 +116,7 @@ export function scoreCommand(): Command {
         ks: o.ks,
         kSweep: o.kSweep,
         ...(o.threads === undefined ? {} : { threads: o.threads }),
+        executionProvider: o.executionProvider,
         onProgress: (done, total) => progress('score candidate groups', done, total),
       });
 
@@ -127,6 +131,7 @@ export function scoreCommand(): Command {
         meta: {
           k: o.k,
           alpha: o.alpha,
+          executionProvider: o.executionProvider,
           model: {
             name: model.name,
             modelId: model.modelId,
