@@ -1,0 +1,116 @@
+import type { PairedDifference } from '@bfe/eval';
+
+/**
+ * A table every output format renders the same way: the terminal pads, markdown pipes, HTML
+ * tags. Cells are plain text; each renderer escapes for its own format.
+ *
+ * @example
+ * const t: Table = { title: 'Headline', head: ['system', 'R@10'], align: ['left', 'right'],
+ *   rows: [['pooled', '0.4213']] };
+ */
+export interface Table {
+  readonly title: string;
+  readonly head: readonly string[];
+  readonly align: readonly ('left' | 'right')[];
+  readonly rows: readonly (readonly string[])[];
+}
+
+/** A metric value as every table prints it: four decimals, as results.json figures are read. */
+export const fixed4 = (x: number): string => x.toFixed(4);
+
+/** A signed difference with a typographic minus, as the runner's terminal tables print it. */
+export const signed4 = (x: number): string => `${x >= 0 ? '+' : '−'}${Math.abs(x).toFixed(4)}`;
+
+/** `+0.0123 [+0.0050, +0.0190]`: a paired difference and its 95% CI; '—' when absent. */
+export function deltaWithCi(d: PairedDifference | undefined): string {
+  if (d === undefined) return '—';
+  return `${signed4(d.meanDiff)} [${signed4(d.ci95[0])}, ${signed4(d.ci95[1])}]`;
+}
+
+/** A p-value to three decimals, `<0.001` below that; '—' when absent. */
+export function pValue(d: PairedDifference | undefined): string {
+  if (d === undefined) return '—';
+  return d.pValue < 0.001 ? '<0.001' : d.pValue.toFixed(3);
+}
+
+/** Seconds as `0.8 s`, `12.3 s` or `4 min 05 s`. */
+export function duration(seconds: number): string {
+  if (seconds < 60) return `${seconds.toFixed(1)} s`;
+  const minutes = Math.floor(seconds / 60);
+  return `${minutes} min ${String(Math.round(seconds - minutes * 60)).padStart(2, '0')} s`;
+}
+
+/** Bytes as MiB below 1 GiB, GiB above, with the exact count for reference. */
+export function bytes(n: number): string {
+  const gib = 1024 ** 3;
+  const short = n >= gib ? `${(n / gib).toFixed(2)} GiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`;
+  return `${short} (${n} bytes)`;
+}
+
+/** An aligned plain-text table: two spaces between columns, a dashed rule under the head. */
+export function terminalTable(table: Table): string {
+  const widths = table.head.map((h, c) =>
+    Math.max(h.length, ...table.rows.map((r) => (r[c] ?? '').length)),
+  );
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((cell, c) => {
+        const width = widths[c] ?? 0;
+        return table.align[c] === 'right' ? cell.padStart(width) : cell.padEnd(width);
+      })
+      .join('  ')
+      .trimEnd();
+  return [line(table.head), line(widths.map((w) => '-'.repeat(w))), ...table.rows.map(line)].join(
+    '\n',
+  );
+}
+
+/**
+ * Escapes text for markdown prose and table cells: emphasis, code, pipes, `]` where it could
+ * close a link (`](`, `][`), and `<` where it could open an HTML tag or comment. CI brackets and
+ * `<0.001` stay as they are, so report.md reads well as plain text.
+ */
+export function markdownText(text: string): string {
+  return text
+    .replace(/[\\`*_|]/g, '\\$&')
+    .replace(/\](?=[([])/g, '\\]')
+    .replace(/<(?=[A-Za-z/!?])/g, '\\<')
+    .replace(/\r?\n/g, ' ');
+}
+
+/** A GitHub-flavoured markdown table under a level-3 heading. */
+export function markdownTable(table: Table): string {
+  const row = (cells: readonly string[]): string =>
+    `| ${cells.map((c) => markdownText(c)).join(' | ')} |`;
+  const rule = `|${table.align.map((a) => (a === 'right' ? ' ---: ' : ' :--- ')).join('|')}|`;
+  return [
+    `### ${markdownText(table.title)}`,
+    '',
+    row(table.head),
+    rule,
+    ...table.rows.map(row),
+  ].join('\n');
+}
+
+/** Escapes text for HTML element content and double-quoted attribute values. */
+export function htmlText(text: string): string {
+  return text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;');
+}
+
+/** An HTML table under a level-3 heading; right-aligned columns get the `num` class. */
+export function htmlTable(table: Table): string {
+  const cls = (c: number): string => (table.align[c] === 'right' ? ' class="num"' : '');
+  const head = table.head.map((h, c) => `<th${cls(c)}>${htmlText(h)}</th>`).join('');
+  const body = table.rows
+    .map((r) => `<tr>${r.map((cell, c) => `<td${cls(c)}>${htmlText(cell)}</td>`).join('')}</tr>`)
+    .join('\n');
+  return (
+    `<h3>${htmlText(table.title)}</h3>\n<table>\n<thead><tr>${head}</tr></thead>\n` +
+    `<tbody>\n${body}\n</tbody>\n</table>`
+  );
+}

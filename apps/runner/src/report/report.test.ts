@@ -1,0 +1,463 @@
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
+import { parse as parseVega, View } from 'vega';
+import { compile } from 'vega-lite';
+import type { TopLevelSpec } from 'vega-lite';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Results } from '@bfe/eval';
+import {
+  adapterChart,
+  deltaChart,
+  headlineChart,
+  inlineScript,
+  kSweepChart,
+  loadVegaBundles,
+  renderReport,
+  reportInputSchema,
+  scriptJson,
+  subtaskChart,
+  writeReport,
+} from './index.js';
+import type { ReportInput } from './index.js';
+import { markdownText } from './format.js';
+
+const diff = (meanDiff: number, low: number, high: number, pValue: number) => ({
+  meanDiff,
+  ci95: [low, high] as [number, number],
+  pValue,
+});
+
+/** Three systems on two subtasks; every figure has four decimals so it prints as given. */
+function results(): Results {
+  const sys = (name: string, r: number, n: number, sub: [number, number, number, number]) => ({
+    name,
+    metrics: { 'recall@10': r, 'ndcg@10': n },
+    subtasks: {
+      'multi-hop': { metrics: { 'recall@10': sub[0], 'ndcg@10': sub[1] }, nQueries: 282 },
+      temporal: { metrics: { 'recall@10': sub[2], 'ndcg@10': sub[3] }, nQueries: 321 },
+    },
+    nQueries: 603,
+    dropped: { noRelevant: 2 },
+  });
+  return {
+    schemaVersion: 1,
+    dataset: 'locomo',
+    split: 'test',
+    ks: [10],
+    subtasks: ['multi-hop', 'temporal'],
+    significance: {
+      resamples: 10000,
+      seed: 42,
+      ci: 'stratified-paired-bootstrap-percentile',
+      pValue: 'stratified-paired-sign-flip',
+    },
+    systems: [
+      sys('pooled', 0.4213, 0.3011, [0.3925, 0.2802, 0.4501, 0.322]),
+      {
+        ...sys('sparse-fusion', 0.512, 0.3874, [0.4803, 0.3507, 0.5437, 0.4241]),
+        comparisons: {
+          pooled: {
+            'recall@10': diff(0.0907, 0.0702, 0.111, 0.0001),
+            'ndcg@10': diff(0.0863, 0.0655, 0.1071, 0.0002),
+          },
+        },
+      },
+      {
+        ...sys('bm25', 0.3807, 0.2745, [0.3611, 0.2617, 0.4003, 0.2873]),
+        comparisons: {
+          pooled: {
+            'recall@10': diff(-0.0406, -0.0611, -0.0198, 0.0004),
+            'ndcg@10': diff(-0.0266, -0.0452, 0.0083, 0.1234),
+          },
+        },
+      },
+    ],
+  };
+}
+
+function strictInput(): ReportInput {
+  return reportInputSchema.parse({
+    experiment: 'locomo-minilm',
+    runId: 'run-3f2a',
+    dataset: 'locomo',
+    split: {
+      name: 'test',
+      policy: 'connected-bank',
+      diagnosticOnly: false,
+      promotionEligible: true,
+      marks: [],
+    },
+    results: results(),
+    kSweep: [16, 32, 64, 128].flatMap((k, i) => [
+      {
+        k,
+        system: 'sparse-fusion',
+        metrics: { 'recall@10': 0.5011 + i / 100, 'ndcg@10': 0.3702 + i / 100 },
+      },
+      {
+        k,
+        system: 'zero-floor',
+        metrics: { 'recall@10': 0.4811 + i / 100, 'ndcg@10': 0.3502 + i / 100 },
+      },
+    ]),
+    adapter: {
+      seeds: [42, 43].map((seed) => ({
+        seed,
+        steps: Array.from({ length: 20 }, (_, step) => ({
+          step,
+          loss: 2.5 - step / 20 - seed / 1e4,
+        })),
+        epochs: [
+          { epoch: 0, loss: 2.5, validationNdcg10: 0.3702 },
+          { epoch: 1, loss: 2.1, validationNdcg10: 0.3811 },
+          { epoch: 2, loss: 1.9, validationNdcg10: 0.3799 },
+        ],
+      })),
+      selected: { epoch: 1, alpha: 0.5 },
+    },
+    receipt: {
+      model: 'sentence-transformers/all-MiniLM-L6-v2',
+      datasetSha256: 'ab'.repeat(32),
+      commit: '16bac8d',
+      dirty: true,
+      stages: [
+        { name: 'encode', seconds: 312.4, cached: true },
+        { name: 'score', seconds: 41.25, cached: false },
+      ],
+      peakRssBytes: 2_147_483_648,
+    },
+  });
+}
+
+function diagnosticInput(): ReportInput {
+  return reportInputSchema.parse({
+    ...strictInput(),
+    split: {
+      name: 'test',
+      policy: 'query-disjoint-shared-bank',
+      diagnosticOnly: true,
+      promotionEligible: false,
+      marks: ['shared-unlabelled-memory'],
+    },
+  });
+}
+
+/** Tiny stand-ins, so most tests do not copy a megabyte of JavaScript around. */
+const fakeBundles = {
+  vega: 'window.vega = {};',
+  vegaLite: 'window.vegaLite = {};',
+  vegaEmbed: 'window.vegaEmbed = function () {};',
+};
+
+describe('renderReport: terminal', () => {
+  it('prints each system with its figures and Δ [95% CI] as given, aligned', () => {
+    const { terminal } = renderReport(strictInput(), { bundles: fakeBundles });
+    const lines = terminal.split('\n');
+    expect(lines[0]).toBe('locomo-minilm · run run-3f2a · locomo/test');
+    const head = lines.find((l) => l.startsWith('system')) as string;
+    expect(head).toContain('Δ Recall@10 vs pooled [95% CI]');
+    const fusion = lines.find((l) => l.startsWith('sparse-fusion')) as string;
+    expect(fusion).toContain('0.5120');
+    expect(fusion).toContain('+0.0907 [+0.0702, +0.1110]');
+    expect(fusion).toContain('+0.0863 [+0.0655, +0.1071]');
+    const bm25 = lines.find((l) => l.startsWith('bm25')) as string;
+    expect(bm25).toContain('−0.0406 [−0.0611, −0.0198]');
+    // Right-aligned numbers: each Recall@10 value ends where its header does.
+    const end = head.indexOf('Recall@10') + 'Recall@10'.length;
+    for (const [line, value] of [
+      [fusion, '0.5120'],
+      [bm25, '0.3807'],
+    ] as const) {
+      expect(line.indexOf(value) + value.length).toBe(end);
+    }
+    expect(terminal).not.toContain('DIAGNOSTIC');
+  });
+});
+
+describe('renderReport: markdown', () => {
+  const { markdown } = renderReport(strictInput(), { bundles: fakeBundles });
+
+  it('has the headline table with figures, CIs and p-values as given', () => {
+    expect(markdown).toContain('# Run report: locomo-minilm');
+    expect(markdown).toContain(
+      '| sparse-fusion | 603 | 0.5120 | +0.0907 [+0.0702, +0.1110] | <0.001 | 0.3874 | +0.0863 [+0.0655, +0.1071] | <0.001 |',
+    );
+    expect(markdown).toContain('| pooled | 603 | 0.4213 | — | — | 0.3011 | — | — |');
+    expect(markdown).toContain('| 0.2745 | −0.0266 [−0.0452, +0.0083] | 0.123 |');
+    expect(markdown).toMatch(/\| :--- \| ---: \| ---: \|/);
+    expect(markdown).toContain('resamples, seed 42');
+  });
+
+  it('has the per-subtask, k-sweep, adapter and receipt sections', () => {
+    expect(markdown).toContain('### Recall@10 per subtask');
+    expect(markdown).toContain('| multi-hop | 282 | 0.3925 | 0.4803 | 0.3611 |');
+    expect(markdown).toContain('| temporal | 321 | 0.3220 | 0.4241 | 0.2873 |');
+    expect(markdown).toContain('### NDCG@10 by scorer k');
+    expect(markdown).toContain('| k | sparse-fusion | zero-floor |');
+    expect(markdown).toContain('| 64 | 0.5211 | 0.5011 |');
+    expect(markdown).toContain('epoch 1, α = 0.5');
+    expect(markdown).toContain('epoch 1\\* loss');
+    expect(markdown).toContain('| 42 | 20 | 2.4958 |');
+    expect(markdown).toContain('16bac8d (dirty: uncommitted changes)');
+    const unknown = reportInputSchema.parse({
+      ...strictInput(),
+      receipt: { ...strictInput().receipt, commit: null, dirty: null },
+    });
+    expect(renderReport(unknown, { bundles: fakeBundles }).markdown).toContain(
+      'commit: unknown (not a git checkout)',
+    );
+    expect(markdown).toContain('2.00 GiB (2147483648 bytes)');
+    expect(markdown).toContain('| encode | 5 min 12 s | yes |');
+    expect(markdown).not.toContain('identical losses');
+    expect(markdown).not.toContain('[!WARNING]');
+  });
+
+  it('omits the optional sections when their data is absent', () => {
+    const bare = reportInputSchema.parse({
+      ...strictInput(),
+      kSweep: undefined,
+      adapter: undefined,
+      receipt: undefined,
+    });
+    const out = renderReport(bare, { bundles: fakeBundles });
+    expect(out.markdown).not.toContain('## Sensitivity to k');
+    expect(out.markdown).not.toContain('## Query adapter');
+    expect(out.markdown).not.toContain('## Receipt');
+    expect(out.html).not.toContain('id="chart-k-sweep"');
+    expect(out.html).not.toContain('id="chart-adapter"');
+  });
+
+  it('says so when every seed recorded the same losses', () => {
+    const input = strictInput();
+    const seed = input.adapter?.seeds[0];
+    const same = reportInputSchema.parse({
+      ...input,
+      adapter: { ...input.adapter, seeds: [42, 43, 44].map((s) => ({ ...seed, seed: s })) },
+    });
+    expect(renderReport(same, { bundles: fakeBundles }).markdown).toContain(
+      'Seeds 42, 43, 44 recorded identical losses',
+    );
+  });
+});
+
+describe('renderReport: diagnostic banner', () => {
+  it('is on every rendering of a diagnostic-only run', () => {
+    const { markdown, terminal, html } = renderReport(diagnosticInput(), { bundles: fakeBundles });
+    expect(markdown).toMatch(
+      /^# Run report: locomo-minilm\n\n> \[!WARNING\]\n> \*\*DIAGNOSTIC ONLY/,
+    );
+    expect(markdown).toContain('shared-unlabelled-memory');
+    expect(terminal.split('\n')[1]).toMatch(/^!! DIAGNOSTIC ONLY: .*shared-unlabelled-memory/);
+    expect(html).toMatch(/<div class="banner" role="alert">DIAGNOSTIC ONLY/);
+  });
+
+  it('is absent from a strict run', () => {
+    const { markdown, terminal, html } = renderReport(strictInput(), { bundles: fakeBundles });
+    for (const text of [markdown, terminal, html]) expect(text).not.toContain('DIAGNOSTIC ONLY');
+    expect(html).not.toContain('class="banner"');
+  });
+});
+
+describe('renderReport: html', () => {
+  it('references nothing over the network and inlines the three bundles', () => {
+    const bundles = loadVegaBundles();
+    const { html } = renderReport(strictInput());
+    // The markup outside the inline scripts (whose code holds templates such as vega-tooltip's
+    // `<img src=…>`) loads nothing: no src/href anywhere, no stylesheet link, no CSS import.
+    const markup = html.replace(/(<script\b[^>]*>)[\s\S]*?(<\/script>)/gi, '$1$2');
+    expect(markup.length).toBeLessThan(60_000);
+    expect(markup.match(/\b(src|href|srcset|data)\s*=/gi) ?? []).toEqual([]);
+    expect(markup.match(/<link\b|@import|url\(/gi) ?? []).toEqual([]);
+    expect(markup.match(/<script\b[^>]*>/gi)).toEqual([
+      '<script>',
+      '<script>',
+      '<script>',
+      '<script type="application/json" id="bfe-specs">',
+      '<script>',
+    ]);
+    expect(markup).toContain("connect-src 'none'");
+    expect(html.includes(inlineScript(bundles.vega))).toBe(true);
+    expect(html.includes(inlineScript(bundles.vegaLite))).toBe(true);
+    expect(html.includes(inlineScript(bundles.vegaEmbed))).toBe(true);
+    for (const id of [
+      'chart-headline',
+      'chart-delta',
+      'chart-subtasks',
+      'chart-k-sweep',
+      'chart-adapter',
+    ]) {
+      expect(markup).toContain(`<div class="chart" id="${id}"></div>`);
+    }
+    expect(markup).toContain('<td class="num">0.5120</td>');
+  });
+
+  it('escapes </script> in names and bundles, and the specs read back unchanged', () => {
+    const evil = '</script><script>alert(1)</script><!--';
+    const input = strictInput();
+    const base = input.results;
+    const hostile = reportInputSchema.parse({
+      ...input,
+      experiment: evil,
+      results: {
+        ...base,
+        systems: [...base.systems, { ...base.systems[0], name: evil, comparisons: undefined }],
+      },
+    });
+    const { html, markdown } = renderReport(hostile, {
+      bundles: { ...fakeBundles, vegaEmbed: 'var s = "</script>"; var t = "</SCRIPT >";' },
+    });
+    // Five script elements: three bundles, the specs, the embedding code.
+    expect(html.match(/<script\b/gi)).toHaveLength(5);
+    expect(html.match(/<\/script/gi)).toHaveLength(5);
+    expect(html).toContain('var s = "<\\/script>"; var t = "<\\/SCRIPT >";');
+    expect(html).toContain('&lt;/script&gt;&lt;script&gt;alert(1)');
+    const json = /<script type="application\/json" id="bfe-specs">(.*?)<\/script>/s.exec(html)?.[1];
+    const specs = JSON.parse(json as string) as Record<
+      string,
+      { data: { values: { system: string }[] } }
+    >;
+    expect(specs['chart-headline']?.data.values.map((v) => v.system)).toContain(evil);
+    expect(markdown).toContain('\\</script>\\<script>alert(1)');
+  });
+
+  it('markdownText defuses links, tags and table pipes but keeps CI brackets and <0.001', () => {
+    expect(markdownText('[x](javascript:alert(1)) <img src=x> a|b *c* _d_')).toBe(
+      '[x\\](javascript:alert(1)) \\<img src=x> a\\|b \\*c\\* \\_d\\_',
+    );
+    expect(markdownText('+0.0907 [+0.0702, +0.1110] <0.001')).toBe(
+      '+0.0907 [+0.0702, +0.1110] <0.001',
+    );
+  });
+
+  it('scriptJson leaves no markup characters and parses back to the value', () => {
+    const value = { a: '</script>', b: '<!-- & -->', c: 'line\u2028sep' };
+    const text = scriptJson(value);
+    expect(text).not.toMatch(/[<>&\u2028]/);
+    expect(JSON.parse(text)).toEqual(value);
+  });
+});
+
+describe('charts', () => {
+  const input = strictInput();
+  const order = input.results.systems.map((s) => s.name);
+  const specs: [string, TopLevelSpec | undefined][] = [
+    ['headline', headlineChart(input.results)],
+    ['delta', deltaChart(input.results, 'pooled')],
+    ['subtasks', subtaskChart(input.results)],
+    ['k sweep', kSweepChart(input.kSweep ?? [], order)],
+    ['adapter', adapterChart(input.adapter as NonNullable<ReportInput['adapter']>)],
+  ];
+
+  it.each(specs)('%s compiles without warnings and renders SVG marks', async (_, spec) => {
+    expect(spec).toBeDefined();
+    const warnings: unknown[] = [];
+    const collect = (...args: readonly unknown[]) => {
+      warnings.push(args);
+      return logger;
+    };
+    const logger = {
+      level: () => 0,
+      error: collect,
+      warn: collect,
+      info: () => logger,
+      debug: () => logger,
+    };
+    const { spec: vegaSpec } = compile(spec as TopLevelSpec, { logger: logger as never });
+    expect(warnings).toEqual([]);
+    const view = new View(parseVega(vegaSpec), { renderer: 'none' });
+    const svg = await view.toSVG();
+    view.finalize();
+    expect(svg).toMatch(/^<svg/);
+    expect(svg).toMatch(/<path|<rect|<line/);
+  });
+
+  it('has no delta chart when nothing was compared with the baseline', () => {
+    expect(deltaChart(input.results, 'bm25')).toBeUndefined();
+  });
+});
+
+describe('reportInputSchema', () => {
+  const valid = () => JSON.parse(JSON.stringify(strictInput())) as Record<string, unknown>;
+
+  it('accepts the fixtures', () => {
+    expect(reportInputSchema.safeParse(valid()).success).toBe(true);
+  });
+
+  it.each([
+    ['a missing results object', (v: Record<string, unknown>) => delete v.results, ['results']],
+    ['results of another dataset', (v) => (v.dataset = 'longmemeval'), ['results', 'dataset']],
+    [
+      'a strict split flagged diagnostic',
+      (v) => ((v.split as Record<string, unknown>).diagnosticOnly = true),
+      ['split'],
+    ],
+    [
+      'a shared-bank split without its mark',
+      (v) =>
+        (v.split = {
+          name: 'test',
+          policy: 'query-disjoint-shared-bank',
+          diagnosticOnly: true,
+          promotionEligible: false,
+          marks: [],
+        }),
+      ['split'],
+    ],
+    ['an unknown baseline', (v) => (v.baseline = 'colbert'), ['baseline']],
+    [
+      'a k-sweep point without ndcg@10',
+      (v) => (v.kSweep = [{ k: 64, system: 'sparse-fusion', metrics: { 'recall@10': 0.5 } }]),
+      ['kSweep', 0, 'metrics'],
+    ],
+    [
+      'a selected epoch that was not trained',
+      (v) => ((v.adapter as { selected: { epoch: number } }).selected.epoch = 3),
+      ['adapter', 'seeds', 0, 'epochs'],
+    ],
+    [
+      'a malformed dataset hash',
+      (v) => ((v.receipt as Record<string, unknown>).datasetSha256 = 'xyz'),
+      ['receipt', 'datasetSha256'],
+    ],
+    ['an unknown field', (v) => (v.colour = 'red'), []],
+  ] as [string, (v: Record<string, unknown>) => unknown, (string | number)[]][])(
+    'rejects %s',
+    (_, mutate, path) => {
+      const v = valid();
+      mutate(v);
+      const parsed = reportInputSchema.safeParse(v);
+      expect(parsed.success).toBe(false);
+      expect(parsed.error?.issues.map((i) => i.path)).toContainEqual(path);
+    },
+  );
+});
+
+describe('writeReport', () => {
+  const root = resolve(tmpdir());
+  const made: string[] = [];
+  afterEach(() => {
+    for (const dir of made.splice(0)) {
+      const rel = relative(root, dir);
+      if (rel === '' || rel.startsWith('..')) throw new Error(`refusing to remove ${dir}`);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('writes report.md and report.html and leaves no temporary file', async () => {
+    const dir = mkdtempSync(join(root, 'bfe-report-'));
+    made.push(dir);
+    const out = join(dir, 'runs', 'r1');
+    const input = strictInput();
+    const written = await writeReport(out, input, { bundles: fakeBundles });
+    expect(written).toEqual({ markdown: join(out, 'report.md'), html: join(out, 'report.html') });
+    expect(readdirSync(out).sort()).toEqual(['report.html', 'report.md']);
+    const rendered = renderReport(input, { bundles: fakeBundles });
+    expect(readFileSync(written.markdown, 'utf8')).toBe(rendered.markdown);
+    expect(readFileSync(written.html, 'utf8')).toBe(rendered.html);
+    // A second write replaces both files in place.
+    await writeReport(out, diagnosticInput(), { bundles: fakeBundles });
+    expect(readdirSync(out).sort()).toEqual(['report.html', 'report.md']);
+    expect(readFileSync(written.markdown, 'utf8')).toContain('DIAGNOSTIC ONLY');
+  });
+});
