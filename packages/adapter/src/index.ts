@@ -1,2 +1,58 @@
-// This package is filled by a later issue (see its README); it exports nothing yet.
-export {};
+export { adapterQueryTransform } from './adapter.js';
+export type { Adapter, AdapterMeta } from './adapter.js';
+export {
+  DEFAULT_INIT_STD,
+  DEFAULT_RANK,
+  NORM_EPSILON,
+  adapterBackward,
+  applyAdapter,
+  applyAdapterInto,
+  createForwardCache,
+  initAdapterParams,
+} from './model.js';
+export type { AdapterForwardCache, AdapterParams, FloatArray } from './model.js';
+export {
+  DEFAULT_TEMPERATURE,
+  EMPTY_MEMORY_SIMILARITY,
+  maxSim,
+  maxSimBackward,
+  maxSimInto,
+  multiPositiveCrossEntropy,
+  queryLoss,
+} from './loss.js';
+export type { AdapterGradients, LossQuery, MaxSimResult, TokenSegments } from './loss.js';
+export { AdamW, DEFAULT_ADAMW, clipGradNorm } from './optimiser.js';
+export type { AdamWOptions } from './optimiser.js';
+export { trainAdapter } from './train.js';
+export type {
+  AdapterSnapshot,
+  CandidateSet,
+  TrainHooks,
+  TrainResult,
+  TrainStepInfo,
+  TrainingInput,
+  TrainingQuery,
+  TrainingReport,
+} from './train.js';
+export {
+  parseTrainOptions,
+  trainOptionsSchema,
+  trainingConfigOf,
+  trainingConfigSchema,
+} from './options.js';
+export type { ResolvedTrainOptions, TrainOptions, TrainingConfig } from './options.js';
+export { assertTrainable } from './guards.js';
+export type { SplitIds, TrainableSplit } from './guards.js';
+export {
+  ADAPTER_FORMAT,
+  adapterFileSchema,
+  adapterWeightsSha256,
+  loadAdapter,
+  parseAdapter,
+  saveAdapter,
+  serializeAdapter,
+} from './file.js';
+export type { AdapterFile } from './file.js';
+export { AdapterInputError } from './errors.js';
+export type { AdapterInputReason } from './errors.js';
+export { Prng, deriveSeed, shuffleInPlace } from './prng.js';
