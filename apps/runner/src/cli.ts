@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { cacheCommand } from './commands/cache.js';
 import { dataFetchCommand } from './commands/data-fetch.js';
 import { dataInspectCommand } from './commands/data-inspect.js';
 import { dataListCommand } from './commands/data-list.js';
@@ -24,6 +25,7 @@ export function buildProgram(): Command {
   program.addCommand(scoreCommand());
   program.addCommand(evalCommand());
   program.command('model').description('sentence encoders: fetch').addCommand(modelFetchCommand());
+  program.addCommand(cacheCommand());
   return program;
 }
 

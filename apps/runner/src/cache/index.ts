@@ -1,0 +1,34 @@
+export {
+  ArtifactStore,
+  CACHE_DIR_ENV,
+  DEFAULT_CACHE_DIR,
+  DEFAULT_STALE_MS,
+  resolveCacheRoot,
+} from './store.js';
+export type {
+  ArtifactEntry,
+  ArtifactResult,
+  ArtifactStoreOptions,
+  CacheEvent,
+  CacheRootOptions,
+  ComputeContext,
+  ComputeFn,
+  CorruptArtifact,
+  GcItem,
+  GcOptions,
+  GcReport,
+  GetOrCreateOptions,
+  VerifyOptions,
+  VerifyReport,
+} from './store.js';
+export {
+  KEY_PATTERN,
+  MANIFEST_FILE,
+  STAGE_NAME_PATTERN,
+  artifactKey,
+  artifactSpecSchema,
+  cacheManifestSchema,
+} from './key.js';
+export type { ArtifactMeta, ArtifactSpec, CacheManifest } from './key.js';
+export { CACHE_UNWRITABLE, CacheUnwritableError } from './errors.js';
+export { installSignalCleanup } from './signals.js';

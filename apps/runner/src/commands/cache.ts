@@ -1,0 +1,151 @@
+import { Command } from 'commander';
+
+interface CacheDirOption {
+  cacheDir?: string;
+  json?: boolean;
+}
+
+const CACHE_DIR_HELP = 'the cache directory (default: $BFE_CACHE_DIR, else ./.bfe-cache)';
+
+/** `bfe cache ls|verify|gc`: the content-addressed artifact store of `bfe run`. */
+export function cacheCommand(): Command {
+  const cache = new Command('cache').description(
+    'the artifact cache of pipeline stages: list, verify, collect garbage',
+  );
+
+  cache.addCommand(
+    new Command('ls')
+      .description('list cached artifacts: stage, key, size, created, last used')
+      .option('--cache-dir <dir>', CACHE_DIR_HELP)
+      .option('--json', 'print JSON')
+      .action(async (opts: CacheDirOption) => {
+        const { ArtifactStore } = await import('../cache/index.js');
+        const store = await ArtifactStore.open({ root: opts.cacheDir, create: false });
+        const entries = await store.list();
+        if (opts.json === true) {
+          console.log(JSON.stringify({ root: store.root, artifacts: entries }, null, 2));
+          return;
+        }
+        if (entries.length === 0) {
+          console.log(`No artifacts in ${store.root}.`);
+          return;
+        }
+        const stageWidth = Math.max(5, ...entries.map((e) => e.stage.length));
+        console.log(
+          `${'STAGE'.padEnd(stageWidth)}  ${'KEY'.padEnd(12)}  ${'SIZE'.padStart(9)}  ${'CREATED'.padEnd(16)}  LAST USED`,
+        );
+        for (const e of entries) {
+          const created = e.createdAt === null ? '(no manifest)' : formatTime(e.createdAt);
+          console.log(
+            `${e.stage.padEnd(stageWidth)}  ${e.key.slice(0, 12)}  ${formatBytes(e.bytes).padStart(9)}  ${created.padEnd(16)}  ${formatTime(e.lastUsedAt)}`,
+          );
+        }
+        const total = entries.reduce((sum, e) => sum + e.bytes, 0);
+        console.log(`${entries.length} artifact(s), ${formatBytes(total)} in ${store.root}`);
+      }),
+  );
+
+  cache.addCommand(
+    new Command('verify')
+      .description('re-hash every file of every artifact (SHA-256); exit 1 when any is corrupt')
+      .option('--cache-dir <dir>', CACHE_DIR_HELP)
+      .option('--quarantine', 'move corrupt artifacts aside so the next run recomputes them')
+      .option('--json', 'print JSON')
+      .action(async (opts: CacheDirOption & { quarantine?: boolean }) => {
+        const { ArtifactStore } = await import('../cache/index.js');
+        const { progressPrinter } = await import('../progress.js');
+        const store = await ArtifactStore.open({ root: opts.cacheDir, create: false });
+        const progress = progressPrinter(opts.json === true);
+        const report = await store.verify({
+          quarantine: opts.quarantine === true,
+          onProgress: (done, total) => progress('verify', done, total),
+        });
+        if (opts.json === true) {
+          console.log(JSON.stringify(report, null, 2));
+        } else {
+          for (const c of report.corrupt) {
+            console.log(`CORRUPT ${c.stage} ${c.key} ${c.dir}`);
+            for (const p of c.problems) console.log(`  - ${p}`);
+            if (c.quarantinedTo !== null) console.log(`  moved to ${c.quarantinedTo}`);
+          }
+          console.log(
+            `Verified ${report.checked} artifact(s), ${formatBytes(report.bytes)} intact, in ${report.root}: ${report.corrupt.length} corrupt.`,
+          );
+        }
+        if (report.corrupt.length === 0) return;
+        if (opts.json !== true && opts.quarantine !== true) {
+          console.error(
+            'Run `bfe cache verify --quarantine` to move them aside (the next run recomputes them), then `bfe cache gc`.',
+          );
+        }
+        // Corrupt artifacts are a finding, not a usage error: exit 1, once stdout has drained.
+        await exitAfterFlush(1);
+      }),
+  );
+
+  cache.addCommand(
+    new Command('gc')
+      .description(
+        'remove leftovers of interrupted runs (temporary dirs, stale locks), quarantined and, with --keep-days, unused artifacts',
+      )
+      .option('--cache-dir <dir>', CACHE_DIR_HELP)
+      .option('--keep-days <n>', 'also remove artifacts not used for more than n days')
+      .option('--dry-run', 'only print what would be removed')
+      .option('--json', 'print JSON')
+      .action(async (opts: CacheDirOption & { keepDays?: string; dryRun?: boolean }) => {
+        const { z } = await import('zod');
+        const { ConfigError } = await import('@bfe/core');
+        const { ArtifactStore } = await import('../cache/index.js');
+        const keepDays = z.coerce.number().nonnegative().optional().safeParse(opts.keepDays);
+        if (!keepDays.success) {
+          throw new ConfigError(
+            `--keep-days: ${z.prettifyError(keepDays.error)} (got '${opts.keepDays}')`,
+          );
+        }
+        const store = await ArtifactStore.open({ root: opts.cacheDir, create: false });
+        const report = await store.gc({ keepDays: keepDays.data, dryRun: opts.dryRun === true });
+        if (opts.json === true) {
+          console.log(JSON.stringify(report, null, 2));
+          return;
+        }
+        const verb = report.dryRun ? 'would remove' : 'removed';
+        for (const r of report.removed) {
+          console.log(`${verb} ${r.kind} ${r.path} (${formatBytes(r.bytes)}): ${r.reason}`);
+        }
+        for (const b of report.busy) console.log(`skipped ${b}: in use by a running process`);
+        console.log(
+          `${report.dryRun ? 'Would free' : 'Freed'} ${formatBytes(report.bytes)} (${report.removed.length} item(s)); ${report.kept} artifact(s) kept in ${report.root}.`,
+        );
+      }),
+  );
+  return cache;
+}
+
+/** `1536` → `1.5 KiB`. */
+function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${bytes} B` : `${value.toFixed(1)} ${units[unit]}`;
+}
+
+/** An ISO time as local `YYYY-MM-DD HH:MM`. */
+function formatTime(iso: string): string {
+  const d = new Date(iso);
+  const p = (n: number): string => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+
+/**
+ * `main` maps only thrown errors to exit codes, so a command that must report a finding with
+ * exit 1 exits itself, after what it printed has reached stdout.
+ */
+function exitAfterFlush(code: number): Promise<never> {
+  return new Promise<never>(() => {
+    process.stdout.write('', () => process.exit(code));
+  });
+}

@@ -1,0 +1,155 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { WorkerArgs, WorkerResult } from './fixtures/cache/worker.ts';
+import { repoRoot, runBfe, useTmpDir } from './helpers.ts';
+
+const tmp = useTmpDir('bfe-cache-e2e-');
+
+interface Finished {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+interface Worker {
+  readonly child: ChildProcessWithoutNullStreams;
+  /** Resolves when the compute has started (the worker printed COMPUTING). */
+  readonly computing: Promise<void>;
+  readonly done: Promise<Finished>;
+}
+
+/** Starts tests/fixtures/cache/worker.ts in its own Node process, as `pnpm bfe` runs the CLI. */
+function startWorker(args: WorkerArgs): Worker {
+  const child = spawn(
+    process.execPath,
+    [
+      '--conditions=@bfe/source',
+      '--import',
+      'tsx',
+      join(repoRoot, 'tests/fixtures/cache/worker.ts'),
+      JSON.stringify(args),
+    ],
+    { cwd: repoRoot },
+  );
+  let stdout = '';
+  let stderr = '';
+  const computing = new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      if (stdout.includes('COMPUTING')) resolve();
+    });
+    child.on('close', () => reject(new Error(`worker ended before computing:\n${stderr}`)));
+  });
+  computing.catch(() => undefined); // a worker that finds a hit never computes
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const done = new Promise<Finished>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+  return { child, computing, done };
+}
+
+function resultOf(f: Finished): WorkerResult {
+  const last = f.stdout.trim().split('\n').at(-1) ?? '';
+  return JSON.parse(last) as WorkerResult;
+}
+
+const computations = (log: string): number =>
+  existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean).length : 0;
+const entries = (dir: string): string[] => (existsSync(dir) ? readdirSync(dir) : []);
+
+describe('artifact store across processes', () => {
+  it('two processes racing on one key compute once and both get the same artifact', async () => {
+    const dir = tmp();
+    const root = join(dir, 'cache');
+    const log = join(dir, 'computations.log');
+    const first = startWorker({ root, log, holdMs: 1500 });
+    await first.computing;
+    // The second starts while the first holds the lock: it must wait, then find the artifact.
+    const second = startWorker({ root, log, holdMs: 1500 });
+    const [a, b] = await Promise.all([first.done, second.done]);
+    expect(a.code, a.stderr).toBe(0);
+    expect(b.code, b.stderr).toBe(0);
+    expect(computations(log)).toBe(1);
+    const ra = resultOf(a);
+    const rb = resultOf(b);
+    expect(ra.cached).toBe(false);
+    expect(rb.cached).toBe(true);
+    expect(rb.key).toBe(ra.key);
+    expect(rb.dir).toBe(ra.dir);
+    expect(rb.content).toBe(ra.content);
+    expect(ra.content).toBe(`computed by ${first.child.pid}`);
+    expect(b.stderr).toContain('"kind":"wait"');
+    expect(entries(join(root, 'tmp'))).toEqual([]);
+    expect(entries(join(root, 'locks'))).toEqual([]);
+  });
+
+  it('SIGINT mid-compute exits 130 leaving no artifact and no lock; a rerun computes', async () => {
+    const dir = tmp();
+    const root = join(dir, 'cache');
+    const log = join(dir, 'computations.log');
+    const w = startWorker({ root, log, hang: true });
+    await w.computing;
+    expect(entries(join(root, 'tmp'))).toHaveLength(1);
+    expect(entries(join(root, 'locks'))).toHaveLength(1);
+    w.child.kill('SIGINT');
+    const f = await w.done;
+    expect(f.code, f.stderr).toBe(130);
+    expect(entries(join(root, 'objects', 'toy'))).toEqual([]);
+    expect(entries(join(root, 'tmp'))).toEqual([]);
+    expect(entries(join(root, 'locks'))).toEqual([]);
+
+    const again = await startWorker({ root, log }).done;
+    expect(again.code, again.stderr).toBe(0);
+    expect(resultOf(again).cached).toBe(false);
+    expect(computations(log)).toBe(2);
+    expect(again.stderr).not.toContain('"kind":"wait"');
+  });
+
+  it("without the store's handler, proper-lockfile still drops its lock on SIGINT; gc removes the temporary dir", async () => {
+    const dir = tmp();
+    const root = join(dir, 'cache');
+    const log = join(dir, 'computations.log');
+    const w = startWorker({ root, log, hang: true, exitOnSignal: false });
+    await w.computing;
+    w.child.kill('SIGINT');
+    const f = await w.done;
+    expect(f.signal).toBe('SIGINT');
+    expect(entries(join(root, 'locks'))).toEqual([]);
+    expect(entries(join(root, 'tmp'))).toHaveLength(1);
+
+    const gc = await runBfe(['cache', 'gc', '--cache-dir', root], {});
+    expect(gc.code, gc.stderr).toBe(0);
+    expect(gc.stdout).toMatch(/removed tmp .*left by an interrupted computation/);
+    expect(entries(join(root, 'tmp'))).toEqual([]);
+  });
+
+  it('after SIGKILL the lock goes stale and the next process takes it over', async () => {
+    const dir = tmp();
+    const root = join(dir, 'cache');
+    const log = join(dir, 'computations.log');
+    const w = startWorker({ root, log, hang: true, staleMs: 2000 });
+    await w.computing;
+    w.child.kill('SIGKILL');
+    await w.done;
+    expect(entries(join(root, 'locks'))).toHaveLength(1); // nothing ran to remove it
+    const leftover = entries(join(root, 'tmp'));
+    expect(leftover).toHaveLength(1);
+
+    const again = await startWorker({ root, log, staleMs: 2000 }).done;
+    expect(again.code, again.stderr).toBe(0);
+    expect(resultOf(again).cached).toBe(false);
+    expect(computations(log)).toBe(2);
+
+    const gc = await runBfe(['cache', 'gc', '--cache-dir', root, '--json'], {});
+    expect(gc.code, gc.stderr).toBe(0);
+    const report = JSON.parse(gc.stdout) as { removed: { kind: string; path: string }[] };
+    expect(report.removed).toEqual([
+      expect.objectContaining({ kind: 'tmp', path: join(root, 'tmp', leftover[0] ?? '') }),
+    ]);
+    expect(entries(join(root, 'objects', 'toy'))).toHaveLength(1);
+  });
+});
