@@ -7,6 +7,7 @@ import { dataSplitCommand } from './commands/data-split.js';
 import { encodeCommand } from './commands/encode.js';
 import { evalCommand } from './commands/eval.js';
 import { modelFetchCommand } from './commands/model-fetch.js';
+import { runCommand } from './commands/run.js';
 import { scoreCommand } from './commands/score.js';
 import { handleError } from './errors.js';
 
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
   data.addCommand(dataInspectCommand());
   data.addCommand(dataSplitCommand());
   program.addCommand(encodeCommand());
+  program.addCommand(runCommand());
   program.addCommand(scoreCommand());
   program.addCommand(evalCommand());
   program.command('model').description('sentence encoders: fetch').addCommand(modelFetchCommand());

@@ -3,7 +3,7 @@ import type { Benchmark, Query, RelevanceLabels } from '@bfe/core';
 import type { OpenedBank } from '@bfe/encoder';
 import { evaluate } from '@bfe/eval';
 import type { Evaluation } from '@bfe/eval';
-import { SparseScorer, bm25Scores, rankCandidates } from '@bfe/scorer';
+import { SparseScorer, bm25Scores, fuse, rankCandidates } from '@bfe/scorer';
 import type { QueryScores, TokenBank } from '@bfe/scorer';
 
 /** The systems `bfe score` reports, in table order (METHOD.md §6). */
@@ -15,7 +15,8 @@ export const SCORE_SYSTEMS = [
   'zero-floor',
   'no-fusion',
 ] as const;
-export type ScoreSystem = (typeof SCORE_SYSTEMS)[number];
+/** A system of the table: those of {@link SCORE_SYSTEMS}, plus `adapted` with an adapter. */
+export type ScoreSystem = (typeof SCORE_SYSTEMS)[number] | 'adapted';
 
 /** The systems of the k sweep: the ones whose scores depend on k. */
 export const SWEEP_SYSTEMS = ['sparse-fusion', 'zero-floor', 'no-fusion'] as const;
@@ -45,6 +46,12 @@ export interface ScoreRunInput {
   readonly threads?: number;
   /** The scorer's onnxruntime execution provider (default `'cpu'`). */
   readonly executionProvider?: 'cpu' | 'webgpu';
+  /**
+   * The `adapted` system: sparse fusion at `alpha` with every query content token replaced by
+   * the adapter's output (`queryTokens`, aligned with the bank's query tokens). The pooled
+   * query, the memory tokens and the pooled memories are the bank's own (METHOD.md §4).
+   */
+  readonly adapted?: { readonly queryTokens: Float32Array; readonly alpha: number };
   readonly onProgress?: (done: number, total: number) => void;
 }
 
@@ -178,9 +185,11 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
   const keep = Math.max(50, ...ks);
   const sweepKs = [...new Set(input.kSweep)].filter((x) => x !== k);
 
-  const runs = new Map<ScoreSystem, Map<string, string[]>>(
-    SCORE_SYSTEMS.map((s) => [s, new Map()]),
-  );
+  const systemNames: ScoreSystem[] = [
+    ...SCORE_SYSTEMS,
+    ...(input.adapted === undefined ? [] : (['adapted'] as const)),
+  ];
+  const runs = new Map<ScoreSystem, Map<string, string[]>>(systemNames.map((s) => [s, new Map()]));
   const sweepRuns = new Map<number, Map<SweepSystem, Map<string, string[]>>>(
     [k, ...sweepKs].map((x) => [x, new Map(SWEEP_SYSTEMS.map((s) => [s, new Map()]))]),
   );
@@ -240,6 +249,20 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
             runs.get(name)?.set(id, perSystem.get(name)?.get(id) as string[]);
         });
       }
+      if (input.adapted !== undefined) {
+        const t1 = performance.now();
+        const adaptedQueries: TokenBank = { ...queries, tokenVectors: input.adapted.queryTokens };
+        const scored = await scorer.score(
+          { ...request, queries: adaptedQueries },
+          { k, alpha: input.adapted.alpha, maxsim: false, clampK: true },
+        );
+        scoringSeconds += (performance.now() - t1) / 1000;
+        scored.forEach((s, i) =>
+          runs
+            .get('adapted')
+            ?.set((group.queries[i] as Query).id, rank(s.candidates, s.systems['sparse-fusion'])),
+        );
+      }
       const t0 = performance.now();
       const texts = Array.from(group.rows, (r) => memoryText.get(ids[r] as string) ?? '');
       const bm25 = bm25Scores(
@@ -267,7 +290,7 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
       ks,
       keepTop: keep,
     });
-  const systems = SCORE_SYSTEMS.map((name) => ({
+  const systems = systemNames.map((name) => ({
     name,
     evaluation: evaluateRuns(runs.get(name) as Map<string, string[]>),
   }));
@@ -299,4 +322,87 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
       },
     },
   };
+}
+
+/** Inputs of {@link evaluateFusionGrid}. */
+export interface FusionGridInput {
+  readonly bank: OpenedBank;
+  readonly benchmark: Benchmark;
+  /** Read by the evaluator only. */
+  readonly labels: RelevanceLabels;
+  readonly queryIds: ReadonlySet<string>;
+  readonly k: number;
+  readonly alphas: readonly number[];
+  readonly ks: readonly number[];
+  /** Query content tokens to use instead of the bank's (an adapter's output), same layout. */
+  readonly queryTokens?: Float32Array;
+  readonly threads?: number;
+  readonly executionProvider?: 'cpu' | 'webgpu';
+}
+
+/**
+ * Sparse fusion at several α from one sparse search: each query's sparse and pooled branches
+ * are computed once (exact top-k, tail floor), then fused and ranked per α and evaluated. Used
+ * to select an adapter's epoch and α on validation queries (METHOD.md §4).
+ */
+export async function evaluateFusionGrid(input: FusionGridInput): Promise<Map<number, Evaluation>> {
+  const { bank, benchmark, labels, k, alphas, ks } = input;
+  const groups = groupByCandidates(bank, benchmark, input.queryIds);
+  const queryRow = new Map<string, number>();
+  bank.queries.ids.forEach((id, row) => queryRow.set(id, row));
+  const model = bank.manifest.model.sha256;
+  const memories: TokenBank = { ...bank.memories, dim: bank.dim, model };
+  const queries: TokenBank = {
+    ...bank.queries,
+    ...(input.queryTokens === undefined ? {} : { tokenVectors: input.queryTokens }),
+    dim: bank.dim,
+    model,
+  };
+  const keep = Math.max(50, ...ks);
+  const ids = bank.memories.ids;
+  const runs = new Map(alphas.map((a) => [a, new Map<string, string[]>()]));
+  const candidates = new Map<string, ReadonlySet<string>>();
+  const subtaskOf = new Map<string, string>();
+  const scorer = await SparseScorer.open({
+    ...(input.threads === undefined ? {} : { threads: input.threads }),
+    ...(input.executionProvider === undefined
+      ? {}
+      : { executionProvider: input.executionProvider }),
+  });
+  try {
+    for (const group of groups) {
+      const rows = Int32Array.from(group.queries, (q) => queryRow.get(q.id) ?? -1);
+      const scored = await scorer.score(
+        { memories, queries, queryRows: rows, candidates: group.rows },
+        { k, maxsim: false, clampK: true },
+      );
+      scored.forEach((s, i) => {
+        const q = group.queries[i] as Query;
+        candidates.set(q.id, group.ids);
+        subtaskOf.set(q.id, q.category);
+        for (const alpha of alphas) {
+          const fused = s.pooledOnly ? s.systems.pooled : fuse(s.systems.pooled, s.sparse, alpha);
+          runs
+            .get(alpha)
+            ?.set(q.id, (rankCandidates(s.candidates, fused, ids).ids as string[]).slice(0, keep));
+        }
+      });
+    }
+  } finally {
+    await scorer.dispose();
+  }
+  return new Map(
+    alphas.map((alpha) => [
+      alpha,
+      evaluate({
+        runs: runs.get(alpha) as Map<string, string[]>,
+        labels,
+        candidates,
+        subtaskOf,
+        subtasks: benchmark.subtasks,
+        ks,
+        keepTop: keep,
+      }),
+    ]),
+  );
 }

@@ -23,7 +23,7 @@ export {
 export type { AdapterGradients, LossQuery, MaxSimResult, TokenSegments } from './loss.js';
 export { AdamW, DEFAULT_ADAMW, clipGradNorm } from './optimiser.js';
 export type { AdamWOptions } from './optimiser.js';
-export { trainAdapter } from './train.js';
+export { trainAdapter, trainAdapterAsync } from './train.js';
 export type {
   AdapterSnapshot,
   CandidateSet,

@@ -2,7 +2,12 @@ import { ConfigError, LabelLeakError } from '@bfe/core';
 import { describe, expect, it } from 'vitest';
 import { AdapterInputError } from './errors.js';
 import { syntheticQueries, type SyntheticOptions } from './testing/synthetic.js';
-import { trainAdapter, type TrainingInput, type TrainingQuery } from './train.js';
+import {
+  trainAdapter,
+  trainAdapterAsync,
+  type TrainingInput,
+  type TrainingQuery,
+} from './train.js';
 
 const base: SyntheticOptions = {
   dim: 16,
@@ -91,6 +96,19 @@ describe('trainAdapter', () => {
     expect(y.b).toEqual(x.b);
     expect(z.a).not.toEqual(x.a);
     expect(z.b).not.toEqual(x.b);
+  });
+
+  it('trains identically when yielding to the event loop between steps', async () => {
+    const options = { rank: 4, epochs: 2, batchSize: 4, learningRate: 0.01, seed: 9 };
+    const sync = trainAdapter(splits(), options);
+    let ticks = 0;
+    const timer = setInterval(() => (ticks += 1), 0);
+    const async = await trainAdapterAsync(splits(), options);
+    clearInterval(timer);
+    expect(async.stepLosses).toEqual(sync.stepLosses);
+    expect(async.snapshots[2]!.adapter.a).toEqual(sync.snapshots[2]!.adapter.a);
+    expect(async.snapshots[2]!.adapter.b).toEqual(sync.snapshots[2]!.adapter.b);
+    expect(ticks).toBeGreaterThan(0);
   });
 
   it('clips large gradients and counts the clipped steps', () => {

@@ -137,6 +137,36 @@ export function trainAdapter(
   options: TrainOptions = {},
   hooks: TrainHooks = {},
 ): TrainResult {
+  const steps = trainSteps(input, options, hooks);
+  for (;;) {
+    const next = steps.next();
+    if (next.done === true) return next.value;
+  }
+}
+
+/**
+ * {@link trainAdapter} that yields to the event loop after every optimiser step, so timers,
+ * signal handlers and lock heartbeats keep running during a long training (same arithmetic,
+ * same result).
+ */
+export async function trainAdapterAsync(
+  input: TrainingInput,
+  options: TrainOptions = {},
+  hooks: TrainHooks = {},
+): Promise<TrainResult> {
+  const steps = trainSteps(input, options, hooks);
+  for (;;) {
+    const next = steps.next();
+    if (next.done === true) return next.value;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
+function* trainSteps(
+  input: TrainingInput,
+  options: TrainOptions = {},
+  hooks: TrainHooks = {},
+): Generator<undefined, TrainResult, undefined> {
   const started = performance.now();
   const config = parseTrainOptions(options);
   const { train, validation, report } = prepareInput(input, config);
@@ -216,6 +246,7 @@ export function trainAdapter(
       gradNorms.push(gradNorm);
       epochSum += loss;
       hooks.onStep?.({ epoch, step, stepsPerEpoch, loss, gradNorm });
+      yield undefined;
     }
     const epochLoss = epochSum / stepsPerEpoch;
     epochLosses.push(epochLoss);

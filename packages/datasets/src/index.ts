@@ -9,6 +9,7 @@ export type { DataLocation, FetchResult, OfficialFile, OfficialFileKey } from '.
 export {
   DATASET_NAMES,
   datasetOptionsSchema,
+  datasetSources,
   describeDatasets,
   fetchDataset,
   loadDataset,

@@ -1,7 +1,15 @@
-import { readFile } from 'node:fs/promises';
-import { basename, resolve } from 'node:path';
+import type { Dirent } from 'node:fs';
+import { readFile, readdir } from 'node:fs/promises';
+import { basename, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
-import { ConfigError, DataError, UnknownDatasetError, type LoadedDataset } from '@bfe/core';
+import {
+  ConfigError,
+  DataError,
+  DataMissingError,
+  UnknownDatasetError,
+  fileSha256,
+  type LoadedDataset,
+} from '@bfe/core';
 import { parseCovidQa, covidQaOptionsSchema } from './covidqa.js';
 import {
   OFFICIAL_FILES,
@@ -123,6 +131,40 @@ export async function loadDataset(
 }
 
 /** The zod options schema of a dataset, for help texts and config validation. */
+/**
+ * The files a dataset is loaded from, with their SHA-256, without parsing them: the identity
+ * of the data for content-addressed caches. Official files are resolved (and verified) as
+ * {@link loadDataset} would; an `lmeb:<folder>` lists every regular file of the folder, hashed.
+ *
+ * @throws {DataMissingError} naming `bfe data fetch` when an official file is absent.
+ * @example
+ * await datasetSources('locomo', dataLocationFromEnv());
+ * // [{ name: 'locomo10.json', sha256: '79fa87e9…' }]
+ */
+export async function datasetSources(
+  name: string,
+  location: DataLocation,
+): Promise<Array<{ name: string; sha256: string }>> {
+  if (name.startsWith(LMEB_PREFIX)) {
+    const dir = resolve(name.slice(LMEB_PREFIX.length));
+    let entries: Dirent[];
+    try {
+      entries = await readdir(dir, { withFileTypes: true, recursive: true });
+    } catch (cause) {
+      throw new DataMissingError(`LMEB folder ${dir} cannot be read`, { cause });
+    }
+    const files = entries
+      .filter((e) => e.isFile())
+      .map((e) => relative(dir, join(e.parentPath, e.name)))
+      .sort();
+    return Promise.all(
+      files.map(async (f) => ({ name: f, sha256: await fileSha256(join(dir, f)) })),
+    );
+  }
+  const fetched = await resolveOfficialFile(specOf(name).file, name, location);
+  return [{ name: fetched.source.name, sha256: fetched.source.sha256 }];
+}
+
 export function datasetOptionsSchema(name: string): z.ZodType<Record<string, unknown>> {
   return name.startsWith(LMEB_PREFIX) ? lmebOptionsSchema : specOf(name).optionsSchema;
 }

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { collect, parseSetOptions } from '../options.js';
+import type { SplitMeta } from '../score-outputs.js';
 
 interface ScoreOptions {
   bank: string;
@@ -63,13 +64,12 @@ export function scoreCommand(): Command {
         seed: opts.seed,
       });
       const started = performance.now();
-      const [core, datasets, encoder, evalPkg, pipeline, { BM25_PARAMS }] = await Promise.all([
+      const [core, datasets, encoder, evalPkg, pipeline] = await Promise.all([
         import('@bfe/core'),
         import('@bfe/datasets'),
         import('@bfe/encoder'),
         import('@bfe/eval'),
         import('../score-pipeline.js'),
-        import('@bfe/scorer'),
       ]);
       const { join } = await import('node:path');
       const bank = await encoder.openBank(o.bank);
@@ -81,7 +81,7 @@ export function scoreCommand(): Command {
       pipeline.checkBankMatches(bank, benchmark, o.bank);
 
       let queryIds: Set<string> | undefined;
-      let splitMeta: Record<string, string | boolean | string[]> = {};
+      let splitMeta: SplitMeta | undefined;
       if (o.split !== undefined) {
         const { verifySplit } = await import('@bfe/split');
         const { z } = await import('zod');
@@ -99,6 +99,7 @@ export function scoreCommand(): Command {
           splitHash: parsed.data.hash,
           splitPolicy: parsed.data.policy,
           diagnosticOnly: parsed.data.diagnosticOnly,
+          promotionEligible: parsed.data.promotionEligible,
           marks: parsed.data.marks,
         };
       }
@@ -121,55 +122,17 @@ export function scoreCommand(): Command {
       });
 
       const model = bank.manifest.model;
-      const results = evalPkg.buildResults({
-        dataset: benchmark.name,
-        split: splitName,
-        systems: run.systems,
-        compareTo: ['pooled'],
-        resamples: o.resamples,
-        seed: o.seed,
-        meta: {
-          k: o.k,
-          alpha: o.alpha,
-          executionProvider: o.executionProvider,
-          model: {
-            name: model.name,
-            modelId: model.modelId,
-            sha256: model.sha256,
-            pooling: model.pooling,
-          },
-          bank: {
-            manifestSha256: bankManifestSha256,
-            dtype: bank.manifest.dtype,
-            maxLength: bank.manifest.maxLength,
-          },
-          benchmarkHash: bank.manifest.benchmarkHash,
-          datasetOptions: { ...benchmark.options } as Record<string, string | number | boolean>,
-          ...splitMeta,
-          candidates: 'each query’s own: every memory of its candidateBankIds, or its candidateIds',
-          ties: 'candidate order = bank row order',
-          bm25: {
-            library: 'wink-bm25-text-search@3.1.2',
-            prep: 'wink-nlp-utils@2.1.0: lowerCase, tokenize0, removeWords (default stop words), stem (Porter2)',
-            ...BM25_PARAMS,
-            directEngineGroups: run.stats.bm25DirectGroups,
-          },
-          queries: run.stats.queries,
-          candidateGroups: run.stats.groups,
-          clampedGroups: run.stats.clampedGroups,
-          pooledOnlyQueries: run.stats.pooledOnlyQueries,
-        },
-      });
-      const pooled = run.systems.find((s) => s.name === 'pooled')?.evaluation;
-      if (pooled === undefined) throw new Error('bfe score: no pooled evaluation');
-      const { buildKSweep, renderKSweep } = await import('../k-sweep.js');
-      const sweep = buildKSweep({
-        dataset: benchmark.name,
-        split: splitName,
+      const { buildScoreOutputs } = await import('../score-outputs.js');
+      const { results, sweep } = buildScoreOutputs({
+        run,
+        benchmark,
+        bank,
+        bankManifestSha256,
+        splitName,
+        split: splitMeta,
+        k: o.k,
         alpha: o.alpha,
-        mainK: o.k,
-        pooled,
-        points: run.sweep,
+        executionProvider: o.executionProvider,
         resamples: o.resamples,
         seed: o.seed,
       });
@@ -191,6 +154,7 @@ export function scoreCommand(): Command {
         );
       }
       const seconds = (performance.now() - started) / 1000;
+      const { renderKSweep } = await import('../k-sweep.js');
       const { renderScoreTable, subtaskComparisons, subtaskComparisonsJson } =
         await import('../score-table.js');
       const bySubtask = subtaskComparisons(run.systems, 'pooled', {

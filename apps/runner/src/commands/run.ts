@@ -1,0 +1,75 @@
+import { Command } from 'commander';
+
+interface RunOptions {
+  cacheDir?: string;
+  runsDir?: string;
+  json?: boolean;
+  quiet?: boolean;
+}
+
+/**
+ * `bfe run <experiment>`: one experiment file (YAML or JSON) end to end through the cached
+ * stages; prints the result table (or, with `--json`, one JSON object with `runDir` and
+ * `stages`).
+ */
+export function runCommand(): Command {
+  return new Command('run')
+    .description(
+      'run an experiment file: dataset → encode → split → adapt → score → report, each stage cached by content hash',
+    )
+    .argument(
+      '<experiment>',
+      'an experiment file (.yaml, .yml or .json), e.g. configs/experiments/locomo-minilm.yaml',
+    )
+    .option('--cache-dir <dir>', 'the artifact cache (default: $BFE_CACHE_DIR or .bfe-cache)')
+    .option('--runs-dir <dir>', 'where run folders go', 'runs')
+    .option('--json', 'print one JSON object: runDir, stages, headline results')
+    .option('--quiet', 'no progress output')
+    .action(async (file: string, opts: RunOptions) => {
+      const [{ readExperiment }, { runExperiment }, { progressPrinter }] = await Promise.all([
+        import('../experiment/config.js'),
+        import('../experiment/run-experiment.js'),
+        import('../progress.js'),
+      ]);
+      const experiment = await readExperiment(file);
+      const quiet = opts.quiet === true;
+      const outcome = await runExperiment({
+        experiment,
+        configPath: file,
+        argv: process.argv.slice(2),
+        cacheDir: opts.cacheDir,
+        runsDir: opts.runsDir,
+        log: quiet ? () => {} : (line) => process.stderr.write(`${line}\n`),
+        progress: progressPrinter(quiet),
+      });
+      if (opts.json === true) {
+        console.log(
+          JSON.stringify(
+            {
+              runDir: outcome.runDir,
+              runId: outcome.runId,
+              seconds: outcome.seconds,
+              stages: outcome.stages,
+              headline: outcome.perSeed.map((p) => ({
+                seed: p.seed,
+                systems: p.results.systems.map((s) => ({
+                  name: s.name,
+                  'recall@10': s.metrics['recall@10'],
+                  'ndcg@10': s.metrics['ndcg@10'],
+                  nQueries: s.nQueries,
+                })),
+              })),
+            },
+            null,
+            2,
+          ),
+        );
+        return;
+      }
+      console.log(outcome.terminal);
+      const hits = outcome.stages.filter((s) => s.cached).length;
+      console.log(
+        `\nrun        ${outcome.runDir}\nstages     ${outcome.stages.length} (${hits} cached): ${outcome.stages.map((s) => `${s.name}${s.cached ? ' ✓' : ` ${s.seconds.toFixed(1)} s`}`).join(', ')}\ntime       ${outcome.seconds.toFixed(1)} s`,
+      );
+    });
+}

@@ -1,0 +1,291 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ArtifactCorruptError, type LoadedDataset, type Split } from '@bfe/core';
+import {
+  adapterQueryTransform,
+  loadAdapter,
+  saveAdapter,
+  trainAdapterAsync,
+  type CandidateSet,
+  type TrainingQuery,
+} from '@bfe/adapter';
+import type { OpenedBank } from '@bfe/encoder';
+import { assertNoLeak } from '@bfe/split';
+import { z } from 'zod';
+import type { ArtifactSpec } from '../cache/key.js';
+import { evaluateFusionGrid, groupByCandidates } from '../score-pipeline.js';
+import { codeVersion } from './code-version.js';
+import type { Experiment } from './config.js';
+
+/** `training.json` of an adapt artifact: the receipts of METHOD.md §4. */
+export const trainingRecordSchema = z.strictObject({
+  seed: z.int(),
+  splitHash: z.string(),
+  modelSha256: z.string(),
+  trainQueries: z.int().nonnegative(),
+  validationQueries: z.int().nonnegative(),
+  /** Train queries left out, by reason (listed, never silent). */
+  skipped: z.strictObject({
+    trainNoTokens: z.array(z.string()),
+    trainNoPositive: z.array(z.string()),
+  }),
+  stepsPerEpoch: z.int().nonnegative(),
+  /** Mean loss of each optimiser step, in order. */
+  steps: z.array(z.number()),
+  epochs: z.array(
+    z.strictObject({
+      epoch: z.int().nonnegative(),
+      /** Mean step loss of the epoch (null: epoch 0, the identity). */
+      trainLoss: z.number().nullable(),
+      validationLoss: z.number().nullable(),
+      /** ‖ΔA, ΔB‖ from the initialisation. */
+      deltaNorm: z.number().nonnegative(),
+      /** Validation headline figures per α of the grid. */
+      validation: z.array(
+        z.strictObject({ alpha: z.number(), ndcg10: z.number(), recall10: z.number() }),
+      ),
+    }),
+  ),
+  selected: z.strictObject({
+    epoch: z.int().nonnegative(),
+    alpha: z.number(),
+    validationNdcg10: z.number(),
+    deltaNorm: z.number().nonnegative(),
+  }),
+  clippedSteps: z.int().nonnegative(),
+  trainSeconds: z.number().nonnegative(),
+  selectionSeconds: z.number().nonnegative(),
+});
+export type TrainingRecord = z.infer<typeof trainingRecordSchema>;
+
+/** The cache spec of the adapt stage: the encoded bank, the split, the adapter settings. */
+export async function adaptStageSpec(
+  e: Experiment,
+  seed: number,
+  inputs: { encode: string; split: string },
+): Promise<ArtifactSpec> {
+  return {
+    stage: 'adapt',
+    version: await codeVersion(
+      ['@bfe/core', '@bfe/adapter', '@bfe/scorer', '@bfe/eval', '@bfe/split'],
+      ['experiment/adapt.ts', 'score-pipeline.ts'],
+    ),
+    config: {
+      adapter: e.adapter,
+      seed,
+      k: e.scorer.k,
+      executionProvider: e.scorer.executionProvider,
+      ks: e.eval.ks,
+    },
+    inputs,
+  };
+}
+
+/** Inputs of {@link computeAdapt}. */
+export interface AdaptInput {
+  readonly dir: string;
+  readonly experiment: Experiment;
+  readonly seed: number;
+  readonly split: Split;
+  readonly bank: OpenedBank;
+  readonly dataset: LoadedDataset;
+  readonly progress: (label: string, done: number, total: number, extra?: string) => void;
+}
+
+/**
+ * Trains the query adapter on the split's train queries (their labels only), then selects the
+ * epoch (0 = identity … E) and α of the grid by validation NDCG@10 of sparse fusion with the
+ * adapted query tokens (exact top-k search, as at inference). Test queries are never read:
+ * the training input has no place for them, and their labels are not looked up here.
+ * Writes `adapter.json` (the selected snapshot) and `training.json`.
+ */
+export async function computeAdapt(input: AdaptInput): Promise<Record<string, unknown>> {
+  const { experiment: e, seed, split, bank, dataset } = input;
+  const { benchmark, labels } = dataset;
+  assertNoLeak(split, benchmark);
+  const dim = bank.dim;
+  const queryRow = new Map(bank.queries.ids.map((id, row) => [id, row] as const));
+  const qOffsets = bank.queries.tokenOffsets;
+  const mOffsets = bank.memories.tokenOffsets;
+  const skippedNoPositive: string[] = [];
+
+  const build = (part: 'train' | 'validation'): TrainingQuery[] => {
+    const ids = new Set(split.queries[part]);
+    const out: TrainingQuery[] = [];
+    for (const group of groupByCandidates(bank, benchmark, ids)) {
+      const rows = Array.from(group.rows);
+      const memoryOffsets = new Int32Array(rows.length + 1);
+      rows.forEach((r, i) => {
+        memoryOffsets[i + 1] = memoryOffsets[i]! + (mOffsets[r + 1]! - mOffsets[r]!);
+      });
+      const tokenVectors = new Float32Array(memoryOffsets[rows.length]! * dim);
+      rows.forEach((r, i) =>
+        tokenVectors.set(
+          bank.memories.tokenVectors.subarray(mOffsets[r]! * dim, mOffsets[r + 1]! * dim),
+          memoryOffsets[i]! * dim,
+        ),
+      );
+      const memoryIds = rows.map((r) => bank.memories.ids[r] as string);
+      const candidates: CandidateSet = { memoryIds, tokenVectors, memoryOffsets };
+      const index = new Map(memoryIds.map((id, i) => [id, i] as const));
+      for (const q of group.queries) {
+        const row = queryRow.get(q.id);
+        if (row === undefined) throw new ArtifactCorruptError(`query ${q.id} is not in the bank`);
+        const positives = [...labels.relevant(q.id).keys()]
+          .map((m) => index.get(m))
+          .filter((i): i is number => i !== undefined);
+        if (positives.length === 0) {
+          if (part === 'train') skippedNoPositive.push(q.id);
+          else out.push({ queryId: q.id, tokens: tokensOf(row), candidates, positives });
+          continue;
+        }
+        out.push({ queryId: q.id, tokens: tokensOf(row), candidates, positives });
+      }
+    }
+    return out;
+  };
+  const tokensOf = (row: number): Float32Array =>
+    bank.queries.tokenVectors.slice(qOffsets[row]! * dim, qOffsets[row + 1]! * dim);
+
+  const train = build('train');
+  const validation = build('validation').filter((q) => q.positives.length > 0);
+  const t0 = performance.now();
+  const steps = Math.ceil(train.length / e.adapter.batchSize) * e.adapter.epochs;
+  let done = 0;
+  const result = await trainAdapterAsync(
+    { dim, train, validation },
+    {
+      rank: e.adapter.rank,
+      seed,
+      epochs: e.adapter.epochs,
+      batchSize: e.adapter.batchSize,
+      learningRate: e.adapter.lr,
+      weightDecay: e.adapter.weightDecay,
+      clipNorm: e.adapter.clip,
+      temperature: e.adapter.temperature,
+      policy: split.policy,
+      splitHash: split.hash,
+      modelHash: bank.manifest.model.sha256,
+    },
+    {
+      onStep: (info) => {
+        done += 1;
+        input.progress('train adapter', done, steps, `loss ${info.loss.toFixed(4)}`);
+      },
+    },
+  );
+  const trainSeconds = (performance.now() - t0) / 1000;
+
+  // Selection: validation NDCG@10 of every (epoch, α); first best in (epoch, grid) order.
+  const t1 = performance.now();
+  const validationIds = new Set(split.queries.validation);
+  const epochs: TrainingRecord['epochs'] = [];
+  let best: { epoch: number; alpha: number; ndcg: number } | undefined;
+  for (const snapshot of result.snapshots) {
+    const queryTokens = adaptAll(bank, snapshot.adapter);
+    const grid = await evaluateFusionGrid({
+      bank,
+      benchmark,
+      labels,
+      queryIds: validationIds,
+      k: e.scorer.k,
+      alphas: e.adapter.alphaGrid,
+      ks: e.eval.ks,
+      queryTokens,
+      executionProvider: e.scorer.executionProvider,
+      ...(e.scorer.threads === undefined ? {} : { threads: e.scorer.threads }),
+    });
+    const validationFigures = e.adapter.alphaGrid.map((alpha) => {
+      const m = grid.get(alpha)!.metrics;
+      return { alpha, ndcg10: m['ndcg@10'] ?? 0, recall10: m['recall@10'] ?? 0 };
+    });
+    for (const v of validationFigures) {
+      if (best === undefined || v.ndcg10 > best.ndcg) {
+        best = { epoch: snapshot.epoch, alpha: v.alpha, ndcg: v.ndcg10 };
+      }
+    }
+    epochs.push({
+      epoch: snapshot.epoch,
+      trainLoss: snapshot.trainLoss,
+      validationLoss: snapshot.validationLoss,
+      deltaNorm: snapshot.deltaNorm,
+      validation: validationFigures,
+    });
+    input.progress('select adapter', snapshot.epoch + 1, result.snapshots.length);
+  }
+  if (best === undefined) throw new Error('computeAdapt: no snapshot to select from');
+  const chosen = result.snapshots.find((s) => s.epoch === best.epoch)!;
+  await saveAdapter(join(input.dir, 'adapter.json'), chosen.adapter);
+  const record: TrainingRecord = {
+    seed,
+    splitHash: split.hash,
+    modelSha256: bank.manifest.model.sha256,
+    trainQueries: result.report.trainQueries,
+    validationQueries: validation.length,
+    skipped: {
+      trainNoTokens: [...result.report.trainNoTokens],
+      trainNoPositive: skippedNoPositive,
+    },
+    stepsPerEpoch: result.report.stepsPerEpoch,
+    steps: [...result.stepLosses],
+    epochs,
+    selected: {
+      epoch: best.epoch,
+      alpha: best.alpha,
+      validationNdcg10: best.ndcg,
+      deltaNorm: chosen.deltaNorm,
+    },
+    clippedSteps: result.clippedSteps,
+    trainSeconds,
+    selectionSeconds: (performance.now() - t1) / 1000,
+  };
+  await writeFile(join(input.dir, 'training.json'), `${JSON.stringify(record, null, 2)}\n`);
+  return { selectedEpoch: best.epoch, selectedAlpha: best.alpha, trainSeconds };
+}
+
+/** Every query content token of the bank through the adapter (rows stay aligned). */
+function adaptAll(
+  bank: OpenedBank,
+  adapter: Parameters<typeof adapterQueryTransform>[0],
+): Float32Array {
+  const rows = bank.queries.tokenVectors.length / bank.dim;
+  return adapterQueryTransform(adapter)(bank.queries.tokenVectors, rows, bank.dim);
+}
+
+/** Reads `training.json` of an adapt artifact. */
+export async function readTrainingRecord(dir: string): Promise<TrainingRecord> {
+  const parsed = trainingRecordSchema.safeParse(
+    JSON.parse(await readFile(join(dir, 'training.json'), 'utf8')),
+  );
+  if (!parsed.success)
+    throw new ArtifactCorruptError(`${dir}/training.json is not a training record`);
+  return parsed.data;
+}
+
+/**
+ * The selected adapter of an adapt artifact, applied to every query token of `bank`, with its
+ * α and the facts `results.json` records about it.
+ */
+export async function loadSelectedAdapter(
+  dir: string,
+  bank: OpenedBank,
+): Promise<{ queryTokens: Float32Array; alpha: number; meta: Record<string, unknown> }> {
+  const [adapter, record] = await Promise.all([
+    loadAdapter(join(dir, 'adapter.json')),
+    readTrainingRecord(dir),
+  ]);
+  return {
+    queryTokens: adaptAll(bank, adapter),
+    alpha: record.selected.alpha,
+    meta: {
+      seed: record.seed,
+      rank: adapter.rank,
+      selectedEpoch: record.selected.epoch,
+      selectedAlpha: record.selected.alpha,
+      validationNdcg10: record.selected.validationNdcg10,
+      deltaNorm: record.selected.deltaNorm,
+      splitHash: record.splitHash,
+      selection: 'validation NDCG@10 over epoch × α; test labels never read',
+    },
+  };
+}

@@ -1,0 +1,158 @@
+import { readFile } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { ConfigError } from '@bfe/core';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+
+const seedSchema = z.int().min(0).max(0xffff_ffff);
+const ksSchema = z
+  .array(z.int().positive())
+  .min(1)
+  .refine((ks) => ks.includes(10), 'must include the headline k = 10')
+  .transform((ks) => [...new Set(ks)].sort((a, b) => a - b));
+const alphaSchema = z.number().min(0).max(1);
+
+/**
+ * An experiment file (`bfe run <file>`, YAML or JSON): dataset → split → encode → score →
+ * adapt → evaluate → report. Every key is checked (unknown keys are errors, named with their
+ * path); every stage's part of it goes into that stage's cache key.
+ *
+ * @example
+ * experimentSchema.parse({ name: 'locomo-minilm', dataset: { name: 'locomo' } });
+ * // { name: 'locomo-minilm', dataset: { name: 'locomo', options: {} },
+ * //   split: { policy: 'connected-bank', seeds: [42], ratios: [0.6, 0.2, 0.2], evaluate: 'test' },
+ * //   model: { name: 'all-minilm-l6-v2', …}, scorer: { k: 64, alpha: 0.5, … }, adapter: { enabled: false, … }, … }
+ */
+export const experimentSchema = z.strictObject({
+  /** The experiment's name: its folder under `runs/`. */
+  name: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lowercase letters, digits, . _ -'),
+  description: z.string().default(''),
+  dataset: z.strictObject({
+    /** A registered dataset (`bfe data list`) or `lmeb:<folder>` (relative to the file). */
+    name: z.string().min(1),
+    /** The loader's options, as `bfe data inspect --set key=value` takes them. */
+    options: z.record(z.string(), z.unknown()).default({}),
+  }),
+  split: z
+    .strictObject({
+      /**
+       * `connected-bank` (strict), `query-disjoint-shared-bank` (explicit opt-in, diagnostic
+       * only) or `none` (every query evaluated; nothing trained or selected).
+       */
+      policy: z
+        .enum(['connected-bank', 'query-disjoint-shared-bank', 'none'])
+        .default('connected-bank'),
+      /** One run of every later stage per seed (METHOD.md §6: 42, 43, 44). */
+      seeds: z.array(seedSchema).min(1).default([42]),
+      ratios: z
+        .tuple([z.number().min(0), z.number().min(0), z.number().min(0)])
+        .default([0.6, 0.2, 0.2]),
+      /** The part the result tables report. */
+      evaluate: z.enum(['train', 'validation', 'test']).default('test'),
+    })
+    .default({ policy: 'connected-bank', seeds: [42], ratios: [0.6, 0.2, 0.2], evaluate: 'test' }),
+  model: z
+    .strictObject({
+      name: z.string().min(1).default('all-minilm-l6-v2'),
+      /** A model directory holding bfe-model.json (overrides `name`'s cache entry). */
+      dir: z.string().min(1).optional(),
+      maxLength: z.int().min(2).optional(),
+      dtype: z.enum(['float32', 'float16']).default('float32'),
+      executionProvider: z.enum(['cpu', 'webgpu']).default('cpu'),
+      threads: z.int().positive().optional(),
+    })
+    .default({ name: 'all-minilm-l6-v2', dtype: 'float32', executionProvider: 'cpu' }),
+  scorer: z
+    .strictObject({
+      k: z.int().positive().default(64),
+      /** The training-free fusion weight (METHOD.md §3 default 0.5). */
+      alpha: alphaSchema.default(0.5),
+      /** ks of the sensitivity sweep (empty: none). */
+      kSweep: z.array(z.int().positive()).default([16, 32, 64, 128]),
+      executionProvider: z.enum(['cpu', 'webgpu']).default('cpu'),
+      threads: z.int().positive().optional(),
+    })
+    .default({ k: 64, alpha: 0.5, kSweep: [16, 32, 64, 128], executionProvider: 'cpu' }),
+  adapter: z
+    .strictObject({
+      enabled: z.boolean().default(false),
+      rank: z.int().positive().default(32),
+      epochs: z.int().min(0).default(2),
+      batchSize: z.int().positive().default(16),
+      lr: z.number().positive().default(1e-4),
+      weightDecay: z.number().min(0).default(1e-4),
+      clip: z.number().positive().default(1),
+      temperature: z.number().positive().default(0.07),
+      /** α values tried on validation, with every epoch 0..epochs (METHOD.md §4). */
+      alphaGrid: z.array(alphaSchema).min(1).default([0.25, 0.5, 0.75]),
+    })
+    .default({
+      enabled: false,
+      rank: 32,
+      epochs: 2,
+      batchSize: 16,
+      lr: 1e-4,
+      weightDecay: 1e-4,
+      clip: 1,
+      temperature: 0.07,
+      alphaGrid: [0.25, 0.5, 0.75],
+    }),
+  eval: z
+    .strictObject({
+      ks: ksSchema.default([1, 5, 10, 25, 50]),
+      resamples: z.int().positive().default(10_000),
+      seed: seedSchema.default(42),
+    })
+    .default({ ks: [1, 5, 10, 25, 50], resamples: 10_000, seed: 42 }),
+});
+
+/** An experiment as written. */
+export type ExperimentInput = z.input<typeof experimentSchema>;
+/** An experiment with defaults filled in. */
+export type Experiment = z.output<typeof experimentSchema>;
+
+/**
+ * Validates an experiment object, refusing what the method forbids: an adapter without a
+ * split to train and select on.
+ * @throws {ConfigError} naming each bad key with its path.
+ */
+export function parseExperiment(raw: unknown, source = 'experiment'): Experiment {
+  const parsed = experimentSchema.safeParse(raw);
+  if (!parsed.success) {
+    throw new ConfigError(`${source}: invalid experiment:\n${z.prettifyError(parsed.error)}`, {
+      suggestion: 'See configs/experiments/ for complete examples.',
+    });
+  }
+  const e = parsed.data;
+  if (e.adapter.enabled && e.split.policy === 'none') {
+    throw new ConfigError(
+      `${source}: adapter.enabled needs a split (train and validation queries); split.policy is 'none'`,
+    );
+  }
+  return e;
+}
+
+/**
+ * Reads an experiment file: `.yaml`/`.yml` or `.json`.
+ * @throws {ConfigError} for an unreadable file, bad syntax or an invalid experiment.
+ */
+export async function readExperiment(path: string): Promise<Experiment> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (cause) {
+    throw new ConfigError(`cannot read experiment file ${path}: ${(cause as Error).message}`, {
+      cause,
+    });
+  }
+  let raw: unknown;
+  try {
+    raw = extname(path) === '.json' ? JSON.parse(text) : parseYaml(text);
+  } catch (cause) {
+    throw new ConfigError(
+      `${path}: not valid ${extname(path) === '.json' ? 'JSON' : 'YAML'}: ${(cause as Error).message}`,
+      { cause },
+    );
+  }
+  return parseExperiment(raw, path);
+}

@@ -1,0 +1,103 @@
+import type { Benchmark } from '@bfe/core';
+import type { OpenedBank } from '@bfe/encoder';
+import { buildResults, type Results } from '@bfe/eval';
+import { BM25_PARAMS } from '@bfe/scorer';
+import { buildKSweep, type KSweep } from './k-sweep.js';
+import type { ScoreRun } from './score-pipeline.js';
+
+/** The split facts a results file records (absent when every query is evaluated). */
+export interface SplitMeta {
+  readonly splitFile?: string;
+  readonly splitHash: string;
+  readonly splitPolicy: string;
+  readonly splitSeed?: number;
+  readonly diagnosticOnly: boolean;
+  readonly promotionEligible?: boolean;
+  readonly marks: readonly string[];
+}
+
+/** What {@link buildScoreOutputs} needs besides the scored run. */
+export interface ScoreOutputsInput {
+  readonly run: ScoreRun;
+  readonly benchmark: Benchmark;
+  readonly bank: OpenedBank;
+  readonly bankManifestSha256: string;
+  /** `all`, or the evaluated split part. */
+  readonly splitName: string;
+  readonly split?: SplitMeta | undefined;
+  readonly k: number;
+  readonly alpha: number;
+  readonly executionProvider: string;
+  readonly resamples: number;
+  readonly seed: number;
+  /** More facts for `results.json`'s `meta` (e.g. the adapter's selection). */
+  readonly extraMeta?: Record<string, unknown>;
+}
+
+/**
+ * `results.json` (every system compared with pooled) and `k-sweep.json` of a scored run, with
+ * the facts needed to read them: model, bank, dataset options, split, BM25 settings, counts.
+ * Shared by `bfe score` and `bfe run`, so both write the same files for the same inputs.
+ */
+export function buildScoreOutputs(input: ScoreOutputsInput): { results: Results; sweep: KSweep } {
+  const { run, benchmark, bank, splitName } = input;
+  const model = bank.manifest.model;
+  const results = buildResults({
+    dataset: benchmark.name,
+    split: splitName,
+    systems: run.systems,
+    // The adapter is also compared with the training-free fusion it starts from (METHOD.md §4).
+    compareTo: run.systems.some((s) => s.name === 'adapted')
+      ? ['pooled', 'sparse-fusion']
+      : ['pooled'],
+    resamples: input.resamples,
+    seed: input.seed,
+    meta: JSON.parse(
+      JSON.stringify({
+        k: input.k,
+        alpha: input.alpha,
+        executionProvider: input.executionProvider,
+        model: {
+          name: model.name,
+          modelId: model.modelId,
+          sha256: model.sha256,
+          pooling: model.pooling,
+        },
+        bank: {
+          manifestSha256: input.bankManifestSha256,
+          dtype: bank.manifest.dtype,
+          maxLength: bank.manifest.maxLength,
+        },
+        benchmarkHash: bank.manifest.benchmarkHash,
+        datasetOptions: { ...benchmark.options },
+        ...(input.split ?? {}),
+        candidates: 'each query’s own: every memory of its candidateBankIds, or its candidateIds',
+        ties: 'candidate order = bank row order',
+        bm25: {
+          library: 'wink-bm25-text-search@3.1.2',
+          prep: 'wink-nlp-utils@2.1.0: lowerCase, tokenize0, removeWords (default stop words), stem (Porter2)',
+          ...BM25_PARAMS,
+          directEngineGroups: run.stats.bm25DirectGroups,
+        },
+        queries: run.stats.queries,
+        candidateGroups: run.stats.groups,
+        clampedGroups: run.stats.clampedGroups,
+        pooledOnlyQueries: run.stats.pooledOnlyQueries,
+        ...(input.extraMeta ?? {}),
+      }),
+    ) as Record<string, never>,
+  });
+  const pooled = run.systems.find((s) => s.name === 'pooled')?.evaluation;
+  if (pooled === undefined) throw new Error('buildScoreOutputs: no pooled evaluation');
+  const sweep = buildKSweep({
+    dataset: benchmark.name,
+    split: splitName,
+    alpha: input.alpha,
+    mainK: input.k,
+    pooled,
+    points: run.sweep,
+    resamples: input.resamples,
+    seed: input.seed,
+  });
+  return { results, sweep };
+}
