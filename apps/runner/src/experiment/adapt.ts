@@ -102,7 +102,11 @@ export interface AdaptInput {
 export async function computeAdapt(input: AdaptInput): Promise<Record<string, unknown>> {
   const { experiment: e, seed, split, bank, dataset } = input;
   const { benchmark, labels } = dataset;
-  assertNoLeak(split, benchmark);
+  // The experiment file's `split.policy: query-disjoint-shared-bank` is the explicit opt-in to a
+  // shared bank; the results stay marked diagnostic (splitMetaOf in run-experiment.ts).
+  assertNoLeak(split, benchmark, {
+    allowSharedBank: split.policy === 'query-disjoint-shared-bank',
+  });
   const dim = bank.dim;
   const queryRow = new Map(bank.queries.ids.map((id, row) => [id, row] as const));
   const qOffsets = bank.queries.tokenOffsets;

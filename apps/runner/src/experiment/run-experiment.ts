@@ -1,4 +1,4 @@
-import { copyFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import {
   DataError,
@@ -87,8 +87,15 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
     compute: (dir: string) => Promise<Record<string, unknown> | undefined>,
   ): Promise<ArtifactResult> => {
     log(`stage ${name}: …`);
+    // Test failpoint: BFE_FAULT_STAGE_DELAY=<stage>:<ms> (e.g. `score:5000`; the stage kind or
+    // its full name, `score@42`) sleeps that long inside the compute, before it computes, so a
+    // test can interrupt a run mid-stage. An awaited timer, so signals are handled meanwhile.
+    const fault = /^(.+):(\d+)$/.exec(process.env.BFE_FAULT_STAGE_DELAY ?? '');
+    const faultMs =
+      fault !== null && (fault[1] === name || fault[1] === spec.stage) ? +fault[2]! : 0;
     const result = await store.getOrCreate(spec, async (dir) => {
       log(`stage ${name}: computing`);
+      if (faultMs > 0) await new Promise((wake) => setTimeout(wake, faultMs));
       return (await compute(dir)) as never;
     });
     stages.push({ name, key: result.key, cached: result.cached, seconds: result.seconds });
@@ -331,10 +338,23 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
 
   // --- the run folder: copies of the artifacts people read, and the receipt.
   const runsDir = resolve(options.runsDir ?? 'runs');
-  const runId = `${new Date()
+  const baseId = `${new Date()
     .toISOString()
     .replace(/[-:]/g, '')
     .replace(/\.\d+Z$/, 'Z')}-${contentHash(stages.map((s) => s.key)).slice(0, 8)}`;
+  // Two runs of one experiment on one cache can finish in the same second with the same stage
+  // keys: the run id is reserved by creating its (empty) folder, so the second takes `-2`.
+  await mkdir(join(runsDir, e.name), { recursive: true });
+  let runId = baseId;
+  for (let n = 2; ; n++) {
+    try {
+      await mkdir(join(runsDir, e.name, runId));
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      runId = `${baseId}-${n}`;
+    }
+  }
   const runDir = join(runsDir, e.name, runId);
   const tmpDir = `${runDir}.tmp-${process.pid}`;
   await rm(tmpDir, { recursive: true, force: true });
@@ -373,11 +393,17 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
   await writeFile(join(tmpDir, 'receipt.json'), `${JSON.stringify(receipt, null, 2)}\n`);
   const { writeRunReport } = await import('./report-stage.js');
   const terminal = await writeRunReport({ dir: tmpDir, experiment: e, runId, perSeed, receipt });
-  await rename(tmpDir, runDir);
-  await writeFile(
-    join(runsDir, e.name, 'latest.json'),
-    `${JSON.stringify({ runId, runDir }, null, 2)}\n`,
-  );
+  // The finished folder replaces the empty reserved one in one rename (POSIX); Windows refuses
+  // to rename onto a directory, so there it is removed first.
+  await rename(tmpDir, runDir).catch(async (error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') throw error;
+    await rmdir(runDir);
+    await rename(tmpDir, runDir);
+  });
+  // Written aside and renamed, so runs finishing together never interleave their bytes.
+  const latest = join(runsDir, e.name, 'latest.json');
+  await writeFile(`${latest}.tmp-${runId}`, `${JSON.stringify({ runId, runDir }, null, 2)}\n`);
+  await rename(`${latest}.tmp-${runId}`, latest);
   const readResults = async (dir: string): Promise<Results> =>
     parseResults(JSON.parse(await readFile(join(dir, 'results.json'), 'utf8')), dir);
   return {

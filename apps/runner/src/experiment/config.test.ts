@@ -1,0 +1,200 @@
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ConfigError } from '@bfe/core';
+import { experimentSchema, parseExperiment, readExperiment } from './config.js';
+
+const made: string[] = [];
+afterEach(async () => {
+  for (const dir of made.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+async function tmp(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'bfe-experiment-config-'));
+  made.push(dir);
+  return dir;
+}
+
+/** The ConfigError a call throws (fails the test when it does not throw one). */
+function configError(call: () => unknown): ConfigError {
+  try {
+    call();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return error as ConfigError;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('parseExperiment', () => {
+  it('fills every default of a minimal experiment', () => {
+    expect(parseExperiment({ name: 'locomo-minilm', dataset: { name: 'locomo' } })).toEqual({
+      name: 'locomo-minilm',
+      description: '',
+      dataset: { name: 'locomo', options: {} },
+      split: { policy: 'connected-bank', seeds: [42], ratios: [0.6, 0.2, 0.2], evaluate: 'test' },
+      model: { name: 'all-minilm-l6-v2', dtype: 'float32', executionProvider: 'cpu' },
+      scorer: { k: 64, alpha: 0.5, kSweep: [16, 32, 64, 128], executionProvider: 'cpu' },
+      adapter: {
+        enabled: false,
+        rank: 32,
+        epochs: 2,
+        batchSize: 16,
+        lr: 1e-4,
+        weightDecay: 1e-4,
+        clip: 1,
+        temperature: 0.07,
+        alphaGrid: [0.25, 0.5, 0.75],
+      },
+      eval: { ks: [1, 5, 10, 25, 50], resamples: 10_000, seed: 42 },
+    });
+  });
+
+  it('fills the defaults of a partly written section', () => {
+    const e = parseExperiment({
+      name: 'x',
+      dataset: { name: 'locomo' },
+      scorer: { k: 8 },
+      adapter: { enabled: true },
+      eval: { ks: [10, 1, 10] },
+    });
+    expect(e.scorer).toEqual({
+      k: 8,
+      alpha: 0.5,
+      kSweep: [16, 32, 64, 128],
+      executionProvider: 'cpu',
+    });
+    expect(e.adapter.enabled).toBe(true);
+    expect(e.adapter.rank).toBe(32);
+    // ks are deduplicated and sorted.
+    expect(e.eval.ks).toEqual([1, 10]);
+    expect(e.eval.resamples).toBe(10_000);
+  });
+
+  it.each([
+    [{ name: 'x', dataset: { name: 'locomo' }, scorer: { kk: 3 } }, '"kk"', 'scorer'],
+    [
+      { name: 'x', dataset: { name: 'locomo' }, adapter: { enabeld: true } },
+      '"enabeld"',
+      'adapter',
+    ],
+    [{ name: 'x', dataset: { name: 'locomo', option: {} } }, '"option"', 'dataset'],
+    [{ name: 'x', dataset: { name: 'locomo' }, sccorer: {} }, '"sccorer"', ''],
+  ])('refuses the unknown key in %j, naming it and its path', (raw, key, path) => {
+    const error = configError(() => parseExperiment(raw, 'exp.yaml'));
+    expect(error.code).toBe('CONFIG_INVALID');
+    expect(error.message).toContain('exp.yaml: invalid experiment');
+    expect(error.message).toContain(`Unrecognized key: ${key}`);
+    if (path !== '') expect(error.message).toContain(`→ at ${path}`);
+  });
+
+  it.each([
+    [{ scorer: { alpha: 2 } }, 'scorer.alpha'],
+    [{ scorer: { k: 0 } }, 'scorer.k'],
+    [{ split: { policy: 'random' } }, 'split.policy'],
+    [{ split: { seeds: [-1] } }, 'split.seeds[0]'],
+    [{ eval: { ks: [1, 5] } }, 'eval.ks'],
+    [{ model: { dtype: 'int8' } }, 'model.dtype'],
+  ])('refuses the mistyped value %j at %s', (part, path) => {
+    const error = configError(() =>
+      parseExperiment({ name: 'x', dataset: { name: 'locomo' }, ...part }),
+    );
+    expect(error.message).toContain(`→ at ${path}`);
+  });
+
+  it('refuses a name that is not a folder name, and a missing dataset', () => {
+    expect(
+      configError(() => parseExperiment({ name: 'My Run', dataset: { name: 'locomo' } })).message,
+    ).toContain('→ at name');
+    expect(configError(() => parseExperiment({ name: 'x' })).message).toContain('→ at dataset');
+  });
+
+  it('refuses an adapter without a split, and accepts it with one', () => {
+    const error = configError(() =>
+      parseExperiment({
+        name: 'x',
+        dataset: { name: 'locomo' },
+        split: { policy: 'none' },
+        adapter: { enabled: true },
+      }),
+    );
+    expect(error.message).toContain('adapter.enabled');
+    expect(error.message).toContain("split.policy is 'none'");
+    for (const policy of ['connected-bank', 'query-disjoint-shared-bank'] as const) {
+      const e = parseExperiment({
+        name: 'x',
+        dataset: { name: 'locomo' },
+        split: { policy },
+        adapter: { enabled: true },
+      });
+      expect(e.adapter.enabled).toBe(true);
+    }
+    // split: none without the adapter is fine.
+    expect(
+      parseExperiment({ name: 'x', dataset: { name: 'locomo' }, split: { policy: 'none' } }).split
+        .policy,
+    ).toBe('none');
+  });
+});
+
+describe('readExperiment', () => {
+  const yamlText = [
+    '# a comment',
+    'name: tiny',
+    'dataset:',
+    '  name: lmeb:../data',
+    '  options:',
+    '    layout: document',
+    'split:',
+    '  policy: query-disjoint-shared-bank',
+    '  seeds: [42, 43]',
+    'scorer:',
+    '  k: 4',
+    '  kSweep: [2, 4]',
+    '',
+  ].join('\n');
+  const asObject = {
+    name: 'tiny',
+    dataset: { name: 'lmeb:../data', options: { layout: 'document' } },
+    split: { policy: 'query-disjoint-shared-bank', seeds: [42, 43] },
+    scorer: { k: 4, kSweep: [2, 4] },
+  };
+
+  it('reads YAML (.yaml, .yml) and JSON to the same experiment, defaults filled', async () => {
+    const dir = await tmp();
+    await writeFile(join(dir, 'a.yaml'), yamlText);
+    await writeFile(join(dir, 'a.yml'), yamlText);
+    await writeFile(join(dir, 'a.json'), JSON.stringify(asObject));
+    const fromYaml = await readExperiment(join(dir, 'a.yaml'));
+    expect(fromYaml).toEqual(experimentSchema.parse(asObject));
+    expect(fromYaml.split.ratios).toEqual([0.6, 0.2, 0.2]);
+    expect(fromYaml.scorer.alpha).toBe(0.5);
+    expect(await readExperiment(join(dir, 'a.yml'))).toEqual(fromYaml);
+    expect(await readExperiment(join(dir, 'a.json'))).toEqual(fromYaml);
+  });
+
+  it('names the file and the key path of an invalid experiment', async () => {
+    const dir = await tmp();
+    const path = join(dir, 'bad.yaml');
+    await writeFile(path, `${yamlText}adapter:\n  enabled: true\n  ranks: 8\n`);
+    const error = await readExperiment(path).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).message).toContain(path);
+    expect((error as ConfigError).message).toContain('Unrecognized key: "ranks"');
+    expect((error as ConfigError).message).toContain('→ at adapter');
+  });
+
+  it('refuses unreadable files and bad syntax with a ConfigError naming the file', async () => {
+    const dir = await tmp();
+    const missing = await readExperiment(join(dir, 'none.yaml')).catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(ConfigError);
+    expect((missing as ConfigError).message).toContain('cannot read experiment file');
+    await writeFile(join(dir, 'bad.json'), '{"name": "x",');
+    const json = await readExperiment(join(dir, 'bad.json')).catch((e: unknown) => e);
+    expect((json as ConfigError).message).toContain('not valid JSON');
+    await writeFile(join(dir, 'bad.yaml'), 'name: [unclosed\n');
+    const yaml = await readExperiment(join(dir, 'bad.yaml')).catch((e: unknown) => e);
+    expect((yaml as ConfigError).message).toContain('not valid YAML');
+    expect(await readdir(dir)).toHaveLength(2);
+  });
+});

@@ -1,0 +1,154 @@
+import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { importModelDir } from '@bfe/encoder';
+import { parseExperiment, type Experiment } from './config.js';
+import { runExperiment, type RunOutcome } from './run-experiment.js';
+
+// runExperiment in process, on the tiny encoder graph and the LMEB fixtures: the run folder's
+// naming, the log it reports through, and the test failpoint.
+
+const repoRoot = fileURLToPath(new URL('../../../../', import.meta.url));
+const documentTask = join(repoRoot, 'packages/datasets/fixtures/lmeb-document');
+const sharedTask = join(repoRoot, 'tests/fixtures/run/lmeb-shared');
+
+let root = '';
+let modelDir = '';
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'bfe-run-experiment-'));
+  const source = join(root, 'model-source');
+  await mkdir(source);
+  const fixtures = join(repoRoot, 'packages/encoder/fixtures');
+  await copyFile(join(fixtures, 'tiny-encoder.onnx'), join(source, 'model.onnx'));
+  await copyFile(join(fixtures, 'tiny-tokenizer.json'), join(source, 'tokenizer.json'));
+  await writeFile(
+    join(source, 'config.json'),
+    JSON.stringify({
+      model_type: 'bert',
+      vocab_size: 18,
+      hidden_size: 4,
+      max_position_embeddings: 16,
+      pad_token_id: 0,
+    }),
+  );
+  const imported = await importModelDir(source, {
+    cacheDir: join(root, 'models'),
+    name: 'tiny',
+    pooling: 'mean',
+    maxLength: 16,
+  });
+  modelDir = imported.dir;
+});
+afterAll(async () => {
+  if (root !== '') await rm(root, { recursive: true, force: true });
+});
+afterEach(() => {
+  vi.useRealTimers();
+  delete process.env.BFE_FAULT_STAGE_DELAY;
+});
+
+function experiment(raw: Record<string, unknown> = {}): Experiment {
+  return parseExperiment({
+    name: 'tiny',
+    dataset: { name: `lmeb:${documentTask}` },
+    split: { policy: 'none' },
+    model: { name: 'tiny', dir: modelDir },
+    scorer: { k: 4, kSweep: [2, 4] },
+    eval: { resamples: 50 },
+    ...raw,
+  });
+}
+
+async function run(dir: string, e: Experiment, log?: (line: string) => void): Promise<RunOutcome> {
+  return runExperiment({
+    experiment: e,
+    configPath: join(dir, 'experiment.yaml'),
+    argv: ['run', 'experiment.yaml'],
+    cacheDir: join(dir, 'cache'),
+    runsDir: join(dir, 'runs'),
+    ...(log === undefined ? {} : { log }),
+  });
+}
+
+describe('runExperiment', () => {
+  it('gives two runs finishing in the same second with the same stages two run folders', async () => {
+    const dir = await mkdtemp(join(root, 'same-second-'));
+    vi.useFakeTimers({ toFake: ['Date'], now: new Date('2026-03-01T12:00:00.250Z') });
+    const first = await run(dir, experiment());
+    const second = await run(dir, experiment());
+    expect(second.stages.every((s) => s.cached)).toBe(true);
+    expect(first.runId).toMatch(/^20260301T120000Z-[0-9a-f]{8}$/);
+    expect(second.runId).toBe(`${first.runId}-2`);
+    const third = await run(dir, experiment());
+    expect(third.runId).toBe(`${first.runId}-3`);
+    for (const r of [first, second, third]) {
+      expect((await readdir(r.runDir)).sort()).toEqual([
+        'k-sweep.json',
+        'per-query.jsonl',
+        'receipt.json',
+        'report.html',
+        'report.md',
+        'results.json',
+      ]);
+      expect(await readFile(join(r.runDir, 'report.md'), 'utf8')).toContain(r.runId);
+    }
+    expect((await readdir(join(dir, 'runs', 'tiny'))).sort()).toEqual([
+      first.runId,
+      second.runId,
+      third.runId,
+      'latest.json',
+    ]);
+    expect(JSON.parse(await readFile(join(dir, 'runs', 'tiny', 'latest.json'), 'utf8'))).toEqual({
+      runId: third.runId,
+      runDir: third.runDir,
+    });
+  }, 60_000);
+
+  it('runs two calls at once in one process: one computes, the other reads the cache', async () => {
+    const dir = await mkdtemp(join(root, 'concurrent-'));
+    const [a, b] = await Promise.all([run(dir, experiment()), run(dir, experiment())]);
+    expect(a.runDir).not.toBe(b.runDir);
+    for (const i of [0, 1, 2]) {
+      expect([a.stages[i]!.cached, b.stages[i]!.cached].sort()).toEqual([false, true]);
+    }
+    expect(await readFile(join(a.runDir, 'results.json'), 'utf8')).toBe(
+      await readFile(join(b.runDir, 'results.json'), 'utf8'),
+    );
+    expect(a.results).toEqual(b.results);
+  }, 60_000);
+
+  it('reports each stage through log, and prints nothing itself', async () => {
+    const dir = await mkdtemp(join(root, 'log-'));
+    const stderr = vi.spyOn(process.stderr, 'write');
+    const stdout = vi.spyOn(process.stdout, 'write');
+    const lines: string[] = [];
+    const outcome = await run(dir, experiment(), (line) => lines.push(line));
+    expect(stderr).not.toHaveBeenCalled();
+    expect(stdout).not.toHaveBeenCalled();
+    for (const name of ['dataset', 'encode', 'score']) {
+      expect(lines).toContain(`stage ${name}: …`);
+      expect(lines).toContain(`stage ${name}: computing`);
+      expect(lines.some((l) => l.startsWith(`stage ${name}: computed `))).toBe(true);
+    }
+    expect(outcome.terminal).toContain('sparse-fusion');
+    expect(outcome.perSeed).toEqual([{ seed: null, results: outcome.results }]);
+  }, 60_000);
+
+  it('delays the stage BFE_FAULT_STAGE_DELAY names by its full name (test failpoint)', async () => {
+    const dir = await mkdtemp(join(root, 'failpoint-'));
+    process.env.BFE_FAULT_STAGE_DELAY = 'split@42:400';
+    const outcome = await run(
+      dir,
+      experiment({
+        dataset: { name: `lmeb:${sharedTask}` },
+        split: { policy: 'query-disjoint-shared-bank', seeds: [42] },
+      }),
+    );
+    const split = outcome.stages.find((s) => s.name === 'split@42');
+    expect(split?.cached).toBe(false);
+    // A lower bound only: the stage slept at least that long before computing.
+    expect(split!.seconds).toBeGreaterThanOrEqual(0.4);
+  }, 60_000);
+});
