@@ -2,7 +2,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bytesSha256 } from '@bfe/core';
+import { bankContentHash, type BankManifest } from '@bfe/encoder';
 import { readPerQueryJsonl, resultsSchema } from '@bfe/eval';
 import type { Results } from '@bfe/eval';
 import { repoRoot, runBfe } from './helpers.ts';
@@ -74,9 +74,13 @@ describe('bfe score and bfe eval on a tiny LMEB task with the tiny ONNX model', 
     });
     // Three of the fixture's four candidate sets hold two passages: BM25's direct engine.
     expect((results.meta?.bm25 as { directEngineGroups: number }).directEngineGroups).toBe(3);
-    const manifest = readFileSync(join(bank, 'bank.json'));
-    expect((results.meta?.bank as { manifestSha256: string }).manifestSha256).toBe(
-      bytesSha256(manifest),
+    const manifest = JSON.parse(readFileSync(join(bank, 'bank.json'), 'utf8')) as BankManifest;
+    // The bank's content identity: bank.json without its timing fields.
+    expect((results.meta?.bank as { contentHash: string }).contentHash).toBe(
+      bankContentHash(manifest),
+    );
+    expect(bankContentHash({ ...manifest, createdAt: 'another day', seconds: 99 })).toBe(
+      bankContentHash(manifest),
     );
     for (const s of results.systems) {
       expect(s.nQueries).toBe(results.systems[0]?.nQueries);

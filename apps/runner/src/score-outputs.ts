@@ -1,5 +1,5 @@
 import type { Benchmark } from '@bfe/core';
-import type { OpenedBank } from '@bfe/encoder';
+import { bankContentHash, type OpenedBank } from '@bfe/encoder';
 import { buildResults, type Results } from '@bfe/eval';
 import { BM25_PARAMS } from '@bfe/scorer';
 import { buildKSweep, type KSweep } from './k-sweep.js';
@@ -21,7 +21,6 @@ export interface ScoreOutputsInput {
   readonly run: ScoreRun;
   readonly benchmark: Benchmark;
   readonly bank: OpenedBank;
-  readonly bankManifestSha256: string;
   /** `all`, or the evaluated split part. */
   readonly splitName: string;
   readonly split?: SplitMeta | undefined;
@@ -64,7 +63,8 @@ export function buildScoreOutputs(input: ScoreOutputsInput): { results: Results;
           pooling: model.pooling,
         },
         bank: {
-          manifestSha256: input.bankManifestSha256,
+          // Canonical hash of bank.json without createdAt/seconds (see bankContentHash).
+          contentHash: bankContentHash(bank.manifest),
           dtype: bank.manifest.dtype,
           maxLength: bank.manifest.maxLength,
         },

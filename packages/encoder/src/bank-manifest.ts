@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { contentHash } from '@bfe/core';
 
 const countsSchema = z.strictObject({
   rows: z.number().int().nonnegative(),
@@ -41,3 +42,17 @@ export const bankManifestSchema = z.strictObject({
 export type BankManifest = z.infer<typeof bankManifestSchema>;
 
 export const BANK_MANIFEST_FILE = 'bank.json';
+
+/**
+ * The identity of a bank's contents: SHA-256 of the canonical JSON of its manifest without
+ * `createdAt` and `seconds`. The manifest lists every Arrow file with its SHA-256, so two
+ * encodings of the same texts with the same model and settings share this hash, whenever and
+ * however fast they ran; results files record it instead of the manifest file's bytes.
+ *
+ * @example
+ * bankContentHash(bank.manifest); // '5d41…' (64 hex digits)
+ */
+export function bankContentHash(manifest: BankManifest): string {
+  const { createdAt: _created, seconds: _seconds, ...content } = manifest;
+  return contentHash(content);
+}

@@ -33,7 +33,7 @@ export { encodeBenchmark } from './encode-benchmark.js';
 export type { EncodeBenchmarkOptions } from './encode-benchmark.js';
 export { bankFileNames, toHalf, writeBankTables } from './bank-files.js';
 export type { BankMetadata, BankRole, VectorDtype, WrittenCounts } from './bank-files.js';
-export { BANK_MANIFEST_FILE, bankManifestSchema } from './bank-manifest.js';
+export { BANK_MANIFEST_FILE, bankContentHash, bankManifestSchema } from './bank-manifest.js';
 export type { BankManifest } from './bank-manifest.js';
 export { openBank } from './bank-reader.js';
 export type { BankSide, OpenedBank } from './bank-reader.js';

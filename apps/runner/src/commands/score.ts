@@ -73,7 +73,6 @@ export function scoreCommand(): Command {
       ]);
       const { join } = await import('node:path');
       const bank = await encoder.openBank(o.bank);
-      const bankManifestSha256 = await core.fileSha256(join(o.bank, encoder.BANK_MANIFEST_FILE));
       const { benchmark, labels } = await datasets.loadDataset(o.dataset, {
         location: datasets.dataLocationFromEnv(),
         options: parseSetOptions(opts.set),
@@ -127,7 +126,6 @@ export function scoreCommand(): Command {
         run,
         benchmark,
         bank,
-        bankManifestSha256,
         splitName,
         split: splitMeta,
         k: o.k,

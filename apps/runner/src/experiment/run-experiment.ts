@@ -312,7 +312,6 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
           run,
           benchmark,
           bank: opened,
-          bankManifestSha256,
           splitName: split === undefined ? 'all' : part,
           split: split === undefined ? undefined : splitMetaOf(split),
           k: e.scorer.k,
