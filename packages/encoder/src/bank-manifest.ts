@@ -53,6 +53,8 @@ export const BANK_MANIFEST_FILE = 'bank.json';
  * bankContentHash(bank.manifest); // '5d41…' (64 hex digits)
  */
 export function bankContentHash(manifest: BankManifest): string {
-  const { createdAt: _created, seconds: _seconds, ...content } = manifest;
+  const content: Partial<BankManifest> = { ...manifest };
+  delete content.createdAt;
+  delete content.seconds;
   return contentHash(content);
 }
