@@ -83,6 +83,7 @@ describe('score and eval options', () => {
     kSweep: '128,16',
     resamples: '10000',
     seed: '42',
+    executionProvider: 'cpu',
   };
 
   it('parses lists into sorted unique integers, and none into an empty sweep', () => {
@@ -97,6 +98,9 @@ describe('score and eval options', () => {
     expect(() => parseScoreCliOptions({ ...defaults, alpha: '1.5' })).toThrow(/alpha/);
     expect(() => parseScoreCliOptions({ ...defaults, kSweep: '16,x' })).toThrow(/kSweep/);
     expect(() => parseScoreCliOptions({ ...defaults, splitPart: 'dev' })).toThrow(/splitPart/);
+    expect(() => parseScoreCliOptions({ ...defaults, executionProvider: 'cuda' })).toThrow(
+      /executionProvider/,
+    );
   });
 
   it('parses eval options', () => {
