@@ -201,6 +201,11 @@ describe('bfe run on the tiny model: cached stages, run folder, receipt', () => 
       ['adapt@42', false],
       ['score@42', false],
     ]);
+    const bankFiles = (): Record<string, string> => {
+      const bank = join(dirs.cache, 'objects', 'encode', keyByStage(first.out).encode!, 'bank');
+      return Object.fromEntries(readdirSync(bank).map((f) => [f, sha256Of(join(bank, f))]));
+    };
+    const bankAfterFirstTraining = bankFiles();
     const runDir = first.out.runDir;
     expect(readdirSync(runDir).sort()).toEqual([...RUN_FILES, 'seeds'].sort());
     const seedDir = join(runDir, 'seeds', '42');
@@ -295,6 +300,16 @@ describe('bfe run on the tiny model: cached stages, run folder, receipt', () => 
       readJsonFile<{ epochs: unknown[] }>(join(third.out.runDir, 'seeds', '42', 'training.json'))
         .epochs,
     ).toHaveLength(2);
+
+    // Training never touches the memory bank: after three trainings every bank file is
+    // byte-identical, and each Arrow file still has the SHA-256 bank.json recorded when encoding.
+    const bankNow = bankFiles();
+    expect(bankNow).toEqual(bankAfterFirstTraining);
+    const manifest = readJsonFile<{ files: { path: string; sha256: string }[] }>(
+      join(dirs.cache, 'objects', 'encode', keyByStage(first.out).encode!, 'bank', 'bank.json'),
+    );
+    expect(manifest.files.length).toBeGreaterThanOrEqual(4);
+    for (const f of manifest.files) expect(bankNow[basename(f.path)]).toBe(f.sha256);
   }, 120_000);
 });
 
