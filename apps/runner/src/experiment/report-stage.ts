@@ -73,6 +73,7 @@ export async function writeRunReport(input: RunReportInput): Promise<string> {
           adapter: {
             seeds: trainings.map((t) => ({
               seed: t.seed,
+              selected: { epoch: t.selected.epoch, alpha: t.selected.alpha },
               steps: t.steps.map((loss, step) => ({ step, loss })),
               epochs: t.epochs.map((ep) => ({
                 epoch: ep.epoch,

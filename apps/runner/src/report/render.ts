@@ -125,8 +125,11 @@ function sections(input: ReportInput): Section[] {
   }
   if (input.adapter !== undefined) {
     const { adapter } = input;
+    const perSeed = adapter.seeds.filter((s) => s.selected !== undefined);
     const lines = [
-      `Selected on validation NDCG@10: epoch ${adapter.selected.epoch}, α = ${adapter.selected.alpha} (* in the table).`,
+      perSeed.length > 1
+        ? `Selected on validation NDCG@10, per seed: ${perSeed.map((s) => `seed ${s.seed} epoch ${s.selected!.epoch}, α = ${s.selected!.alpha}`).join('; ')} (the first seed's is starred in the table).`
+        : `Selected on validation NDCG@10: epoch ${adapter.selected.epoch}, α = ${adapter.selected.alpha} (* in the table).`,
     ];
     if (seedsIdentical(adapter)) {
       lines.push(

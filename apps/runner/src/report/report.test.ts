@@ -239,6 +239,24 @@ describe('renderReport: markdown', () => {
       'Seeds 42, 43, 44 recorded identical losses',
     );
   });
+
+  it('lists each seed’s own selection when seeds carry one', () => {
+    const input = strictInput();
+    const seed = input.adapter!.seeds[0]!;
+    const perSeed = reportInputSchema.parse({
+      ...input,
+      adapter: {
+        ...input.adapter,
+        seeds: [
+          { ...seed, seed: 42, selected: { epoch: 2, alpha: 0.25 } },
+          { ...seed, seed: 43, selected: { epoch: 0, alpha: 0.5 } },
+        ],
+      },
+    });
+    expect(renderReport(perSeed, { bundles: fakeBundles }).markdown).toContain(
+      'per seed: seed 42 epoch 2, α = 0.25; seed 43 epoch 0, α = 0.5',
+    );
+  });
 });
 
 describe('renderReport: diagnostic banner', () => {

@@ -40,6 +40,10 @@ export const adapterTrainingSchema = z.strictObject({
     .array(
       z.strictObject({
         seed: z.int().nonnegative(),
+        /** This seed's own selection, when seeds selected differently. */
+        selected: z
+          .strictObject({ epoch: z.int().nonnegative(), alpha: z.number().min(0).max(1) })
+          .optional(),
         /** Training loss after each optimiser step, in step order. */
         steps: z.array(z.strictObject({ step: z.int().nonnegative(), loss: z.number() })).min(1),
         /**
@@ -58,7 +62,7 @@ export const adapterTrainingSchema = z.strictObject({
       }),
     )
     .min(1),
-  /** The configuration chosen on validation NDCG@10 only. */
+  /** The configuration chosen on validation NDCG@10 only (the first seed's, the reported one). */
   selected: z.strictObject({
     epoch: z.int().nonnegative(),
     alpha: z.number().min(0).max(1),
