@@ -9,21 +9,27 @@ import { EncoderSession } from './onnx-session.js';
 const tiny = fileURLToPath(new URL('../fixtures/tiny-encoder.onnx', import.meta.url));
 
 /** Whether onnxruntime finds a WebGPU adapter here (on CPU machines: Mesa's lavapipe, see .ci/run). */
-async function webgpuAvailable(): Promise<boolean> {
+async function webgpuProbe(): Promise<string | undefined> {
   try {
     const s = await EncoderSession.open(tiny, { executionProvider: 'webgpu' });
     await s.dispose();
-    return true;
-  } catch {
-    return false;
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
   }
 }
-const available = await webgpuAvailable();
+const unavailable = await webgpuProbe();
+/** CI sets BFE_REQUIRE_WEBGPU=1: a missing adapter is then a failure, not a skip. */
+const required = process.env.BFE_REQUIRE_WEBGPU === '1';
 const modelDir = resolveModelDir('all-minilm-l6-v2');
 
-describe.skipIf(!available)(
+describe.skipIf(unavailable !== undefined && !required)(
   'WebGPU execution provider (needs a WebGPU adapter: lavapipe from Mesa 25)',
   () => {
+    it('finds a WebGPU adapter', () => {
+      expect(unavailable, 'no WebGPU adapter; run tools/install-lavapipe.sh').toBeUndefined();
+    });
+
     it('runs the tiny graph with the same numbers as the CPU', async () => {
       const ids = BigInt64Array.from([3n, 5n, 7n, 0n]);
       const mask = BigInt64Array.from([1n, 1n, 1n, 0n]);
