@@ -35,6 +35,8 @@ export type {
   TrainingReport,
 } from './train.js';
 export {
+  MAX_TRAIN_WORKERS,
+  defaultTrainWorkers,
   parseTrainOptions,
   trainOptionsSchema,
   trainingConfigOf,

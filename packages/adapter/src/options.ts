@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { ConfigError, splitPolicySchema } from '@bfe/core';
 import { DEFAULT_TEMPERATURE } from './loss.js';
@@ -36,6 +37,17 @@ export const trainingConfigSchema = z.strictObject({
 /** Training hyperparameters with defaults filled in. */
 export type TrainingConfig = z.output<typeof trainingConfigSchema>;
 
+/** Upper bound of the `workers` option (a guard against a typo spawning hundreds of threads). */
+export const MAX_TRAIN_WORKERS = 16;
+
+/**
+ * Default `workers` of `trainAdapterAsync`: `min(2, os.availableParallelism())`.
+ * @example defaultTrainWorkers(); // 2 on a 2-core machine, 1 on a single core
+ */
+export function defaultTrainWorkers(): number {
+  return Math.min(2, availableParallelism());
+}
+
 /** Everything `trainAdapter` accepts: the hyperparameters plus provenance and switches. */
 export const trainOptionsSchema = z.strictObject({
   ...trainingConfigSchema.shape,
@@ -45,6 +57,13 @@ export const trainOptionsSchema = z.strictObject({
   modelHash: z.string().min(1).optional(),
   /** Compute the validation loss at every snapshot (forward passes only). */
   validationLoss: z.boolean().default(true),
+  /**
+   * Worker threads that compute each batch's losses and gradients in `trainAdapterAsync`
+   * (1 = on the calling thread). Default {@link defaultTrainWorkers}. Not a hyperparameter:
+   * it changes float64 summation order only, so it is not recorded in adapter files.
+   * `trainAdapter` (sync) is single-threaded and refuses any other value than 1.
+   */
+  workers: z.number().int().min(1).max(MAX_TRAIN_WORKERS).default(defaultTrainWorkers),
 });
 
 /** Training options as a caller writes them (every field optional). */

@@ -8,7 +8,8 @@ import { ConfigError, LabelLeakError } from '@bfe/core';
 import type { Adapter } from './adapter.js';
 import { AdapterInputError } from './errors.js';
 import { assertTrainable } from './guards.js';
-import { queryLoss, type LossQuery, type TokenSegments } from './loss.js';
+import { LossPool } from './loss-pool.js';
+import { queryLoss, type AdapterGradients, type LossQuery, type TokenSegments } from './loss.js';
 import { initAdapterParams, type AdapterParams } from './model.js';
 import { AdamW, clipGradNorm } from './optimiser.js';
 import {
@@ -115,7 +116,29 @@ const INPUT_KEYS = new Set(['dim', 'train', 'validation']);
 
 interface PreparedQuery extends LossQuery {
   readonly queryId: string;
+  readonly tokens: Float32Array;
+  readonly candidates: CandidateSet;
 }
+
+/** Checked input, parsed options and the state a run starts from. */
+interface Session {
+  readonly started: number;
+  readonly config: ResolvedTrainOptions;
+  readonly dim: number;
+  readonly train: readonly PreparedQuery[];
+  readonly validation: readonly PreparedQuery[];
+  readonly report: TrainingReport;
+  readonly params: AdapterParams<Float64Array>;
+  readonly grads: AdapterGradients;
+}
+
+/**
+ * Arithmetic the training loop asks of its driver (the calling thread or the worker pool):
+ * `train` — the loss sum of these train queries, their gradient summed into the session's
+ * `grads` (zeroed before asking); `validation` — the loss sum of all validation queries.
+ */
+type Work =
+  { readonly kind: 'train'; readonly queries: readonly number[] } | { readonly kind: 'validation' };
 
 /**
  * Trains the query adapter on `input.train`, computing the validation loss of every snapshot
@@ -124,7 +147,8 @@ interface PreparedQuery extends LossQuery {
  * validation (`ConfigError`); {@link assertTrainable} on the query ids and, under the default
  * `connected-bank` policy, the candidate memory ids; shapes, finiteness and positives
  * (`AdapterInputError`). Train queries without tokens are skipped and listed in the report; a
- * train query without a positive is refused.
+ * train query without a positive is refused. Single-threaded: `workers` other than 1 is a
+ * `ConfigError` (use {@link trainAdapterAsync}).
  * @example
  * const result = trainAdapter(
  *   { dim: 384, train, validation }, // TrainingQuery[]: tokens Float32Array [n_q * 384], …
@@ -137,44 +161,115 @@ export function trainAdapter(
   options: TrainOptions = {},
   hooks: TrainHooks = {},
 ): TrainResult {
-  const steps = trainSteps(input, options, hooks);
-  for (;;) {
-    const next = steps.next();
-    if (next.done === true) return next.value;
-  }
+  const session = prepareSession(input, options, 'sync');
+  const steps = trainSteps(session, hooks);
+  let next = steps.next();
+  while (next.done !== true) next = steps.next(localWork(session, next.value));
+  return next.value;
 }
 
 /**
- * {@link trainAdapter} that yields to the event loop after every optimiser step, so timers,
- * signal handlers and lock heartbeats keep running during a long training (same arithmetic,
- * same result).
+ * {@link trainAdapter} that keeps the event loop running — timers, signal handlers and lock
+ * heartbeats — during a long training, and spreads each batch over `options.workers` worker
+ * threads (default `min(2, os.availableParallelism())`). Every check runs before a thread
+ * starts; the threads are terminated when the promise settles, also on error (a failing
+ * worker rejects it).
+ *
+ * With `workers: 1` it computes on the calling thread, yielding after every optimiser step:
+ * the same arithmetic and the same result as {@link trainAdapter}, bit for bit. With `w > 1`
+ * each batch (and the validation split) is cut into `w` contiguous runs of about equal cost,
+ * one per worker, whose losses and gradients are added in worker order: the result is the
+ * same on every run with the same `w`, and differs from one thread only in float64
+ * summation order (relative differences ~1e-15 per step, which training can amplify slowly).
+ * @example
+ * const result = await trainAdapterAsync({ dim: 384, train, validation }, { workers: 2 });
  */
 export async function trainAdapterAsync(
   input: TrainingInput,
   options: TrainOptions = {},
   hooks: TrainHooks = {},
 ): Promise<TrainResult> {
-  const steps = trainSteps(input, options, hooks);
-  for (;;) {
-    const next = steps.next();
-    if (next.done === true) return next.value;
-    await new Promise<void>((resolve) => setImmediate(resolve));
+  const session = prepareSession(input, options, 'async');
+  const steps = trainSteps(session, hooks);
+  if (session.config.workers === 1) {
+    let next = steps.next();
+    while (next.done !== true) {
+      const done = localWork(session, next.value);
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      next = steps.next(done);
+    }
+    return next.value;
+  }
+  const { train, validation, config, params, grads } = session;
+  const pool = await LossPool.start({
+    dim: session.dim,
+    rank: config.rank,
+    temperature: config.temperature,
+    queries: [...train, ...validation],
+    workers: config.workers,
+  });
+  try {
+    // pool indices: train queries first, then validation
+    const validationIds = validation.map((_, i) => train.length + i);
+    let next = steps.next();
+    while (next.done !== true) {
+      const work = next.value;
+      const sum =
+        work.kind === 'train'
+          ? await pool.lossSum(params, work.queries, grads)
+          : await pool.lossSum(params, validationIds);
+      next = steps.next(sum);
+    }
+    return next.value;
+  } finally {
+    await pool.close();
   }
 }
 
-function* trainSteps(
+/** The calling thread's answer to a {@link Work} request (the single-thread arithmetic). */
+function localWork(session: Session, work: Work): number {
+  const { params, config } = session;
+  let sum = 0;
+  if (work.kind === 'train') {
+    for (const q of work.queries) {
+      sum += queryLoss(params, session.train[q]!, config.temperature, session.grads);
+    }
+  } else {
+    for (const q of session.validation) sum += queryLoss(params, q, config.temperature);
+  }
+  return sum;
+}
+
+/** Parses the options and checks the input; nothing is computed or started before this. */
+function prepareSession(
   input: TrainingInput,
-  options: TrainOptions = {},
-  hooks: TrainHooks = {},
-): Generator<undefined, TrainResult, undefined> {
+  options: TrainOptions,
+  mode: 'sync' | 'async',
+): Session {
   const started = performance.now();
-  const config = parseTrainOptions(options);
+  const parsed = parseTrainOptions(options);
+  if (mode === 'sync' && parsed.workers !== 1 && options.workers !== undefined) {
+    throw new ConfigError(
+      `trainAdapter is single-threaded; workers: ${parsed.workers} needs trainAdapterAsync.`,
+    );
+  }
+  const config = mode === 'sync' ? { ...parsed, workers: 1 } : parsed;
   const { train, validation, report } = prepareInput(input, config);
   const dim = input.dim;
   if (config.rank > dim) {
     throw new ConfigError(`adapter rank ${config.rank} exceeds the token dimension ${dim}.`);
   }
   const params = initAdapterParams(dim, config.rank, config.seed, config.initStd);
+  const grads = { a: new Float64Array(params.a.length), b: new Float64Array(params.b.length) };
+  return { started, config, dim, train, validation, report, params, grads };
+}
+
+/**
+ * The training loop as a coroutine: it yields each {@link Work} it needs and receives the
+ * loss sum, so that one loop serves the synchronous, the yielding and the parallel driver.
+ */
+function* trainSteps(session: Session, hooks: TrainHooks): Generator<Work, TrainResult, number> {
+  const { started, config, dim, train, validation, report, params, grads } = session;
   const initialA = params.a.slice();
   const initialB = params.b.slice();
   const optimiser = new AdamW([params.a, params.b], {
@@ -184,11 +279,14 @@ function* trainSteps(
     epsilon: config.adamEpsilon,
     weightDecay: config.weightDecay,
   });
-  const grads = { a: new Float64Array(params.a.length), b: new Float64Array(params.b.length) };
   const trainingConfig = trainingConfigOf(config);
 
   const snapshots: AdapterSnapshot[] = [];
-  const takeSnapshot = (epoch: number, trainLoss: number | null): void => {
+  function* takeSnapshot(epoch: number, trainLoss: number | null): Generator<Work, void, number> {
+    let validationLoss: number | null = null;
+    if (config.validationLoss && validation.length > 0) {
+      validationLoss = (yield { kind: 'validation' }) / validation.length;
+    }
     const snapshot: AdapterSnapshot = {
       epoch,
       adapter: {
@@ -206,15 +304,13 @@ function* trainSteps(
       },
       deltaNorm: Math.hypot(distance(params.a, initialA), distance(params.b, initialB)),
       trainLoss,
-      validationLoss: config.validationLoss
-        ? meanLoss(params, validation, config.temperature)
-        : null,
+      validationLoss,
     };
     snapshots.push(snapshot);
     hooks.onSnapshot?.(snapshot);
-  };
+  }
 
-  takeSnapshot(0, null);
+  yield* takeSnapshot(0, null);
   const stepLosses: number[] = [];
   const gradNorms: number[] = [];
   const epochLosses: number[] = [];
@@ -230,8 +326,7 @@ function* trainSteps(
       const batch = order.slice(step * config.batchSize, (step + 1) * config.batchSize);
       grads.a.fill(0);
       grads.b.fill(0);
-      let sum = 0;
-      for (const q of batch) sum += queryLoss(params, train[q]!, config.temperature, grads);
+      const sum = yield { kind: 'train', queries: batch };
       const inv = 1 / batch.length;
       const loss = sum * inv;
       if (!Number.isFinite(loss)) {
@@ -246,11 +341,10 @@ function* trainSteps(
       gradNorms.push(gradNorm);
       epochSum += loss;
       hooks.onStep?.({ epoch, step, stepsPerEpoch, loss, gradNorm });
-      yield undefined;
     }
     const epochLoss = epochSum / stepsPerEpoch;
     epochLosses.push(epochLoss);
-    takeSnapshot(epoch, epochLoss);
+    yield* takeSnapshot(epoch, epochLoss);
   }
   return {
     snapshots,
@@ -262,18 +356,6 @@ function* trainSteps(
     report,
     options: config,
   };
-}
-
-/** Mean loss over `queries` (forward only); null when there are none. */
-function meanLoss(
-  params: AdapterParams,
-  queries: readonly PreparedQuery[],
-  temperature: number,
-): number | null {
-  if (queries.length === 0) return null;
-  let sum = 0;
-  for (const q of queries) sum += queryLoss(params, q, temperature);
-  return sum / queries.length;
 }
 
 function distance(x: Float64Array, y: Float64Array): number {

@@ -1,0 +1,354 @@
+/**
+ * The parallel path of `trainAdapterAsync`: a small pool of worker threads that compute the
+ * loss and gradient of a batch's queries (METHOD.md §4's objective, by the same `queryLoss`
+ * as the single-thread path). The token states are copied once into `SharedArrayBuffer`s —
+ * each distinct candidate set once, however many queries share it — so the workers read
+ * them in place; per request they receive only `A`, `B` and a list of query indices, and
+ * send back a loss sum and a float64 gradient. The calling thread adds the workers' parts in
+ * worker order: for a given worker count the result is the same on every run; it differs
+ * from one thread only in the float64 summation order.
+ */
+import { Worker } from 'node:worker_threads';
+import type { AdapterGradients, TokenSegments } from './loss.js';
+import type { AdapterParams } from './model.js';
+
+/** One query as the pool takes it: unit token states and a candidate set (shared by identity). */
+export interface PoolQuery {
+  readonly tokens: Float32Array;
+  readonly rows: number;
+  readonly candidates: TokenSegments & { readonly tokenVectors: Float32Array };
+  readonly positives: readonly number[];
+}
+
+/** What every worker gets once, at start (typed arrays over shared memory are not copied). */
+export interface PoolSetup {
+  /** The worker's index, for error messages and the test failpoint. */
+  readonly worker: number;
+  readonly dim: number;
+  readonly rank: number;
+  readonly temperature: number;
+  /** Distinct candidate sets: token states `[N × dim]` (shared memory) and offsets `[M + 1]`. */
+  readonly sets: readonly {
+    readonly tokenVectors: Float32Array;
+    readonly memoryOffsets: Int32Array;
+  }[];
+  /** Every query's token rows, concatenated (shared memory), `[rows × dim]`. */
+  readonly queryTokens: Float32Array;
+  /** Query `q` owns rows `queryRows[q] .. queryRows[q + 1]` of `queryTokens`. */
+  readonly queryRows: Int32Array;
+  /** Index into `sets` of query `q`'s candidates. */
+  readonly querySet: Int32Array;
+  /** Query `q`'s positives are `positives[positiveStart[q] .. positiveStart[q + 1]]`. */
+  readonly positiveStart: Int32Array;
+  readonly positives: Int32Array;
+}
+
+/** A request: the losses (and, with `gradients`, their gradient) of `queries` at `A`, `B`. */
+export interface PoolRequest {
+  readonly a: Float64Array;
+  readonly b: Float64Array;
+  readonly queries: Int32Array;
+  readonly gradients: boolean;
+}
+
+/** What a worker posts back. */
+export type PoolReply =
+  | { readonly kind: 'ready' }
+  | {
+      readonly kind: 'result';
+      readonly loss: number;
+      readonly a?: Float64Array;
+      readonly b?: Float64Array;
+    }
+  | { readonly kind: 'error'; readonly message: string; readonly stack?: string };
+
+interface Waiter {
+  resolve(reply: PoolReply): void;
+  reject(error: Error): void;
+}
+
+interface Slot {
+  readonly worker: Worker;
+  readonly exited: Promise<void>;
+  waiter: Waiter | undefined;
+  failure: Error | undefined;
+}
+
+const counts = { started: 0, live: 0 };
+
+/** Worker threads started so far and still alive (for tests: nothing may outlive a run). */
+export function trainWorkerCounts(): { readonly started: number; readonly live: number } {
+  return { ...counts };
+}
+
+/**
+ * A pool of training workers over a fixed list of queries (indices `0 .. queries.length`).
+ * Start with {@link LossPool.start}; always {@link LossPool.close} (also on error).
+ */
+export class LossPool {
+  readonly #slots: Slot[];
+  readonly #rows: Int32Array;
+  readonly #bankTokens: Int32Array;
+  #closing = false;
+
+  private constructor(slots: Slot[], setup: Omit<PoolSetup, 'worker'>) {
+    this.#slots = slots;
+    const n = setup.querySet.length;
+    this.#rows = new Int32Array(n);
+    this.#bankTokens = new Int32Array(n);
+    for (let q = 0; q < n; q++) {
+      this.#rows[q] = setup.queryRows[q + 1]! - setup.queryRows[q]!;
+      const offsets = setup.sets[setup.querySet[q]!]!.memoryOffsets;
+      this.#bankTokens[q] = offsets[offsets.length - 1]!;
+    }
+  }
+
+  /**
+   * Copies the queries' token states into shared memory (each distinct candidate set once;
+   * arrays already over a `SharedArrayBuffer` are used in place), starts `workers` threads
+   * and resolves once every one has loaded its data. A worker that fails to start rejects
+   * the promise, after every thread has been terminated.
+   */
+  static async start(options: {
+    readonly dim: number;
+    readonly rank: number;
+    readonly temperature: number;
+    readonly queries: readonly PoolQuery[];
+    readonly workers: number;
+  }): Promise<LossPool> {
+    const { dim, rank, temperature, queries, workers } = options;
+    const setup = { dim, rank, temperature, ...shareQueries(queries, dim) };
+    const slots: Slot[] = [];
+    const pool = new LossPool(slots, setup);
+    try {
+      for (let w = 0; w < workers; w++) slots.push(pool.#spawn({ ...setup, worker: w }, w));
+      await Promise.all(slots.map((slot, w) => pool.#wait(slot, w)));
+    } catch (error) {
+      await pool.close();
+      throw error;
+    }
+    return pool;
+  }
+
+  /**
+   * Sum of the losses of `queries` at `params`; with `grads`, their gradient summed into
+   * `grads` (overwritten). The queries are cut into contiguous runs of about equal cost
+   * (`rows × bank tokens`, the MaxSim work), one per worker, in order; each worker sums its
+   * run in order and the parts are added in worker order.
+   */
+  async lossSum(
+    params: AdapterParams<Float64Array>,
+    queries: readonly number[],
+    grads?: AdapterGradients,
+  ): Promise<number> {
+    const costs = new Float64Array(queries.length);
+    for (let i = 0; i < queries.length; i++) {
+      const q = queries[i]!;
+      costs[i] = this.#rows[q]! * (this.#bankTokens[q]! + 1);
+    }
+    const bounds = partition(costs, this.#slots.length);
+    const pending: Promise<PoolReply>[] = [];
+    for (let w = 0; w < this.#slots.length; w++) {
+      const share = Int32Array.from(queries.slice(bounds[w], bounds[w + 1]));
+      if (share.length === 0) continue;
+      const request: PoolRequest = {
+        a: params.a,
+        b: params.b,
+        queries: share,
+        gradients: grads !== undefined,
+      };
+      pending.push(this.#request(w, request));
+    }
+    const replies = await Promise.all(pending);
+    if (grads !== undefined) {
+      grads.a.fill(0);
+      grads.b.fill(0);
+    }
+    let sum = 0;
+    for (const reply of replies) {
+      if (reply.kind !== 'result') throw new Error(`LossPool: unexpected '${reply.kind}' reply`);
+      sum += reply.loss;
+      if (grads === undefined) continue;
+      const { a, b } = reply;
+      if (
+        a === undefined ||
+        b === undefined ||
+        a.length !== grads.a.length ||
+        b.length !== grads.b.length
+      ) {
+        throw new Error('LossPool: a worker sent a gradient of the wrong shape');
+      }
+      for (let k = 0; k < a.length; k++) grads.a[k]! += a[k]!;
+      for (let k = 0; k < b.length; k++) grads.b[k]! += b[k]!;
+    }
+    return sum;
+  }
+
+  /** Terminates every worker and waits until each has exited; safe to call twice. */
+  async close(): Promise<void> {
+    this.#closing = true;
+    await Promise.all(
+      this.#slots.map(async (slot) => {
+        await slot.worker.terminate();
+        await slot.exited;
+      }),
+    );
+  }
+
+  #spawn(setup: PoolSetup, index: number): Slot {
+    const worker = startTrainWorker(setup);
+    counts.started += 1;
+    counts.live += 1;
+    let exit!: () => void;
+    const slot: Slot = {
+      worker,
+      exited: new Promise<void>((resolve) => (exit = resolve)),
+      waiter: undefined,
+      failure: undefined,
+    };
+    const fail = (error: Error): void => {
+      slot.failure ??= error;
+      const waiter = slot.waiter;
+      slot.waiter = undefined;
+      waiter?.reject(slot.failure);
+    };
+    worker.on('message', (reply: PoolReply) => {
+      if (reply.kind === 'error') {
+        const cause = new Error(reply.message);
+        if (reply.stack !== undefined) cause.stack = reply.stack;
+        fail(workerError(index, cause));
+        return;
+      }
+      const waiter = slot.waiter;
+      slot.waiter = undefined;
+      waiter?.resolve(reply);
+    });
+    worker.on('error', (error) => fail(workerError(index, error)));
+    worker.on('exit', (code) => {
+      counts.live -= 1;
+      exit();
+      if (!this.#closing)
+        fail(new Error(`adapter training worker ${index} exited with code ${code}`));
+    });
+    return slot;
+  }
+
+  /** A promise of the slot's next reply (at start: 'ready'); one message in flight per worker. */
+  #wait(slot: Slot, index: number): Promise<PoolReply> {
+    if (slot.failure !== undefined) return Promise.reject(slot.failure);
+    if (slot.waiter !== undefined) {
+      return Promise.reject(new Error(`LossPool: worker ${index} is busy`));
+    }
+    return new Promise<PoolReply>((resolve, reject) => (slot.waiter = { resolve, reject }));
+  }
+
+  #request(index: number, request: PoolRequest): Promise<PoolReply> {
+    const slot = this.#slots[index]!;
+    if (this.#closing) return Promise.reject(new Error('LossPool: the pool is closed'));
+    if (slot.failure !== undefined || slot.waiter !== undefined) return this.#wait(slot, index);
+    const reply = this.#wait(slot, index);
+    slot.worker.postMessage(request);
+    return reply;
+  }
+}
+
+/**
+ * Boundaries `[0, …, n]` (`parts + 1` values, non-decreasing) that cut `costs` into `parts`
+ * contiguous runs of about equal total cost: boundary `w` is the prefix closest to
+ * `w/parts` of the total. Depends on the costs and `parts` only, so the split — and the
+ * summation order — is the same on every run.
+ * @example partition(Float64Array.of(1, 1, 1, 3), 2); // [0, 3, 4]
+ */
+export function partition(costs: ArrayLike<number>, parts: number): number[] {
+  const n = costs.length;
+  const prefix = new Float64Array(n + 1);
+  for (let i = 0; i < n; i++) prefix[i + 1] = prefix[i]! + costs[i]!;
+  const total = prefix[n]!;
+  const bounds = [0];
+  let i = 0;
+  for (let w = 1; w < parts; w++) {
+    const target = (total * w) / parts;
+    while (i < n && prefix[i + 1]! <= target) i += 1;
+    // i is the last prefix ≤ target; take i + 1 when it is closer
+    const cut = i < n && prefix[i + 1]! - target < target - prefix[i]! ? i + 1 : i;
+    bounds.push(Math.max(cut, bounds[w - 1]!));
+  }
+  bounds.push(n);
+  return bounds;
+}
+
+/** Copies token states into shared memory, each distinct candidate set (by identity) once. */
+function shareQueries(
+  queries: readonly PoolQuery[],
+  dim: number,
+): Omit<PoolSetup, 'worker' | 'dim' | 'rank' | 'temperature'> {
+  const setIndex = new Map<PoolQuery['candidates'], number>();
+  const sets: { tokenVectors: Float32Array; memoryOffsets: Int32Array }[] = [];
+  const n = queries.length;
+  const queryRows = new Int32Array(n + 1);
+  const querySet = new Int32Array(n);
+  const positiveStart = new Int32Array(n + 1);
+  for (let q = 0; q < n; q++) {
+    const { candidates, rows, positives } = queries[q]!;
+    let s = setIndex.get(candidates);
+    if (s === undefined) {
+      s = sets.length;
+      setIndex.set(candidates, s);
+      sets.push({
+        tokenVectors: shared(candidates.tokenVectors),
+        memoryOffsets: Int32Array.from(candidates.memoryOffsets),
+      });
+    }
+    querySet[q] = s;
+    queryRows[q + 1] = queryRows[q]! + rows;
+    positiveStart[q + 1] = positiveStart[q]! + positives.length;
+  }
+  const queryTokens = new Float32Array(new SharedArrayBuffer(queryRows[n]! * dim * 4));
+  const positives = new Int32Array(positiveStart[n]!);
+  for (let q = 0; q < n; q++) {
+    const query = queries[q]!;
+    queryTokens.set(query.tokens.subarray(0, query.rows * dim), queryRows[q]! * dim);
+    positives.set(query.positives, positiveStart[q]!);
+  }
+  return { sets, queryTokens, queryRows, querySet, positiveStart, positives };
+}
+
+function shared(values: Float32Array): Float32Array {
+  if (values.buffer instanceof SharedArrayBuffer) return values;
+  const out = new Float32Array(new SharedArrayBuffer(values.byteLength));
+  out.set(values);
+  return out;
+}
+
+/**
+ * Starts `train-worker` beside this module: the `.js` file when running from `dist`, the
+ * `.ts` source otherwise. Node 20 does not apply `--import tsx` to a worker's entry module,
+ * so a source worker starts from a one-line script that registers tsx's loader first; this
+ * works both under `node --import tsx` and inside vitest's forks.
+ */
+function startTrainWorker(setup: PoolSetup): Worker {
+  const here = import.meta.url;
+  if (!here.endsWith('.ts')) {
+    return new Worker(new URL('./train-worker.js', here), { workerData: setup });
+  }
+  const entry = new URL('./train-worker.ts', here).href;
+  let tsx: string;
+  try {
+    tsx = import.meta.resolve('tsx/esm/api');
+  } catch (cause) {
+    throw new Error(
+      'adapter training workers: running from TypeScript sources needs tsx, which could not ' +
+        'be resolved; build the package or use { workers: 1 }.',
+      { cause },
+    );
+  }
+  const bootstrap =
+    `import(${JSON.stringify(tsx)})` +
+    `.then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`;
+  return new Worker(bootstrap, { eval: true, workerData: setup });
+}
+
+function workerError(index: number, error: unknown): Error {
+  const message = error instanceof Error ? error.message : String(error);
+  return new Error(`adapter training worker ${index} failed: ${message}`, { cause: error });
+}

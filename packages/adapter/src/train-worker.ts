@@ -1,0 +1,73 @@
+/**
+ * Worker-thread entry of the parallel training path (started by `loss-pool.ts`, never
+ * imported): holds views of the shared token states, and answers each request with the sum
+ * of `queryLoss` over its queries, in the order given, and their summed gradient (float64).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { queryLoss, type LossQuery } from './loss.js';
+import type { PoolReply, PoolRequest, PoolSetup } from './loss-pool.js';
+
+const port = parentPort;
+if (port === null) throw new Error('train-worker: must run in a worker thread');
+const setup = workerData as PoolSetup;
+const { dim, rank, temperature } = setup;
+
+const queries: LossQuery[] = [];
+for (let q = 0; q < setup.querySet.length; q++) {
+  const first = setup.queryRows[q]!;
+  const rows = setup.queryRows[q + 1]! - first;
+  queries.push({
+    tokens: setup.queryTokens.subarray(first * dim, (first + rows) * dim),
+    rows,
+    candidates: setup.sets[setup.querySet[q]!]!,
+    positives: Array.from(
+      setup.positives.subarray(setup.positiveStart[q], setup.positiveStart[q + 1]),
+    ),
+  });
+}
+
+// Test failpoint: BFE_FAULT_ADAPTER_WORKER=<worker>:<request> makes that worker throw on its
+// n-th request (from 1; 0 = while starting), to check that a failure rejects the run and
+// stops every thread.
+const fault = /^(\d+):(\d+)$/.exec(process.env.BFE_FAULT_ADAPTER_WORKER ?? '');
+const faultRequest = fault !== null && Number(fault[1]) === setup.worker ? Number(fault[2]) : -1;
+if (faultRequest === 0) throw new Error('injected fault at start (BFE_FAULT_ADAPTER_WORKER)');
+let requests = 0;
+
+port.on('message', (request: PoolRequest) => {
+  requests += 1;
+  let reply: PoolReply;
+  const transfer: ArrayBuffer[] = [];
+  try {
+    if (requests === faultRequest) {
+      throw new Error(`injected fault on request ${requests} (BFE_FAULT_ADAPTER_WORKER)`);
+    }
+    const params = { dim, rank, a: request.a, b: request.b };
+    const grads = request.gradients
+      ? { a: new Float64Array(rank * dim), b: new Float64Array(dim * rank) }
+      : undefined;
+    const ids = request.queries;
+    let sum = 0;
+    for (let i = 0; i < ids.length; i++) {
+      const query = queries[ids[i]!];
+      if (query === undefined) throw new Error(`train-worker: no query ${ids[i]}`);
+      sum += queryLoss(params, query, temperature, grads);
+    }
+    if (grads === undefined) reply = { kind: 'result', loss: sum };
+    else {
+      reply = { kind: 'result', loss: sum, a: grads.a, b: grads.b };
+      transfer.push(grads.a.buffer, grads.b.buffer);
+    }
+  } catch (error) {
+    // message and stack only: an arbitrary thrown value need not survive structured cloning
+    const e = error instanceof Error ? error : new Error(String(error));
+    reply = {
+      kind: 'error',
+      message: e.message,
+      ...(e.stack === undefined ? {} : { stack: e.stack }),
+    };
+  }
+  port.postMessage(reply, transfer);
+});
+
+port.postMessage({ kind: 'ready' } satisfies PoolReply);
