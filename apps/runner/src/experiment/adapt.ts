@@ -168,6 +168,7 @@ export async function computeAdapt(input: AdaptInput): Promise<Record<string, un
       clipNorm: e.adapter.clip,
       temperature: e.adapter.temperature,
       policy: split.policy,
+      workers: e.adapter.workers,
       splitHash: split.hash,
       modelHash: bank.manifest.model.sha256,
     },

@@ -45,6 +45,7 @@ describe('parseExperiment', () => {
         clip: 1,
         temperature: 0.07,
         alphaGrid: [0.25, 0.5, 0.75],
+        workers: 2,
       },
       eval: { ks: [1, 5, 10, 25, 50], resamples: 10_000, seed: 42 },
     });

@@ -85,6 +85,12 @@ export const experimentSchema = z.strictObject({
       temperature: z.number().positive().default(0.07),
       /** α values tried on validation, with every epoch 0..epochs (METHOD.md §4). */
       alphaGrid: z.array(alphaSchema).min(1).default([0.25, 0.5, 0.75]),
+      /**
+       * Worker threads of the training (each batch split across them). Part of the cache key:
+       * float64 sums in another order differ in the last bits, so the count is pinned, not
+       * taken from the machine.
+       */
+      workers: z.int().min(1).max(16).default(2),
     })
     .default({
       enabled: false,
@@ -96,6 +102,7 @@ export const experimentSchema = z.strictObject({
       clip: 1,
       temperature: 0.07,
       alphaGrid: [0.25, 0.5, 0.75],
+      workers: 2,
     }),
   eval: z
     .strictObject({
