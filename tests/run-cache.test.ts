@@ -313,6 +313,36 @@ describe('bfe run on the tiny model: cached stages, run folder, receipt', () => 
   }, 120_000);
 });
 
+describe('bfe run scorer backends', () => {
+  it('the plain JavaScript kernel ranks exactly as onnxruntime (scorer.backend: js)', async () => {
+    const dir = freshDir(tiny.root(), 'backend');
+    const outs = [];
+    for (const backend of ['onnxruntime', 'js']) {
+      const file = writeExperiment(
+        dir,
+        `${backend}.yaml`,
+        documentExperiment({ scorer: { k: 4, alpha: 0.5, kSweep: [2, 4], backend } }),
+      );
+      outs.push(
+        (
+          await runJson(
+            file,
+            { cache: join(dir, `cache-${backend}`), runs: join(dir, 'runs') },
+            tiny.env(),
+          )
+        ).out,
+      );
+    }
+    const [ort, js] = outs;
+    expect(keyByStage(js!)['score']).not.toBe(keyByStage(ort!)['score']);
+    for (const f of ['per-query.jsonl', 'results.json', 'k-sweep.json']) {
+      expect(readFileSync(join(js!.runDir, f), 'utf8')).toBe(
+        readFileSync(join(ort!.runDir, f), 'utf8'),
+      );
+    }
+  }, 120_000);
+});
+
 describe('bfe run output modes', () => {
   it('--quiet prints nothing on stderr; --json prints exactly one JSON object on stdout', async () => {
     const dir = freshDir(tiny.root(), 'modes');

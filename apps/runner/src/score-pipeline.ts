@@ -46,6 +46,8 @@ export interface ScoreRunInput {
   readonly threads?: number;
   /** The scorer's onnxruntime execution provider (default `'cpu'`). */
   readonly executionProvider?: 'cpu' | 'webgpu';
+  /** The scorer's kernel: onnxruntime (default) or the plain JavaScript reference. */
+  readonly backend?: 'onnxruntime' | 'js';
   /**
    * The `adapted` system: sparse fusion at `alpha` with every query content token replaced by
    * the adapter's output (`queryTokens`, aligned with the bank's query tokens). The pooled
@@ -208,6 +210,7 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
     ...(input.executionProvider === undefined
       ? {}
       : { executionProvider: input.executionProvider }),
+    ...(input.backend === undefined ? {} : { kernel: input.backend }),
   });
   try {
     for (let g = 0; g < groups.length; g++) {
@@ -338,6 +341,7 @@ export interface FusionGridInput {
   readonly queryTokens?: Float32Array;
   readonly threads?: number;
   readonly executionProvider?: 'cpu' | 'webgpu';
+  readonly backend?: 'onnxruntime' | 'js';
 }
 
 /**
@@ -368,6 +372,7 @@ export async function evaluateFusionGrid(input: FusionGridInput): Promise<Map<nu
     ...(input.executionProvider === undefined
       ? {}
       : { executionProvider: input.executionProvider }),
+    ...(input.backend === undefined ? {} : { kernel: input.backend }),
   });
   try {
     for (const group of groups) {

@@ -74,6 +74,7 @@ export async function adaptStageSpec(
       adapter: e.adapter,
       seed,
       k: e.scorer.k,
+      backend: e.scorer.backend,
       executionProvider: e.scorer.executionProvider,
       ks: e.eval.ks,
     },
@@ -198,6 +199,7 @@ export async function computeAdapt(input: AdaptInput): Promise<Record<string, un
       ks: e.eval.ks,
       queryTokens,
       executionProvider: e.scorer.executionProvider,
+      backend: e.scorer.backend,
       ...(e.scorer.threads === undefined ? {} : { threads: e.scorer.threads }),
     });
     const validationFigures = e.adapter.alphaGrid.map((alpha) => {

@@ -34,7 +34,13 @@ describe('parseExperiment', () => {
       dataset: { name: 'locomo', options: {} },
       split: { policy: 'connected-bank', seeds: [42], ratios: [0.6, 0.2, 0.2], evaluate: 'test' },
       model: { name: 'all-minilm-l6-v2', dtype: 'float32', executionProvider: 'cpu' },
-      scorer: { k: 64, alpha: 0.5, kSweep: [16, 32, 64, 128], executionProvider: 'cpu' },
+      scorer: {
+        k: 64,
+        alpha: 0.5,
+        kSweep: [16, 32, 64, 128],
+        backend: 'onnxruntime',
+        executionProvider: 'cpu',
+      },
       adapter: {
         enabled: false,
         rank: 32,
@@ -63,6 +69,7 @@ describe('parseExperiment', () => {
       k: 8,
       alpha: 0.5,
       kSweep: [16, 32, 64, 128],
+      backend: 'onnxruntime',
       executionProvider: 'cpu',
     });
     expect(e.adapter.enabled).toBe(true);

@@ -69,10 +69,18 @@ export const experimentSchema = z.strictObject({
       alpha: alphaSchema.default(0.5),
       /** ks of the sensitivity sweep (empty: none). */
       kSweep: z.array(z.int().positive()).default([16, 32, 64, 128]),
+      /** The kernel: onnxruntime (default) or the plain JavaScript reference (CPU only). */
+      backend: z.enum(['onnxruntime', 'js']).default('onnxruntime'),
       executionProvider: z.enum(['cpu', 'webgpu']).default('cpu'),
       threads: z.int().positive().optional(),
     })
-    .default({ k: 64, alpha: 0.5, kSweep: [16, 32, 64, 128], executionProvider: 'cpu' }),
+    .default({
+      k: 64,
+      alpha: 0.5,
+      kSweep: [16, 32, 64, 128],
+      backend: 'onnxruntime',
+      executionProvider: 'cpu',
+    }),
   adapter: z
     .strictObject({
       enabled: z.boolean().default(false),
