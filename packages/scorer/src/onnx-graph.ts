@@ -56,6 +56,7 @@ const ONNX_SUBSET = {
             dataType: { type: 'int32', id: 2 },
             int64Data: { rule: 'repeated', type: 'int64', id: 7 },
             name: { type: 'string', id: 8 },
+            rawData: { type: 'bytes', id: 9 },
           },
         },
         ValueInfoProto: {
@@ -124,7 +125,16 @@ export interface SimilarityGraphSpec {
    * left on the CPU would split the graph across providers).
    */
   readonly indices?: 'int32' | 'int64';
+  /**
+   * A resident bank: `[n × dim]` floats stored in the graph as a constant (an initializer)
+   * instead of a `bank` input, so onnxruntime pre-packs it for its GEMM once, at session
+   * creation, rather than on every call. For a fixed bank searched many times.
+   */
+  readonly residentBank?: { readonly data: Float32Array; readonly n: number };
 }
+
+/** Largest resident bank, in bytes: a serialised ONNX model must stay under 2 GiB. */
+export const MAX_RESIDENT_BANK_BYTES = 1.5 * 2 ** 30;
 
 /** Input and output names of every similarity graph. */
 export const GRAPH_NAMES = {
@@ -177,7 +187,31 @@ export function similarityGraph(spec: SimilarityGraphSpec): Uint8Array {
       attribute: [intAttr('keepdims', 0)],
     },
   ];
-  const input = [valueInfo(n.queries, FLOAT, ['rows', dim]), valueInfo(n.bank, FLOAT, ['n', dim])];
+  const resident = spec.residentBank;
+  const initializer: object[] = [];
+  const input = [valueInfo(n.queries, FLOAT, ['rows', dim])];
+  if (resident === undefined) {
+    input.push(valueInfo(n.bank, FLOAT, ['n', dim]));
+  } else {
+    const { data, n: rows } = resident;
+    if (!Number.isInteger(rows) || rows <= 0 || data.length !== rows * dim) {
+      throw new Error(
+        `similarityGraph: resident bank holds ${data.length} floats, not ${rows} × ${dim}`,
+      );
+    }
+    if (data.byteLength > MAX_RESIDENT_BANK_BYTES) {
+      throw new Error(
+        `similarityGraph: a resident bank of ${data.byteLength} bytes exceeds ${MAX_RESIDENT_BANK_BYTES} (ONNX's 2 GiB model limit); stream it instead`,
+      );
+    }
+    initializer.push({
+      name: n.bank,
+      dims: [rows, dim],
+      dataType: FLOAT,
+      // Little-endian float32, as ONNX's raw_data requires (every platform Node runs on here).
+      rawData: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+    });
+  }
   const output = [valueInfo(n.checksum, FLOAT, [])];
   if (spec.scores) output.push(valueInfo(n.scores, FLOAT, ['rows', 'n']));
   if (spec.topK) {
@@ -208,7 +242,7 @@ export function similarityGraph(spec: SimilarityGraphSpec): Uint8Array {
     producerName: '@bfe/scorer',
     producerVersion: '0.1.0',
     docString: 'bfe exact sparse scorer: inner products and per-row top-k (METHOD.md §2)',
-    graph: { name: 'bfe_similarity', node, input, output },
+    graph: { name: 'bfe_similarity', node, initializer, input, output },
   };
   const type = modelProto();
   return type.encode(type.fromObject(model)).finish();

@@ -5,6 +5,7 @@ import { OrtSimilarityKernel } from './ort-kernel.js';
 import { similarityGraph } from './onnx-graph.js';
 import { rng, unitVectors } from './testing/random.js';
 import { referenceTopK } from './testing/reference.js';
+import { exactTopK, flatBankSource } from './top-k.js';
 
 const ort = new OrtSimilarityKernel({ threads: 1 });
 const js = new JsSimilarityKernel();
@@ -126,5 +127,53 @@ describe.each([
     const x = new Float32Array(10 * 8);
     await expect(kernel.topK(new Float32Array(8), 1, x, 10, 4, 2)).rejects.toThrow(/queries/);
     await expect(kernel.topK(new Float32Array(8), 1, x, 11, 8, 2)).rejects.toThrow(/bank/);
+  });
+});
+
+describe('OrtSimilarityKernel resident bank', () => {
+  it('returns the same top-k as the streamed path, and only for that exact bank', async () => {
+    const random = rng(31);
+    const dim = 24;
+    const x = unitVectors(3000, dim, random);
+    const other = Float32Array.from(x); // same values, different memory: not resident
+    const q = unitVectors(7, dim, random);
+    const kernel = new OrtSimilarityKernel({ threads: 1 });
+    const plain = await kernel.topK(q, 7, x, 3000, dim, 40);
+    await kernel.makeResident(x, 3000, dim);
+    const resident = await kernel.topK(q, 7, x, 3000, dim, 40);
+    expect(kernel.residentHits).toBe(1);
+    expect(Array.from(resident.indices)).toEqual(Array.from(plain.indices));
+    expect(Array.from(resident.values)).toEqual(Array.from(plain.values));
+    // exactTopK over a bank that fits one chunk hands the kernel a view of the same memory.
+    const exact = await exactTopK(kernel, q, 7, flatBankSource(x, dim), { k: 32 });
+    expect(kernel.residentHits).toBeGreaterThanOrEqual(2);
+    const reference = referenceTopK(q, x, dim, 32);
+    for (let r = 0; r < 7; r++) {
+      expect(Array.from(exact.indices.subarray(r * 32, (r + 1) * 32))).toEqual(
+        reference.indices[r],
+      );
+    }
+    // A bank with other memory, or a part of the resident one, goes the ordinary way.
+    const hits = kernel.residentHits;
+    const fromOther = await kernel.topK(q, 7, other, 3000, dim, 40);
+    expect(Array.from(fromOther.indices)).toEqual(Array.from(plain.indices));
+    const part = await kernel.topK(q, 7, x.subarray(0, 1000 * dim), 1000, dim, 40);
+    expect(Array.from(part.indices)).toEqual(
+      Array.from((await js.topK(q, 7, x.subarray(0, 1000 * dim), 1000, dim, 40)).indices),
+    );
+    expect(kernel.residentHits).toBe(hits);
+    await kernel.releaseResident();
+    expect(Array.from((await kernel.topK(q, 7, x, 3000, dim, 40)).indices)).toEqual(
+      Array.from(plain.indices),
+    );
+    expect(kernel.residentHits).toBe(hits);
+    await kernel.dispose();
+  });
+
+  it('refuses a resident bank of the wrong shape', async () => {
+    const kernel = new OrtSimilarityKernel({ threads: 1 });
+    await expect(kernel.makeResident(new Float32Array(10), 3, 4)).rejects.toThrow(/bank/);
+    await kernel.dispose();
+    await expect(kernel.makeResident(new Float32Array(12), 3, 4)).rejects.toThrow(/dispose/);
   });
 });

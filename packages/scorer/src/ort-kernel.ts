@@ -49,7 +49,15 @@ export class OrtSimilarityKernel implements SimilarityKernel {
   readonly executionProvider: ExecutionProvider;
   readonly #options: OrtKernelOptions;
   readonly #sessions = new Map<string, Promise<ort.InferenceSession>>();
+  #resident:
+    { bank: Float32Array; n: number; dim: number; session: ort.InferenceSession } | undefined;
+  #residentHits = 0;
   #disposed = false;
+
+  /** Calls served by the resident bank so far (see {@link makeResident}). */
+  get residentHits(): number {
+    return this.#residentHits;
+  }
 
   constructor(options: OrtKernelOptions = {}) {
     const t = options.threads;
@@ -65,6 +73,49 @@ export class OrtSimilarityKernel implements SimilarityKernel {
     this.#options = options;
   }
 
+  /**
+   * Makes `bank [n × dim]` resident: a session holding it as a constant, which onnxruntime
+   * pre-packs for its GEMM once, here, instead of on every call. Later {@link topK} calls on
+   * exactly this memory (same buffer, offset and length — e.g. `exactTopK` over a bank that
+   * fits one chunk) skip the `bank` feed and the packing; other banks take the ordinary path.
+   * The bank must not change while resident. Replaces any previous resident bank. For a fixed
+   * memory store searched by one query at a time (METHOD.md §2's exact search, unchanged).
+   *
+   * @example
+   * await kernel.makeResident(x, 50_000, 384);
+   * await exactTopK(kernel, q, 20, flatBankSource(x, 384), { k: 64 }); // bank packed once
+   */
+  async makeResident(bank: Float32Array, n: number, dim: number): Promise<void> {
+    if (this.#disposed) throw new Error('OrtSimilarityKernel: used after dispose()');
+    checkKernelShapes(new Float32Array(dim), 1, bank, n, dim);
+    await this.releaseResident();
+    const { threads, spin } = this.#options;
+    const webgpu = this.executionProvider === 'webgpu';
+    const session = await ort.InferenceSession.create(
+      similarityGraph({
+        dim,
+        topK: true,
+        scores: false,
+        indices: webgpu ? 'int64' : 'int32',
+        residentBank: { data: bank, n },
+      }),
+      {
+        executionProviders: [this.executionProvider],
+        graphOptimizationLevel: 'all',
+        ...(threads === undefined ? {} : { intraOpNumThreads: threads }),
+        ...(spin === false ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
+      },
+    );
+    this.#resident = { bank, n, dim, session };
+  }
+
+  /** Releases the resident bank's session, if any. */
+  async releaseResident(): Promise<void> {
+    const resident = this.#resident;
+    this.#resident = undefined;
+    if (resident !== undefined) await resident.session.release();
+  }
+
   async topK(
     queries: Float32Array,
     rows: number,
@@ -77,12 +128,25 @@ export class OrtSimilarityKernel implements SimilarityKernel {
     checkKernelShapes(queries, rows, bank, n, dim);
     if (!Number.isInteger(k) || k <= 0) throw new Error(`kernel: k must be > 0, got ${k}`);
     const kOut = Math.min(k, n);
-    const out = await this.#run(withScores ? 'both' : 'topK', dim, {
+    const resident = this.#resident;
+    const isResident =
+      !withScores &&
+      resident !== undefined &&
+      resident.n === n &&
+      resident.dim === dim &&
+      resident.bank.buffer === bank.buffer &&
+      resident.bank.byteOffset === bank.byteOffset &&
+      resident.bank.length === bank.length;
+    const feeds: Record<string, ort.Tensor> = {
       [GRAPH_NAMES.queries]: new ort.Tensor('float32', queries, [rows, dim]),
-      [GRAPH_NAMES.bank]: new ort.Tensor('float32', bank, [n, dim]),
       // A fresh buffer per call: onnxruntime reads feeds when the run starts, on its own thread.
       [GRAPH_NAMES.k]: new ort.Tensor('int64', BigInt64Array.of(BigInt(kOut)), [1]),
-    });
+    };
+    if (isResident) this.#residentHits += 1;
+    else feeds[GRAPH_NAMES.bank] = new ort.Tensor('float32', bank, [n, dim]);
+    const out = isResident
+      ? await this.#runSession(resident.session, feeds)
+      : await this.#run(withScores ? 'both' : 'topK', dim, feeds);
     const values = tensorData(out, GRAPH_NAMES.values, 'float32', rows * kOut) as Float32Array;
     const indices =
       this.executionProvider === 'webgpu'
@@ -114,6 +178,7 @@ export class OrtSimilarityKernel implements SimilarityKernel {
 
   async dispose(): Promise<void> {
     this.#disposed = true;
+    await this.releaseResident();
     const sessions = [...this.#sessions.values()];
     this.#sessions.clear();
     for (const s of sessions) await (await s).release();
@@ -124,7 +189,13 @@ export class OrtSimilarityKernel implements SimilarityKernel {
     dim: number,
     feeds: Record<string, ort.Tensor>,
   ): Promise<ort.InferenceSession.ReturnType> {
-    const session = await this.#session(variant, dim);
+    return this.#runSession(await this.#session(variant, dim), feeds);
+  }
+
+  async #runSession(
+    session: ort.InferenceSession,
+    feeds: Record<string, ort.Tensor>,
+  ): Promise<ort.InferenceSession.ReturnType> {
     const names = Object.keys(feeds);
     if (
       names.length !== session.inputNames.length ||
