@@ -29,7 +29,7 @@ export type { ChunkTopK, SimilarityKernel } from './kernel.js';
 export { JsSimilarityKernel } from './js-kernel.js';
 export { OrtSimilarityKernel } from './ort-kernel.js';
 export type { ExecutionProvider, OrtKernelOptions } from './ort-kernel.js';
-export { GRAPH_NAMES, similarityGraph } from './onnx-graph.js';
+export { GRAPH_NAMES, MAX_RESIDENT_BANK_BYTES, similarityGraph } from './onnx-graph.js';
 export type { SimilarityGraphSpec } from './onnx-graph.js';
 export { ScorerInputError } from './errors.js';
 export type { ScorerInputReason } from './errors.js';
