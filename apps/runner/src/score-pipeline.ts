@@ -31,8 +31,56 @@ export interface CandidateGroup {
   readonly queries: Query[];
 }
 
+/** How the scorer runs: shared by {@link runScore} and {@link evaluateFusionGrid}. */
+export interface ScorerSettings {
+  /** onnxruntime intra-op threads (default: one per physical core). */
+  readonly threads?: number;
+  /** The scorer's onnxruntime execution provider (default `'cpu'`). */
+  readonly executionProvider?: 'cpu' | 'webgpu';
+  /** The scorer's kernel: onnxruntime (default) or the plain JavaScript reference. */
+  readonly backend?: 'onnxruntime' | 'js';
+}
+
+function openScorer(settings: ScorerSettings): Promise<SparseScorer> {
+  return SparseScorer.open({
+    ...(settings.threads === undefined ? {} : { threads: settings.threads }),
+    ...(settings.executionProvider === undefined
+      ? {}
+      : { executionProvider: settings.executionProvider }),
+    ...(settings.backend === undefined ? {} : { kernel: settings.backend }),
+  });
+}
+
+/**
+ * The bank's two sides as the scorer takes them (`queryTokens` replaces the query content
+ * tokens, e.g. by an adapter's output), and each query's bank row.
+ */
+function scorerSides(
+  bank: OpenedBank,
+  queryTokens?: Float32Array,
+): { memories: TokenBank; queries: TokenBank; queryRows: (group: CandidateGroup) => Int32Array } {
+  const model = bank.manifest.model.sha256;
+  const queryRow = new Map(bank.queries.ids.map((id, row) => [id, row] as const));
+  return {
+    memories: { ...bank.memories, dim: bank.dim, model },
+    queries: {
+      ...bank.queries,
+      ...(queryTokens === undefined ? {} : { tokenVectors: queryTokens }),
+      dim: bank.dim,
+      model,
+    },
+    queryRows: (group) =>
+      Int32Array.from(group.queries, (q) => {
+        const row = queryRow.get(q.id);
+        if (row === undefined)
+          throw new ArtifactCorruptError(`Query '${q.id}' is not in the bank.`);
+        return row;
+      }),
+  };
+}
+
 /** Inputs of {@link runScore}. */
-export interface ScoreRunInput {
+export interface ScoreRunInput extends ScorerSettings {
   readonly bank: OpenedBank;
   readonly benchmark: Benchmark;
   /** Read by the evaluator only. */
@@ -43,11 +91,6 @@ export interface ScoreRunInput {
   readonly alpha: number;
   readonly ks: readonly number[];
   readonly kSweep: readonly number[];
-  readonly threads?: number;
-  /** The scorer's onnxruntime execution provider (default `'cpu'`). */
-  readonly executionProvider?: 'cpu' | 'webgpu';
-  /** The scorer's kernel: onnxruntime (default) or the plain JavaScript reference. */
-  readonly backend?: 'onnxruntime' | 'js';
   /**
    * The `adapted` system: sparse fusion at `alpha` with every query content token replaced by
    * the adapter's output (`queryTokens`, aligned with the bank's query tokens). The pooled
@@ -178,12 +221,8 @@ export function groupByCandidates(
 export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
   const { bank, benchmark, labels, ks, k, alpha } = input;
   const groups = groupByCandidates(bank, benchmark, input.queryIds);
-  const queryRow = new Map<string, number>();
-  bank.queries.ids.forEach((id, row) => queryRow.set(id, row));
   const memoryText = new Map(benchmark.memories.map((m) => [m.id, m.text]));
-  const model = bank.manifest.model.sha256;
-  const memories: TokenBank = { ...bank.memories, dim: bank.dim, model };
-  const queries: TokenBank = { ...bank.queries, dim: bank.dim, model };
+  const { memories, queries, queryRows } = scorerSides(bank);
   const keep = Math.max(50, ...ks);
   const sweepKs = [...new Set(input.kSweep)].filter((x) => x !== k);
 
@@ -205,22 +244,11 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
   let scoringSeconds = 0;
   let bm25Seconds = 0;
 
-  const scorer = await SparseScorer.open({
-    ...(input.threads === undefined ? {} : { threads: input.threads }),
-    ...(input.executionProvider === undefined
-      ? {}
-      : { executionProvider: input.executionProvider }),
-    ...(input.backend === undefined ? {} : { kernel: input.backend }),
-  });
+  const scorer = await openScorer(input);
   try {
     for (let g = 0; g < groups.length; g++) {
       const group = groups[g] as CandidateGroup;
-      const rows = Int32Array.from(group.queries, (q) => {
-        const row = queryRow.get(q.id);
-        if (row === undefined)
-          throw new ArtifactCorruptError(`Query '${q.id}' is not in the bank.`);
-        return row;
-      });
+      const rows = queryRows(group);
       for (const q of group.queries) {
         candidates.set(q.id, group.ids);
         subtaskOf.set(q.id, q.category);
@@ -328,7 +356,7 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
 }
 
 /** Inputs of {@link evaluateFusionGrid}. */
-export interface FusionGridInput {
+export interface FusionGridInput extends ScorerSettings {
   readonly bank: OpenedBank;
   readonly benchmark: Benchmark;
   /** Read by the evaluator only. */
@@ -339,9 +367,6 @@ export interface FusionGridInput {
   readonly ks: readonly number[];
   /** Query content tokens to use instead of the bank's (an adapter's output), same layout. */
   readonly queryTokens?: Float32Array;
-  readonly threads?: number;
-  readonly executionProvider?: 'cpu' | 'webgpu';
-  readonly backend?: 'onnxruntime' | 'js';
 }
 
 /**
@@ -352,33 +377,17 @@ export interface FusionGridInput {
 export async function evaluateFusionGrid(input: FusionGridInput): Promise<Map<number, Evaluation>> {
   const { bank, benchmark, labels, k, alphas, ks } = input;
   const groups = groupByCandidates(bank, benchmark, input.queryIds);
-  const queryRow = new Map<string, number>();
-  bank.queries.ids.forEach((id, row) => queryRow.set(id, row));
-  const model = bank.manifest.model.sha256;
-  const memories: TokenBank = { ...bank.memories, dim: bank.dim, model };
-  const queries: TokenBank = {
-    ...bank.queries,
-    ...(input.queryTokens === undefined ? {} : { tokenVectors: input.queryTokens }),
-    dim: bank.dim,
-    model,
-  };
+  const { memories, queries, queryRows } = scorerSides(bank, input.queryTokens);
   const keep = Math.max(50, ...ks);
   const ids = bank.memories.ids;
   const runs = new Map(alphas.map((a) => [a, new Map<string, string[]>()]));
   const candidates = new Map<string, ReadonlySet<string>>();
   const subtaskOf = new Map<string, string>();
-  const scorer = await SparseScorer.open({
-    ...(input.threads === undefined ? {} : { threads: input.threads }),
-    ...(input.executionProvider === undefined
-      ? {}
-      : { executionProvider: input.executionProvider }),
-    ...(input.backend === undefined ? {} : { kernel: input.backend }),
-  });
+  const scorer = await openScorer(input);
   try {
     for (const group of groups) {
-      const rows = Int32Array.from(group.queries, (q) => queryRow.get(q.id) ?? -1);
       const scored = await scorer.score(
-        { memories, queries, queryRows: rows, candidates: group.rows },
+        { memories, queries, queryRows: queryRows(group), candidates: group.rows },
         { k, maxsim: false, clampK: true },
       );
       scored.forEach((s, i) => {

@@ -9,6 +9,7 @@
  * picks the chosen token; on exact ties the smallest token index). MaxSim is the training
  * surrogate only: inference still uses the sparse top-k search of METHOD.md §2.
  */
+import { dot } from './dot.js';
 import {
   adapterBackward,
   applyAdapterInto,
@@ -96,7 +97,6 @@ export function maxSimInto(
   if (offsets[memories]! * dim > x.length) {
     throw new Error(`maxSim: offsets reach token ${offsets[memories]}, beyond the token matrix`);
   }
-  const d4 = dim - (dim % 4);
   for (let m = 0; m < memories; m++) {
     const start = offsets[m]!;
     const end = offsets[m + 1]!;
@@ -229,20 +229,7 @@ export function maxSimInto(
       let b = -Infinity;
       let arg = start;
       for (let t = start; t < end; t++) {
-        const xo = t * dim;
-        let s0 = 0;
-        let s1 = 0;
-        let s2 = 0;
-        let s3 = 0;
-        let k = 0;
-        for (; k < d4; k += 4) {
-          s0 += query[q0 + k]! * x[xo + k]!;
-          s1 += query[q0 + k + 1]! * x[xo + k + 1]!;
-          s2 += query[q0 + k + 2]! * x[xo + k + 2]!;
-          s3 += query[q0 + k + 3]! * x[xo + k + 3]!;
-        }
-        for (; k < dim; k++) s0 += query[q0 + k]! * x[xo + k]!;
-        const s = s0 + s1 + (s2 + s3);
+        const s = dot(query, q0, x, t * dim, dim);
         if (s > b) {
           b = s;
           arg = t;

@@ -8,6 +8,7 @@
  * storage (`Float32Array` on the fast path, `Float64Array` for the gradient checks).
  */
 import { Prng, deriveSeed } from './prng.js';
+import { dot } from './dot.js';
 
 /** Flat row-major storage the adapter reads: float32 for speed, float64 for checks. */
 export type FloatArray = Float32Array | Float64Array;
@@ -106,27 +107,11 @@ export function applyAdapterInto<T extends FloatArray>(
   const u = cache?.u ?? new Float64Array(rank);
   const zRow = new Float64Array(dim);
   const z = cache?.z;
-  const d4 = dim - (dim % 4);
   for (let row = 0; row < rows; row++) {
     const h0 = row * dim;
     const u0 = cache === undefined ? 0 : row * rank;
     // u = A h (4-way unrolled dot products of length d)
-    for (let j = 0; j < rank; j++) {
-      const a0 = j * dim;
-      let s0 = 0;
-      let s1 = 0;
-      let s2 = 0;
-      let s3 = 0;
-      let k = 0;
-      for (; k < d4; k += 4) {
-        s0 += a[a0 + k]! * tokens[h0 + k]!;
-        s1 += a[a0 + k + 1]! * tokens[h0 + k + 1]!;
-        s2 += a[a0 + k + 2]! * tokens[h0 + k + 2]!;
-        s3 += a[a0 + k + 3]! * tokens[h0 + k + 3]!;
-      }
-      for (; k < dim; k++) s0 += a[a0 + k]! * tokens[h0 + k]!;
-      u[u0 + j] = s0 + s1 + (s2 + s3);
-    }
+    for (let j = 0; j < rank; j++) u[u0 + j] = dot(a, j * dim, tokens, h0, dim);
     // z = h + B u; both norms by the same summation so that B = 0 gives a scale of exactly 1
     let hh = 0;
     let zz = 0;

@@ -1,5 +1,5 @@
 import * as ort from 'onnxruntime-node';
-import { GRAPH_NAMES, similarityGraph } from './onnx-graph.js';
+import { GRAPH_NAMES, similarityGraph, type SimilarityGraphSpec } from './onnx-graph.js';
 import {
   NonFiniteScoresError,
   checkKernelShapes,
@@ -89,23 +89,12 @@ export class OrtSimilarityKernel implements SimilarityKernel {
     if (this.#disposed) throw new Error('OrtSimilarityKernel: used after dispose()');
     checkKernelShapes(new Float32Array(dim), 1, bank, n, dim);
     await this.releaseResident();
-    const { threads, spin } = this.#options;
-    const webgpu = this.executionProvider === 'webgpu';
-    const session = await ort.InferenceSession.create(
-      similarityGraph({
-        dim,
-        topK: true,
-        scores: false,
-        indices: webgpu ? 'int64' : 'int32',
-        residentBank: { data: bank, n },
-      }),
-      {
-        executionProviders: [this.executionProvider],
-        graphOptimizationLevel: 'all',
-        ...(threads === undefined ? {} : { intraOpNumThreads: threads }),
-        ...(spin === false ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
-      },
-    );
+    const session = await this.#createSession({
+      dim,
+      topK: true,
+      scores: false,
+      residentBank: { data: bank, n },
+    });
     this.#resident = { bank, n, dim, session };
   }
 
@@ -224,23 +213,29 @@ export class OrtSimilarityKernel implements SimilarityKernel {
     const key = `${variant}:${dim}`;
     let session = this.#sessions.get(key);
     if (session === undefined) {
-      const webgpu = this.executionProvider === 'webgpu';
-      const bytes = similarityGraph({
+      session = this.#createSession({
         dim,
         topK: variant !== 'scores',
         scores: variant !== 'topK',
-        indices: webgpu ? 'int64' : 'int32',
-      });
-      const { threads, spin } = this.#options;
-      session = ort.InferenceSession.create(bytes, {
-        executionProviders: [this.executionProvider],
-        graphOptimizationLevel: 'all',
-        ...(threads === undefined ? {} : { intraOpNumThreads: threads }),
-        ...(spin === false ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
       });
       this.#sessions.set(key, session);
     }
     return session;
+  }
+
+  /**
+   * A session of {@link similarityGraph} on this kernel's provider and threads; on WebGPU the
+   * indices stay int64 (the provider has no int64→int32 Cast).
+   */
+  #createSession(spec: Omit<SimilarityGraphSpec, 'indices'>): Promise<ort.InferenceSession> {
+    const { threads, spin } = this.#options;
+    const indices = this.executionProvider === 'webgpu' ? 'int64' : 'int32';
+    return ort.InferenceSession.create(similarityGraph({ ...spec, indices }), {
+      executionProviders: [this.executionProvider],
+      graphOptimizationLevel: 'all',
+      ...(threads === undefined ? {} : { intraOpNumThreads: threads }),
+      ...(spin === false ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
+    });
   }
 }
 

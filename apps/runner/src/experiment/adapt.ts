@@ -139,9 +139,9 @@ export async function computeAdapt(input: AdaptInput): Promise<Record<string, un
         const positives = [...labels.relevant(q.id).keys()]
           .map((m) => index.get(m))
           .filter((i): i is number => i !== undefined);
+        // No relevant memory: nothing to learn from (train, listed) or to validate on (dropped).
         if (positives.length === 0) {
           if (part === 'train') skippedNoPositive.push(q.id);
-          else out.push({ queryId: q.id, tokens: tokensOf(row), candidates, positives });
           continue;
         }
         out.push({ queryId: q.id, tokens: tokensOf(row), candidates, positives });
@@ -153,7 +153,7 @@ export async function computeAdapt(input: AdaptInput): Promise<Record<string, un
     bank.queries.tokenVectors.slice(qOffsets[row]! * dim, qOffsets[row + 1]! * dim);
 
   const train = build('train');
-  const validation = build('validation').filter((q) => q.positives.length > 0);
+  const validation = build('validation');
   const t0 = performance.now();
   const steps = Math.ceil(train.length / e.adapter.batchSize) * e.adapter.epochs;
   let done = 0;

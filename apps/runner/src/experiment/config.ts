@@ -15,7 +15,8 @@ const alphaSchema = z.number().min(0).max(1);
 /**
  * An experiment file (`bfe run <file>`, YAML or JSON): dataset → split → encode → score →
  * adapt → evaluate → report. Every key is checked (unknown keys are errors, named with their
- * path); every stage's part of it goes into that stage's cache key.
+ * path); every stage's part of it goes into that stage's cache key. A section left out is
+ * parsed from `{}` (`prefault`), so each default is written once, on its field.
  *
  * @example
  * experimentSchema.parse({ name: 'locomo-minilm', dataset: { name: 'locomo' } });
@@ -50,7 +51,7 @@ export const experimentSchema = z.strictObject({
       /** The part the result tables report. */
       evaluate: z.enum(['train', 'validation', 'test']).default('test'),
     })
-    .default({ policy: 'connected-bank', seeds: [42], ratios: [0.6, 0.2, 0.2], evaluate: 'test' }),
+    .prefault({}),
   model: z
     .strictObject({
       name: z.string().min(1).default('all-minilm-l6-v2'),
@@ -61,7 +62,7 @@ export const experimentSchema = z.strictObject({
       executionProvider: z.enum(['cpu', 'webgpu']).default('cpu'),
       threads: z.int().positive().optional(),
     })
-    .default({ name: 'all-minilm-l6-v2', dtype: 'float32', executionProvider: 'cpu' }),
+    .prefault({}),
   scorer: z
     .strictObject({
       k: z.int().positive().default(64),
@@ -74,13 +75,7 @@ export const experimentSchema = z.strictObject({
       executionProvider: z.enum(['cpu', 'webgpu']).default('cpu'),
       threads: z.int().positive().optional(),
     })
-    .default({
-      k: 64,
-      alpha: 0.5,
-      kSweep: [16, 32, 64, 128],
-      backend: 'onnxruntime',
-      executionProvider: 'cpu',
-    }),
+    .prefault({}),
   adapter: z
     .strictObject({
       enabled: z.boolean().default(false),
@@ -100,25 +95,14 @@ export const experimentSchema = z.strictObject({
        */
       workers: z.int().min(1).max(16).default(2),
     })
-    .default({
-      enabled: false,
-      rank: 32,
-      epochs: 2,
-      batchSize: 16,
-      lr: 1e-4,
-      weightDecay: 1e-4,
-      clip: 1,
-      temperature: 0.07,
-      alphaGrid: [0.25, 0.5, 0.75],
-      workers: 2,
-    }),
+    .prefault({}),
   eval: z
     .strictObject({
       ks: ksSchema.default([1, 5, 10, 25, 50]),
       resamples: z.int().positive().default(10_000),
       seed: seedSchema.default(42),
     })
-    .default({ ks: [1, 5, 10, 25, 50], resamples: 10_000, seed: 42 }),
+    .prefault({}),
 });
 
 /** An experiment as written. */

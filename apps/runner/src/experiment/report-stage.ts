@@ -1,8 +1,9 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseResults, type Results } from '@bfe/eval';
+import type { Results } from '@bfe/eval';
 import { kSweepSchema } from '../k-sweep.js';
 import { renderReport, reportInputSchema, type ReportInput } from '../report/index.js';
+import { fixed4, markdownTable, terminalTable, type Table } from '../report/format.js';
 import type { ArtifactResult } from '../cache/store.js';
 import { readTrainingRecord, type TrainingRecord } from './adapt.js';
 import type { Experiment } from './config.js';
@@ -17,6 +18,8 @@ export interface RunReportInput {
     readonly seed: number | null;
     readonly score: ArtifactResult;
     readonly adapt: ArtifactResult | undefined;
+    /** The score artifact's `results.json`, already read and validated. */
+    readonly results: Results;
   }>;
   readonly receipt: Receipt;
 }
@@ -30,10 +33,7 @@ export async function writeRunReport(input: RunReportInput): Promise<string> {
   const seeds = await Promise.all(
     input.perSeed.map(async (p) => ({
       seed: p.seed,
-      results: parseResults(
-        JSON.parse(await readFile(join(p.score.dir, 'results.json'), 'utf8')),
-        p.score.dir,
-      ),
+      results: p.results,
       sweep: kSweepSchema.parse(
         JSON.parse(await readFile(join(p.score.dir, 'k-sweep.json'), 'utf8')),
       ),
@@ -94,37 +94,41 @@ export async function writeRunReport(input: RunReportInput): Promise<string> {
     },
   });
   const rendered = renderReport(report);
-  const seedTable = seeds.length > 1 || trainings.length > 0 ? seedRows(seeds) : '';
+  const seedTable = seeds.length > 1 || trainings.length > 0 ? seedsTable(seeds) : undefined;
   await writeFile(
     join(input.dir, 'report.md'),
-    `${rendered.markdown}${seedTable === '' ? '' : `\n## Every seed\n\n${seedTable}\n`}`,
+    seedTable === undefined
+      ? rendered.markdown
+      : `${rendered.markdown}\n${markdownTable(seedTable)}\n`,
   );
   await writeFile(join(input.dir, 'report.html'), rendered.html);
-  return `${rendered.terminal}${seedTable === '' ? '' : `\n\nevery seed\n${seedTable}`}`;
+  return seedTable === undefined
+    ? rendered.terminal
+    : `${rendered.terminal}\n\n${seedTable.title}\n${terminalTable(seedTable)}`;
 }
 
 /** Seed × system headline rows, with the adapter's selection per seed. */
-function seedRows(
+function seedsTable(
   seeds: ReadonlyArray<{
     seed: number | null;
     results: Results;
     training: TrainingRecord | undefined;
   }>,
-): string {
-  const lines = [
-    '| seed | system | Recall@10 | NDCG@10 | selected epoch / α |',
-    '| ---: | :----- | --------: | ------: | :----------------- |',
-  ];
-  for (const s of seeds) {
-    for (const sys of s.results.systems) {
-      const selected =
+): Table {
+  return {
+    title: 'Every seed',
+    head: ['seed', 'system', 'Recall@10', 'NDCG@10', 'selected epoch / α'],
+    align: ['right', 'left', 'right', 'right', 'left'],
+    rows: seeds.flatMap((s) =>
+      s.results.systems.map((sys) => [
+        s.seed === null ? '—' : String(s.seed),
+        sys.name,
+        fixed4(sys.metrics['recall@10'] ?? 0),
+        fixed4(sys.metrics['ndcg@10'] ?? 0),
         sys.name === 'adapted' && s.training !== undefined
           ? `${s.training.selected.epoch} / ${s.training.selected.alpha}`
-          : '';
-      lines.push(
-        `| ${s.seed ?? '—'} | ${sys.name} | ${(sys.metrics['recall@10'] ?? 0).toFixed(4)} | ${(sys.metrics['ndcg@10'] ?? 0).toFixed(4)} | ${selected} |`,
-      );
-    }
-  }
-  return lines.join('\n');
+          : '',
+      ]),
+    ),
+  };
 }

@@ -392,8 +392,24 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
     seconds,
   });
   await writeFile(join(tmpDir, 'receipt.json'), `${JSON.stringify(receipt, null, 2)}\n`);
+  // Each seed's results, read and validated once: for the report and for the caller.
+  const withResults = await Promise.all(
+    perSeed.map(async (p) => ({
+      ...p,
+      results: parseResults(
+        JSON.parse(await readFile(join(p.score.dir, 'results.json'), 'utf8')),
+        p.score.dir,
+      ),
+    })),
+  );
   const { writeRunReport } = await import('./report-stage.js');
-  const terminal = await writeRunReport({ dir: tmpDir, experiment: e, runId, perSeed, receipt });
+  const terminal = await writeRunReport({
+    dir: tmpDir,
+    experiment: e,
+    runId,
+    perSeed: withResults,
+    receipt,
+  });
   // The finished folder replaces the empty reserved one in one rename (POSIX); Windows refuses
   // to rename onto a directory, so there it is removed first.
   await rename(tmpDir, runDir).catch(async (error: unknown) => {
@@ -405,16 +421,12 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
   const latest = join(runsDir, e.name, 'latest.json');
   await writeFile(`${latest}.tmp-${runId}`, `${JSON.stringify({ runId, runDir }, null, 2)}\n`);
   await rename(`${latest}.tmp-${runId}`, latest);
-  const readResults = async (dir: string): Promise<Results> =>
-    parseResults(JSON.parse(await readFile(join(dir, 'results.json'), 'utf8')), dir);
   return {
     runDir,
     runId,
     stages,
-    results: await readResults(first.score.dir),
-    perSeed: await Promise.all(
-      perSeed.map(async (p) => ({ seed: p.seed, results: await readResults(p.score.dir) })),
-    ),
+    results: withResults[0]!.results,
+    perSeed: withResults.map((p) => ({ seed: p.seed, results: p.results })),
     seconds,
     terminal,
   };
