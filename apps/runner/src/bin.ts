@@ -1,4 +1,4 @@
 #!/usr/bin/env node
-import { main } from './cli.js';
+import { main } from './cli/program.js';
 
 process.exitCode = await main(process.argv);

@@ -3,7 +3,7 @@ import { ArtifactCorruptError, DataError, benchmarkHash } from '@bfe/core';
 import type { Benchmark, Query } from '@bfe/core';
 import type { OpenedBank } from '@bfe/encoder';
 import { checkBankMatches, groupByCandidates } from './score-pipeline.js';
-import { parseEvalCliOptions, parseScoreCliOptions } from './score-options.js';
+import { parseEvalCliOptions, parseScoreCliOptions } from './score/options.js';
 
 const query = (id: string, category: string, rest: Partial<Query>): Query =>
   ({ id, text: id, category, meta: {}, ...rest }) as Query;

@@ -30,16 +30,20 @@ export function cacheCommand(): Command {
           console.log(`No artifacts in ${store.root}.`);
           return;
         }
-        const stageWidth = Math.max(5, ...entries.map((e) => e.stage.length));
+        const { terminalTable } = await import('../cli/table.js');
         console.log(
-          `${'STAGE'.padEnd(stageWidth)}  ${'KEY'.padEnd(12)}  ${'SIZE'.padStart(9)}  ${'CREATED'.padEnd(16)}  LAST USED`,
+          terminalTable({
+            head: ['STAGE', 'KEY', 'SIZE', 'CREATED', 'LAST USED'],
+            align: ['left', 'left', 'right', 'left', 'left'],
+            rows: entries.map((e) => [
+              e.stage,
+              e.key.slice(0, 12),
+              formatBytes(e.bytes),
+              e.createdAt === null ? '(no manifest)' : formatTime(e.createdAt),
+              formatTime(e.lastUsedAt),
+            ]),
+          }),
         );
-        for (const e of entries) {
-          const created = e.createdAt === null ? '(no manifest)' : formatTime(e.createdAt);
-          console.log(
-            `${e.stage.padEnd(stageWidth)}  ${e.key.slice(0, 12)}  ${formatBytes(e.bytes).padStart(9)}  ${created.padEnd(16)}  ${formatTime(e.lastUsedAt)}`,
-          );
-        }
         const total = entries.reduce((sum, e) => sum + e.bytes, 0);
         console.log(`${entries.length} artifact(s), ${formatBytes(total)} in ${store.root}`);
       }),
@@ -53,7 +57,7 @@ export function cacheCommand(): Command {
       .option('--json', 'print JSON')
       .action(async (opts: CacheDirOption & { quarantine?: boolean }) => {
         const { ArtifactStore } = await import('../cache/index.js');
-        const { progressPrinter } = await import('../progress.js');
+        const { progressPrinter } = await import('../cli/progress.js');
         const store = await ArtifactStore.open({ root: opts.cacheDir, create: false });
         const progress = progressPrinter(opts.json === true);
         const report = await store.verify({

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { collect, parseSetOptions } from '../options.js';
+import { collect, parseSetOptions } from '../cli/options.js';
 
 /** `bfe data inspect <name>`: counts, categories, repairs and drops of a dataset. */
 export function dataInspectCommand(): Command {
@@ -29,7 +29,7 @@ export function dataInspectCommand(): Command {
         console.log(JSON.stringify({ ...summary, loadReport: reportPath }, null, 2));
         return;
       }
-      const { renderSummary } = await import('../render.js');
+      const { renderSummary } = await import('../data/render.js');
       console.log(renderSummary(summary));
       console.log(`load report: ${reportPath}`);
     });

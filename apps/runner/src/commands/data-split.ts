@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { collect, parseSetOptions } from '../options.js';
+import { collect, parseSetOptions } from '../cli/options.js';
 
 /** `bfe data split <name>`: a seeded train/validation/test split under a policy. */
 export function dataSplitCommand(): Command {
@@ -36,7 +36,7 @@ export function dataSplitCommand(): Command {
           await Promise.all([
             import('@bfe/datasets'),
             import('@bfe/split'),
-            import('../split-options.js'),
+            import('../data/split-options.js'),
           ]);
         const options = parseSplitOptions(opts);
         const { benchmark } = await loadDataset(name, {
@@ -55,7 +55,7 @@ export function dataSplitCommand(): Command {
           );
           return;
         }
-        const { renderSplit } = await import('../render.js');
+        const { renderSplit } = await import('../data/render.js');
         console.log(renderSplit(result, structure));
         if (opts.out !== undefined) console.log(`split file: ${opts.out}`);
       },

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { collect, parseSetOptions } from '../options.js';
+import { collect, parseSetOptions } from '../cli/options.js';
 
 interface EncodeOptions {
   dataset: string;
@@ -66,7 +66,7 @@ export function encodeCommand(): Command {
         ...(o.maxLength === undefined ? {} : { maxLength: o.maxLength }),
         ...(o.threads === undefined ? {} : { threads: o.threads }),
       });
-      const { progressPrinter } = await import('../progress.js');
+      const { progressPrinter } = await import('../cli/progress.js');
       const progress = progressPrinter(opts.quiet === true);
       try {
         const bank = await encoder.encodeBenchmark(benchmark, model, opts.out, {

@@ -36,7 +36,7 @@ export function evalCommand(): Command {
     .option('--seed <n>', 'seed of the paired tests (default: the results file’s, else 42)')
     .option('--json', 'print the recomputed results as JSON')
     .action(async (opts: EvalOptions) => {
-      const { parseEvalCliOptions } = await import('../score-options.js');
+      const { parseEvalCliOptions } = await import('../score/options.js');
       const o = parseEvalCliOptions({
         perQuery: opts.perQuery,
         results: opts.results,
@@ -90,7 +90,7 @@ export function evalCommand(): Command {
       }
 
       const { renderScoreTable, subtaskComparisons, subtaskComparisonsJson } =
-        await import('../score-table.js');
+        await import('../score/table.js');
       const bySubtask = subtaskComparisons(systems, o.base, { resamples, seed });
       if (opts.json === true) {
         const json = {

@@ -29,7 +29,7 @@ export function runCommand(): Command {
       const [{ readExperiment }, { runExperiment }, { progressPrinter }] = await Promise.all([
         import('../experiment/config.js'),
         import('../experiment/run-experiment.js'),
-        import('../progress.js'),
+        import('../cli/progress.js'),
       ]);
       const experiment = await readExperiment(file);
       const quiet = opts.quiet === true;

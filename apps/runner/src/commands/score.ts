@@ -1,6 +1,6 @@
 import { Command } from 'commander';
-import { collect, parseSetOptions } from '../options.js';
-import type { SplitMeta } from '../score-outputs.js';
+import { collect, parseSetOptions } from '../cli/options.js';
+import type { SplitMeta } from '../score/outputs.js';
 
 interface ScoreOptions {
   bank: string;
@@ -47,7 +47,7 @@ export function scoreCommand(): Command {
     .option('--json', 'print results and the k sweep as JSON')
     .option('--quiet', 'no progress output')
     .action(async (opts: ScoreOptions) => {
-      const { parseScoreCliOptions } = await import('../score-options.js');
+      const { parseScoreCliOptions } = await import('../score/options.js');
       const o = parseScoreCliOptions({
         bank: opts.bank,
         dataset: opts.dataset,
@@ -64,11 +64,9 @@ export function scoreCommand(): Command {
         seed: opts.seed,
       });
       const started = performance.now();
-      const [core, datasets, encoder, evalPkg, pipeline] = await Promise.all([
-        import('@bfe/core'),
+      const [datasets, encoder, pipeline] = await Promise.all([
         import('@bfe/datasets'),
         import('@bfe/encoder'),
-        import('@bfe/eval'),
         import('../score-pipeline.js'),
       ]);
       const { join } = await import('node:path');
@@ -82,31 +80,23 @@ export function scoreCommand(): Command {
       let queryIds: Set<string> | undefined;
       let splitMeta: SplitMeta | undefined;
       if (o.split !== undefined) {
-        const { verifySplit } = await import('@bfe/split');
-        const { z } = await import('zod');
-        const parsed = core.splitSchema.safeParse(await datasets.readJsonFile(o.split));
-        if (!parsed.success) {
-          throw new core.DataError(
-            `${o.split} is not a split file:\n${z.prettifyError(parsed.error)}`,
-            { file: o.split },
-          );
-        }
-        verifySplit(parsed.data, benchmark);
-        queryIds = new Set(parsed.data.queries[o.splitPart]);
-        splitMeta = {
-          splitFile: o.split,
-          splitHash: parsed.data.hash,
-          splitPolicy: parsed.data.policy,
-          diagnosticOnly: parsed.data.diagnosticOnly,
-          promotionEligible: parsed.data.promotionEligible,
-          marks: parsed.data.marks,
-        };
+        const [{ verifySplit }, { readSplitFile }, { splitMetaOf }] = await Promise.all([
+          import('@bfe/split'),
+          import('../data/read-split.js'),
+          import('../score/write.js'),
+        ]);
+        const split = await readSplitFile(o.split);
+        verifySplit(split, benchmark);
+        queryIds = new Set(split.queries[o.splitPart]);
+        splitMeta = splitMetaOf(split, { file: o.split });
       }
       const splitName = o.split === undefined ? 'all' : o.splitPart;
 
-      const { progressPrinter } = await import('../progress.js');
+      const { progressPrinter } = await import('../cli/progress.js');
       const progress = progressPrinter(opts.quiet === true);
-      const run = await pipeline.runScore({
+      const { scoreAndWrite } = await import('../score/write.js');
+      const { run, results, sweep } = await scoreAndWrite({
+        out: o.out,
         bank,
         benchmark,
         labels,
@@ -118,43 +108,16 @@ export function scoreCommand(): Command {
         ...(o.threads === undefined ? {} : { threads: o.threads }),
         executionProvider: o.executionProvider,
         onProgress: (done, total) => progress('score candidate groups', done, total),
-      });
-
-      const model = bank.manifest.model;
-      const { buildScoreOutputs } = await import('../score-outputs.js');
-      const { results, sweep } = buildScoreOutputs({
-        run,
-        benchmark,
-        bank,
         splitName,
         split: splitMeta,
-        k: o.k,
-        alpha: o.alpha,
-        executionProvider: o.executionProvider,
         resamples: o.resamples,
         seed: o.seed,
       });
-
-      if (o.out !== undefined) {
-        await datasets.writeAtomic(
-          join(o.out, 'results.json'),
-          `${JSON.stringify(results, null, 2)}\n`,
-        );
-        await evalPkg.writePerQueryJsonl(
-          join(o.out, 'per-query.jsonl'),
-          (function* () {
-            for (const s of run.systems) yield* evalPkg.perQueryLines(s.name, s.evaluation);
-          })(),
-        );
-        await datasets.writeAtomic(
-          join(o.out, 'k-sweep.json'),
-          `${JSON.stringify(sweep, null, 2)}\n`,
-        );
-      }
+      const model = bank.manifest.model;
       const seconds = (performance.now() - started) / 1000;
-      const { renderKSweep } = await import('../k-sweep.js');
+      const { renderKSweep } = await import('../score/k-sweep.js');
       const { renderScoreTable, subtaskComparisons, subtaskComparisonsJson } =
-        await import('../score-table.js');
+        await import('../score/table.js');
       const bySubtask = subtaskComparisons(run.systems, 'pooled', {
         resamples: o.resamples,
         seed: o.seed,

@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { arch, cpus, platform, release, totalmem } from 'node:os';
 import type { ModelManifest } from '@bfe/encoder';
 import type { Experiment } from './config.js';
-import type { StageRecord } from './run-experiment.js';
+import type { StageRecord } from './stage.js';
 
 const require = createRequire(import.meta.url);
 

@@ -1,4 +1,6 @@
 import type { PairedDifference } from '@bfe/eval';
+import type { TextTable } from '../cli/table.js';
+
 
 /**
  * A table every output format renders the same way: the terminal pads, markdown pipes, HTML
@@ -8,11 +10,9 @@ import type { PairedDifference } from '@bfe/eval';
  * const t: Table = { title: 'Headline', head: ['system', 'R@10'], align: ['left', 'right'],
  *   rows: [['pooled', '0.4213']] };
  */
-export interface Table {
+export interface Table extends TextTable {
   readonly title: string;
-  readonly head: readonly string[];
   readonly align: readonly ('left' | 'right')[];
-  readonly rows: readonly (readonly string[])[];
 }
 
 /** A metric value as every table prints it: four decimals, as results.json figures are read. */
@@ -45,24 +45,6 @@ export function bytes(n: number): string {
   const gib = 1024 ** 3;
   const short = n >= gib ? `${(n / gib).toFixed(2)} GiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`;
   return `${short} (${n} bytes)`;
-}
-
-/** An aligned plain-text table: two spaces between columns, a dashed rule under the head. */
-export function terminalTable(table: Table): string {
-  const widths = table.head.map((h, c) =>
-    Math.max(h.length, ...table.rows.map((r) => (r[c] ?? '').length)),
-  );
-  const line = (cells: readonly string[]): string =>
-    cells
-      .map((cell, c) => {
-        const width = widths[c] ?? 0;
-        return table.align[c] === 'right' ? cell.padStart(width) : cell.padEnd(width);
-      })
-      .join('  ')
-      .trimEnd();
-  return [line(table.head), line(widths.map((w) => '-'.repeat(w))), ...table.rows.map(line)].join(
-    '\n',
-  );
 }
 
 /**

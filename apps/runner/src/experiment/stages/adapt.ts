@@ -12,10 +12,15 @@ import {
 import type { OpenedBank } from '@bfe/encoder';
 import { assertNoLeak } from '@bfe/split';
 import { z } from 'zod';
-import type { ArtifactSpec } from '../cache/key.js';
-import { evaluateFusionGrid, groupByCandidates } from '../score-pipeline.js';
-import { codeVersion } from './code-version.js';
-import type { Experiment } from './config.js';
+import type { ArtifactSpec } from '../../cache/key.js';
+import type { ArtifactResult } from '../../cache/store.js';
+import { evaluateFusionGrid, groupByCandidates } from '../../score-pipeline.js';
+import { codeVersion } from '../code-version.js';
+import type { Experiment } from '../config.js';
+import type { StageContext } from '../stage.js';
+import type { DatasetStage } from './dataset.js';
+import type { EncodeStage } from './encode.js';
+import type { SplitStage } from './split.js';
 
 /** `training.json` of an adapt artifact: the receipts of METHOD.md §4. */
 export const trainingRecordSchema = z.strictObject({
@@ -68,7 +73,7 @@ export async function adaptStageSpec(
     stage: 'adapt',
     version: await codeVersion(
       ['@bfe/core', '@bfe/adapter', '@bfe/scorer', '@bfe/eval', '@bfe/split'],
-      ['experiment/adapt.ts', 'score-pipeline.ts'],
+      ['experiment/stages/adapt.ts', 'score-pipeline.ts'],
     ),
     config: {
       adapter: e.adapter,
@@ -104,7 +109,7 @@ export async function computeAdapt(input: AdaptInput): Promise<Record<string, un
   const { experiment: e, seed, split, bank, dataset } = input;
   const { benchmark, labels } = dataset;
   // The experiment file's `split.policy: query-disjoint-shared-bank` is the explicit opt-in to a
-  // shared bank; the results stay marked diagnostic (splitMetaOf in run-experiment.ts).
+  // shared bank; the results stay marked diagnostic (splitMetaOf in score/write.ts).
   assertNoLeak(split, benchmark, {
     allowSharedBank: split.policy === 'query-disjoint-shared-bank',
   });
@@ -295,4 +300,32 @@ export async function loadSelectedAdapter(
       selection: 'validation NDCG@10 over epoch × α; test labels never read',
     },
   };
+}
+
+/**
+ * adapt: trains the query adapter on the split's train labels and selects epoch × α on its
+ * validation labels only (see {@link computeAdapt}); the artifact is `adapter.json` and
+ * `training.json`.
+ */
+export async function runAdaptStage(
+  ctx: StageContext,
+  e: Experiment,
+  seed: number,
+  inputs: { dataset: DatasetStage; encode: EncodeStage; split: SplitStage },
+): Promise<ArtifactResult> {
+  const { dataset, encode, split } = inputs;
+  return ctx.run(
+    `adapt@${seed}`,
+    await adaptStageSpec(e, seed, { encode: encode.artifact.key, split: split.artifact.key }),
+    async (dir) =>
+      computeAdapt({
+        dir,
+        experiment: e,
+        seed,
+        split: split.split,
+        bank: await encode.bank(),
+        dataset: await dataset.load(),
+        progress: ctx.progress,
+      }),
+  );
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { SplitError } from '@bfe/core';
-import { buildProgram, main } from './cli.js';
+import { buildProgram, main } from './program.js';
 import { handleError } from './errors.js';
 
 describe('bfe program', () => {

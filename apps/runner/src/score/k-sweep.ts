@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { comparePaired, systemResult, systemResultSchema } from '@bfe/eval';
 import type { Evaluation } from '@bfe/eval';
-import type { SweepPoint } from './score-pipeline.js';
+import { terminalTableLines } from '../cli/table.js';
+import type { SweepPoint } from '../score-pipeline.js';
 
 /**
  * `k-sweep.json`: the k-dependent systems (sparse fusion and its ablations) at each k of the
@@ -78,16 +79,8 @@ export function renderKSweep(sweep: KSweep): string {
       );
     }),
   ]);
-  const widths = head.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)));
-  const line = (cells: string[]): string =>
-    cells
-      .map((cell, c) => cell.padEnd(widths[c] as number))
-      .join('  ')
-      .trimEnd();
   return [
     `k sweep (α = ${sweep.alpha}; * = the k of the main table)`,
-    line(head),
-    line(widths.map((w) => '-'.repeat(w))),
-    ...rows.map(line),
+    ...terminalTableLines({ head, rows }),
   ].join('\n');
 }

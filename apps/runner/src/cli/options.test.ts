@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '@bfe/core';
 import { collect, parseSetOptions } from './options.js';
-import { parseSplitOptions } from './split-options.js';
+import { parseSplitOptions } from '../data/split-options.js';
 
 describe('parseSetOptions', () => {
   it('reads JSON values and keeps other values as strings', () => {

@@ -1,11 +1,12 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Results } from '@bfe/eval';
-import { kSweepSchema } from '../k-sweep.js';
+import { kSweepSchema } from '../score/k-sweep.js';
 import { renderReport, reportInputSchema, type ReportInput } from '../report/index.js';
-import { fixed4, markdownTable, terminalTable, type Table } from '../report/format.js';
+import { terminalTable } from '../cli/table.js';
+import { fixed4, markdownTable, type Table } from '../report/format.js';
 import type { ArtifactResult } from '../cache/store.js';
-import { readTrainingRecord, type TrainingRecord } from './adapt.js';
+import { readTrainingRecord, type TrainingRecord } from './stages/adapt.js';
 import type { Experiment } from './config.js';
 import type { Receipt } from './receipt.js';
 

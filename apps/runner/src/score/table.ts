@@ -1,5 +1,6 @@
 import { pairedBootstrap, pairedDifferences, pairedRandomizationTest } from '@bfe/eval';
 import type { Evaluation, MetricName, PairedDifference, Results } from '@bfe/eval';
+import { terminalTableLines } from '../cli/table.js';
 
 /** The two headline metrics the tables show. */
 const SHOWN: readonly MetricName[] = ['recall@10', 'ndcg@10'];
@@ -68,16 +69,6 @@ function delta(d: PairedDifference | undefined): string {
   return `${signed(d.meanDiff)} [${signed(d.ci95[0])}, ${signed(d.ci95[1])}] p ${p}`;
 }
 
-function table(head: string[], rows: string[][]): string[] {
-  const widths = head.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)));
-  const line = (cells: string[]): string =>
-    cells
-      .map((cell, c) => cell.padEnd(widths[c] as number))
-      .join('  ')
-      .trimEnd();
-  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
-}
-
 /**
  * The terminal table of `bfe score` and `bfe eval`: Recall@10 and NDCG@10 per system (headline:
  * subtasks averaged equally) with the difference to `base`, its 95% bootstrap CI and
@@ -110,7 +101,7 @@ export function renderScoreTable(
   const first = results.systems[0];
   const lines = [
     `headline (${results.subtasks.length} subtasks averaged equally; ${first?.nQueries ?? 0} queries, ${first?.dropped.noRelevant ?? 0} dropped without relevant memory)`,
-    ...table(head, headline),
+    ...terminalTableLines({ head, rows: headline }),
     '',
     'per subtask',
   ];
@@ -130,6 +121,6 @@ export function renderScoreTable(
       ]);
     }
   }
-  lines.push(...table(['subtask (n)', ...head], rows));
+  lines.push(...terminalTableLines({ head: ['subtask (n)', ...head], rows }));
   return lines.join('\n');
 }

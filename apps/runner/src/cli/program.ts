@@ -1,14 +1,14 @@
 import { Command, CommanderError } from 'commander';
-import { cacheCommand } from './commands/cache.js';
-import { dataFetchCommand } from './commands/data-fetch.js';
-import { dataInspectCommand } from './commands/data-inspect.js';
-import { dataListCommand } from './commands/data-list.js';
-import { dataSplitCommand } from './commands/data-split.js';
-import { encodeCommand } from './commands/encode.js';
-import { evalCommand } from './commands/eval.js';
-import { modelFetchCommand } from './commands/model-fetch.js';
-import { runCommand } from './commands/run.js';
-import { scoreCommand } from './commands/score.js';
+import { cacheCommand } from '../commands/cache.js';
+import { dataFetchCommand } from '../commands/data-fetch.js';
+import { dataInspectCommand } from '../commands/data-inspect.js';
+import { dataListCommand } from '../commands/data-list.js';
+import { dataSplitCommand } from '../commands/data-split.js';
+import { encodeCommand } from '../commands/encode.js';
+import { evalCommand } from '../commands/eval.js';
+import { modelFetchCommand } from '../commands/model-fetch.js';
+import { runCommand } from '../commands/run.js';
+import { scoreCommand } from '../commands/score.js';
 import { handleError } from './errors.js';
 
 /** Builds the `bfe` program. Each subcommand imports its heavy modules lazily in its action. */

@@ -1,0 +1,88 @@
+import { copyFile, mkdir, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { contentHash } from '@bfe/core';
+import type { ArtifactResult } from '../cache/store.js';
+import { SCORE_FILES } from '../score/write.js';
+
+/** One seed's artifacts that the run folder copies. */
+export interface SeedArtifacts {
+  readonly seed: number | null;
+  readonly score: ArtifactResult;
+  readonly adapt: ArtifactResult | undefined;
+}
+
+/** A run folder being written: files go to `tmpDir` until {@link publishRunFolder}. */
+export interface RunFolder {
+  readonly runId: string;
+  readonly runDir: string;
+  readonly tmpDir: string;
+  readonly latestFile: string;
+}
+
+/**
+ * Reserves `runs/<experiment>/<run-id>/` (a UTC timestamp and the stages' keys' hash) by
+ * creating it empty: two runs of one experiment on one cache can finish in the same second with
+ * the same keys, so the second takes `-2`. The folder is filled in a temporary sibling:
+ * the first seed's score files at the top, every seed's under `seeds/<seed>/` with its adapter
+ * files.
+ */
+export async function openRunFolder(input: {
+  readonly runsDir: string;
+  readonly experiment: string;
+  readonly stageKeys: readonly string[];
+  readonly perSeed: readonly SeedArtifacts[];
+}): Promise<RunFolder> {
+  const base = join(resolve(input.runsDir), input.experiment);
+  const baseId = `${new Date()
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z')}-${contentHash([...input.stageKeys]).slice(0, 8)}`;
+  await mkdir(base, { recursive: true });
+  let runId = baseId;
+  for (let n = 2; ; n++) {
+    try {
+      await mkdir(join(base, runId));
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      runId = `${baseId}-${n}`;
+    }
+  }
+  const runDir = join(base, runId);
+  const tmpDir = `${runDir}.tmp-${process.pid}`;
+  await rm(tmpDir, { recursive: true, force: true });
+  await mkdir(tmpDir, { recursive: true });
+  const first = input.perSeed[0];
+  if (first === undefined) throw new Error('openRunFolder: a run has at least one score stage');
+  for (const f of SCORE_FILES) await copyFile(join(first.score.dir, f), join(tmpDir, f));
+  for (const p of input.perSeed) {
+    if (p.seed === null) continue;
+    const seedDir = join(tmpDir, 'seeds', String(p.seed));
+    await mkdir(seedDir, { recursive: true });
+    for (const f of SCORE_FILES) await copyFile(join(p.score.dir, f), join(seedDir, f));
+    if (p.adapt !== undefined) {
+      for (const f of ['adapter.json', 'training.json']) {
+        await copyFile(join(p.adapt.dir, f), join(seedDir, f));
+      }
+    }
+  }
+  return { runId, runDir, tmpDir, latestFile: join(base, 'latest.json') };
+}
+
+/**
+ * Publishes a filled run folder: it replaces the empty reserved one in one rename (POSIX;
+ * Windows refuses to rename onto a directory, so there it is removed first), then
+ * `latest.json` points to it (written aside and renamed, so runs finishing together never
+ * interleave their bytes).
+ */
+export async function publishRunFolder(folder: RunFolder): Promise<void> {
+  await rename(folder.tmpDir, folder.runDir).catch(async (error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') throw error;
+    await rmdir(folder.runDir);
+    await rename(folder.tmpDir, folder.runDir);
+  });
+  const tmp = `${folder.latestFile}.tmp-${folder.runId}`;
+  const body = { runId: folder.runId, runDir: folder.runDir };
+  await writeFile(tmp, `${JSON.stringify(body, null, 2)}\n`);
+  await rename(tmp, folder.latestFile);
+}

@@ -1,0 +1,84 @@
+import { join, resolve } from 'node:path';
+import { fileSha256 } from '@bfe/core';
+import {
+  BANK_MANIFEST_FILE,
+  encodeBenchmark,
+  loadModelManifest,
+  openBank,
+  openEncoder,
+  resolveModelDir,
+  type ModelManifest,
+  type OpenedBank,
+} from '@bfe/encoder';
+import type { ArtifactResult } from '../../cache/store.js';
+import { codeVersion } from '../code-version.js';
+import type { Experiment } from '../config.js';
+import type { StageContext } from '../stage.js';
+import type { DatasetStage } from './dataset.js';
+
+/** The encode stage's outcome: its artifact, the model and the bank (opened on first use). */
+export interface EncodeStage {
+  readonly artifact: ArtifactResult;
+  readonly modelManifest: ModelManifest;
+  /** SHA-256 of the bank's `bank.json`, for the receipt. */
+  readonly bankManifestSha256: string;
+  readonly bank: () => Promise<OpenedBank>;
+}
+
+/**
+ * encode: one frozen pass over memories and queries (labels never reach it: the encoder is
+ * handed the benchmark's texts only); the artifact is the Arrow bank under `bank/`.
+ */
+export async function runEncodeStage(
+  ctx: StageContext,
+  e: Experiment,
+  dataset: DatasetStage,
+): Promise<EncodeStage> {
+  const modelDir = e.model.dir === undefined ? resolveModelDir(e.model.name) : resolve(e.model.dir);
+  const modelManifest = await loadModelManifest(modelDir);
+  const artifact = await ctx.run(
+    'encode',
+    {
+      stage: 'encode',
+      version: await codeVersion(['@bfe/core', '@bfe/encoder']),
+      config: {
+        model: modelManifest.name,
+        maxLength: e.model.maxLength ?? modelManifest.maxLength,
+        dtype: e.model.dtype,
+        executionProvider: e.model.executionProvider,
+      },
+      inputs: { dataset: dataset.artifact.key, model: modelManifest.modelSha256 },
+    },
+    async (dir) => {
+      const { benchmark } = await dataset.load();
+      const encoder = await openEncoder(modelDir, modelManifest, {
+        executionProvider: e.model.executionProvider,
+        ...(e.model.maxLength === undefined ? {} : { maxLength: e.model.maxLength }),
+        ...(e.model.threads === undefined ? {} : { threads: e.model.threads }),
+      });
+      try {
+        const manifest = await encodeBenchmark(benchmark, encoder, join(dir, 'bank'), {
+          dtype: e.model.dtype,
+          executionProvider: e.model.executionProvider,
+          onProgress: (role, done, total, tokens) =>
+            ctx.progress(`encode ${role}`, done, total, `${tokens} tokens`),
+        });
+        return {
+          memoryTokens: manifest.memories.tokens,
+          queryTokens: manifest.queries.tokens,
+          truncated: manifest.memories.truncated + manifest.queries.truncated,
+        };
+      } finally {
+        await encoder.dispose();
+      }
+    },
+  );
+  const bankDir = join(artifact.dir, 'bank');
+  let opened: Promise<OpenedBank> | undefined;
+  return {
+    artifact,
+    modelManifest,
+    bankManifestSha256: await fileSha256(join(bankDir, BANK_MANIFEST_FILE)),
+    bank: () => (opened ??= openBank(bankDir)),
+  };
+}

@@ -1,0 +1,96 @@
+import type { ArtifactResult } from '../../cache/store.js';
+import { scoreAndWrite, splitMetaOf } from '../../score/write.js';
+import { codeVersion } from '../code-version.js';
+import type { Experiment } from '../config.js';
+import type { StageContext } from '../stage.js';
+import type { DatasetStage } from './dataset.js';
+import type { EncodeStage } from './encode.js';
+import type { SplitStage } from './split.js';
+
+/** The runner modules whose code the score stage runs (part of its cache key). */
+export const SCORE_STAGE_FILES = [
+  'score-pipeline.ts',
+  'score/outputs.ts',
+  'score/k-sweep.ts',
+  'score/write.ts',
+  'experiment/stages/score.ts',
+  'experiment/stages/adapt.ts',
+];
+
+/**
+ * score: every system on the evaluated part (all queries without a split), the adapted one too
+ * when an adapter was trained; the artifact is `results.json`, `per-query.jsonl` and
+ * `k-sweep.json`, written by the same function as `bfe score`.
+ */
+export async function runScoreStage(
+  ctx: StageContext,
+  e: Experiment,
+  inputs: {
+    readonly tag: string;
+    readonly dataset: DatasetStage;
+    readonly encode: EncodeStage;
+    readonly split: SplitStage | undefined;
+    readonly adapt: ArtifactResult | undefined;
+  },
+): Promise<ArtifactResult> {
+  const { dataset, encode, split, adapt } = inputs;
+  return ctx.run(
+    `score${inputs.tag}`,
+    {
+      stage: 'score',
+      version: await codeVersion(
+        ['@bfe/core', '@bfe/scorer', '@bfe/eval', '@bfe/adapter'],
+        SCORE_STAGE_FILES,
+      ),
+      config: {
+        part: e.split.policy === 'none' ? 'all' : e.split.evaluate,
+        k: e.scorer.k,
+        alpha: e.scorer.alpha,
+        kSweep: e.scorer.kSweep,
+        backend: e.scorer.backend,
+        executionProvider: e.scorer.executionProvider,
+        eval: e.eval,
+      },
+      inputs: {
+        encode: encode.artifact.key,
+        ...(split === undefined ? {} : { split: split.artifact.key }),
+        ...(adapt === undefined ? {} : { adapt: adapt.key }),
+      },
+    },
+    async (dir) => {
+      const bank = await encode.bank();
+      const { benchmark, labels } = await dataset.load();
+      const part = e.split.evaluate;
+      let adapted: { queryTokens: Float32Array; alpha: number } | undefined;
+      let adapterMeta: Record<string, unknown> | undefined;
+      if (adapt !== undefined) {
+        const { loadSelectedAdapter } = await import('./adapt.js');
+        const selected = await loadSelectedAdapter(adapt.dir, bank);
+        adapted = { queryTokens: selected.queryTokens, alpha: selected.alpha };
+        adapterMeta = selected.meta;
+      }
+      const { run } = await scoreAndWrite({
+        out: dir,
+        bank,
+        benchmark,
+        labels,
+        queryIds: split === undefined ? undefined : new Set(split.split.queries[part]),
+        k: e.scorer.k,
+        alpha: e.scorer.alpha,
+        ks: e.eval.ks,
+        kSweep: e.scorer.kSweep,
+        executionProvider: e.scorer.executionProvider,
+        backend: e.scorer.backend,
+        ...(e.scorer.threads === undefined ? {} : { threads: e.scorer.threads }),
+        ...(adapted === undefined ? {} : { adapted }),
+        onProgress: (done, total) => ctx.progress('score candidate groups', done, total),
+        splitName: split === undefined ? 'all' : part,
+        split: split === undefined ? undefined : splitMetaOf(split.split, { seed: true }),
+        resamples: e.eval.resamples,
+        seed: e.eval.seed,
+        ...(adapterMeta === undefined ? {} : { extraMeta: { adapter: adapterMeta } }),
+      });
+      return { queries: run.stats.queries, scoringSeconds: run.stats.seconds.scoring };
+    },
+  );
+}
