@@ -13,13 +13,12 @@ import { dataLocationFromEnv, datasetSources, loadDataset } from '@bfe/datasets'
 import {
   BANK_MANIFEST_FILE,
   encodeBenchmark,
-  loadModelManifest,
   openBank,
   openEncoder,
-  resolveModelDir,
   type OpenedBank,
 } from '@bfe/encoder';
 import { parseResults, writePerQueryJsonl, perQueryLines, type Results } from '@bfe/eval';
+import { loadModelManifest, resolveModelDir } from '@bfe/models';
 import { makeSplit } from '@bfe/split';
 import { ArtifactStore, type ArtifactResult } from '../cache/store.js';
 import type { ArtifactSpec } from '../cache/key.js';
@@ -163,7 +162,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
     'encode',
     {
       stage: 'encode',
-      version: await codeVersion(['@bfe/core', '@bfe/encoder']),
+      version: await codeVersion(['@bfe/core', '@bfe/models', '@bfe/encoder']),
       config: {
         model: modelManifest.name,
         maxLength: e.model.maxLength ?? modelManifest.maxLength,
