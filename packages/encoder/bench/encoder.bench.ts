@@ -22,11 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { fileSha256 } from '@bfe/core';
 import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
-import {
-  MODEL_MANIFEST_FILE,
-  modelManifestSchema,
-  type ModelManifest,
-} from '../src/model-manifest.js';
+import { MODEL_MANIFEST_FILE, modelManifestSchema, type ModelManifest } from '@bfe/models';
 import { TextTokenizer } from '../src/tokenizer.js';
 import {
   machineBusySeconds,

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
-import type { ModelManifest } from '../src/model-manifest.js';
+import type { ModelManifest } from '@bfe/models';
 
 /** The three encoders the benchmark compares. */
 export type Peer = 'bfe' | 'transformers-js' | 'sentence-transformers';

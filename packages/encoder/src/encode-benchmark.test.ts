@@ -22,7 +22,7 @@ import {
 import { openBank } from './bank-reader.js';
 import { encodeBenchmark } from './encode-benchmark.js';
 import type { Encoder } from './encoder.js';
-import type { ModelManifest } from './model-manifest.js';
+import type { ModelManifest } from '@bfe/models';
 import type { EncoderSession } from './onnx-session.js';
 import { encodePass } from './pass.js';
 import { TextTokenizer } from './tokenizer.js';

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ArtifactCorruptError } from '@bfe/core';
 import { openEncoder } from './encoder.js';
-import type { ModelManifest } from './model-manifest.js';
+import type { ModelManifest } from '@bfe/models';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
 

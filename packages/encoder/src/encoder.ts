@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { ArtifactCorruptError } from '@bfe/core';
-import type { ModelManifest } from './model-manifest.js';
+import type { ModelManifest } from '@bfe/models';
 import { EncoderSession, type SessionOptions } from './onnx-session.js';
 import { encodePass, type EncodedChunk, type PassOptions } from './pass.js';
 import { TextTokenizer } from './tokenizer.js';

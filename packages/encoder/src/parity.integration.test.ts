@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEncoder, type Encoder } from './encoder.js';
-import { loadModelManifest, resolveModelDir } from './model-cache.js';
+import { loadModelManifest, resolveModelDir } from '@bfe/models';
 import type { EncodedChunk } from './pass.js';
 
 interface FixtureCase {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { openEncoder } from './encoder.js';
-import { loadModelManifest, resolveModelDir } from './model-cache.js';
+import { loadModelManifest, resolveModelDir } from '@bfe/models';
 import { EncoderSession } from './onnx-session.js';
 
 const tiny = fileURLToPath(new URL('../fixtures/tiny-encoder.onnx', import.meta.url));

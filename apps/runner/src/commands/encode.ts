@@ -50,12 +50,13 @@ export function encodeCommand(): Command {
       if (!parsed.success)
         throw new ConfigError(`Invalid encode options:\n${z.prettifyError(parsed.error)}`);
       const o = parsed.data;
-      const [{ dataLocationFromEnv, loadDataset }, encoder] = await Promise.all([
+      const [{ dataLocationFromEnv, loadDataset }, encoder, models] = await Promise.all([
         import('@bfe/datasets'),
         import('@bfe/encoder'),
+        import('@bfe/models'),
       ]);
-      const modelDir = opts.modelDir ?? encoder.resolveModelDir(opts.model);
-      const manifest = await encoder.loadModelManifest(modelDir);
+      const modelDir = opts.modelDir ?? models.resolveModelDir(opts.model);
+      const manifest = await models.loadModelManifest(modelDir);
       // Only the label-free benchmark goes on: the labels stay behind in this scope.
       const { benchmark } = await loadDataset(opts.dataset, {
         location: dataLocationFromEnv(),

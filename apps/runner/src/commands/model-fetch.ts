@@ -1,6 +1,9 @@
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import type { ConfigError } from '@bfe/core';
-import type { ModelFetchEvent } from '@bfe/encoder';
+import type { ModelFetchEvent } from '@bfe/models';
 import type { z as zod } from 'zod';
 
 interface ModelFetchOptions {
@@ -49,7 +52,8 @@ export function modelFetchCommand(): Command {
     .option('--force', 'replace a valid cached copy')
     .option('--json', 'print JSON')
     .action(async (name: string | undefined, opts: ModelFetchOptions) => {
-      const [encoder, { z }, core] = await Promise.all([
+      const [models, encoder, { z }, core] = await Promise.all([
+        import('@bfe/models'),
         import('@bfe/encoder'),
         import('zod'),
         import('@bfe/core'),
@@ -57,13 +61,15 @@ export function modelFetchCommand(): Command {
       const parsed = parseOptions(opts, z, core.ConfigError);
       const onProgress = progressPrinter();
       const common = { force: opts.force === true, onProgress };
+      const toolsDir = exportToolsDir();
       const result =
         opts.modelDir === undefined
-          ? await encoder.fetchModel(name ?? encoder.DEFAULT_MODEL_NAME, {
+          ? await models.fetchModel(name ?? models.DEFAULT_MODEL_NAME, {
               ...common,
               hubTimeoutS: parsed.hubTimeout,
+              ...(toolsDir === undefined ? {} : { toolsDir }),
             })
-          : await encoder.importModelDir(opts.modelDir, {
+          : await models.importModelDir(opts.modelDir, {
               ...common,
               ...(name === undefined ? {} : { name }),
               ...parsed.local,
@@ -139,6 +145,22 @@ function parseOptions(
       ...(opts.modelId === undefined ? {} : { modelId: opts.modelId }),
     },
   };
+}
+
+/**
+ * The ONNX export tool of the checkout this CLI runs from (`tools/model`, found by walking up
+ * from this file), which `fetchModel` needs for a source without a graph; undefined outside a
+ * checkout (the fetch then says so if it gets that far).
+ */
+function exportToolsDir(): string | undefined {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const tools = join(dir, 'tools', 'model');
+    if (existsSync(join(tools, 'export_onnx.py'))) return tools;
+    const parent = dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
 }
 
 function flag(key: string): string {

@@ -12,6 +12,7 @@ export type CodePackage =
   | '@bfe/core'
   | '@bfe/datasets'
   | '@bfe/split'
+  | '@bfe/models'
   | '@bfe/encoder'
   | '@bfe/scorer'
   | '@bfe/adapter'

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { arch, cpus, platform, release, totalmem } from 'node:os';
-import type { ModelManifest } from '@bfe/encoder';
+import type { ModelManifest } from '@bfe/models';
 import type { Experiment } from './config.js';
 import type { StageRecord } from './stage.js';
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { importModelDir } from '@bfe/encoder';
+import { importModelDir } from '@bfe/models';
 import { parseExperiment, type Experiment } from './config.js';
 import { runExperiment, type RunOutcome } from './run-experiment.js';
 

@@ -3,13 +3,11 @@ import { fileSha256 } from '@bfe/core';
 import {
   BANK_MANIFEST_FILE,
   encodeBenchmark,
-  loadModelManifest,
   openBank,
   openEncoder,
-  resolveModelDir,
-  type ModelManifest,
   type OpenedBank,
 } from '@bfe/encoder';
+import { loadModelManifest, resolveModelDir, type ModelManifest } from '@bfe/models';
 import type { ArtifactResult } from '../../cache/store.js';
 import { codeVersion } from '../code-version.js';
 import type { Experiment } from '../config.js';
@@ -40,7 +38,7 @@ export async function runEncodeStage(
     'encode',
     {
       stage: 'encode',
-      version: await codeVersion(['@bfe/core', '@bfe/encoder']),
+      version: await codeVersion(['@bfe/core', '@bfe/models', '@bfe/encoder']),
       config: {
         model: modelManifest.name,
         maxLength: e.model.maxLength ?? modelManifest.maxLength,

