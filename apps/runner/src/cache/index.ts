@@ -1,10 +1,5 @@
-export {
-  ArtifactStore,
-  CACHE_DIR_ENV,
-  DEFAULT_CACHE_DIR,
-  DEFAULT_STALE_MS,
-  resolveCacheRoot,
-} from './store.js';
+export { ArtifactStore } from './store.js';
+export { CACHE_DIR_ENV, DEFAULT_CACHE_DIR, DEFAULT_STALE_MS, resolveCacheRoot } from './types.js';
 export type {
   ArtifactEntry,
   ArtifactResult,
@@ -20,7 +15,7 @@ export type {
   GetOrCreateOptions,
   VerifyOptions,
   VerifyReport,
-} from './store.js';
+} from './types.js';
 export {
   KEY_PATTERN,
   MANIFEST_FILE,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { contentHash } from '@bfe/core';
 import { artifactKey, type ArtifactSpec } from './key.js';
-import { resolveCacheRoot } from './store.js';
+import { resolveCacheRoot } from './types.js';
 
 const base: ArtifactSpec = {
   stage: 'encode',

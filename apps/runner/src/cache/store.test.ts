@@ -20,7 +20,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ArtifactCorruptError, bytesSha256 } from '@bfe/core';
 import { CacheUnwritableError } from './errors.js';
 import { artifactKey, type ArtifactSpec } from './key.js';
-import { ArtifactStore, type CacheEvent, type ComputeFn } from './store.js';
+import { ArtifactStore } from './store.js';
+import type { CacheEvent, ComputeFn } from './types.js';
 
 let root: string;
 beforeEach(() => {
