@@ -1,0 +1,69 @@
+// The house's import rules (../shared/docs/HOUSE.md), checked by `pnpm lint:deps`:
+// data flows down the package table, a package imports only the packages above it and never
+// an app, apps are never imported, and no module takes part in a cycle — type-only imports
+// included (tsPreCompilationDeps).
+/** What each package's files may import, besides themselves. */
+const ALLOWED = {
+  core: [],
+  datasets: ['core'],
+  split: ['core'],
+  models: ['core'],
+  encoder: ['core', 'models'],
+  index: ['core'],
+  scorer: ['core', 'index'],
+  adapter: ['core'],
+  eval: ['core'],
+  store: ['core', 'models', 'encoder', 'index', 'scorer', 'adapter'],
+};
+
+const packageRules = Object.entries(ALLOWED).map(([name, allowed]) => ({
+  name: `${name}-imports-only-${allowed.length === 0 ? 'itself' : allowed.join('-')}`,
+  comment: `packages/${name} may import only ${allowed.length === 0 ? 'nothing of the workspace' : allowed.map((a) => `@bfe/${a}`).join(', ')} (HOUSE.md)`,
+  severity: 'error',
+  from: { path: `^packages/${name}/` },
+  to: {
+    path: '^(packages|apps)/',
+    pathNot: [`^packages/${name}/`, ...allowed.map((a) => `^packages/${a}/`)],
+  },
+}));
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'No import cycles, type-only imports included.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    ...packageRules,
+    {
+      name: 'apps-are-never-imported',
+      comment:
+        'An app composes; nothing imports an app except the app itself (and e2e tests of the runner).',
+      severity: 'error',
+      from: { path: '^(packages|apps)/', pathNot: '^apps/([^/]+)/' },
+      to: { path: '^apps/' },
+    },
+    {
+      name: 'no-app-imports-another-app',
+      severity: 'error',
+      from: { path: '^apps/([^/]+)/' },
+      to: { path: '^apps/', pathNot: '^apps/$1/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '(^|/)(node_modules|dist)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: require('node:path').join(__dirname, 'tsconfig.deps.json') },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['@bfe/source', 'import', 'types', 'node', 'default'],
+      extensions: ['.ts', '.js', '.mjs', '.json'],
+      mainFields: ['module', 'main', 'types'],
+    },
+    combinedDependencies: true,
+    preserveSymlinks: false,
+  },
+};
