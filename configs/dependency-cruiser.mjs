@@ -1,3 +1,5 @@
+import { fileURLToPath } from 'node:url';
+
 // The house's import rules (../shared/docs/HOUSE.md), checked by `pnpm lint:deps`:
 // data flows down the package table, a package imports only the packages above it and never
 // an app, apps are never imported, and no module takes part in a cycle — type-only imports
@@ -27,7 +29,7 @@ const packageRules = Object.entries(ALLOWED).map(([name, allowed]) => ({
   },
 }));
 
-module.exports = {
+export default {
   forbidden: [
     {
       name: 'no-circular',
@@ -56,7 +58,7 @@ module.exports = {
     doNotFollow: { path: 'node_modules' },
     exclude: { path: '(^|/)(node_modules|dist)/' },
     tsPreCompilationDeps: true,
-    tsConfig: { fileName: require('node:path').join(__dirname, 'tsconfig.deps.json') },
+    tsConfig: { fileName: fileURLToPath(new URL('tsconfig.deps.json', import.meta.url)) },
     enhancedResolveOptions: {
       exportsFields: ['exports'],
       conditionNames: ['@bfe/source', 'import', 'types', 'node', 'default'],
