@@ -51,12 +51,15 @@ describe('groupByCandidates', () => {
     expect(groups.flatMap((g) => g.queries.map((q) => q.id))).toEqual(['q2', 'q4']);
   });
 
-  it('refuses a candidate that is not in the bank', () => {
-    const other = {
-      ...benchmark,
-      queries: [query('q9', '1', { candidateIds: ['nowhere'] })],
-    };
-    expect(() => groupByCandidates(bank, other, undefined)).toThrow(ArtifactCorruptError);
+  // Resolving candidates (unknown ids, empty banks) is @bfe/scorer's, tested there.
+  it('refuses a bank whose memories have no bank ids', () => {
+    const noBankIds = {
+      ...bank,
+      memories: { ...bank.memories, bankIds: undefined },
+    } as unknown as OpenedBank;
+    expect(() => groupByCandidates(noBankIds, benchmark, undefined)).toThrow(
+      new ArtifactCorruptError('memories.arrow has no bank_id'),
+    );
   });
 });
 

@@ -1,4 +1,5 @@
-import { dotsInto, scratchOffsets, type BankChunkSource } from './top-k.js';
+import { dotsInto, scratchOffsets } from './dots.js';
+import type { BankChunkSource } from './top-k.js';
 
 /**
  * The tokens of a query's candidate memories, seen as one virtual bank: candidates in

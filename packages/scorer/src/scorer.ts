@@ -5,7 +5,8 @@ import { fuse } from './fusion.js';
 import { JsSimilarityKernel } from './js-kernel.js';
 import type { SimilarityKernel } from './kernel.js';
 import { parseScoreOptions, type ScoreOptions } from './options.js';
-import { dot64, exactTopK, firstNonFinite, type TopKResult } from './top-k.js';
+import { dot64, firstNonFinite } from './dots.js';
+import { exactTopK, type TopKResult } from './top-k.js';
 import {
   checkBank,
   checkCandidates,

@@ -6,15 +6,9 @@ import { OrtSimilarityKernel } from './ort-kernel.js';
 import { testTopK } from './testing/fake-kernel.js';
 import { rng, unitVectors } from './testing/random.js';
 import { referenceTopK } from './testing/reference.js';
-import {
-  RunningTopK,
-  dot64,
-  dotsInto,
-  effectiveChunkSize,
-  exactTopK,
-  flatBankSource,
-  type BankChunkSource,
-} from './top-k.js';
+import { dot64, dotsInto } from './dots.js';
+import { RunningTopK } from './running-top-k.js';
+import { effectiveChunkSize, exactTopK, flatBankSource, type BankChunkSource } from './top-k.js';
 
 const ort = new OrtSimilarityKernel({ threads: 1 });
 afterAll(() => ort.dispose());

@@ -1,5 +1,7 @@
 import { ScorerInputError } from './errors.js';
+import { dotsInto, firstNonFinite, scratchOffsets } from './dots.js';
 import { NonFiniteScoresError, type ChunkTopK, type SimilarityKernel } from './kernel.js';
+import { RunningTopK } from './running-top-k.js';
 
 /**
  * A bank of `size` token vectors of `dim` floats, read in order, one chunk at a time. `read`
@@ -282,71 +284,6 @@ async function streamTopK(
   }
   return running;
 }
-
-/**
- * Running top-k of `rows` rows. Each row is kept sorted by score descending, then index
- * ascending; {@link merge} folds in one chunk's sorted top-k in `O(k)` per row.
- */
-export class RunningTopK {
-  readonly rows: number;
-  readonly k: number;
-  /** `[rows * k]`; the first `count` entries of each row are valid. */
-  readonly values: Float32Array;
-  readonly indices: Int32Array;
-  count = 0;
-  readonly #scratchValues: Float32Array;
-  readonly #scratchIndices: Int32Array;
-
-  constructor(rows: number, k: number) {
-    this.rows = rows;
-    this.k = k;
-    this.values = new Float32Array(rows * k);
-    this.indices = new Int32Array(rows * k);
-    this.#scratchValues = new Float32Array(k);
-    this.#scratchIndices = new Int32Array(k);
-  }
-
-  /** Folds in a chunk's per-row top-k; `offset` turns its chunk-local indices into bank ones. */
-  merge(top: ChunkTopK, offset: number): void {
-    const { rows, k, values, indices } = this;
-    const kOut = top.kOut;
-    const cv = top.values;
-    const ci = top.indices;
-    const count = this.count;
-    const total = Math.min(k, count + kOut);
-    const sv = this.#scratchValues;
-    const si = this.#scratchIndices;
-    for (let r = 0; r < rows; r++) {
-      const base = r * k;
-      const cBase = r * kOut;
-      let a = 0;
-      let b = 0;
-      for (let o = 0; o < total; o++) {
-        let takeA: boolean;
-        if (a >= count) takeA = false;
-        else if (b >= kOut) takeA = true;
-        else {
-          const va = values[base + a]!;
-          const vb = cv[cBase + b]!;
-          takeA = va > vb || (va === vb && indices[base + a]! < ci[cBase + b]! + offset);
-        }
-        if (takeA) {
-          sv[o] = values[base + a]!;
-          si[o] = indices[base + a]!;
-          a++;
-        } else {
-          sv[o] = cv[cBase + b]!;
-          si[o] = ci[cBase + b]! + offset;
-          b++;
-        }
-      }
-      values.set(sv.subarray(0, total), base);
-      indices.set(si.subarray(0, total), base);
-    }
-    this.count = total;
-  }
-}
-
 function nonFiniteError(
   queries: Float32Array,
   rows: number,
@@ -382,15 +319,6 @@ function nonFiniteError(
   );
 }
 
-/** Index of the first NaN/±Inf in `a[at..at+len)`, or -1. */
-export function firstNonFinite(a: Float32Array, at: number, len: number): number {
-  for (let i = 0; i < len; i++) {
-    const v = a[at + i]!;
-    if (v - v !== 0) return i;
-  }
-  return -1;
-}
-
 /**
  * A source over one flat row-major `Float32Array` `[size * dim]`: chunks are zero-copy views.
  *
@@ -411,104 +339,4 @@ export function flatBankSource(vectors: Float32Array, dim: number): BankChunkSou
       dotsInto(vectors, offsets, count, query, at, out, dim);
     },
   };
-}
-
-/**
- * `Σ a[aAt + j] · b[bAt + j]` for `j < dim`, accumulated in float64 (float32 × float32 products
- * are exact in float64; four partial sums, so the rounding is ~dim·2⁻⁵³, far below float32's).
- */
-export function dot64(
-  a: Float32Array,
-  aAt: number,
-  b: Float32Array,
-  bAt: number,
-  dim: number,
-): number {
-  let s0 = 0;
-  let s1 = 0;
-  let s2 = 0;
-  let s3 = 0;
-  let j = 0;
-  for (; j + 3 < dim; j += 4) {
-    s0 += a[aAt + j]! * b[bAt + j]!;
-    s1 += a[aAt + j + 1]! * b[bAt + j + 1]!;
-    s2 += a[aAt + j + 2]! * b[bAt + j + 2]!;
-    s3 += a[aAt + j + 3]! * b[bAt + j + 3]!;
-  }
-  for (; j < dim; j++) s0 += a[aAt + j]! * b[bAt + j]!;
-  return s0 + s1 + (s2 + s3);
-}
-
-let offsetScratch = new Int32Array(256);
-
-/** A module-level scratch of at least `count` offsets (grown by doubling). */
-export function scratchOffsets(count: number): Int32Array {
-  if (offsetScratch.length < count) {
-    let size = offsetScratch.length;
-    while (size < count) size *= 2;
-    offsetScratch = new Int32Array(size);
-  }
-  return offsetScratch;
-}
-
-/**
- * `out[h] = Σ_j vectors[offsets[h] + j] · query[at + j]` for `h < count`, in float64, summed
- * in order of `j` for every row (so equal vectors score bit-identically): eight rows at a time
- * share each query load, about twice as fast in V8 as one {@link dot64} per row.
- */
-export function dotsInto(
-  vectors: Float32Array,
-  offsets: Int32Array,
-  count: number,
-  query: Float32Array,
-  at: number,
-  out: Float64Array,
-  dim: number,
-): void {
-  let h = 0;
-  for (; h + 7 < count; h += 8) {
-    const a0 = offsets[h]!;
-    const a1 = offsets[h + 1]!;
-    const a2 = offsets[h + 2]!;
-    const a3 = offsets[h + 3]!;
-    const a4 = offsets[h + 4]!;
-    const a5 = offsets[h + 5]!;
-    const a6 = offsets[h + 6]!;
-    const a7 = offsets[h + 7]!;
-    let s0 = 0;
-    let s1 = 0;
-    let s2 = 0;
-    let s3 = 0;
-    let s4 = 0;
-    let s5 = 0;
-    let s6 = 0;
-    let s7 = 0;
-    for (let j = 0; j < dim; j++) {
-      const v = query[at + j]!;
-      s0 += v * vectors[a0 + j]!;
-      s1 += v * vectors[a1 + j]!;
-      s2 += v * vectors[a2 + j]!;
-      s3 += v * vectors[a3 + j]!;
-      s4 += v * vectors[a4 + j]!;
-      s5 += v * vectors[a5 + j]!;
-      s6 += v * vectors[a6 + j]!;
-      s7 += v * vectors[a7 + j]!;
-    }
-    out[h] = s0;
-    out[h + 1] = s1;
-    out[h + 2] = s2;
-    out[h + 3] = s3;
-    out[h + 4] = s4;
-    out[h + 5] = s5;
-    out[h + 6] = s6;
-    out[h + 7] = s7;
-  }
-  // The same summation order as above, so duplicate vectors get bit-identical scores
-  // wherever they fall.
-  for (; h < count; h++) {
-    const a = offsets[h]!;
-    let s = 0;
-    for (let j = 0; j < dim; j++) s += query[at + j]! * vectors[a + j]!;
-    out[h] = s;
-  }
 }

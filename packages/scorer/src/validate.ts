@@ -1,5 +1,5 @@
 import { ScorerInputError } from './errors.js';
-import { firstNonFinite } from './top-k.js';
+import { firstNonFinite } from './dots.js';
 
 /**
  * One side of an encoded bank, as the scorer reads it. `@bfe/encoder`'s `BankSide` plus the

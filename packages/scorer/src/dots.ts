@@ -1,0 +1,110 @@
+/** Float64 inner products and the non-finite check shared by the top-k search and the scorer. */
+
+/** Index of the first NaN/±Inf in `a[at..at+len)`, or -1. */
+export function firstNonFinite(a: Float32Array, at: number, len: number): number {
+  for (let i = 0; i < len; i++) {
+    const v = a[at + i]!;
+    if (v - v !== 0) return i;
+  }
+  return -1;
+}
+
+/**
+ * `Σ a[aAt + j] · b[bAt + j]` for `j < dim`, accumulated in float64 (float32 × float32 products
+ * are exact in float64; four partial sums, so the rounding is ~dim·2⁻⁵³, far below float32's).
+ */
+export function dot64(
+  a: Float32Array,
+  aAt: number,
+  b: Float32Array,
+  bAt: number,
+  dim: number,
+): number {
+  let s0 = 0;
+  let s1 = 0;
+  let s2 = 0;
+  let s3 = 0;
+  let j = 0;
+  for (; j + 3 < dim; j += 4) {
+    s0 += a[aAt + j]! * b[bAt + j]!;
+    s1 += a[aAt + j + 1]! * b[bAt + j + 1]!;
+    s2 += a[aAt + j + 2]! * b[bAt + j + 2]!;
+    s3 += a[aAt + j + 3]! * b[bAt + j + 3]!;
+  }
+  for (; j < dim; j++) s0 += a[aAt + j]! * b[bAt + j]!;
+  return s0 + s1 + (s2 + s3);
+}
+
+let offsetScratch = new Int32Array(256);
+
+/** A module-level scratch of at least `count` offsets (grown by doubling). */
+export function scratchOffsets(count: number): Int32Array {
+  if (offsetScratch.length < count) {
+    let size = offsetScratch.length;
+    while (size < count) size *= 2;
+    offsetScratch = new Int32Array(size);
+  }
+  return offsetScratch;
+}
+
+/**
+ * `out[h] = Σ_j vectors[offsets[h] + j] · query[at + j]` for `h < count`, in float64, summed
+ * in order of `j` for every row (so equal vectors score bit-identically): eight rows at a time
+ * share each query load, about twice as fast in V8 as one {@link dot64} per row.
+ */
+export function dotsInto(
+  vectors: Float32Array,
+  offsets: Int32Array,
+  count: number,
+  query: Float32Array,
+  at: number,
+  out: Float64Array,
+  dim: number,
+): void {
+  let h = 0;
+  for (; h + 7 < count; h += 8) {
+    const a0 = offsets[h]!;
+    const a1 = offsets[h + 1]!;
+    const a2 = offsets[h + 2]!;
+    const a3 = offsets[h + 3]!;
+    const a4 = offsets[h + 4]!;
+    const a5 = offsets[h + 5]!;
+    const a6 = offsets[h + 6]!;
+    const a7 = offsets[h + 7]!;
+    let s0 = 0;
+    let s1 = 0;
+    let s2 = 0;
+    let s3 = 0;
+    let s4 = 0;
+    let s5 = 0;
+    let s6 = 0;
+    let s7 = 0;
+    for (let j = 0; j < dim; j++) {
+      const v = query[at + j]!;
+      s0 += v * vectors[a0 + j]!;
+      s1 += v * vectors[a1 + j]!;
+      s2 += v * vectors[a2 + j]!;
+      s3 += v * vectors[a3 + j]!;
+      s4 += v * vectors[a4 + j]!;
+      s5 += v * vectors[a5 + j]!;
+      s6 += v * vectors[a6 + j]!;
+      s7 += v * vectors[a7 + j]!;
+    }
+    out[h] = s0;
+    out[h + 1] = s1;
+    out[h + 2] = s2;
+    out[h + 3] = s3;
+    out[h + 4] = s4;
+    out[h + 5] = s5;
+    out[h + 6] = s6;
+    out[h + 7] = s7;
+  }
+  // The same summation order as above, so duplicate vectors get bit-identical scores
+  // wherever they fall.
+  for (; h < count; h++) {
+    const a = offsets[h]!;
+    let s = 0;
+    for (let j = 0; j < dim; j++) s += query[at + j]! * vectors[a + j]!;
+    out[h] = s;
+  }
+}

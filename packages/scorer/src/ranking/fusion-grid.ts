@@ -1,0 +1,60 @@
+import { fuse } from '../fusion.js';
+import type { SparseScorer } from '../scorer.js';
+import type { CandidateGroup, RankQuery } from './groups.js';
+import { checkTop, queryRowsOf, rankIds, type RankingSide, type Rankings } from './sides.js';
+
+/** Inputs of {@link rankFusionGrid}. */
+export interface FusionGridRankInput<Q extends RankQuery = RankQuery> {
+  readonly memories: RankingSide;
+  readonly queries: RankingSide;
+  /** From {@link groupByCandidates}; rankings come back in this order, group by group. */
+  readonly groups: readonly CandidateGroup<Q>[];
+  readonly k: number;
+  /** The α grid, each in [0, 1]. */
+  readonly alphas: readonly number[];
+  /** Memory ids kept per ranking. */
+  readonly top: number;
+  /** Query content tokens to use instead of `queries.tokenVectors` (an adapter's output). */
+  readonly queryTokens?: Float32Array;
+}
+
+/**
+ * Sparse fusion at several α from one sparse search (METHOD.md §3–4): each query's sparse and
+ * pooled branches are computed once (exact top-k, tail floor, k clamped to a smaller candidate
+ * bank), then fused and ranked per α — exactly the `sparse-fusion` ranking a scorer pass at
+ * that α gives; a query without content tokens ranks by the pooled score. Reads no labels;
+ * the caller owns `scorer`.
+ *
+ * @throws ArtifactCorruptError when a group's query is not a row of `queries`.
+ * @example
+ * const grid = await rankFusionGrid(scorer, { memories, queries, groups, k: 64, alphas: [0.3, 0.5], top: 50 });
+ * grid.get(0.3)?.get('q1'); // ['m7', 'm2', …]
+ */
+export async function rankFusionGrid<Q extends RankQuery>(
+  scorer: SparseScorer,
+  input: FusionGridRankInput<Q>,
+): Promise<Map<number, Rankings>> {
+  const { memories, groups, k, alphas, top } = input;
+  checkTop(top, 'rankFusionGrid');
+  const queries =
+    input.queryTokens === undefined
+      ? input.queries
+      : { ...input.queries, tokenVectors: input.queryTokens };
+  const rowsOf = queryRowsOf(input.queries);
+  const ids = memories.ids;
+  const runs = new Map<number, Rankings>(alphas.map((a) => [a, new Map()]));
+  for (const group of groups) {
+    const scored = await scorer.score(
+      { memories, queries, queryRows: rowsOf(group), candidates: group.rows },
+      { k, maxsim: false, clampK: true },
+    );
+    scored.forEach((s, i) => {
+      const id = (group.queries[i] as Q).id;
+      for (const alpha of alphas) {
+        const fused = s.pooledOnly ? s.systems.pooled : fuse(s.systems.pooled, s.sparse, alpha);
+        runs.get(alpha)?.set(id, rankIds(s.candidates, fused, ids, top));
+      }
+    });
+  }
+  return runs;
+}

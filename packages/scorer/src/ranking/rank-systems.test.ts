@@ -1,0 +1,257 @@
+import { ArtifactCorruptError } from '@bfe/core';
+import { afterAll, describe, expect, it } from 'vitest';
+import { bm25Scores } from '../bm25.js';
+import { fuse } from '../fusion.js';
+import { SparseScorer } from '../scorer.js';
+import { rng, unitVectors } from '../testing/random.js';
+import { rankFusionGrid } from './fusion-grid.js';
+import { groupByCandidates, type RankQuery } from './groups.js';
+import { rankSystems } from './rank-systems.js';
+import { rankIds, type RankingSide } from './sides.js';
+import { SCORE_SYSTEMS, SWEEP_SYSTEMS, SYSTEMS } from './systems.js';
+
+const scorer = await SparseScorer.open({ kernel: 'js' });
+afterAll(() => scorer.dispose());
+
+const DIM = 16;
+
+/** A bank side whose row `i` has `counts[i]` random unit tokens. */
+function side(prefix: string, counts: readonly number[], seed: number): RankingSide {
+  const random = rng(seed);
+  const tokenOffsets = new Int32Array(counts.length + 1);
+  counts.forEach((n, i) => (tokenOffsets[i + 1] = tokenOffsets[i]! + n));
+  return {
+    dim: DIM,
+    ids: counts.map((_, i) => `${prefix}${i}`),
+    tokenVectors: unitVectors(tokenOffsets[counts.length]!, DIM, random),
+    tokenOffsets,
+    pooled: unitVectors(counts.length, DIM, random),
+  };
+}
+
+const WORDS = ['cat', 'dog', 'bird', 'fish', 'tree', 'car', 'rain', 'sun'];
+const text = (i: number) => `${WORDS[i % 8]} ${WORDS[(i * 3 + 1) % 8]} ${WORDS[(i * 5 + 2) % 8]}`;
+
+// Banks a (rows 0–5, 4 tokens each: 24 tokens), b (rows 6–7, 2 + 3 tokens) and c (rows 8–11).
+const memories = side('m', [4, 4, 4, 4, 4, 4, 2, 3, 6, 7, 5, 8], 1);
+const bankIds = ['a', 'a', 'a', 'a', 'a', 'a', 'b', 'b', 'c', 'c', 'c', 'c'];
+const memoryTexts = memories.ids.map((_, i) => text(i));
+// q3 has no content tokens: it ranks by the pooled score.
+const queries = side('q', [3, 5, 2, 0, 4, 3], 2);
+const rankQueries: RankQuery[] = [
+  { id: 'q0', text: 'cat dog', candidateBankIds: ['a'] },
+  { id: 'q1', text: 'bird', candidateBankIds: ['b'] },
+  { id: 'q2', text: 'rain sun tree', candidateBankIds: ['a', 'c'] },
+  { id: 'q3', text: 'fish', candidateBankIds: ['a'] },
+  { id: 'q4', text: 'car cat', candidateIds: ['m9', 'm2', 'm11'] },
+  { id: 'q5', text: 'dog', candidateBankIds: ['b'] },
+];
+const groups = groupByCandidates({ ids: memories.ids, bankIds }, rankQueries);
+const base = { memories, memoryTexts, queries, groups, k: 8, alpha: 0.5, top: 50 };
+
+describe('SYSTEMS', () => {
+  it('describes every system, and the k-dependent ones are exactly SWEEP_SYSTEMS', () => {
+    expect(Object.keys(SYSTEMS).sort()).toEqual([...SCORE_SYSTEMS, 'adapted'].sort());
+    for (const [name, d] of Object.entries(SYSTEMS)) expect(d.name).toBe(name);
+    expect(SCORE_SYSTEMS.filter((n) => SYSTEMS[n].sweepsK)).toEqual([...SWEEP_SYSTEMS]);
+  });
+});
+
+describe('rankSystems', () => {
+  it('ranks every system from the scorer, query by query in group order', async () => {
+    const ranked = await rankSystems(scorer, base);
+    expect([...ranked.systems.keys()]).toEqual([...SCORE_SYSTEMS]);
+    const order = groups.flatMap((g) => g.queries.map((q) => q.id));
+    expect(order).toEqual(['q0', 'q3', 'q1', 'q5', 'q2', 'q4']);
+    const rowsOf = new Map(memories.ids.map((id, row) => [id, row]));
+    for (const [name, runs] of ranked.systems) {
+      expect([...runs.keys()], name).toEqual(order);
+      if (SYSTEMS[name].source !== 'scorer') continue;
+      for (const group of groups) {
+        const scored = await scorer.score(
+          {
+            memories,
+            queries,
+            queryRows: group.queries.map((q) => queries.ids.indexOf(q.id)),
+            candidates: group.rows,
+          },
+          { k: 8, alpha: 0.5, maxsim: true, clampK: true },
+        );
+        scored.forEach((s, i) => {
+          const expected = rankIds(
+            s.candidates,
+            s.systems[SYSTEMS[name].scores!]!,
+            memories.ids,
+            50,
+          );
+          expect(runs.get(group.queries[i]!.id), `${name} ${group.queries[i]!.id}`).toEqual(
+            expected,
+          );
+        });
+      }
+      // Every ranking lists exactly the query's candidates.
+      for (const group of groups) {
+        for (const q of group.queries) {
+          const ranking = runs.get(q.id)!;
+          expect(ranking.map((id) => rowsOf.get(id)).sort((x, y) => x! - y!)).toEqual([
+            ...group.rows,
+          ]);
+        }
+      }
+    }
+    expect(ranked.stats).toMatchObject({
+      queries: 6,
+      groups: 4,
+      clampedGroups: 1, // bank b: 5 tokens < k = 8
+      pooledOnlyQueries: 1,
+      bm25DirectGroups: 1, // bank b: 2 candidates
+    });
+  });
+
+  it('cuts every ranking to top', async () => {
+    const ranked = await rankSystems(scorer, { ...base, top: 2 });
+    for (const runs of ranked.systems.values()) {
+      for (const ranking of runs.values()) expect(ranking.length).toBe(2);
+    }
+    await expect(rankSystems(scorer, { ...base, top: 0 })).rejects.toThrow(/top must be/);
+  });
+
+  it('breaks ties by bank order, whatever the order of the candidate ids', async () => {
+    // Four identical memories (tokens, pooled vector, text): every system ties them.
+    const one = side('x', [3], 5);
+    const dupes: RankingSide = {
+      ...one,
+      ids: ['d0', 'd1', 'd2', 'd3'],
+      tokenVectors: new Float32Array([0, 1, 2, 3].flatMap(() => [...one.tokenVectors])),
+      tokenOffsets: Int32Array.of(0, 3, 6, 9, 12),
+      pooled: new Float32Array([0, 1, 2, 3].flatMap(() => [...one.pooled])),
+    };
+    const q = side('t', [2], 6);
+    const tied = groupByCandidates({ ids: dupes.ids }, [
+      { id: 't0', text: 'cat', candidateIds: ['d3', 'd1', 'd0', 'd2'] },
+    ]);
+    const ranked = await rankSystems(scorer, {
+      ...base,
+      memories: dupes,
+      memoryTexts: ['cat dog', 'cat dog', 'cat dog', 'cat dog'],
+      queries: q,
+      groups: tied,
+    });
+    for (const [name, runs] of ranked.systems) {
+      expect(runs.get('t0'), name).toEqual(['d0', 'd1', 'd2', 'd3']);
+    }
+  });
+
+  it('ranks BM25 from the candidates’ texts, with the direct engine below three candidates', async () => {
+    const ranked = await rankSystems(scorer, { ...base, systems: ['bm25'], kSweep: [4] });
+    expect([...ranked.systems.keys()]).toEqual(['bm25']);
+    expect(ranked.sweep.size).toBe(0);
+    expect(ranked.stats.bm25DirectGroups).toBe(1);
+    expect(ranked.stats.clampedGroups).toBe(0);
+    for (const group of groups) {
+      const texts = Array.from(group.rows, (r) => memoryTexts[r]!);
+      const scores = bm25Scores(
+        texts,
+        group.queries.map((q) => q.text!),
+      );
+      group.queries.forEach((q, i) =>
+        expect(ranked.systems.get('bm25')?.get(q.id)).toEqual(
+          rankIds(group.rows, scores[i]!, memories.ids, 50),
+        ),
+      );
+    }
+    const direct = groups.find((g) => g.rows.length < 3)!;
+    expect(direct.rows.length).toBe(2);
+    await expect(rankSystems(scorer, { ...base, memoryTexts: undefined! })).rejects.toThrow(
+      /BM25 needs the memory texts/,
+    );
+  });
+
+  it('counts clamped groups at each k of the sweep; the main k shares its rankings', async () => {
+    const ranked = await rankSystems(scorer, { ...base, k: 8, kSweep: [3, 8, 6, 26, 8] });
+    expect([...ranked.sweep.keys()]).toEqual([3, 8, 6, 26]);
+    // Tokens per group: a 24, b 5, a+c 50, {m2, m9, m11} 19.
+    expect([...ranked.sweep.values()].map((p) => p.clampedGroups)).toEqual([0, 1, 1, 3]);
+    expect(ranked.stats.clampedGroups).toBe(1);
+    const main = ranked.sweep.get(8)!;
+    for (const name of SWEEP_SYSTEMS) {
+      expect(main.systems.get(name)).toBe(ranked.systems.get(name));
+    }
+    expect([...main.systems.keys()]).toEqual([...SWEEP_SYSTEMS]);
+    for (const kk of [3, 6, 26]) {
+      const alone = await rankSystems(scorer, { ...base, k: kk, systems: [...SWEEP_SYSTEMS] });
+      for (const name of SWEEP_SYSTEMS) {
+        expect(ranked.sweep.get(kk)?.systems.get(name), `${name} at k = ${kk}`).toEqual(
+          alone.systems.get(name),
+        );
+      }
+    }
+  });
+
+  it('ranks adapted as sparse fusion with the adapted query tokens at the adapted α', async () => {
+    const queryTokens = unitVectors(queries.tokenVectors.length / DIM, DIM, rng(9));
+    const ranked = await rankSystems(scorer, { ...base, adapted: { queryTokens, alpha: 0.3 } });
+    expect([...ranked.systems.keys()]).toEqual([...SCORE_SYSTEMS, 'adapted']);
+    const replaced = await rankSystems(scorer, {
+      ...base,
+      queries: { ...queries, tokenVectors: queryTokens },
+      alpha: 0.3,
+      systems: ['sparse-fusion'],
+    });
+    expect(ranked.systems.get('adapted')).toEqual(replaced.systems.get('sparse-fusion'));
+    expect(ranked.systems.get('adapted')).not.toEqual(ranked.systems.get('sparse-fusion'));
+    await expect(rankSystems(scorer, { ...base, systems: ['adapted'] })).rejects.toThrow(
+      /adapted query tokens/,
+    );
+  });
+
+  it('refuses a query that is not a row of the query bank', async () => {
+    const stray = groupByCandidates({ ids: memories.ids }, [{ id: 'q9', candidateIds: ['m0'] }]);
+    await expect(rankSystems(scorer, { ...base, groups: stray })).rejects.toThrow(
+      new ArtifactCorruptError("Query 'q9' is not in the bank."),
+    );
+    await expect(rankFusionGrid(scorer, { ...base, groups: stray, alphas: [0.5] })).rejects.toThrow(
+      ArtifactCorruptError,
+    );
+  });
+});
+
+describe('rankFusionGrid', () => {
+  it('equals a separate fuse and rank per α from one sparse search', async () => {
+    const alphas = [0, 0.25, 0.5, 1];
+    const grid = await rankFusionGrid(scorer, { ...base, alphas });
+    expect([...grid.keys()]).toEqual(alphas);
+    for (const alpha of alphas) {
+      const expected = new Map<string, string[]>();
+      for (const group of groups) {
+        const scored = await scorer.score(
+          {
+            memories,
+            queries,
+            queryRows: group.queries.map((q) => queries.ids.indexOf(q.id)),
+            candidates: group.rows,
+          },
+          { k: 8, alpha, clampK: true },
+        );
+        scored.forEach((s, i) => {
+          const fused = s.pooledOnly ? s.systems.pooled : fuse(s.systems.pooled, s.sparse, alpha);
+          expected.set(group.queries[i]!.id, rankIds(s.candidates, fused, memories.ids, 50));
+        });
+      }
+      expect(grid.get(alpha), `α = ${alpha}`).toEqual(expected);
+      const system = await rankSystems(scorer, { ...base, alpha, systems: ['sparse-fusion'] });
+      expect(grid.get(alpha), `α = ${alpha}`).toEqual(system.systems.get('sparse-fusion'));
+    }
+  });
+
+  it('replaces the query tokens when given, like the adapted system', async () => {
+    const queryTokens = unitVectors(queries.tokenVectors.length / DIM, DIM, rng(11));
+    const grid = await rankFusionGrid(scorer, { ...base, alphas: [0.3], queryTokens });
+    const adapted = await rankSystems(scorer, {
+      ...base,
+      systems: ['adapted'],
+      adapted: { queryTokens, alpha: 0.3 },
+    });
+    expect(grid.get(0.3)).toEqual(adapted.systems.get('adapted'));
+  });
+});

@@ -1,0 +1,228 @@
+import { bm25Scores } from '../bm25.js';
+import type { QueryScores, SparseScorer } from '../scorer.js';
+import type { TokenBank } from '../validate.js';
+import type { CandidateGroup, RankQuery } from './groups.js';
+import { checkTop, queryRowsOf, rankIds, type RankingSide, type Rankings } from './sides.js';
+import {
+  SCORE_SYSTEMS,
+  SWEEP_SYSTEMS,
+  SYSTEMS,
+  scoresOf,
+  type RankingSystem,
+  type SweepSystem,
+} from './systems.js';
+
+/** Inputs of {@link rankSystems}. */
+export interface RankSystemsInput<Q extends RankQuery = RankQuery> {
+  /** The memory token bank; its `ids` name the rankings. */
+  readonly memories: RankingSide;
+  /** Each memory row's text, aligned with `memories`' rows: read by BM25 only. */
+  readonly memoryTexts?: readonly string[];
+  /** The query token bank; each group query's `id` is looked up in its `ids`. */
+  readonly queries: RankingSide;
+  /** From {@link groupByCandidates}; rankings come back in this order, group by group. */
+  readonly groups: readonly CandidateGroup<Q>[];
+  /** Default: {@link SCORE_SYSTEMS}, plus `adapted` when `adapted` is given. */
+  readonly systems?: readonly RankingSystem[];
+  /** The main k (top-k per query token, METHOD.md §2); clamped to a smaller candidate bank. */
+  readonly k: number;
+  readonly alpha: number;
+  /** Further ks for the k-dependent systems ({@link SWEEP_SYSTEMS}); the main k may be among them. */
+  readonly kSweep?: readonly number[];
+  /** Memory ids kept per ranking. */
+  readonly top: number;
+  /**
+   * The `adapted` system: sparse fusion at `alpha` with every query content token replaced by
+   * the adapter's output (`queryTokens`, aligned with `queries.tokenVectors`). The pooled
+   * query, the memory tokens and the pooled memories stay the bank's own (METHOD.md §4).
+   */
+  readonly adapted?: { readonly queryTokens: Float32Array; readonly alpha: number };
+  /** Called after each group. */
+  readonly onProgress?: (done: number, total: number) => void;
+}
+
+/** The k-dependent systems' rankings at one k. */
+export interface SweepRankings {
+  readonly k: number;
+  /** Candidate groups whose bank held fewer than k tokens (searched whole). */
+  readonly clampedGroups: number;
+  readonly systems: ReadonlyMap<SweepSystem, Rankings>;
+}
+
+/** What {@link rankSystems} computed. */
+export interface SystemRankings {
+  /** Each system's rankings at the main k, in the order of `systems`. */
+  readonly systems: ReadonlyMap<RankingSystem, Rankings>;
+  /**
+   * Each distinct k of `kSweep`, in its order; the main k's rankings are the very maps of
+   * `systems`.
+   */
+  readonly sweep: ReadonlyMap<number, SweepRankings>;
+  readonly stats: RankingStats;
+}
+
+/** Counts and timings of one {@link rankSystems} call. */
+export interface RankingStats {
+  /** Distinct queries ranked. */
+  readonly queries: number;
+  readonly groups: number;
+  /** Groups searched whole at the main k because their bank held fewer tokens. */
+  readonly clampedGroups: number;
+  /** Queries without content tokens: every token system fell back to pooled. */
+  readonly pooledOnlyQueries: number;
+  /** Groups of 1–2 candidates, where BM25 used its direct engine (wink needs ≥ 3). */
+  readonly bm25DirectGroups: number;
+  readonly seconds: { readonly scoring: number; readonly bm25: number };
+}
+
+/**
+ * Ranks every group's queries with each system on exactly the same candidates: pooled,
+ * MaxSim, sparse fusion and its ablations from one `SparseScorer.score` call per group and k
+ * (k clamped to a smaller candidate bank), `adapted` from one more call with the adapter's
+ * query tokens, BM25 from the candidates' texts. Rankings are `rankCandidates` orders (ties:
+ * bank order), cut to `top`. Reads no labels. The caller owns (opens and disposes) `scorer`.
+ *
+ * @throws ArtifactCorruptError when a group's query is not a row of `queries`.
+ * @throws ScorerInputError for a bad bank (see `SparseScorer.score`).
+ * @example
+ * const groups = groupByCandidates(bank.memories, queries); // [{ rows, ids, queries }]
+ * const ranked = await rankSystems(scorer, {
+ *   memories: { ...bank.memories, dim: bank.dim }, // tokenVectors Float32Array [N * 384]
+ *   memoryTexts,
+ *   queries: { ...bank.queries, dim: bank.dim },
+ *   groups,
+ *   k: 64,
+ *   alpha: 0.5,
+ *   kSweep: [16, 32, 64, 128],
+ *   top: 50,
+ * });
+ * ranked.systems.get('sparse-fusion')?.get('q1'); // ['m7', 'm2', …], at most 50 ids
+ * ranked.sweep.get(16)?.systems.get('zero-floor'); // Map query id → ranked ids at k = 16
+ */
+export async function rankSystems<Q extends RankQuery>(
+  scorer: SparseScorer,
+  input: RankSystemsInput<Q>,
+): Promise<SystemRankings> {
+  const { memories, queries, groups, k, alpha, top, adapted } = input;
+  checkTop(top, 'rankSystems');
+  const names: readonly RankingSystem[] = input.systems ?? [
+    ...SCORE_SYSTEMS,
+    ...(adapted === undefined ? [] : (['adapted'] as const)),
+  ];
+  if (new Set(names).size !== names.length) {
+    throw new Error(`rankSystems: systems repeat a name: ${names.join(', ')}`);
+  }
+  const sources = new Set(names.map((n) => SYSTEMS[n].source));
+  if (sources.has('adapted') && adapted === undefined) {
+    throw new Error('rankSystems: the adapted system needs adapted query tokens');
+  }
+  const memoryTexts = input.memoryTexts;
+  if (sources.has('bm25') && memoryTexts === undefined) {
+    throw new Error('rankSystems: BM25 needs the memory texts');
+  }
+  const byScorer = names.filter((n) => SYSTEMS[n].source === 'scorer');
+  const swept = SWEEP_SYSTEMS.filter((n) => names.includes(n));
+  const sweepKs = swept.length === 0 ? [] : [...new Set(input.kSweep ?? [])];
+  const passKs = byScorer.length === 0 ? [] : [k, ...sweepKs.filter((x) => x !== k)];
+  const withMaxsim = names.includes('maxsim');
+
+  const runs = new Map<RankingSystem, Rankings>(names.map((n) => [n, new Map()]));
+  const sweepRuns = new Map<number, Map<SweepSystem, Rankings>>(
+    passKs.map((x) => [x, new Map(swept.map((n) => [n, x === k ? get(runs, n) : new Map()]))]),
+  );
+  const clamped = new Map<number, number>(passKs.map((x) => [x, 0]));
+  const ids = memories.ids;
+  const rowsOf = queryRowsOf(queries);
+  const adaptedQueries: TokenBank | undefined =
+    adapted === undefined ? undefined : { ...queries, tokenVectors: adapted.queryTokens };
+  let pooledOnly = 0;
+  let bm25Direct = 0;
+  let scoringSeconds = 0;
+  let bm25Seconds = 0;
+
+  for (let g = 0; g < groups.length; g++) {
+    const group = groups[g] as CandidateGroup<Q>;
+    const request = { memories, queries, queryRows: rowsOf(group), candidates: group.rows };
+    for (const kk of passKs) {
+      const main = kk === k;
+      const t0 = performance.now();
+      const scored: QueryScores[] = await scorer.score(request, {
+        k: kk,
+        alpha,
+        maxsim: main && withMaxsim,
+        clampK: true,
+      });
+      scoringSeconds += (performance.now() - t0) / 1000;
+      if ((scored[0] as QueryScores).k < kk) clamped.set(kk, get(clamped, kk) + 1);
+      const perSystem = get(sweepRuns, kk);
+      scored.forEach((s, i) => {
+        const id = (group.queries[i] as Q).id;
+        for (const name of swept) {
+          get(perSystem, name).set(id, rankIds(s.candidates, scoresOf(SYSTEMS[name], s), ids, top));
+        }
+        if (!main) return;
+        if (s.pooledOnly) pooledOnly += 1;
+        for (const name of byScorer) {
+          if (SYSTEMS[name].sweepsK) continue; // ranked above, into the same map
+          get(runs, name).set(id, rankIds(s.candidates, scoresOf(SYSTEMS[name], s), ids, top));
+        }
+      });
+    }
+    if (adapted !== undefined && adaptedQueries !== undefined && sources.has('adapted')) {
+      const t1 = performance.now();
+      const scored = await scorer.score(
+        { ...request, queries: adaptedQueries },
+        { k, alpha: adapted.alpha, maxsim: false, clampK: true },
+      );
+      scoringSeconds += (performance.now() - t1) / 1000;
+      const into = get(runs, 'adapted');
+      scored.forEach((s, i) =>
+        into.set(
+          (group.queries[i] as Q).id,
+          rankIds(s.candidates, scoresOf(SYSTEMS.adapted, s), ids, top),
+        ),
+      );
+    }
+    if (memoryTexts !== undefined && sources.has('bm25')) {
+      const t0 = performance.now();
+      const texts = Array.from(group.rows, (r) => memoryTexts[r] ?? '');
+      const bm25 = bm25Scores(texts, group.queries.map(queryText));
+      const into = get(runs, 'bm25');
+      group.queries.forEach((q, i) =>
+        into.set(q.id, rankIds(group.rows, bm25[i] as Float64Array, ids, top)),
+      );
+      if (group.rows.length < 3) bm25Direct += 1;
+      bm25Seconds += (performance.now() - t0) / 1000;
+    }
+    input.onProgress?.(g + 1, groups.length);
+  }
+
+  const ranked = new Set<string>();
+  for (const group of groups) for (const q of group.queries) ranked.add(q.id);
+  return {
+    systems: runs,
+    sweep: new Map(
+      sweepKs.map((x) => [x, { k: x, clampedGroups: get(clamped, x), systems: get(sweepRuns, x) }]),
+    ),
+    stats: {
+      queries: ranked.size,
+      groups: groups.length,
+      clampedGroups: clamped.get(k) ?? 0,
+      pooledOnlyQueries: pooledOnly,
+      bm25DirectGroups: bm25Direct,
+      seconds: { scoring: scoringSeconds, bm25: bm25Seconds },
+    },
+  };
+}
+
+function queryText(q: RankQuery): string {
+  if (q.text === undefined) throw new Error(`rankSystems: query '${q.id}' has no text for BM25`);
+  return q.text;
+}
+
+/** `map.get(key)` for a key set up front. */
+function get<K, V>(map: ReadonlyMap<K, V>, key: K): V {
+  const value = map.get(key);
+  if (value === undefined) throw new Error(`rankSystems: no entry for ${String(key)}`);
+  return value;
+}

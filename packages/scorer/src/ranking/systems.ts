@@ -1,0 +1,119 @@
+import type { QueryScores, SystemName } from '../scorer.js';
+
+/** The training-free systems of METHOD.md §6, in table order. */
+export const SCORE_SYSTEMS = [
+  'pooled',
+  'maxsim',
+  'bm25',
+  'sparse-fusion',
+  'zero-floor',
+  'no-fusion',
+] as const;
+
+/** A system that ranks: those of {@link SCORE_SYSTEMS}, plus `adapted` given adapted tokens. */
+export type RankingSystem = (typeof SCORE_SYSTEMS)[number] | 'adapted';
+
+/** The systems of the k sweep: the ones whose scores depend on k. */
+export const SWEEP_SYSTEMS = ['sparse-fusion', 'zero-floor', 'no-fusion'] as const;
+
+/** A system of {@link SWEEP_SYSTEMS}. */
+export type SweepSystem = (typeof SWEEP_SYSTEMS)[number];
+
+/** Where a system's scores come from. */
+export type SystemSource =
+  /** One `SparseScorer.score` pass over the bank's own query tokens. */
+  | 'scorer'
+  /** A second scorer pass at the main k, with the adapter's query tokens and α. */
+  | 'adapted'
+  /** BM25 over the candidates' texts (`bm25Scores`). */
+  | 'bm25';
+
+/** What ranking needs to know about one system. */
+export interface SystemDescriptor {
+  readonly name: RankingSystem;
+  readonly source: SystemSource;
+  /** The entry of `QueryScores.systems` it ranks by (scorer passes only). */
+  readonly scores: SystemName | undefined;
+  /** Its scores depend on the top-k of each query token: ranked at every k of a sweep. */
+  readonly sweepsK: boolean;
+  /** Its scores depend on α. */
+  readonly usesAlpha: boolean;
+  /** METHOD.md's definition in one line. */
+  readonly summary: string;
+}
+
+/**
+ * Every system as data (METHOD.md §2–3, §6). `rankSystems` reads this table to decide which
+ * scorer pass, which scores and which k each system needs.
+ *
+ * @example
+ * SYSTEMS['zero-floor']; // { source: 'scorer', scores: 'zero-floor', sweepsK: true, … }
+ */
+export const SYSTEMS: Readonly<Record<RankingSystem, SystemDescriptor>> = Object.freeze({
+  pooled: {
+    name: 'pooled',
+    source: 'scorer',
+    scores: 'pooled',
+    sweepsK: false,
+    usesAlpha: false,
+    summary: 'pooled cosine p_q·p_m of the original embeddings',
+  },
+  maxsim: {
+    name: 'maxsim',
+    source: 'scorer',
+    scores: 'maxsim',
+    sweepsK: false,
+    usesAlpha: false,
+    summary: 'exhaustive token MaxSim (1/n_q) Σ_i max_j h_{q,i}·h_{m,j}',
+  },
+  bm25: {
+    name: 'bm25',
+    source: 'bm25',
+    scores: undefined,
+    sweepsK: false,
+    usesAlpha: false,
+    summary: 'BM25 over the memory texts (wink, k1 = 1.2, b = 0.75)',
+  },
+  'sparse-fusion': {
+    name: 'sparse-fusion',
+    source: 'scorer',
+    scores: 'sparse-fusion',
+    sweepsK: true,
+    usesAlpha: true,
+    summary: 'α·z(pooled) + (1 − α)·z(sparse) with the tail floor t_i',
+  },
+  'zero-floor': {
+    name: 'zero-floor',
+    source: 'scorer',
+    scores: 'zero-floor',
+    sweepsK: true,
+    usesAlpha: true,
+    summary: 'sparse fusion with t_i = 0 (ablation)',
+  },
+  'no-fusion': {
+    name: 'no-fusion',
+    source: 'scorer',
+    scores: 'no-fusion',
+    sweepsK: true,
+    usesAlpha: false,
+    summary: 'z(sparse) alone, α = 0 (ablation)',
+  },
+  adapted: {
+    name: 'adapted',
+    source: 'adapted',
+    scores: 'sparse-fusion',
+    sweepsK: false,
+    usesAlpha: true,
+    summary: 'sparse fusion at the selected α with the adapter’s query tokens (METHOD.md §4)',
+  },
+});
+
+/** The scores of `system` in one scorer pass's result. */
+export function scoresOf(system: SystemDescriptor, s: QueryScores): Float64Array {
+  const name = system.scores;
+  const scores = name === undefined ? undefined : s.systems[name];
+  if (scores === undefined) {
+    throw new Error(`rankSystems: the scorer returned no '${String(name)}' scores`);
+  }
+  return scores;
+}
