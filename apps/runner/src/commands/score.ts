@@ -67,7 +67,7 @@ export function scoreCommand(): Command {
       const [datasets, encoder, pipeline] = await Promise.all([
         import('@bfe/datasets'),
         import('@bfe/encoder'),
-        import('../score-pipeline.js'),
+        import('../score/pipeline.js'),
       ]);
       const { join } = await import('node:path');
       const bank = await encoder.openBank(o.bank);

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { comparePaired, systemResult, systemResultSchema } from '@bfe/eval';
 import type { Evaluation } from '@bfe/eval';
 import { terminalTableLines } from '../cli/table.js';
-import type { SweepPoint } from '../score-pipeline.js';
+import type { SweepPoint } from './pipeline.js';
 
 /**
  * `k-sweep.json`: the k-dependent systems (sparse fusion and its ablations) at each k of the

@@ -3,7 +3,7 @@ import { bankContentHash, type OpenedBank } from '@bfe/encoder';
 import { buildResults, type Results } from '@bfe/eval';
 import { BM25_PARAMS } from '@bfe/scorer';
 import { buildKSweep, type KSweep } from './k-sweep.js';
-import type { ScoreRun } from '../score-pipeline.js';
+import type { ScoreRun } from './pipeline.js';
 
 /** The split facts a results file records (absent when every query is evaluated). */
 export interface SplitMeta {

@@ -3,7 +3,7 @@ import type { Benchmark } from '@bfe/core';
 import { writeAtomic } from '@bfe/datasets';
 import { perQueryLines, writePerQueryJsonl, type Results } from '@bfe/eval';
 import type { Split } from '@bfe/core';
-import { runScore, type ScoreRun, type ScoreRunInput } from '../score-pipeline.js';
+import { runScore, type ScoreRun, type ScoreRunInput } from './pipeline.js';
 import type { KSweep } from './k-sweep.js';
 import { buildScoreOutputs, type SplitMeta } from './outputs.js';
 

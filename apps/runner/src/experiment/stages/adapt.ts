@@ -14,7 +14,7 @@ import { assertNoLeak } from '@bfe/split';
 import { z } from 'zod';
 import type { ArtifactSpec } from '../../cache/key.js';
 import type { ArtifactResult } from '../../cache/store.js';
-import { evaluateFusionGrid, groupByCandidates } from '../../score-pipeline.js';
+import { evaluateFusionGrid, groupByCandidates } from '../../score/pipeline.js';
 import { codeVersion } from '../code-version.js';
 import type { Experiment } from '../config.js';
 import type { StageContext } from '../stage.js';
@@ -73,7 +73,7 @@ export async function adaptStageSpec(
     stage: 'adapt',
     version: await codeVersion(
       ['@bfe/core', '@bfe/adapter', '@bfe/scorer', '@bfe/eval', '@bfe/split'],
-      ['experiment/stages/adapt.ts', 'score-pipeline.ts'],
+      ['experiment/stages/adapt.ts', 'score/pipeline.ts'],
     ),
     config: {
       adapter: e.adapter,

@@ -9,7 +9,7 @@ import type { SplitStage } from './split.js';
 
 /** The runner modules whose code the score stage runs (part of its cache key). */
 export const SCORE_STAGE_FILES = [
-  'score-pipeline.ts',
+  'score/pipeline.ts',
   'score/outputs.ts',
   'score/k-sweep.ts',
   'score/write.ts',

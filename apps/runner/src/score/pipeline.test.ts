@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { ArtifactCorruptError, DataError, benchmarkHash } from '@bfe/core';
 import type { Benchmark, Query } from '@bfe/core';
 import type { OpenedBank } from '@bfe/encoder';
-import { checkBankMatches, groupByCandidates } from './score-pipeline.js';
-import { parseEvalCliOptions, parseScoreCliOptions } from './score/options.js';
+import { checkBankMatches, groupByCandidates } from './pipeline.js';
+import { parseEvalCliOptions, parseScoreCliOptions } from './options.js';
 
 const query = (id: string, category: string, rest: Partial<Query>): Query =>
   ({ id, text: id, category, meta: {}, ...rest }) as Query;
