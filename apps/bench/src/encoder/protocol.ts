@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import type { ModelManifest } from '@bfe/models';
 
@@ -7,7 +6,7 @@ export type Peer = 'bfe' | 'transformers-js' | 'sentence-transformers';
 
 /**
  * One measurement, run in its own child process so that its peak RSS is its own. The parent
- * writes it as JSON; the child (a Node worker or `tools/bench/sentence_transformers_bench.py`)
+ * writes it as JSON; the child (a Node worker or `python/sentence_transformers_bench.py`)
  * writes a {@link PeerResult} to `resultFile`. Keys are camelCase on both sides.
  */
 export interface BenchJob {
@@ -83,51 +82,4 @@ export async function readTexts(path: string): Promise<string[]> {
 
 export async function writeResult(path: string, result: PeerResult): Promise<void> {
   await writeFile(path, `${JSON.stringify(result)}\n`);
-}
-
-/** Current resident set size, MiB. */
-export function rssMb(): number {
-  return process.memoryUsage.rss() / 2 ** 20;
-}
-
-/** The child's peak resident set size so far, MiB (`maxRSS` is in KiB). */
-export function peakRssMb(): number {
-  return process.resourceUsage().maxRSS / 1024;
-}
-
-/** CPU seconds this process (all its threads) has used. */
-export function ownCpuSeconds(): number {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1e6;
-}
-
-/** Busy CPU seconds of the whole machine so far (Linux `/proc/stat`), or `null` elsewhere. */
-export function machineBusySeconds(): number | null {
-  try {
-    const first = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/);
-    // cpu user nice system idle iowait irq softirq steal …, in USER_HZ (100 per second on Linux).
-    const [user, nice, system, , , irq, softirq, steal] = first.slice(1, 9).map(Number);
-    return (user! + nice! + system! + irq! + softirq! + steal!) / 100;
-  } catch {
-    return null;
-  }
-}
-
-/** Starts a measurement of wall time, own CPU time and other processes' CPU time. */
-export function startClock(): () => {
-  seconds: number;
-  cpuSeconds: number;
-  otherCpuSeconds: number | null;
-} {
-  const wall = performance.now();
-  const cpu = ownCpuSeconds();
-  const busy = machineBusySeconds();
-  return () => {
-    const seconds = (performance.now() - wall) / 1000;
-    const cpuSeconds = ownCpuSeconds() - cpu;
-    const busyNow = machineBusySeconds();
-    const otherCpuSeconds =
-      busy === null || busyNow === null ? null : Math.max(0, busyNow - busy - cpuSeconds);
-    return { seconds, cpuSeconds, otherCpuSeconds };
-  };
 }

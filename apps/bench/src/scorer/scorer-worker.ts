@@ -1,17 +1,18 @@
 /**
  * bfe's side of one `pnpm bench:scorer` size, in its own process (so its peak RSS is its own).
- * Usage: `node --conditions=@bfe/source --import tsx bench/scorer-worker.ts <job.json>`; the
- * parent, `scorer.bench.ts`, writes the job and reads the result file.
+ * Usage: `node --conditions=@bfe/source --import tsx apps/bench/src/scorer/scorer-worker.ts
+ * <job.json>`; the parent, `scorer.bench.ts`, writes the job and reads the result file.
  */
-import { OrtSimilarityKernel } from '../src/ort-kernel.js';
-import { SparseScorer } from '../src/scorer.js';
-import { exactTopK, flatBankSource, type BankChunkSource } from '../src/top-k.js';
 import {
-  machineBusySeconds,
-  ownCpuSeconds,
-  peakRssMb,
+  exactTopK,
+  flatBankSource,
+  OrtSimilarityKernel,
+  SparseScorer,
+  type BankChunkSource,
+} from '@bfe/scorer';
+import { machineBusySeconds, ownCpuSeconds, peakRssMb, rssMb } from '../shared/machine.js';
+import {
   readJob,
-  rssMb,
   writeResult,
   type BfeResult,
   type LatencyJob,

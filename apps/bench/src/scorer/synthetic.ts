@@ -1,5 +1,5 @@
 /**
- * Synthetic unit vectors that the Python peers (`tools/bench/scorer_peers.py`) generate
+ * Synthetic unit vectors that the Python peers (`apps/bench/python/scorer_peers.py`) generate
  * bit-for-bit the same way, so that every peer searches the same bank and the benchmark can
  * check that they return the same top-k.
  *

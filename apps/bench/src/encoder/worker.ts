@@ -1,24 +1,18 @@
 /**
  * One benchmark measurement in its own process (so its peak RSS is its own): bfe or
- * transformers.js. Usage: `node --conditions=@bfe/source --import tsx bench/worker.ts <job.json>`;
+ * transformers.js. Usage:
+ * `node --conditions=@bfe/source --import tsx apps/bench/src/encoder/worker.ts <job.json>`;
  * the parent, `encoder.bench.ts`, writes the job and reads the result file.
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { openEncoder } from '../src/encoder.js';
-import { TextTokenizer } from '../src/tokenizer.js';
-import {
-  peakRssMb,
-  readJob,
-  readTexts,
-  rssMb,
-  startClock,
-  writeResult,
-  type BenchJob,
-  type PeerSuccess,
-} from './protocol.js';
+import { openEncoder, TextTokenizer } from '@bfe/encoder';
+import { peakRssMb, rssMb, startClock } from '../shared/machine.js';
+import { readJob, readTexts, writeResult, type BenchJob, type PeerSuccess } from './protocol.js';
 
 const require = createRequire(import.meta.url);
+/** Resolves from bfe's encoder package, so that the versions reported are the ones bfe runs. */
+const encoderRequire = createRequire(import.meta.resolve('@bfe/encoder'));
 
 async function main(): Promise<void> {
   const jobFile = process.argv[2];
@@ -86,8 +80,8 @@ async function runBfe(job: BenchJob, texts: readonly string[]): Promise<PeerSucc
     contentTokens,
     sample,
     versions: {
-      'onnxruntime-node': packageVersion('onnxruntime-node'),
-      '@anush008/tokenizers': packageVersion('@anush008/tokenizers'),
+      'onnxruntime-node': packageVersion(encoderRequire, 'onnxruntime-node'),
+      '@anush008/tokenizers': packageVersion(encoderRequire, '@anush008/tokenizers'),
     },
   };
 }
@@ -157,17 +151,16 @@ async function runTransformersJs(job: BenchJob, texts: readonly string[]): Promi
     versions: {
       '@huggingface/transformers': tjs.env.version,
       'onnxruntime-node': packageVersion(
+        createRequire(require.resolve('@huggingface/transformers')),
         'onnxruntime-node',
-        require.resolve('@huggingface/transformers'),
       ),
     },
   };
 }
 
-/** The installed version of a package, as resolved from `from` (default: this package). */
-function packageVersion(name: string, from?: string): string {
+/** The installed version of a package, as `req` resolves it. */
+function packageVersion(req: NodeJS.Require, name: string): string {
   try {
-    const req = from === undefined ? require : createRequire(from);
     // Packages with an `exports` map may hide package.json: walk up from the entry instead.
     let dir = req.resolve(name);
     for (let i = 0; i < 8; i++) {

@@ -1,10 +1,10 @@
-"""numpy and faiss-cpu peers of `pnpm bench:scorer` (packages/scorer/bench/scorer.bench.ts).
+"""numpy and faiss-cpu peers of `pnpm bench:scorer` (apps/bench/src/scorer/scorer.bench.ts).
 
-Usage: python tools/bench/scorer_peers.py <job.json>
+Usage: python apps/bench/python/scorer_peers.py <job.json>
 
 The job (camelCase keys, written by the TypeScript benchmark) names the bank size, dimension,
 query rows to time, k, chunk size, seeds, repeats and `resultFile`. The bank and the queries
-are generated exactly as packages/scorer/bench/synthetic.ts generates them (lowbias32 hashes,
+are generated exactly as apps/bench/src/scorer/synthetic.ts generates them (lowbias32 hashes,
 float64 row norms, rounded to float32), so both sides search the same vectors and their top-k
 can be compared. Banks larger than `pool` tokens are streamed: token t is pool token
 t mod pool with its components rolled by t // pool places (a fresh, distinct unit vector); the

@@ -1,9 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 
 /**
  * One size of `pnpm bench:scorer`, run in its own child process (bfe: `scorer-worker.ts`;
- * numpy and faiss: `tools/bench/scorer_peers.py`) so that its peak RSS is its own. Keys are
+ * numpy and faiss: `python/scorer_peers.py`) so that its peak RSS is its own. Keys are
  * camelCase on both sides.
  */
 export interface ScorerBenchJob {
@@ -92,29 +91,4 @@ export async function readJob(path: string): Promise<ScorerBenchJob> {
 
 export async function writeResult(path: string, result: BfeResult | Failure): Promise<void> {
   await writeFile(path, JSON.stringify(result));
-}
-
-export function rssMb(): number {
-  return process.memoryUsage().rss / 2 ** 20;
-}
-
-/** getrusage maximum resident set size, MiB. */
-export function peakRssMb(): number {
-  return process.resourceUsage().maxRSS / 1024;
-}
-
-/** Busy CPU seconds of the whole machine (Linux `/proc/stat`, USER_HZ 100), else null. */
-export function machineBusySeconds(): number | null {
-  try {
-    const first = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/);
-    const [user, nice, system, , , irq, softirq, steal] = first.slice(1, 9).map(Number);
-    return (user! + nice! + system! + irq! + softirq! + steal!) / 100;
-  } catch {
-    return null;
-  }
-}
-
-export function ownCpuSeconds(): number {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1e6;
 }

@@ -13,16 +13,15 @@
  * difference of the step losses and final weights (0 when bit-identical).
  *
  * @example
- * node --conditions=@bfe/source --import tsx packages/adapter/bench/train.bench.ts
- * node --conditions=@bfe/source --import tsx packages/adapter/bench/train.bench.ts --shape locomo --workers 1,2
- * node --conditions=@bfe/source --import tsx packages/adapter/bench/train.bench.ts --workers 2,1,2 --json
+ * pnpm bench:adapter
+ * pnpm bench:adapter --shape locomo --workers 1,2
+ * pnpm bench:adapter --workers 2,1,2 --json
  */
 import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { syntheticQueries, type SyntheticOptions } from '../src/testing/synthetic.js';
-import { trainAdapterAsync, type TrainResult } from '../src/train.js';
-
-const out = (line = ''): boolean => process.stdout.write(`${line}\n`);
+import { trainAdapterAsync, type TrainResult } from '@bfe/adapter';
+import { syntheticQueries, type SyntheticOptions } from '@bfe/adapter/testing';
+import { out } from '../shared/output.js';
 
 const SHAPES = {
   small: {

@@ -1,8 +1,8 @@
 """sentence-transformers on the CPU torch: one measurement of `pnpm bench:encoder`.
 
-Usage: python tools/bench/sentence_transformers_bench.py <job.json>
+Usage: python apps/bench/python/sentence_transformers_bench.py <job.json>
 
-The job (written by packages/encoder/bench/encoder.bench.ts, camelCase keys) names the texts
+The job (written by apps/bench/src/encoder/encoder.bench.ts, camelCase keys) names the texts
 file, the model directory, threads, max length, batch size, warm-up size and sample indices.
 The result is written as JSON to job["resultFile"]:
   {"ok": true, "seconds", "cpuSeconds", "otherCpuSeconds", "loadSeconds", "peakRssMb", "baseRssMb", "texts", "tokens",
