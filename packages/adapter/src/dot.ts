@@ -1,4 +1,5 @@
-import type { FloatArray } from './model.js';
+/** The float arrays the adapter computes on: float32 at rest, float64 for reference checks. */
+export type FloatArray = Float32Array | Float64Array;
 
 /**
  * `Σ_k a[ai + k] · b[bi + k]` for `k < dim`, accumulated in float64 in four interleaved sums

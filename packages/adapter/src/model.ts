@@ -8,10 +8,9 @@
  * storage (`Float32Array` on the fast path, `Float64Array` for the gradient checks).
  */
 import { Prng, deriveSeed } from './prng.js';
-import { dot } from './dot.js';
+import { dot, type FloatArray } from './dot.js';
 
-/** Flat row-major storage the adapter reads: float32 for speed, float64 for checks. */
-export type FloatArray = Float32Array | Float64Array;
+export type { FloatArray } from './dot.js';
 
 /** `ε` of `max(‖h + BAh‖, ε)`: only a zero (or denormal) residual sum ever reaches it. */
 export const NORM_EPSILON = 1e-12;

@@ -1,6 +1,5 @@
 import fc from 'fast-check';
 import { ConfigError } from '@bfe/core';
-import type { BankSide } from '@bfe/encoder';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ScorerInputError } from './errors.js';
 import { rankCandidates } from './fusion.js';
@@ -377,13 +376,5 @@ describe('bad input', () => {
   it('bad options', async () => {
     await expect(ort.score(request, { k: 0 })).rejects.toBeInstanceOf(ConfigError);
     await expect(ort.score(request, { alpha: 2 })).rejects.toThrow(/alpha/);
-  });
-});
-
-describe('types', () => {
-  it("takes an encoder BankSide plus the bank's dim", () => {
-    const side = null as unknown as BankSide;
-    const bank: TokenBank | null = side === null ? null : { ...side, dim: 384 };
-    expect(bank).toBeNull();
   });
 });
