@@ -13,9 +13,9 @@ import {
 import { join, resolve } from 'node:path';
 import { check, lock } from 'proper-lockfile';
 import { z } from 'zod';
-import { ArtifactCorruptError, canonicalJson, fileSha256 } from '@bfe/core';
+import { ArtifactCorruptError, canonicalJson, fileSha256, fsyncDirs, fsyncPath } from '@bfe/core';
 import { CacheUnwritableError, isNotFound, isUnwritableError } from './errors.js';
-import { fsyncDirs, fsyncPath, isSafeRelativePath, listTree, sleep, treeBytes } from './fs-util.js';
+import { isSafeRelativePath, listTree, sleep, treeBytes } from './fs-util.js';
 import {
   KEY_PATTERN,
   MANIFEST_FILE,

@@ -136,7 +136,7 @@ export function scoreCommand(): Command {
       });
 
       if (o.out !== undefined) {
-        await datasets.writeAtomic(
+        await core.writeFileAtomic(
           join(o.out, 'results.json'),
           `${JSON.stringify(results, null, 2)}\n`,
         );
@@ -146,7 +146,7 @@ export function scoreCommand(): Command {
             for (const s of run.systems) yield* evalPkg.perQueryLines(s.name, s.evaluation);
           })(),
         );
-        await datasets.writeAtomic(
+        await core.writeFileAtomic(
           join(o.out, 'k-sweep.json'),
           `${JSON.stringify(sweep, null, 2)}\n`,
         );

@@ -6,6 +6,7 @@ import {
   contentHash,
   fileSha256,
   splitSchema,
+  writeFileAtomic,
   type LoadedDataset,
   type Split,
 } from '@bfe/core';
@@ -419,8 +420,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
   });
   // Written aside and renamed, so runs finishing together never interleave their bytes.
   const latest = join(runsDir, e.name, 'latest.json');
-  await writeFile(`${latest}.tmp-${runId}`, `${JSON.stringify({ runId, runDir }, null, 2)}\n`);
-  await rename(`${latest}.tmp-${runId}`, latest);
+  await writeFileAtomic(latest, `${JSON.stringify({ runId, runDir }, null, 2)}\n`);
   return {
     runDir,
     runId,

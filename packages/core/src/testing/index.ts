@@ -1,0 +1,1 @@
+export { suiteTmpDir, tmpDir } from './tmp-dir.js';
