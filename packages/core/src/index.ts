@@ -42,7 +42,6 @@ export { flatListValues, float16ListVector, float32ListVector, readArrowFile } f
 export {
   fsyncDirs,
   fsyncPath,
-  tempSibling,
   writeDirAtomic,
   writeFileAtomic,
   writeWithHandle,
