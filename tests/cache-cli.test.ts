@@ -2,10 +2,11 @@ import { existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } from 'n
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { tmpDir } from '@bfe/core/testing';
 import { ArtifactStore, type ArtifactResult } from '../apps/runner/src/cache/index.ts';
-import { runBfe, useTmpDir } from './helpers.ts';
+import { runBfe } from './helpers.ts';
 
-const tmp = useTmpDir('bfe-cache-cli-');
+const tmp = (): string => tmpDir('bfe-cache-cli-');
 
 /** A cache with two artifacts of stage `encode` and one of `score`. */
 async function populated(): Promise<{ root: string; made: ArtifactResult[] }> {

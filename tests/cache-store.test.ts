@@ -2,10 +2,11 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { tmpDir } from '@bfe/core/testing';
 import type { WorkerArgs, WorkerResult } from './fixtures/cache/worker.ts';
-import { repoRoot, runBfe, useTmpDir } from './helpers.ts';
+import { repoRoot, runBfe } from './helpers.ts';
 
-const tmp = useTmpDir('bfe-cache-e2e-');
+const tmp = (): string => tmpDir('bfe-cache-e2e-');
 
 interface Finished {
   readonly code: number | null;

@@ -1,9 +1,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runBfe, useTmpDir } from './helpers.ts';
+import { tmpDir } from '@bfe/core/testing';
+import { runBfe } from './helpers.ts';
 
-const tmp = useTmpDir();
+const tmp = (): string => tmpDir('bfe-e2e-');
 
 describe('bfe CLI: help and user errors', () => {
   it('prints help listing the data subcommands', async () => {

@@ -1,8 +1,23 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, linkSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { sharedDataDir, suiteTmpDir } from '@bfe/core/testing';
 import { mirror, runBfe, type CliResult } from './helpers.ts';
+
+/**
+ * Puts the copy the global setup verified and unpacked (configs/vitest.data-setup.ts) into a
+ * data directory, as a hard link where the file system allows: the CLI then verifies a local
+ * copy instead of unpacking the mirror's 41 MB of xz again in every test file.
+ */
+function seedFromSharedData(dataDir: string, name: string): void {
+  const shared = sharedDataDir();
+  if (shared === undefined) return;
+  try {
+    linkSync(join(shared, name), join(dataDir, name));
+  } catch {
+    copyFileSync(join(shared, name), join(dataDir, name));
+  }
+}
 
 interface SplitJson {
   structure: { components: number };
@@ -26,13 +41,14 @@ function json<T>(r: CliResult): T {
 // These read the real benchmark files, so they need BFE_DATA_MIRROR (CI sets it); without it
 // they are reported as skipped, not silently passed.
 describe.skipIf(mirror === undefined)('bfe data on the real files (needs BFE_DATA_MIRROR)', () => {
-  let dataDir: string;
+  const suiteDir = suiteTmpDir('bfe-real-');
   let env: Record<string, string | undefined>;
   beforeAll(() => {
-    dataDir = mkdtempSync(join(tmpdir(), 'bfe-real-'));
+    const dataDir = suiteDir();
+    // LoCoMo is left to the first test, which fetches it from the mirror.
+    seedFromSharedData(dataDir, 'longmemeval_s_cleaned.partial498.json');
     env = { BFE_DATA_MIRROR: mirror, BFE_DATA_DIR: dataDir };
   });
-  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('fetches LoCoMo from the mirror and verifies its SHA-256', async () => {
     const r = json<{ files: Array<{ from: string; source: { sha256: string } }> }>(

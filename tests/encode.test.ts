@@ -1,19 +1,12 @@
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { suiteTmpDir, tmpDir } from '@bfe/core/testing';
 import { openBank } from '@bfe/encoder';
-import { mirror, repoRoot, runBfe, useTmpDir } from './helpers.ts';
+import { mirror, repoRoot, runBfe } from './helpers.ts';
 
-const tmp = useTmpDir();
+const tmp = (): string => tmpDir('bfe-e2e-');
 const fixtures = join(repoRoot, 'packages/encoder/fixtures');
 
 /** A model directory in Hugging Face layout around a given graph and the tiny tokenizer. */
@@ -103,14 +96,14 @@ const hasModel = existsSync(join(modelCache, 'all-minilm-l6-v2', 'bfe-model.json
 describe.skipIf(!hasModel || mirror === undefined)(
   'bfe encode --dataset locomo (needs the model and BFE_DATA_MIRROR)',
   () => {
+    const suiteRoot = suiteTmpDir('bfe-encode-');
     let root: string;
     let out: string;
     beforeAll(() => {
-      root = mkdtempSync(join(tmpdir(), 'bfe-encode-'));
+      root = suiteRoot();
       out = join(root, 'bank');
       mkdirSync(join(root, 'data'));
     });
-    afterAll(() => rmSync(root, { recursive: true, force: true }));
 
     it('writes memory and query banks with the right rows, dimensions and unit norms', async () => {
       const r = await runBfe(['encode', '--dataset', 'locomo', '--out', out, '--json'], {

@@ -1,38 +1,13 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, relative, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach } from 'vitest';
 
 export const repoRoot = fileURLToPath(new URL('..', import.meta.url));
-const tmpRoot = resolve(tmpdir());
 
 /** The mirror of real benchmark files, or undefined when `BFE_DATA_MIRROR` is not set. */
 export const mirror = process.env.BFE_DATA_MIRROR
   ? resolve(repoRoot, process.env.BFE_DATA_MIRROR)
   : undefined;
-
-/**
- * A temporary directory per test, removed when the test ends. Refuses to remove anything
- * outside the system temporary directory.
- */
-export function useTmpDir(prefix = 'bfe-e2e-'): () => string {
-  const made: string[] = [];
-  afterEach(() => {
-    for (const dir of made.splice(0)) {
-      const rel = relative(tmpRoot, dir);
-      if (rel.startsWith('..') || rel === '')
-        throw new Error(`refusing to remove ${dir}: outside ${tmpRoot}`);
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-  return () => {
-    const dir = mkdtempSync(join(tmpRoot, prefix));
-    made.push(dir);
-    return dir;
-  };
-}
 
 export interface CliResult {
   readonly code: number | null;

@@ -5,13 +5,13 @@ import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
 import type { Browser } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
+import { tmpDir } from '@bfe/core/testing';
 import { RelevanceLabels } from '@bfe/core';
 import { buildResults, evaluate } from '@bfe/eval';
 import type { EvaluateInput, Evaluation } from '@bfe/eval';
 // The runner's package index does not export the report yet; import its module directly.
 import { reportInputSchema, writeReport } from '../apps/runner/src/report/index.ts';
 import type { ReportInput } from '../apps/runner/src/report/index.ts';
-import { useTmpDir } from './helpers.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SKIP = process.env.BFE_SKIP_BROWSER === '1';
@@ -180,7 +180,7 @@ function artifactsDir(): string {
 }
 
 describe('report.html in headless Chromium', () => {
-  const tmp = useTmpDir('bfe-report-');
+  const tmp = (): string => tmpDir('bfe-report-');
 
   it.skipIf(SKIP)(
     'renders every chart offline, with no console or page errors',

@@ -1,10 +1,11 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { tmpDir } from '@bfe/core/testing';
 import { writeExperiment } from './fixtures/run/setup.ts';
-import { runBfe, useTmpDir } from './helpers.ts';
+import { runBfe } from './helpers.ts';
 
-const tmp = useTmpDir('bfe-run-config-');
+const tmp = (): string => tmpDir('bfe-run-config-');
 
 /** `bfe run` with a scratch cache, runs folder and model folder, and no data mirror. */
 async function run(file: string, dir: string, env: Record<string, string | undefined> = {}) {

@@ -1,7 +1,7 @@
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { suiteTmpDir } from '@bfe/core/testing';
 import { bankContentHash, type BankManifest } from '@bfe/encoder';
 import { readPerQueryJsonl, resultsSchema } from '@bfe/eval';
 import type { Results } from '@bfe/eval';
@@ -12,12 +12,13 @@ const documentTask = `lmeb:${join(repoRoot, 'packages/datasets/fixtures/lmeb-doc
 const dialogueTask = `lmeb:${join(repoRoot, 'packages/datasets/fixtures/lmeb-dialogue')}`;
 
 // One tiny model and one bank for the whole file: encoding is the slow part, scoring is not.
+const suiteRoot = suiteTmpDir('bfe-score-');
 let root: string;
 let env: Record<string, string>;
 let bank: string;
 
 beforeAll(async () => {
-  root = mkdtempSync(join(tmpdir(), 'bfe-score-'));
+  root = suiteRoot();
   const fixtures = join(repoRoot, 'packages/encoder/fixtures');
   const modelDir = join(root, 'tiny-model');
   mkdirSync(modelDir);
@@ -46,8 +47,6 @@ beforeAll(async () => {
   );
   expect(encoded.code, encoded.stderr).toBe(0);
 }, 120_000);
-
-afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 function readResults(dir: string): Results {
   return resultsSchema.parse(JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8')));

@@ -1,3 +1,3 @@
 import { packageProject } from '../../configs/vitest.shared.ts';
 
-export default packageProject('datasets');
+export default packageProject('datasets', { realData: true });

@@ -1,8 +1,8 @@
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ArtifactCorruptError } from '@bfe/core';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { tmpDir } from '@bfe/core/testing';
 import type { Adapter } from './adapter.js';
 import {
   adapterWeightsSha256,
@@ -16,9 +16,8 @@ import { Prng } from './prng.js';
 
 let root: string;
 beforeEach(() => {
-  root = mkdtempSync(join(tmpdir(), 'bfe-adapter-'));
+  root = tmpDir('bfe-adapter-');
 });
-afterEach(() => rmSync(root, { recursive: true, force: true }));
 
 function adapter(dim = 24, rank = 4): Adapter {
   const prng = new Prng(5);

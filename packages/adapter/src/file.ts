@@ -4,10 +4,9 @@
  * `B [dim × rank]`, guarded by their SHA-256. Validated with zod on read; written atomically.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { ArtifactCorruptError } from '@bfe/core';
+import { ArtifactCorruptError, writeFileAtomic } from '@bfe/core';
 import type { Adapter } from './adapter.js';
 import { trainingConfigSchema } from './options.js';
 
@@ -169,16 +168,7 @@ export async function saveAdapter(
   adapter: Adapter,
 ): Promise<{ weightsSha256: string; bytes: number }> {
   const text = serializeAdapter(adapter);
-  const dir = dirname(path);
-  await mkdir(dir, { recursive: true });
-  const tmp = join(dir, `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
-  try {
-    await writeFile(tmp, text);
-    await rename(tmp, path);
-  } catch (error) {
-    await rm(tmp, { force: true });
-    throw error;
-  }
+  await writeFileAtomic(path, text);
   return { weightsSha256: adapterWeightsSha256(adapter), bytes: Buffer.byteLength(text) };
 }
 

@@ -24,16 +24,8 @@ export type { AdapterGradients, LossQuery, MaxSimResult, TokenSegments } from '.
 export { AdamW, DEFAULT_ADAMW, clipGradNorm } from './optimiser.js';
 export type { AdamWOptions } from './optimiser.js';
 export { trainAdapter, trainAdapterAsync } from './train.js';
-export type {
-  AdapterSnapshot,
-  CandidateSet,
-  TrainHooks,
-  TrainResult,
-  TrainStepInfo,
-  TrainingInput,
-  TrainingQuery,
-  TrainingReport,
-} from './train.js';
+export type { AdapterSnapshot, TrainHooks, TrainResult, TrainStepInfo } from './train.js';
+export type { CandidateSet, TrainingInput, TrainingQuery, TrainingReport } from './train-input.js';
 export {
   MAX_TRAIN_WORKERS,
   defaultTrainWorkers,

@@ -4,13 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { partition, trainWorkerCounts } from './loss-pool.js';
 import { syntheticQueries, type SyntheticOptions } from './testing/synthetic.js';
 import { relativeError } from './testing/reference.js';
-import {
-  trainAdapter,
-  trainAdapterAsync,
-  type TrainResult,
-  type TrainingInput,
-  type TrainingQuery,
-} from './train.js';
+import { trainAdapter, trainAdapterAsync, type TrainResult } from './train.js';
+import type { TrainingInput, TrainingQuery } from './train-input.js';
 
 const base: SyntheticOptions = {
   dim: 16,

@@ -2,12 +2,8 @@ import { ConfigError, LabelLeakError } from '@bfe/core';
 import { describe, expect, it } from 'vitest';
 import { AdapterInputError } from './errors.js';
 import { syntheticQueries, type SyntheticOptions } from './testing/synthetic.js';
-import {
-  trainAdapter,
-  trainAdapterAsync,
-  type TrainingInput,
-  type TrainingQuery,
-} from './train.js';
+import { trainAdapter, trainAdapterAsync } from './train.js';
+import type { TrainingInput, TrainingQuery } from './train-input.js';
 
 const base: SyntheticOptions = {
   dim: 16,

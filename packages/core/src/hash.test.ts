@@ -1,8 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { tmpDir } from './testing/index.js';
 import { RecordHasher, bytesSha256, canonicalJson, contentHash, fileSha256 } from './hash.js';
 
 describe('contentHash', () => {
@@ -52,18 +52,14 @@ describe('RecordHasher', () => {
 
 describe('file hashes', () => {
   it('streams a file to the same SHA-256 as the bytes', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'bfe-hash-'));
-    try {
-      const bytes = new Uint8Array(300_000).map((_, i) => i % 251);
-      const path = join(dir, 'f.bin');
-      writeFileSync(path, bytes);
-      expect(await fileSha256(path)).toBe(bytesSha256(bytes));
-      // The SHA-256 of the empty string, from FIPS 180-2.
-      expect(bytesSha256(new Uint8Array())).toBe(
-        'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
-      );
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const dir = tmpDir('bfe-hash-');
+    const bytes = new Uint8Array(300_000).map((_, i) => i % 251);
+    const path = join(dir, 'f.bin');
+    writeFileSync(path, bytes);
+    expect(await fileSha256(path)).toBe(bytesSha256(bytes));
+    // The SHA-256 of the empty string, from FIPS 180-2.
+    expect(bytesSha256(new Uint8Array())).toBe(
+      'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+    );
   });
 });

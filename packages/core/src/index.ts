@@ -39,3 +39,12 @@ export type { LoadIssue, LoadReportJson, ReportItem } from './load-report.js';
 export { benchmarkHash } from './benchmark.js';
 export type { LoadedDataset } from './benchmark.js';
 export { flatListValues, float16ListVector, float32ListVector, readArrowFile } from './arrow.js';
+export {
+  fsyncDirs,
+  fsyncPath,
+  writeDirAtomic,
+  writeFileAtomic,
+  writeWithHandle,
+} from './atomic-write.js';
+export { readJsonl, readLines, writeJsonlAtomic } from './jsonl.js';
+export type { LinesRead } from './jsonl.js';

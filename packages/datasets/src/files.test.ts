@@ -1,8 +1,8 @@
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { xz } from '@napi-rs/lzma';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { tmpDir } from '@bfe/core/testing';
 import { DataMissingError, FetchError, HashMismatchError, bytesSha256 } from '@bfe/core';
 import {
   dataLocationFromEnv,
@@ -18,12 +18,11 @@ let root: string;
 let mirror: string;
 let dataDir: string;
 beforeEach(() => {
-  root = mkdtempSync(join(tmpdir(), 'bfe-files-'));
+  root = tmpDir('bfe-files-');
   mirror = join(root, 'mirror');
   dataDir = join(root, 'data');
   mkdirSync(mirror);
 });
-afterEach(() => rmSync(root, { recursive: true, force: true }));
 
 const plain: OfficialFile = {
   name: 'plain.json',

@@ -1,6 +1,6 @@
-import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { readFile, rm, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { basename, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { xz } from '@napi-rs/lzma';
 import {
   DataMissingError,
@@ -8,6 +8,7 @@ import {
   HashMismatchError,
   bytesSha256,
   fileSha256,
+  writeFileAtomic,
   type SourceFile,
 } from '@bfe/core';
 
@@ -169,7 +170,7 @@ export async function fetchOfficialFile(
       throw new HashMismatchError(`${origin} (unpacked)`, file.unpacked.sha256, unpackedSha);
     }
   }
-  await writeAtomic(target, bytes);
+  await writeFileAtomic(target, bytes);
   return { path: target, source, from, origin };
 }
 
@@ -199,18 +200,5 @@ async function exists(path: string): Promise<boolean> {
     return (await stat(path)).isFile();
   } catch {
     return false;
-  }
-}
-
-/** Writes to a temporary sibling, then renames: readers see the old file or the whole new one. */
-export async function writeAtomic(path: string, bytes: Uint8Array | string): Promise<void> {
-  await mkdir(resolve(path, '..'), { recursive: true });
-  const tmp = join(resolve(path, '..'), `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
-  try {
-    await writeFile(tmp, bytes);
-    await rename(tmp, path);
-  } catch (error) {
-    await rm(tmp, { force: true });
-    throw error;
   }
 }

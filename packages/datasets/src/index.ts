@@ -3,7 +3,6 @@ export {
   dataLocationFromEnv,
   fetchOfficialFile,
   resolveOfficialFile,
-  writeAtomic,
 } from './files.js';
 export type { DataLocation, FetchResult, OfficialFile, OfficialFileKey } from './files.js';
 export {

@@ -1,8 +1,8 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tmpDir } from '@bfe/core/testing';
 import {
   ConfigError,
   DataMissingError,
@@ -18,13 +18,8 @@ const dialogueDir = join(fixtures, 'lmeb-dialogue');
 const documentDir = join(fixtures, 'lmeb-document');
 
 // Temporary task folders, removed after each test; a file name may not escape its folder.
-const tmpRoots: string[] = [];
-afterEach(async () => {
-  for (const root of tmpRoots.splice(0)) await rm(root, { recursive: true, force: true });
-});
 async function tmpTask(files: Record<string, string>): Promise<string> {
-  const base = await mkdtemp(join(tmpdir(), 'bfe-lmeb-'));
-  tmpRoots.push(base);
+  const base = tmpDir('bfe-lmeb-');
   const root = join(base, 'Task');
   await mkdir(root);
   for (const [name, text] of Object.entries(files)) {

@@ -1,21 +1,23 @@
-import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { xz } from '@napi-rs/lzma';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bytesSha256 } from '@bfe/core';
 import type { LoadedDataset, SourceFile } from '@bfe/core';
+import { sharedDataDir } from '@bfe/core/testing';
 import {
   longMemEvalOptionsSchema,
   parseLongMemEval,
   type LongMemEvalOptions,
 } from './longmemeval.js';
 
-const mirror = process.env['BFE_DATA_MIRROR'];
+// The unpacked files, verified and unpacked from BFE_DATA_MIRROR once per run by the global
+// setup (configs/vitest.data-setup.ts): unpacking LongMemEval S alone takes seconds of CPU.
+const dataDir = sharedDataDir();
 
-/** Unpacks a mirrored `.xz` file; the source is the unpacked JSON, as the registry records it. */
-async function readXzJson(file: string): Promise<{ raw: unknown; source: SourceFile }> {
-  const bytes = await xz.decompress(readFileSync(join(mirror as string, file)));
-  const source = { name: file.replace(/\.xz$/, ''), sha256: bytesSha256(bytes) };
+/** Reads an unpacked official file; the source is its name and the SHA-256 of what was read. */
+async function readJson(name: string): Promise<{ raw: unknown; source: SourceFile }> {
+  const bytes = await readFile(join(dataDir as string, name));
+  const source = { name, sha256: bytesSha256(bytes) };
   return { raw: JSON.parse(bytes.toString('utf8')) as unknown, source };
 }
 
@@ -37,13 +39,13 @@ function expectConsistent(d: LoadedDataset): void {
   }
 }
 
-describe.skipIf(mirror === undefined)('LongMemEval S real file (needs BFE_DATA_MIRROR)', () => {
+describe.skipIf(dataDir === undefined)('LongMemEval S real file (needs BFE_DATA_MIRROR)', () => {
   let raw: unknown;
   let source: SourceFile;
   const load = (options: Partial<LongMemEvalOptions>): LoadedDataset =>
     parseLongMemEval(raw, longMemEvalOptionsSchema.parse(options), source, 'longmemeval-s');
   beforeAll(async () => {
-    ({ raw, source } = await readXzJson('longmemeval_s_cleaned.partial498.json.xz'));
+    ({ raw, source } = await readJson('longmemeval_s_cleaned.partial498.json'));
   });
 
   it('is the pinned file', () => {
@@ -99,7 +101,7 @@ describe.skipIf(mirror === undefined)('LongMemEval S real file (needs BFE_DATA_M
   });
 });
 
-describe.skipIf(mirror === undefined)(
+describe.skipIf(dataDir === undefined)(
   'LongMemEval oracle real file (needs BFE_DATA_MIRROR)',
   () => {
     let raw: unknown;
@@ -107,7 +109,7 @@ describe.skipIf(mirror === undefined)(
     const load = (options: Partial<LongMemEvalOptions>): LoadedDataset =>
       parseLongMemEval(raw, longMemEvalOptionsSchema.parse(options), source, 'longmemeval-oracle');
     beforeAll(async () => {
-      ({ raw, source } = await readXzJson('longmemeval_oracle.json.xz'));
+      ({ raw, source } = await readJson('longmemeval_oracle.json'));
     });
 
     it('is the pinned file', () => {

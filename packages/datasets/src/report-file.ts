@@ -1,6 +1,6 @@
 import { join, resolve } from 'node:path';
-import type { LoadReport } from '@bfe/core';
-import { writeAtomic, type DataLocation } from './files.js';
+import { writeFileAtomic, type LoadReport } from '@bfe/core';
+import type { DataLocation } from './files.js';
 
 /**
  * Saves a load report as JSON: to `target` when it is a path, else beside the data as
@@ -19,6 +19,6 @@ export async function saveLoadReport(
           'reports',
           `${dataset.replace(/[^A-Za-z0-9._-]+/g, '_')}.load-report.json`,
         );
-  await writeAtomic(path, `${JSON.stringify(report.toJSON(), null, 2)}\n`);
+  await writeFileAtomic(path, `${JSON.stringify(report.toJSON(), null, 2)}\n`);
   return path;
 }

@@ -1,17 +1,9 @@
-import {
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  truncateSync,
-  unlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tableFromIPC } from 'apache-arrow';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { tmpDir } from '@bfe/core/testing';
 import {
   ArtifactCorruptError,
   DataError,
@@ -97,9 +89,8 @@ const benchmark: Benchmark = {
 
 let root: string;
 beforeEach(() => {
-  root = mkdtempSync(join(tmpdir(), 'bfe-enc-'));
+  root = tmpDir('bfe-enc-');
 });
-afterEach(() => rmSync(root, { recursive: true, force: true }));
 
 describe('encodeBenchmark', () => {
   it.each(['float32', 'float16'] as const)(

@@ -1,11 +1,12 @@
-import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import {
   DataError,
   LabelLeakError,
   benchmarkHash,
   contentHash,
   fileSha256,
+  writeDirAtomic,
   type Benchmark,
 } from '@bfe/core';
 import { BANK_MANIFEST_FILE, type BankManifest } from './bank-manifest.js';
@@ -30,8 +31,8 @@ export interface EncodeBenchmarkOptions {
  * Encodes a benchmark's memories and queries once (METHOD.md §1) into `outDir`: four Arrow
  * tables and `bank.json`. It takes the label-free {@link Benchmark} only, so gold cannot reach
  * the encoder; it refuses an object that carries labels anyway. Everything is written into a
- * temporary sibling directory and renamed into place at the end, so an interrupted run leaves
- * no directory that looks complete.
+ * temporary sibling directory and renamed into place at the end (`writeDirAtomic`), so an
+ * interrupted run leaves no directory that looks complete.
  */
 export async function encodeBenchmark(
   benchmark: Benchmark,
@@ -57,9 +58,7 @@ export async function encodeBenchmark(
   const dtype = options.dtype ?? 'float32';
   const m = encoder.manifest;
   const hash = benchmarkHash(benchmark);
-  const tmp = join(dirname(outDir), `.${basename(outDir)}.${process.pid}.${Date.now()}.tmp`);
-  await mkdir(tmp, { recursive: true });
-  try {
+  return writeDirAtomic(outDir, async (tmp) => {
     const common = {
       modelId: m.modelId,
       modelSha256: m.modelSha256,
@@ -133,11 +132,6 @@ export async function encodeBenchmark(
       createdAt: new Date().toISOString(),
     };
     await writeFile(join(tmp, BANK_MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
-    await rm(outDir, { recursive: true, force: true });
-    await rename(tmp, outDir);
     return manifest;
-  } catch (error) {
-    await rm(tmp, { recursive: true, force: true });
-    throw error;
-  }
+  });
 }

@@ -1,8 +1,8 @@
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { tmpDir } from '@bfe/core/testing';
 import { ArtifactCorruptError } from '@bfe/core';
 import { openEncoder } from './encoder.js';
 import type { ModelManifest } from '@bfe/models';
@@ -34,11 +34,10 @@ const manifest: ModelManifest = {
 
 let dir: string;
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'bfe-encoder-'));
+  dir = tmpDir('bfe-encoder-');
   copyFileSync(fixture('tiny-encoder.onnx'), join(dir, 'model.onnx'));
   copyFileSync(fixture('tiny-tokenizer.json'), join(dir, 'tokenizer.json'));
 });
-afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('openEncoder', () => {
   it('encodes queries with the prefix in the pooled input and out of the content tokens', async () => {

@@ -1,8 +1,8 @@
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DataError, DataMissingError } from '@bfe/core';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { tmpDir } from '@bfe/core/testing';
 import { evaluate } from './evaluate.js';
 import type { EvaluateInput } from './evaluate.js';
 import { perQueryLines, recomputeFromPerQuery } from './per-query.js';
@@ -12,9 +12,8 @@ import { syntheticBenchmark } from './testing/synthetic.js';
 
 let root: string;
 beforeEach(() => {
-  root = mkdtempSync(join(tmpdir(), 'bfe-eval-'));
+  root = tmpDir('bfe-eval-');
 });
-afterEach(() => rmSync(root, { recursive: true, force: true }));
 
 const line: PerQueryLine = {
   system: 'bm25',
@@ -75,9 +74,8 @@ describe('per-query.jsonl', () => {
       /writePerQueryJsonl: line 2 is invalid/,
     );
     expect(readdirSync(root)).toEqual([]);
-    // Invalid first line: the file may not even be open yet.
+    // Invalid first line: the temporary file is already removed when the promise rejects.
     await expect(writePerQueryJsonl(path, [bad])).rejects.toThrow(/line 1 is invalid/);
-    await new Promise((resolve) => setTimeout(resolve, 20));
     expect(readdirSync(root)).toEqual([]);
   });
 

@@ -1,8 +1,5 @@
-import { createReadStream, createWriteStream } from 'node:fs';
-import { rename, rm, stat } from 'node:fs/promises';
-import { once } from 'node:events';
-import { createInterface } from 'node:readline';
-import { DataError, DataMissingError } from '@bfe/core';
+import { stat } from 'node:fs/promises';
+import { DataError, DataMissingError, readLines, writeJsonlAtomic } from '@bfe/core';
 import { z } from 'zod';
 import { perQueryLineSchema } from './per-query.js';
 import type { PerQueryLine } from './per-query.js';
@@ -60,27 +57,17 @@ export async function readPerQueryJsonl(path: string): Promise<PerQueryLine[]> {
     }
     throw error;
   }
-  const stream = createReadStream(path, { encoding: 'utf8' });
   const lines: PerQueryLine[] = [];
-  try {
-    // readline forwards read errors of its input to the async iterator.
-    const reader = createInterface({ input: stream, crlfDelay: Infinity });
-    let lineNumber = 0;
-    for await (const text of reader) {
-      lineNumber += 1;
-      if (text.trim() === '') continue;
-      lines.push(parsePerQueryLine(text, lineNumber, path));
-    }
-  } finally {
-    stream.destroy();
-  }
+  await readLines(path, (text, lineNumber) => {
+    if (text.trim() !== '') lines.push(parsePerQueryLine(text, lineNumber, path));
+  });
   return lines;
 }
 
 /**
- * Writes per-query lines as JSON Lines, streamed with back-pressure, into `path.tmp` and then
- * renamed to `path`, so a crash never leaves a complete-looking partial file. Each line is
- * validated before it is written.
+ * Writes per-query lines as JSON Lines, streamed, atomically (`writeJsonlAtomic` of
+ * `@bfe/core`: a temporary sibling, flushed, then renamed to `path`), so a crash never leaves a
+ * complete-looking partial file. Each line is validated before it is written.
  *
  * @throws Error when a line does not fit {@link perQueryLineSchema} (a programmer error); the
  *   temporary file is removed.
@@ -94,12 +81,8 @@ export async function writePerQueryJsonl(
   path: string,
   lines: Iterable<PerQueryLine> | AsyncIterable<PerQueryLine>,
 ): Promise<{ lines: number }> {
-  const tmp = `${path}.tmp`;
-  const stream = createWriteStream(tmp, { encoding: 'utf8' });
-  const failed = new Promise<never>((_, reject) => stream.once('error', reject));
-  failed.catch(() => undefined);
-  let count = 0;
-  try {
+  async function* validated(): AsyncGenerator<PerQueryLine> {
+    let count = 0;
     for await (const line of lines) {
       const parsed = perQueryLineSchema.safeParse(line);
       if (!parsed.success) {
@@ -108,23 +91,8 @@ export async function writePerQueryJsonl(
         );
       }
       count += 1;
-      if (!stream.write(`${JSON.stringify(parsed.data)}\n`)) {
-        await Promise.race([once(stream, 'drain'), failed]);
-      }
+      yield parsed.data;
     }
-    stream.end();
-    await Promise.race([once(stream, 'finish'), failed]);
-    await Promise.race([once(stream, 'close'), failed]);
-  } catch (error) {
-    // Wait for the descriptor to close (the open may still be pending) before removing the file.
-    if (!stream.closed) {
-      const closed = once(stream, 'close').catch(() => undefined);
-      stream.destroy();
-      await closed;
-    }
-    await rm(tmp, { force: true });
-    throw error;
   }
-  await rename(tmp, path);
-  return { lines: count };
+  return writeJsonlAtomic(path, validated());
 }

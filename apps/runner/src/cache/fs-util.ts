@@ -1,8 +1,8 @@
-import { lstat, open, readdir } from 'node:fs/promises';
+import { lstat, readdir } from 'node:fs/promises';
 import { isAbsolute, join, normalize, sep } from 'node:path';
 import { isNotFound } from './errors.js';
 
-// File-system helpers of the artifact store. (Module-internal to src/cache.)
+// File-system helpers of the artifact store (fsync lives in @bfe/core). (Module-internal to src/cache.)
 
 /** One regular file of a directory tree, by its POSIX path relative to the root. */
 export interface TreeFile {
@@ -44,28 +44,6 @@ export async function treeBytes(path: string): Promise<number> {
   let total = 0;
   for (const entry of await readdir(path)) total += await treeBytes(join(path, entry));
   return total;
-}
-
-/** Flushes a file's or directory's data to disk. */
-export async function fsyncPath(path: string): Promise<void> {
-  const handle = await open(path, 'r');
-  try {
-    await handle.sync();
-  } catch (error) {
-    // Some platforms (Windows) cannot fsync a directory; the rename is still atomic there.
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code !== 'EISDIR' && code !== 'EPERM' && code !== 'EINVAL') throw error;
-  } finally {
-    await handle.close();
-  }
-}
-
-/** Flushes every directory of a tree (files are flushed as they are hashed). */
-export async function fsyncDirs(root: string): Promise<void> {
-  for (const entry of await readdir(root, { withFileTypes: true })) {
-    if (entry.isDirectory()) await fsyncDirs(join(root, entry.name));
-  }
-  await fsyncPath(root);
 }
 
 /** True when `path` is relative and stays inside its root once normalised. */

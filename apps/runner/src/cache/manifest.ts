@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { ArtifactCorruptError, canonicalJson, fileSha256 } from '@bfe/core';
-import { fsyncPath, listTree } from './fs-util.js';
+import { ArtifactCorruptError, canonicalJson, fileSha256, fsyncPath } from '@bfe/core';
+import { listTree } from './fs-util.js';
 import {
   MANIFEST_FILE,
   cacheManifestSchema,

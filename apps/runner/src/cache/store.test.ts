@@ -2,7 +2,6 @@ import {
   chmodSync,
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readFileSync,
   readdirSync,
   rmSync,
@@ -13,10 +12,10 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lock } from 'proper-lockfile';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { tmpDir } from '@bfe/core/testing';
 import { ArtifactCorruptError, bytesSha256 } from '@bfe/core';
 import { CacheUnwritableError } from './errors.js';
 import { artifactKey, type ArtifactSpec } from './key.js';
@@ -25,12 +24,10 @@ import type { CacheEvent, ComputeFn } from './types.js';
 
 let root: string;
 beforeEach(() => {
-  root = mkdtempSync(join(tmpdir(), 'bfe-cache-'));
+  root = tmpDir('bfe-cache-');
 });
-afterEach(() => {
-  chmodSync(root, 0o700);
-  rmSync(root, { recursive: true, force: true });
-});
+// A test may leave the root unwritable; restored before tmpDir removes it (after afterEach).
+afterEach(() => chmodSync(root, 0o700));
 
 const spec: ArtifactSpec = {
   stage: 'encode',
@@ -171,7 +168,10 @@ describe('ArtifactStore.getOrCreate', () => {
     const release = await lock(join(root, 'locks', artifactKey(spec)), { realpath: false });
     const c = counting();
     const pending = store.getOrCreate(spec, c.compute);
-    await vi.waitFor(() => expect(ev.list.map((e) => e.kind)).toContain('wait'));
+    // vi.waitFor gives up after 1 s by default: too short on a loaded machine.
+    await vi.waitFor(() => expect(ev.list.map((e) => e.kind)).toContain('wait'), {
+      timeout: 30_000,
+    });
     expect(c.calls()).toBe(0);
     await release();
     expect((await pending).cached).toBe(false);
@@ -338,10 +338,13 @@ describe('ArtifactStore.list and gc', () => {
       manifestOk: true,
     });
     await store.getOrCreate(spec, counting().compute);
-    await vi.waitFor(async () => {
-      const [after] = await store.list();
-      expect(Date.parse(after?.lastUsedAt ?? '')).toBeGreaterThan(old.getTime());
-    });
+    await vi.waitFor(
+      async () => {
+        const [after] = await store.list();
+        expect(Date.parse(after?.lastUsedAt ?? '')).toBeGreaterThan(old.getTime());
+      },
+      { timeout: 30_000 },
+    );
   });
 
   it('removes leftovers of a crashed run (temporary dir, stale lock) and quarantined artifacts', async () => {

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ArtifactCorruptError } from '@bfe/core';
+import { ArtifactCorruptError, fsyncDirs, fsyncPath } from '@bfe/core';
 import { CacheUnwritableError, isNotFound, isUnwritableError } from './errors.js';
-import { fsyncDirs, fsyncPath } from './fs-util.js';
 import { inspectArtifact, type Inspection } from './inspect.js';
 import { MANIFEST_FILE, artifactKey, type ArtifactSpec, type CacheManifest } from './key.js';
 import { KeyLocks, type Held } from './locks.js';

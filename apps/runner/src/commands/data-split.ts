@@ -46,8 +46,8 @@ export function dataSplitCommand(): Command {
         const structure = split.componentStructure(benchmark);
         const result = split.makeSplit(benchmark, options);
         if (opts.out !== undefined) {
-          const { writeAtomic } = await import('@bfe/datasets');
-          await writeAtomic(opts.out, `${JSON.stringify(result, null, 2)}\n`);
+          const { writeFileAtomic } = await import('@bfe/core');
+          await writeFileAtomic(opts.out, `${JSON.stringify(result, null, 2)}\n`);
         }
         if (opts.json === true) {
           console.log(

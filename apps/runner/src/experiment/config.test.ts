@@ -1,19 +1,9 @@
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tmpDir } from '@bfe/core/testing';
 import { ConfigError } from '@bfe/core';
 import { experimentSchema, parseExperiment, readExperiment } from './config.js';
-
-const made: string[] = [];
-afterEach(async () => {
-  for (const dir of made.splice(0)) await rm(dir, { recursive: true, force: true });
-});
-async function tmp(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'bfe-experiment-config-'));
-  made.push(dir);
-  return dir;
-}
 
 /** The ConfigError a call throws (fails the test when it does not throw one). */
 function configError(call: () => unknown): ConfigError {
@@ -169,7 +159,7 @@ describe('readExperiment', () => {
   };
 
   it('reads YAML (.yaml, .yml) and JSON to the same experiment, defaults filled', async () => {
-    const dir = await tmp();
+    const dir = tmpDir('bfe-experiment-config-');
     await writeFile(join(dir, 'a.yaml'), yamlText);
     await writeFile(join(dir, 'a.yml'), yamlText);
     await writeFile(join(dir, 'a.json'), JSON.stringify(asObject));
@@ -182,7 +172,7 @@ describe('readExperiment', () => {
   });
 
   it('names the file and the key path of an invalid experiment', async () => {
-    const dir = await tmp();
+    const dir = tmpDir('bfe-experiment-config-');
     const path = join(dir, 'bad.yaml');
     await writeFile(path, `${yamlText}adapter:\n  enabled: true\n  ranks: 8\n`);
     const error = await readExperiment(path).catch((e: unknown) => e);
@@ -193,7 +183,7 @@ describe('readExperiment', () => {
   });
 
   it('refuses unreadable files and bad syntax with a ConfigError naming the file', async () => {
-    const dir = await tmp();
+    const dir = tmpDir('bfe-experiment-config-');
     const missing = await readExperiment(join(dir, 'none.yaml')).catch((e: unknown) => e);
     expect(missing).toBeInstanceOf(ConfigError);
     expect((missing as ConfigError).message).toContain('cannot read experiment file');

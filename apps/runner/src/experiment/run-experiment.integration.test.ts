@@ -1,8 +1,8 @@
-import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { copyFile, mkdir, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { suiteTmpDir } from '@bfe/core/testing';
 import { importModelDir } from '@bfe/models';
 import { parseExperiment, type Experiment } from './config.js';
 import { runExperiment, type RunOutcome } from './run-experiment.js';
@@ -14,10 +14,11 @@ const repoRoot = fileURLToPath(new URL('../../../../', import.meta.url));
 const documentTask = join(repoRoot, 'packages/datasets/fixtures/lmeb-document');
 const sharedTask = join(repoRoot, 'tests/fixtures/run/lmeb-shared');
 
+const suiteRoot = suiteTmpDir('bfe-run-experiment-');
 let root = '';
 let modelDir = '';
 beforeAll(async () => {
-  root = await mkdtemp(join(tmpdir(), 'bfe-run-experiment-'));
+  root = suiteRoot();
   const source = join(root, 'model-source');
   await mkdir(source);
   const fixtures = join(repoRoot, 'packages/encoder/fixtures');
@@ -40,9 +41,6 @@ beforeAll(async () => {
     maxLength: 16,
   });
   modelDir = imported.dir;
-});
-afterAll(async () => {
-  if (root !== '') await rm(root, { recursive: true, force: true });
 });
 afterEach(() => {
   vi.useRealTimers();

@@ -1,6 +1,6 @@
-import { copyFile, mkdir, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, rename, rm, rmdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { contentHash } from '@bfe/core';
+import { contentHash, writeFileAtomic } from '@bfe/core';
 import type { ArtifactResult } from '../cache/store.js';
 import { SCORE_FILES } from '../score/write.js';
 
@@ -72,8 +72,8 @@ export async function openRunFolder(input: {
 /**
  * Publishes a filled run folder: it replaces the empty reserved one in one rename (POSIX;
  * Windows refuses to rename onto a directory, so there it is removed first), then
- * `latest.json` points to it (written aside and renamed, so runs finishing together never
- * interleave their bytes).
+ * `latest.json` points to it (written atomically, so runs finishing together never interleave
+ * their bytes).
  */
 export async function publishRunFolder(folder: RunFolder): Promise<void> {
   await rename(folder.tmpDir, folder.runDir).catch(async (error: unknown) => {
@@ -81,8 +81,6 @@ export async function publishRunFolder(folder: RunFolder): Promise<void> {
     await rmdir(folder.runDir);
     await rename(folder.tmpDir, folder.runDir);
   });
-  const tmp = `${folder.latestFile}.tmp-${folder.runId}`;
   const body = { runId: folder.runId, runDir: folder.runDir };
-  await writeFile(tmp, `${JSON.stringify(body, null, 2)}\n`);
-  await rename(tmp, folder.latestFile);
+  await writeFileAtomic(folder.latestFile, `${JSON.stringify(body, null, 2)}\n`);
 }

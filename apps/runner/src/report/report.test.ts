@@ -1,10 +1,10 @@
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, relative, resolve } from 'node:path';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { parse as parseVega, View } from 'vega';
 import { compile } from 'vega-lite';
 import type { TopLevelSpec } from 'vega-lite';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tmpDir } from '@bfe/core/testing';
 import type { Results } from '@bfe/eval';
 import {
   adapterChart,
@@ -452,19 +452,8 @@ describe('reportInputSchema', () => {
 });
 
 describe('writeReport', () => {
-  const root = resolve(tmpdir());
-  const made: string[] = [];
-  afterEach(() => {
-    for (const dir of made.splice(0)) {
-      const rel = relative(root, dir);
-      if (rel === '' || rel.startsWith('..')) throw new Error(`refusing to remove ${dir}`);
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-
   it('writes report.md and report.html and leaves no temporary file', async () => {
-    const dir = mkdtempSync(join(root, 'bfe-report-'));
-    made.push(dir);
+    const dir = tmpDir('bfe-report-');
     const out = join(dir, 'runs', 'r1');
     const input = strictInput();
     const written = await writeReport(out, input, { bundles: fakeBundles });

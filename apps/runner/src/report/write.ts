@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { writeFileAtomic } from '@bfe/core';
 import { renderReport } from './render.js';
 import type { RenderOptions } from './render.js';
 import type { ReportInput } from './schema.js';
@@ -9,18 +9,6 @@ import type { ReportInput } from './schema.js';
 export interface WrittenReport {
   readonly markdown: string;
   readonly html: string;
-}
-
-/** Writes `text` beside `path` under a unique name, then renames it over `path`. */
-async function writeAtomic(path: string, text: string): Promise<void> {
-  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  try {
-    await writeFile(tmp, text, 'utf8');
-    await rename(tmp, path);
-  } catch (error) {
-    await rm(tmp, { force: true });
-    throw error;
-  }
 }
 
 /**
@@ -41,7 +29,7 @@ export async function writeReport(
   await mkdir(dir, { recursive: true });
   const markdown = join(dir, 'report.md');
   const html = join(dir, 'report.html');
-  await writeAtomic(markdown, report.markdown);
-  await writeAtomic(html, report.html);
+  await writeFileAtomic(markdown, report.markdown);
+  await writeFileAtomic(html, report.html);
   return { markdown, html };
 }

@@ -1,8 +1,6 @@
 import { join } from 'node:path';
-import type { Benchmark } from '@bfe/core';
-import { writeAtomic } from '@bfe/datasets';
+import { writeFileAtomic, type Benchmark, type Split } from '@bfe/core';
 import { perQueryLines, writePerQueryJsonl, type Results } from '@bfe/eval';
-import type { Split } from '@bfe/core';
 import { runScore, type ScoreRun, type ScoreRunInput } from './pipeline.js';
 import type { KSweep } from './k-sweep.js';
 import { buildScoreOutputs, type SplitMeta } from './outputs.js';
@@ -51,14 +49,14 @@ export async function scoreAndWrite(input: ScoreAndWriteInput): Promise<ScoredAn
     ...(input.extraMeta === undefined ? {} : { extraMeta: input.extraMeta }),
   });
   if (input.out !== undefined) {
-    await writeAtomic(join(input.out, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+    await writeFileAtomic(join(input.out, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
     await writePerQueryJsonl(
       join(input.out, 'per-query.jsonl'),
       (function* () {
         for (const s of run.systems) yield* perQueryLines(s.name, s.evaluation);
       })(),
     );
-    await writeAtomic(join(input.out, 'k-sweep.json'), `${JSON.stringify(sweep, null, 2)}\n`);
+    await writeFileAtomic(join(input.out, 'k-sweep.json'), `${JSON.stringify(sweep, null, 2)}\n`);
   }
   return { run, results, sweep };
 }

@@ -5,7 +5,7 @@
  * which the adapter can learn. Not part of the package API.
  */
 import { Prng } from '../prng.js';
-import type { CandidateSet, TrainingQuery } from '../train.js';
+import type { CandidateSet, TrainingQuery } from '../train-input.js';
 import { unitRows } from './reference.js';
 
 export interface SyntheticOptions {

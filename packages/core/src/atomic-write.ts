@@ -1,0 +1,147 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, readdir, rename, rm, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+
+/**
+ * A unique hidden sibling of `path` for work in progress: `.<name>.<pid>.<random>.tmp`. Same
+ * directory, so the final rename never crosses a file system; hidden, so a listing of the
+ * directory never shows it as a finished file.
+ */
+export function tempSibling(path: string): string {
+  return join(
+    dirname(path),
+    `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`,
+  );
+}
+
+/**
+ * Flushes a file's or directory's data to disk. Platforms that cannot fsync a directory
+ * (Windows) are tolerated: the rename that follows is still atomic there.
+ * @example
+ * await fsyncPath('runs/x/results.json');
+ */
+export async function fsyncPath(path: string): Promise<void> {
+  const handle = await open(path, 'r');
+  try {
+    await handle.sync();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'EISDIR' && code !== 'EPERM' && code !== 'EINVAL') throw error;
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Flushes every directory of a tree, deepest first (files are flushed by whoever wrote them).
+ * @example
+ * await fsyncDirs(tmp); // before renaming `tmp` into place
+ */
+export async function fsyncDirs(root: string): Promise<void> {
+  for (const entry of await readdir(root, { withFileTypes: true })) {
+    if (entry.isDirectory()) await fsyncDirs(join(root, entry.name));
+  }
+  await fsyncPath(root);
+}
+
+/**
+ * Writes a file atomically: into a temporary sibling, flushed to disk, then renamed over
+ * `path`, so a reader sees the old file or the whole new one, never a part, and a crash leaves
+ * no complete-looking partial file. Creates the parent directory. On failure the temporary
+ * file is removed and the error rethrown unchanged.
+ * @example
+ * await writeFileAtomic('runs/x/results.json', `${JSON.stringify(results, null, 2)}\n`);
+ * await writeFileAtomic('data/locomo10.json', bytes); // Uint8Array
+ */
+export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
+  await writeWithHandle(path, async (handle) => {
+    await handle.writeFile(data);
+  });
+}
+
+/**
+ * Writes a file atomically (as {@link writeFileAtomic}) through a callback that receives the
+ * open handle of the temporary file: for content produced piece by piece (streamed lines).
+ * The callback's result is returned; if it throws, nothing is left behind.
+ * @example
+ * await writeWithHandle('out.bin', async (h) => { await h.write(header); await h.write(body); });
+ */
+export async function writeWithHandle<T>(
+  path: string,
+  write: (handle: FileHandle) => Promise<T>,
+): Promise<T> {
+  const dir = dirname(path);
+  await mkdir(dir, { recursive: true });
+  const tmp = tempSibling(path);
+  try {
+    const handle = await open(tmp, 'w');
+    let result: T;
+    try {
+      result = await write(handle);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(tmp, path);
+    await fsyncPath(dir);
+    return result;
+  } catch (error) {
+    await rm(tmp, { force: true });
+    throw error;
+  }
+}
+
+/** Flushes every file and directory of a tree to disk, the root last. */
+async function fsyncTree(root: string): Promise<void> {
+  for (const entry of await readdir(root, { withFileTypes: true })) {
+    const path = join(root, entry.name);
+    if (entry.isDirectory()) await fsyncTree(path);
+    else if (entry.isFile()) await fsyncPath(path);
+  }
+  await fsyncPath(root);
+}
+
+/**
+ * Builds a directory atomically: `build` fills a fresh temporary sibling of `dir`; its files
+ * and directories are flushed to disk and renamed into place, replacing whatever was at `dir` (moved aside first,
+ * then deleted). An interrupted or failed build leaves no directory that looks complete; on
+ * failure the temporary directory is removed and the error rethrown unchanged.
+ * @example
+ * const manifest = await writeDirAtomic('banks/locomo', async (tmp) => {
+ *   await writeBankTables(join(tmp, 'memories.arrow'), …);
+ *   return manifest;
+ * });
+ */
+export async function writeDirAtomic<T>(
+  dir: string,
+  build: (tmp: string) => Promise<T>,
+): Promise<T> {
+  const parent = dirname(dir);
+  await mkdir(parent, { recursive: true });
+  const tmp = tempSibling(dir);
+  await mkdir(tmp);
+  try {
+    const result = await build(tmp);
+    await fsyncTree(tmp);
+    const old = `${tmp}.old`;
+    let replaced = false;
+    try {
+      await rename(dir, old);
+      replaced = true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+    try {
+      await rename(tmp, dir);
+    } catch (error) {
+      if (replaced) await rename(old, dir); // put the previous directory back
+      throw error;
+    }
+    await fsyncPath(parent);
+    if (replaced) await rm(old, { recursive: true, force: true });
+    return result;
+  } catch (error) {
+    await rm(tmp, { recursive: true, force: true });
+    throw error;
+  }
+}

@@ -1,0 +1,2 @@
+export { sharedDataDir } from './shared-data.js';
+export { suiteTmpDir, tmpDir } from './tmp-dir.js';
