@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
-import { basename, dirname } from 'node:path';
-import { FetchError, HashMismatchError } from '@bfe/core';
+import { basename } from 'node:path';
+import { FetchError, HashMismatchError, writeWithHandle } from '@bfe/core';
 import { errorText, type FetchContext } from './fetch-context.js';
 
 // HTTP for the Hub and PyPI: every download is pinned (size and SHA-256) and lands under its
@@ -39,8 +38,6 @@ export async function downloadToFile(
     timer = setTimeout(() => controller.abort(), idleMs);
   };
   const label = basename(dest);
-  const partial = `${dest}.partial`;
-  await mkdir(dirname(dest), { recursive: true });
   try {
     let response: Response;
     try {
@@ -51,18 +48,19 @@ export async function downloadToFile(
         { cause },
       );
     }
-    if (!response.ok || response.body === null) {
-      await response.body?.cancel();
+    const body = response.body;
+    if (!response.ok || body === null) {
+      await body?.cancel();
       throw new FetchError(`${url}: HTTP ${response.status}`);
     }
     const header = Number(response.headers.get('content-length'));
     const total = Number.isFinite(header) && header > 0 ? header : pinned.bytes;
     const hash = createHash('sha256');
-    const file = await open(partial, 'w');
     let received = 0;
     let lastReport = 0;
-    try {
-      const reader = response.body.getReader();
+    // Written beside `dest` and renamed into place only once the pinned hash checks out.
+    await writeWithHandle(dest, async (file) => {
+      const reader = body.getReader();
       for (;;) {
         let chunk: Awaited<ReturnType<typeof reader.read>>;
         try {
@@ -88,15 +86,11 @@ export async function downloadToFile(
           ctx.progress({ kind: 'download', file: label, bytes: received, total, done: false });
         }
       }
-    } finally {
-      await file.close();
-    }
-    const actual = hash.digest('hex');
-    if (actual !== pinned.sha256) throw new HashMismatchError(url, pinned.sha256, actual);
-    await rename(partial, dest);
+      const actual = hash.digest('hex');
+      if (actual !== pinned.sha256) throw new HashMismatchError(url, pinned.sha256, actual);
+    });
     ctx.progress({ kind: 'download', file: label, bytes: received, total, done: true });
   } finally {
     clearTimeout(timer);
-    await rm(partial, { force: true });
   }
 }

@@ -1,19 +1,14 @@
-import { existsSync } from 'node:fs';
-import {
-  chmod,
-  mkdir,
-  mkdtemp,
-  readFile,
-  readdir,
-  rename,
-  rm,
-  stat,
-  writeFile,
-} from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, normalize, resolve, sep } from 'node:path';
 import { z } from 'zod';
-import { ArtifactCorruptError, ConfigError, DataMissingError, fileSha256 } from '@bfe/core';
+import {
+  ArtifactCorruptError,
+  ConfigError,
+  DataMissingError,
+  fileSha256,
+  writeDirAtomic,
+} from '@bfe/core';
 import { MODEL_MANIFEST_FILE, modelManifestSchema, type ModelManifest } from './model-manifest.js';
 
 // The model cache: where models live, how a fetched model is read back and checked, and how a
@@ -224,10 +219,11 @@ export async function hashFiles(dir: string): Promise<ModelManifest['files']> {
 }
 
 /**
- * Builds a model in a temporary sibling of its final directory, writes the manifest last,
- * checks it, and renames the directory into place. `build` returning undefined keeps what is
- * there. Temporary directories of processes that died are removed on the next fetch; their
- * names start with a dot, so they never look like a model.
+ * Builds a model in a temporary sibling of its final directory (`@bfe/core`'s
+ * `writeDirAtomic`), writes the manifest last, checks it, and renames the directory into
+ * place. `build` returning undefined keeps what is there. Temporary directories of processes
+ * that died are removed on the next fetch; their names start with a dot, so they never look
+ * like a model.
  */
 export async function installAtomically(
   cacheRoot: string,
@@ -236,21 +232,19 @@ export async function installAtomically(
 ): Promise<ModelManifest | undefined> {
   await mkdir(cacheRoot, { recursive: true });
   await removeStaleWork(cacheRoot, name);
-  const work = await mkdtemp(join(cacheRoot, `.${name}.tmp-${process.pid}-`));
+  const keep = Symbol('keep what is there');
   try {
-    // mkdtemp makes the directory private (0700); a model is read by whoever shares the cache.
-    await chmod(work, 0o755);
-    const manifest = await build(work);
-    if (manifest === undefined) return undefined;
-    const checked = modelManifestSchema.parse(manifest);
-    await writeFile(join(work, MODEL_MANIFEST_FILE), `${JSON.stringify(checked, null, 2)}\n`);
-    await loadModelManifest(work);
-    const dir = join(cacheRoot, name);
-    if (existsSync(dir)) await removeAside(dir);
-    await rename(work, dir);
-    return checked;
-  } finally {
-    await rm(work, { recursive: true, force: true });
+    return await writeDirAtomic(join(cacheRoot, name), async (work) => {
+      const manifest = await build(work);
+      if (manifest === undefined) throw keep;
+      const checked = modelManifestSchema.parse(manifest);
+      await writeFile(join(work, MODEL_MANIFEST_FILE), `${JSON.stringify(checked, null, 2)}\n`);
+      await loadModelManifest(work);
+      return checked;
+    });
+  } catch (error) {
+    if (error === keep) return undefined;
+    throw error;
   }
 }
 
@@ -266,7 +260,10 @@ export async function removeAside(dir: string): Promise<void> {
  * (Package-internal.)
  */
 export async function removeStaleWork(cacheRoot: string, name: string): Promise<void> {
-  const pattern = new RegExp(`^\\.${name.replace(/[.]/g, '\\.')}\\.(tmp|old)-(\\d+)-`);
+  // writeDirAtomic's siblings: `.<name>.<pid>.<hex>.tmp` and, while replacing, `….tmp.old`.
+  const pattern = new RegExp(
+    `^\\.${name.replace(/[.]/g, '\\.')}\\.(\\d+)\\.[0-9a-f]+\\.tmp(\\.old)?$`,
+  );
   let entries: string[];
   try {
     entries = await readdir(cacheRoot);
@@ -277,9 +274,8 @@ export async function removeStaleWork(cacheRoot: string, name: string): Promise<
   for (const entry of entries) {
     const m = pattern.exec(entry);
     if (m === null) continue;
-    const pid = Number(m[2]);
-    if (pid !== process.pid && isAlive(pid)) continue;
-    if (pid === process.pid && entry.includes('.tmp-')) continue; // a concurrent call of ours
+    const pid = Number(m[1]);
+    if (pid === process.pid || isAlive(pid)) continue; // a concurrent call, ours or another's
     await rm(join(cacheRoot, entry), { recursive: true, force: true });
   }
 }

@@ -1,28 +1,14 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join, relative, resolve } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { dirname, join } from 'node:path';
+import { describe, expect, it } from 'vitest';
 import { ArtifactCorruptError, ConfigError, DataMissingError, bytesSha256 } from '@bfe/core';
 import { loadModelManifest, modelCacheDir, resolveModelDir } from './model-cache.js';
 import { importModelDir } from './model-dir.js';
 import { MODEL_MANIFEST_FILE, modelManifestSchema } from './model-manifest.js';
+import { tmpDir } from '@bfe/core/testing';
 
-// Temporary directories, removed after each test; nothing outside the system tmp is touched.
-const tmpRoot = resolve(tmpdir());
-const made: string[] = [];
-afterEach(() => {
-  for (const dir of made.splice(0)) {
-    const rel = relative(tmpRoot, dir);
-    if (rel === '' || rel.startsWith('..')) throw new Error(`refusing to remove ${dir}`);
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
-function tmp(): string {
-  const dir = mkdtempSync(join(tmpRoot, 'bfe-model-dir-'));
-  made.push(dir);
-  return dir;
-}
+const tmp = (): string => tmpDir('bfe-model-dir-');
 
 async function writeTree(root: string, files: Record<string, string | Uint8Array>): Promise<void> {
   for (const [rel, content] of Object.entries(files)) {

