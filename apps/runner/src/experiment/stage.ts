@@ -16,7 +16,11 @@ export type StageCompute = (dir: string) => Promise<Record<string, unknown> | un
 /** What every stage of an experiment is handed: the cached runner, logging and progress. */
 export interface StageContext {
   /** Gets the stage's artifact from the cache, or computes and stores it; records the stage. */
-  readonly run: (name: string, spec: ArtifactSpec, compute: StageCompute) => Promise<ArtifactResult>;
+  readonly run: (
+    name: string,
+    spec: ArtifactSpec,
+    compute: StageCompute,
+  ) => Promise<ArtifactResult>;
   readonly log: (line: string) => void;
   readonly progress: (label: string, done: number, total: number, extra?: string) => void;
   /** Every stage run so far, in order. */

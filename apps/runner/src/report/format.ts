@@ -1,7 +1,6 @@
 import type { PairedDifference } from '@bfe/eval';
 import type { TextTable } from '../cli/table.js';
 
-
 /**
  * A table every output format renders the same way: the terminal pads, markdown pipes, HTML
  * tags. Cells are plain text; each renderer escapes for its own format.
