@@ -14,6 +14,7 @@ import {
   useTinyModel,
   writeExperiment,
 } from './fixtures/run/setup.ts';
+import { parseRunResults } from '@bfe/runner';
 import { runBfe } from './helpers.ts';
 
 const tiny = useTinyModel();
@@ -37,7 +38,8 @@ function adapterExperiment(overrides: Record<string, unknown> = {}): Record<stri
   return {
     name: 'tiny-adapter',
     dataset: { name: `lmeb:${sharedTask}` },
-    split: { policy: 'query-disjoint-shared-bank', seeds: [42], ratios: [0.6, 0.2, 0.2] },
+    seeds: [42],
+    split: { policy: 'query-disjoint-shared-bank', seed: 42, ratios: [0.6, 0.2, 0.2] },
     model: { name: 'tiny' },
     scorer: { k: 4, alpha: 0.5, kSweep: [2, 4] },
     adapter: { enabled: true, rank: 2, epochs: 2, batchSize: 4, lr: 0.01 },
@@ -84,17 +86,19 @@ describe('bfe run on the tiny model: cached stages, run folder, receipt', () => 
     expect(readdirSync(join(dirs.runs, 'tiny-document')).sort()).toEqual(
       [basename(first.out.runDir), basename(second.out.runDir), 'latest.json'].sort(),
     );
-    const results = readJsonFile<{
-      dataset: string;
-      split: string;
-      systems: { name: string; nQueries: number }[];
-      meta: { k: number; alpha: number };
-    }>(join(runDir, 'results.json'));
+    // Without a split: one run (seed null), plain figures (no standard deviation).
+    const summary = parseRunResults(readJsonFile(join(runDir, 'results.json')), 'results.json');
+    expect(summary).toMatchObject({ dataset: 'lmeb:lmeb-document', split: 'all', seeds: [null] });
+    expect(summary.splitSeed).toBeNull();
+    expect(summary.selectionData).toBe(false);
+    for (const s of summary.systems) expect(s.metrics['ndcg@10']?.std).toBeNull();
+    const results = summary.runs[0]!.results;
     expect(results.dataset).toBe('lmeb:lmeb-document');
     expect(results.split).toBe('all');
     expect(results.meta).toMatchObject({ k: 4, alpha: 0.5 });
     expect(results.systems.map((s) => s.name)).toContain('sparse-fusion');
     expect(results.systems.every((s) => s.nQueries === 4)).toBe(true);
+    expect(summary.systems.map((s) => s.name)).toEqual(results.systems.map((s) => s.name));
     const sweep = readJsonFile<{ points: { k: number; clampedGroups: number }[] }>(
       join(runDir, 'k-sweep.json'),
     );
@@ -162,7 +166,8 @@ describe('bfe run on the tiny model: cached stages, run folder, receipt', () => 
     expect(keyByStage(third.out).encode).toBe(keyByStage(first.out).encode);
     expect(keyByStage(third.out).score).not.toBe(keyByStage(first.out).score);
     expect(
-      readJsonFile<{ meta: { alpha: number } }>(join(third.out.runDir, 'results.json')).meta.alpha,
+      parseRunResults(readJsonFile(join(third.out.runDir, 'results.json')), 'results.json').runs[0]!
+        .results.meta?.alpha,
     ).toBe(0.25);
 
     // Another dataset: every stage after it runs again.
@@ -174,9 +179,10 @@ describe('bfe run on the tiny model: cached stages, run folder, receipt', () => 
     const fourth = await runJson(other, dirs, tiny.env());
     expect(cachedByStage(fourth.out)).toEqual({ dataset: false, encode: false, score: false });
     for (const s of fourth.out.stages) expect(s.key).not.toBe(keyByStage(first.out)[s.name]);
-    expect(readJsonFile<{ dataset: string }>(join(fourth.out.runDir, 'results.json')).dataset).toBe(
-      'lmeb:lmeb-dialogue',
-    );
+    expect(
+      parseRunResults(readJsonFile(join(fourth.out.runDir, 'results.json')), 'results.json')
+        .dataset,
+    ).toBe('lmeb:lmeb-dialogue');
     // Nothing left over in the cache's scratch space.
     expect(readdirSync(join(dirs.cache, 'tmp'))).toEqual([]);
     expect(readdirSync(join(dirs.cache, 'locks'))).toEqual([]);
@@ -216,18 +222,16 @@ describe('bfe run on the tiny model: cached stages, run folder, receipt', () => 
       'results.json',
       'training.json',
     ]);
-    // results.json is the first seed's.
-    expect(
-      readFileSync(join(runDir, 'results.json')).equals(
-        readFileSync(join(seedDir, 'results.json')),
-      ),
-    ).toBe(true);
+    // results.json holds the seed's results (one seed: plain figures, std null).
+    const summary = parseRunResults(readJsonFile(join(runDir, 'results.json')), 'results.json');
+    expect(summary.seeds).toEqual([42]);
+    expect(summary.runs[0]!.results).toEqual(readJsonFile(join(seedDir, 'results.json')));
 
     const results = readJsonFile<{
       split: string;
       systems: { name: string; nQueries: number }[];
       meta: Record<string, unknown> & { adapter: Record<string, unknown> };
-    }>(join(runDir, 'results.json'));
+    }>(join(seedDir, 'results.json'));
     expect(results.split).toBe('test');
     expect(results.systems.map((s) => s.name)).toContain('adapted');
     const adapted = results.systems.find((s) => s.name === 'adapted')!;
@@ -241,7 +245,6 @@ describe('bfe run on the tiny model: cached stages, run folder, receipt', () => 
       marks: ['shared-unlabelled-memory'],
     });
     expect(results.meta.adapter).toMatchObject({ seed: 42, rank: 2 });
-    expect(results.meta.adapter.selection).toContain('validation');
 
     const training = readJsonFile<{
       seed: number;
@@ -257,6 +260,20 @@ describe('bfe run on the tiny model: cached stages, run folder, receipt', () => 
     expect(training.epochs.map((e) => e.epoch)).toEqual([0, 1, 2]);
     expect(training.steps.length).toBeGreaterThan(0);
     expect([0.25, 0.5, 0.75]).toContain(training.selected.alpha);
+    // The scored adapter is the one training.json selected.
+    expect(results.meta.adapter).toMatchObject({
+      selectedEpoch: training.selected.epoch,
+      selectedAlpha: training.selected.alpha,
+      identity: training.selected.epoch === 0,
+    });
+    expect(summary.adapter?.seeds).toEqual([
+      {
+        seed: 42,
+        selectedEpoch: training.selected.epoch,
+        selectedAlpha: training.selected.alpha,
+        identity: training.selected.epoch === 0,
+      },
+    ]);
     expect(readJsonFile(join(seedDir, 'adapter.json'))).toMatchObject({ rank: 2 });
     const report = readFileSync(join(runDir, 'report.md'), 'utf8');
     expect(report).toContain('adapted');

@@ -42,11 +42,25 @@ describe('bfe run refuses a bad experiment file before any work (exit 2)', () =>
     const path = writeExperiment(dir, 'bad.yaml', {
       name: 'bad',
       dataset: { name: 'locomo' },
-      split: { seeds: [42, 'forty-three'] },
+      seeds: [42, 'forty-three'],
     });
     const r = await run(path, dir);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('→ at split.seeds[1]');
+    expect(r.stderr).toContain('→ at seeds[1]');
+  });
+
+  it('refuses the old split.seeds key, saying where the seeds moved', async () => {
+    const dir = tmp();
+    const path = writeExperiment(dir, 'old.yaml', {
+      name: 'old',
+      dataset: { name: 'locomo' },
+      split: { policy: 'connected-bank', seeds: [42, 43, 44] },
+    });
+    const r = await run(path, dir);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('CONFIG_INVALID');
+    expect(r.stderr).toContain('split.seeds is no longer a key');
+    expect(r.stderr).toContain('seeds: [42,43,44]');
   });
 
   it('refuses an adapter with split.policy none', async () => {

@@ -103,11 +103,12 @@ describe('bfe run twice at once on one cache', () => {
     const dir = freshDir(tiny.root(), 'concurrent');
     const cache = join(dir, 'cache');
     const runs = join(dir, 'runs');
-    // Two seeds of a strict split with the adapter: eight stages to contend for.
+    // Two seeds, each on its own strict split, with the adapter: eight stages to contend for.
     const file = writeExperiment(dir, 'tiny.json', {
       name: 'tiny-concurrent',
       dataset: { name: `lmeb:${sharedTask}` },
-      split: { policy: 'connected-bank', seeds: [42, 43], ratios: [1, 1, 1] },
+      seeds: [42, 43],
+      split: { policy: 'connected-bank', seed: 'per-seed', ratios: [1, 1, 1] },
       model: { name: 'tiny' },
       scorer: { k: 4, kSweep: [2, 4] },
       adapter: { enabled: true, rank: 2, epochs: 1, batchSize: 4, lr: 0.01 },
@@ -150,9 +151,18 @@ describe('bfe run twice at once on one cache', () => {
       readJsonFile<{ runDir: string }>(join(runs, 'tiny-concurrent', 'latest.json')).runDir,
     );
     // A strict split: not diagnostic, no marks.
-    expect(JSON.parse(resultsA.toString())).toMatchObject({
-      meta: { splitPolicy: 'connected-bank', diagnosticOnly: false, marks: [] },
-    });
+    const summary = JSON.parse(resultsA.toString()) as {
+      splitSeed: string;
+      runs: { results: { meta: Record<string, unknown> } }[];
+    };
+    expect(summary.splitSeed).toBe('per-seed');
+    for (const run of summary.runs) {
+      expect(run.results.meta).toMatchObject({
+        splitPolicy: 'connected-bank',
+        diagnosticOnly: false,
+        marks: [],
+      });
+    }
     expect(readdirSync(join(cache, 'locks'))).toEqual([]);
     expect(readdirSync(join(cache, 'tmp'))).toEqual([]);
   }, 120_000);

@@ -23,7 +23,10 @@ export function runCommand(): Command {
     )
     .option('--cache-dir <dir>', 'the artifact cache (default: $BFE_CACHE_DIR or .bfe-cache)')
     .option('--runs-dir <dir>', 'where run folders go', 'runs')
-    .option('--json', 'print one JSON object: runDir, stages, headline results')
+    .option(
+      '--json',
+      'print one JSON object: runDir, stages, seed means (mean, std, perSeed) and per-seed headlines',
+    )
     .option('--quiet', 'no progress output')
     .action(async (file: string, opts: RunOptions) => {
       const [{ readExperiment }, { runExperiment }, { progressPrinter }] = await Promise.all([
@@ -50,6 +53,15 @@ export function runCommand(): Command {
               runId: outcome.runId,
               seconds: outcome.seconds,
               stages: outcome.stages,
+              selectionData: outcome.summary.selectionData,
+              identicalAcrossSeeds: outcome.summary.identicalAcrossSeeds,
+              // The mean over training seeds (std: sample, null with one seed), every system.
+              means: outcome.summary.systems.map((s) => ({
+                name: s.name,
+                identicalAcrossSeeds: s.identicalAcrossSeeds,
+                'recall@10': s.metrics['recall@10'],
+                'ndcg@10': s.metrics['ndcg@10'],
+              })),
               headline: outcome.perSeed.map((p) => ({
                 seed: p.seed,
                 systems: p.results.systems.map((s) => ({

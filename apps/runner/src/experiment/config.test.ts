@@ -1,9 +1,10 @@
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { tmpDir } from '@bfe/core/testing';
 import { ConfigError } from '@bfe/core';
-import { experimentSchema, parseExperiment, readExperiment } from './config.js';
+import { experimentSchema, isSelectionData, parseExperiment, readExperiment } from './config.js';
 
 /** The ConfigError a call throws (fails the test when it does not throw one). */
 function configError(call: () => unknown): ConfigError {
@@ -22,7 +23,8 @@ describe('parseExperiment', () => {
       name: 'locomo-minilm',
       description: '',
       dataset: { name: 'locomo', options: {} },
-      split: { policy: 'connected-bank', seeds: [42], ratios: [0.6, 0.2, 0.2], evaluate: 'test' },
+      seeds: [42],
+      split: { policy: 'connected-bank', seed: 42, ratios: [0.6, 0.2, 0.2], evaluate: 'test' },
       model: { name: 'all-minilm-l6-v2', dtype: 'float32', executionProvider: 'cpu' },
       scorer: {
         k: 64,
@@ -90,7 +92,10 @@ describe('parseExperiment', () => {
     [{ scorer: { alpha: 2 } }, 'scorer.alpha'],
     [{ scorer: { k: 0 } }, 'scorer.k'],
     [{ split: { policy: 'random' } }, 'split.policy'],
-    [{ split: { seeds: [-1] } }, 'split.seeds[0]'],
+    [{ seeds: [-1] }, 'seeds[0]'],
+    [{ seeds: [] }, 'seeds'],
+    [{ seeds: [42, 42] }, 'seeds'],
+    [{ split: { seed: 'each' } }, 'split.seed'],
     [{ eval: { ks: [1, 5] } }, 'eval.ks'],
     [{ model: { dtype: 'int8' } }, 'model.dtype'],
   ])('refuses the mistyped value %j at %s', (part, path) => {
@@ -135,6 +140,88 @@ describe('parseExperiment', () => {
   });
 });
 
+describe('seeds and the split seed', () => {
+  it('keeps one split seed (default 42) apart from the training seeds', () => {
+    const e = parseExperiment({ name: 'x', dataset: { name: 'locomo' }, seeds: [42, 43, 44] });
+    expect(e.seeds).toEqual([42, 43, 44]);
+    expect(e.split.seed).toBe(42);
+    const own = parseExperiment({
+      name: 'x',
+      dataset: { name: 'locomo' },
+      seeds: [1, 2],
+      split: { seed: 7 },
+    });
+    expect(own.split.seed).toBe(7);
+    const perSeed = parseExperiment({
+      name: 'x',
+      dataset: { name: 'locomo' },
+      seeds: [1, 2],
+      split: { seed: 'per-seed' },
+    });
+    expect(perSeed.split.seed).toBe('per-seed');
+  });
+
+  it('refuses the old split.seeds key, saying where the seeds moved', () => {
+    const error = configError(() =>
+      parseExperiment({ name: 'x', dataset: { name: 'locomo' }, split: { seeds: [42, 43] } }),
+    );
+    expect(error.code).toBe('CONFIG_INVALID');
+    expect(error.message).toContain('split.seeds is no longer a key');
+    expect(error.message).toContain('top-level `seeds`');
+    expect(error.message).toContain('`split.seed`');
+    expect(error.suggestion).toContain('seeds: [42,43]');
+    expect(error.suggestion).toContain('split.seed: per-seed');
+  });
+
+  it('refuses several training seeds with split.policy none (nothing depends on them)', () => {
+    const error = configError(() =>
+      parseExperiment({
+        name: 'x',
+        dataset: { name: 'locomo' },
+        seeds: [42, 43],
+        split: { policy: 'none' },
+      }),
+    );
+    expect(error.message).toContain("split.policy is 'none'");
+    expect(
+      parseExperiment({ name: 'x', dataset: { name: 'locomo' }, split: { policy: 'none' } }).seeds,
+    ).toEqual([42]);
+  });
+
+  it('marks train and validation evaluation as selection data, test and no split not', () => {
+    const at = (split: Record<string, unknown>) =>
+      isSelectionData(parseExperiment({ name: 'x', dataset: { name: 'locomo' }, split }));
+    expect(at({ evaluate: 'validation' })).toBe(true);
+    expect(at({ evaluate: 'train' })).toBe(true);
+    expect(at({ evaluate: 'test' })).toBe(false);
+    expect(at({ policy: 'none' })).toBe(false);
+  });
+
+  it('reads every preset in configs/experiments; the reproduction shares split 42 across 42/43/44', async () => {
+    const dir = fileURLToPath(new URL('../../../../configs/experiments/', import.meta.url));
+    const files = (await readdir(dir)).filter((f) => f.endsWith('.yaml')).sort();
+    expect(files).toEqual([
+      'covidqa-minilm.yaml',
+      'locomo-minilm-3seeds.yaml',
+      'locomo-minilm.yaml',
+      'longmemeval-s-reproduction.yaml',
+    ]);
+    const presets = new Map(
+      await Promise.all(files.map(async (f) => [f, await readExperiment(join(dir, f))] as const)),
+    );
+    const repro = presets.get('longmemeval-s-reproduction.yaml')!;
+    expect([repro.seeds, repro.split.seed]).toEqual([[42, 43, 44], 42]);
+    const main = presets.get('locomo-minilm.yaml')!;
+    const three = presets.get('locomo-minilm-3seeds.yaml')!;
+    expect([main.seeds, main.split.seed, main.split.policy]).toEqual([[42], 42, 'connected-bank']);
+    expect([three.seeds, three.split.seed]).toEqual([[42, 43, 44], 42]);
+    // The same job as the main one but for its name, description and training seeds.
+    expect({ ...three, name: main.name, description: main.description, seeds: main.seeds }).toEqual(
+      main,
+    );
+  });
+});
+
 describe('readExperiment', () => {
   const yamlText = [
     '# a comment',
@@ -143,9 +230,10 @@ describe('readExperiment', () => {
     '  name: lmeb:../data',
     '  options:',
     '    layout: document',
+    'seeds: [42, 43]',
     'split:',
     '  policy: query-disjoint-shared-bank',
-    '  seeds: [42, 43]',
+    '  seed: per-seed',
     'scorer:',
     '  k: 4',
     '  kSweep: [2, 4]',
@@ -154,7 +242,8 @@ describe('readExperiment', () => {
   const asObject = {
     name: 'tiny',
     dataset: { name: 'lmeb:../data', options: { layout: 'document' } },
-    split: { policy: 'query-disjoint-shared-bank', seeds: [42, 43] },
+    seeds: [42, 43],
+    split: { policy: 'query-disjoint-shared-bank', seed: 'per-seed' },
     scorer: { k: 4, kSweep: [2, 4] },
   };
 

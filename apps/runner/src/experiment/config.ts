@@ -20,8 +20,8 @@ const alphaSchema = z.number().min(0).max(1);
  *
  * @example
  * experimentSchema.parse({ name: 'locomo-minilm', dataset: { name: 'locomo' } });
- * // { name: 'locomo-minilm', dataset: { name: 'locomo', options: {} },
- * //   split: { policy: 'connected-bank', seeds: [42], ratios: [0.6, 0.2, 0.2], evaluate: 'test' },
+ * // { name: 'locomo-minilm', dataset: { name: 'locomo', options: {} }, seeds: [42],
+ * //   split: { policy: 'connected-bank', seed: 42, ratios: [0.6, 0.2, 0.2], evaluate: 'test' },
  * //   model: { name: 'all-minilm-l6-v2', …}, scorer: { k: 64, alpha: 0.5, … }, adapter: { enabled: false, … }, … }
  */
 export const experimentSchema = z.strictObject({
@@ -34,6 +34,16 @@ export const experimentSchema = z.strictObject({
     /** The loader's options, as `bfe data inspect --set key=value` takes them. */
     options: z.record(z.string(), z.unknown()).default({}),
   }),
+  /**
+   * The training seeds: the adapter's initialisation and batch order (METHOD.md §6 and §8:
+   * 42, 43, 44). One adapt and one score stage per seed; the run's results.json is their mean
+   * with the standard deviation. The split has its own seed (`split.seed`).
+   */
+  seeds: z
+    .array(seedSchema)
+    .min(1)
+    .refine((s) => new Set(s).size === s.length, 'seeds must not repeat')
+    .default([42]),
   split: z
     .strictObject({
       /**
@@ -43,12 +53,19 @@ export const experimentSchema = z.strictObject({
       policy: z
         .enum(['connected-bank', 'query-disjoint-shared-bank', 'none'])
         .default('connected-bank'),
-      /** One run of every later stage per seed (METHOD.md §6: 42, 43, 44). */
-      seeds: z.array(seedSchema).min(1).default([42]),
+      /**
+       * The split's own seed: one split shared by every training seed (the reproduction notes'
+       * protocol, METHOD.md §8), or `per-seed`: a new split per training seed, drawn with that
+       * seed (the explicit option).
+       */
+      seed: z.union([seedSchema, z.literal('per-seed')]).default(42),
       ratios: z
         .tuple([z.number().min(0), z.number().min(0), z.number().min(0)])
         .default([0.6, 0.2, 0.2]),
-      /** The part the result tables report. */
+      /**
+       * The part the result tables report. `train` or `validation` marks every output
+       * `selectionData: true`: the adapter is trained and selected on those parts.
+       */
       evaluate: z.enum(['train', 'validation', 'test']).default('test'),
     })
     .prefault({}),
@@ -112,10 +129,23 @@ export type Experiment = z.output<typeof experimentSchema>;
 
 /**
  * Validates an experiment object, refusing what the method forbids: an adapter without a
- * split to train and select on.
+ * split to train and select on. The old `split.seeds` key is refused with where its seeds went.
  * @throws {ConfigError} naming each bad key with its path.
  */
 export function parseExperiment(raw: unknown, source = 'experiment'): Experiment {
+  const oldSeeds = fieldOf(fieldOf(raw, 'split'), 'seeds');
+  if (oldSeeds !== undefined) {
+    throw new ConfigError(
+      `${source}: split.seeds is no longer a key: the training seeds moved to the top-level ` +
+        '`seeds` key, and the split has its own `split.seed` (default 42: one split shared by ' +
+        'every training seed)',
+      {
+        suggestion:
+          `Write \`seeds: ${JSON.stringify(oldSeeds)}\` at the top level; add \`split.seed: per-seed\` ` +
+          'only to draw a new split per seed, as split.seeds did.',
+      },
+    );
+  }
   const parsed = experimentSchema.safeParse(raw);
   if (!parsed.success) {
     throw new ConfigError(`${source}: invalid experiment:\n${z.prettifyError(parsed.error)}`, {
@@ -128,7 +158,29 @@ export function parseExperiment(raw: unknown, source = 'experiment'): Experiment
       `${source}: adapter.enabled needs a split (train and validation queries); split.policy is 'none'`,
     );
   }
+  if (e.split.policy === 'none' && e.seeds.length > 1) {
+    throw new ConfigError(
+      `${source}: seeds lists ${e.seeds.length} training seeds, but split.policy is 'none': ` +
+        'nothing is split or trained, so every seed would be the same run',
+      { suggestion: 'Leave seeds out (or list one) for a training-free run on every query.' },
+    );
+  }
   return e;
+}
+
+/**
+ * Whether the evaluated part is one the adapter is trained (`train`) or selected
+ * (`validation`) on: every output of such a run says `selectionData: true`.
+ */
+export function isSelectionData(e: Experiment): boolean {
+  return e.split.policy !== 'none' && e.split.evaluate !== 'test';
+}
+
+/** `value[key]` of a plain object; undefined for anything else. */
+function fieldOf(value: unknown, key: string): unknown {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)[key]
+    : undefined;
 }
 
 /**

@@ -16,7 +16,14 @@ export interface ReceiptInput {
   readonly sources: ReadonlyArray<{ readonly name: string; readonly sha256: string }>;
   readonly modelManifest: ModelManifest;
   readonly bankManifestSha256: string;
-  readonly splits: ReadonlyArray<{ readonly seed: number | null; readonly hash: string | null }>;
+  /** Per training seed: the split it used (seeds sharing one split list one hash). */
+  readonly splits: ReadonlyArray<{
+    readonly seed: number | null;
+    readonly splitSeed: number | null;
+    readonly hash: string | null;
+  }>;
+  /** The evaluated part is train or validation data (see isSelectionData). */
+  readonly selectionData: boolean;
   readonly stages: readonly StageRecord[];
   readonly cacheRoot: string;
   readonly seconds: number;
@@ -49,7 +56,10 @@ function receiptOf(input: ReceiptInput, source: { commit: string | null; dirty: 
       sha256: input.modelManifest.modelSha256,
     },
     bankManifestSha256: input.bankManifestSha256,
+    seeds: e.split.policy === 'none' ? [] : e.seeds,
     splits: input.splits,
+    evaluate: e.split.policy === 'none' ? 'all' : e.split.evaluate,
+    selectionData: input.selectionData,
     executionProviders: { encoder: e.model.executionProvider, scorer: e.scorer.executionProvider },
     device: {
       platform: `${platform()} ${release()} ${arch()}`,

@@ -141,7 +141,8 @@ describe('runExperiment', () => {
       dir,
       experiment({
         dataset: { name: `lmeb:${sharedTask}` },
-        split: { policy: 'query-disjoint-shared-bank', seeds: [42] },
+        seeds: [42],
+        split: { policy: 'query-disjoint-shared-bank' },
       }),
     );
     const split = outcome.stages.find((s) => s.name === 'split@42');

@@ -2,13 +2,14 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseResults, type Results } from '@bfe/eval';
 import { ArtifactStore, type ArtifactResult } from '../cache/store.js';
-import type { Experiment } from './config.js';
+import { isSelectionData, type Experiment } from './config.js';
 import { openRunFolder, publishRunFolder } from './run-folder.js';
 import { stageContext, type StageRecord } from './stage.js';
 import { runDatasetStage } from './stages/dataset.js';
 import { runEncodeStage } from './stages/encode.js';
 import { runScoreStage } from './stages/score.js';
 import { runSplitStage, type SplitStage } from './stages/split.js';
+import type { RunResults } from './run-results.js';
 
 /** Where a run writes and what it tells the caller while it works. */
 export interface RunExperimentOptions {
@@ -31,8 +32,10 @@ export interface RunOutcome {
   readonly runDir: string;
   readonly runId: string;
   readonly stages: readonly StageRecord[];
-  /** The first seed's results (written as `results.json`). */
+  /** The first seed's results (also `seeds/<seed>/results.json`). */
   readonly results: Results;
+  /** The run folder's `results.json`: the mean over training seeds, and every seed's results. */
+  readonly summary: RunResults;
   /** Every seed's results, in seed order. */
   readonly perSeed: ReadonlyArray<{ readonly seed: number | null; readonly results: Results }>;
   readonly seconds: number;
@@ -43,9 +46,11 @@ export interface RunOutcome {
 /**
  * Runs an experiment (dataset → encode → split → adapt → score, one file each under `stages/`)
  * through the content-addressed cache: each stage's key is the hash of its inputs' keys, its
- * own config and its code version, so a rerun computes only what changed. The run folder gets
- * `results.json`, `per-query.jsonl`, `k-sweep.json`, per-seed folders, `report.md`,
- * `report.html` and `receipt.json`.
+ * own config and its code version, so a rerun computes only what changed. The split stage runs
+ * once for all training seeds (`split.seed`), or once per seed (`split.seed: per-seed`). The run
+ * folder gets `results.json` (the mean over training seeds with the standard deviation, see
+ * run-results.ts), the first seed's `per-query.jsonl` and `k-sweep.json`, per-seed folders,
+ * `report.md`, `report.html` and `receipt.json`.
  */
 export async function runExperiment(options: RunExperimentOptions): Promise<RunOutcome> {
   const started = performance.now();
@@ -55,9 +60,16 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
 
   const dataset = await runDatasetStage(ctx, e, options.configPath);
   const encode = await runEncodeStage(ctx, e, dataset);
-  const seeds = e.split.policy === 'none' ? [null] : e.split.seeds;
+  // Training seeds (adapter initialisation and batch order); the split has its own seed: one
+  // split shared by every training seed, or a new one per seed under `split.seed: per-seed`.
+  const seeds = e.split.policy === 'none' ? [null] : e.seeds;
+  const sharedSplit =
+    e.split.policy === 'none' || e.split.seed === 'per-seed'
+      ? undefined
+      : await runSplitStage(ctx, e, e.split.seed, dataset);
   const perSeed: Array<{
     seed: number | null;
+    splitSeed: number | null;
     splitHash: string | null;
     score: ArtifactResult;
     adapt: ArtifactResult | undefined;
@@ -66,7 +78,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
     let split: SplitStage | undefined;
     let adapt: ArtifactResult | undefined;
     if (seed !== null) {
-      split = await runSplitStage(ctx, e, seed, dataset);
+      split = sharedSplit ?? (await runSplitStage(ctx, e, seed, dataset));
       if (e.adapter.enabled) {
         const { runAdaptStage } = await import('./stages/adapt.js');
         adapt = await runAdaptStage(ctx, e, seed, { dataset, encode, split });
@@ -74,8 +86,15 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
     }
     const tag = seed === null ? '' : `@${seed}`;
     const score = await runScoreStage(ctx, e, { tag, dataset, encode, split, adapt });
-    perSeed.push({ seed, splitHash: split?.split.hash ?? null, score, adapt });
+    perSeed.push({
+      seed,
+      splitSeed: split?.split.seed ?? null,
+      splitHash: split?.split.hash ?? null,
+      score,
+      adapt,
+    });
   }
+  const selectionData = isSelectionData(e);
 
   // --- the run folder: copies of the artifacts people read, the receipt and the report.
   const folder = await openRunFolder({
@@ -93,7 +112,8 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
     sources: dataset.sources,
     modelManifest: encode.modelManifest,
     bankManifestSha256: encode.bankManifestSha256,
-    splits: perSeed.map((p) => ({ seed: p.seed, hash: p.splitHash })),
+    splits: perSeed.map((p) => ({ seed: p.seed, splitSeed: p.splitSeed, hash: p.splitHash })),
+    selectionData,
     stages: ctx.records,
     cacheRoot: store.root,
     seconds,
@@ -109,12 +129,29 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
       ),
     })),
   );
+  const { buildRunResults } = await import('./run-results.js');
+  const { readTrainingRecord } = await import('./stages/adapt.js');
+  const trainings = await Promise.all(
+    perSeed.map(async (p) => (p.adapt === undefined ? undefined : readTrainingRecord(p.adapt.dir))),
+  );
+  const summary = buildRunResults({
+    splitSeed: e.split.policy === 'none' ? null : e.split.seed,
+    selectionData,
+    runs: withResults.map((p, i) => ({
+      seed: p.seed,
+      splitHash: p.splitHash,
+      results: p.results,
+      selected: trainings[i]?.selected,
+    })),
+  });
+  await writeFile(join(folder.tmpDir, 'results.json'), `${JSON.stringify(summary, null, 2)}\n`);
   const { writeRunReport } = await import('./run-report.js');
   const terminal = await writeRunReport({
     dir: folder.tmpDir,
     experiment: e,
     runId: folder.runId,
-    perSeed: withResults,
+    perSeed: withResults.map((p, i) => ({ ...p, training: trainings[i] })),
+    summary,
     receipt,
   });
   await publishRunFolder(folder);
@@ -123,6 +160,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
     runId: folder.runId,
     stages: ctx.records,
     results: withResults[0]!.results,
+    summary,
     perSeed: withResults.map((p) => ({ seed: p.seed, results: p.results })),
     seconds,
     terminal,

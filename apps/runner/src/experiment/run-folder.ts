@@ -23,7 +23,8 @@ export interface RunFolder {
  * Reserves `runs/<experiment>/<run-id>/` (a UTC timestamp and the stages' keys' hash) by
  * creating it empty: two runs of one experiment on one cache can finish in the same second with
  * the same keys, so the second takes `-2`. The folder is filled in a temporary sibling:
- * the first seed's score files at the top, every seed's under `seeds/<seed>/` with its adapter
+ * the first seed's `per-query.jsonl` and `k-sweep.json` at the top (the caller writes the
+ * seeds' `results.json` there), every seed's score files under `seeds/<seed>/` with its adapter
  * files.
  */
 export async function openRunFolder(input: {
@@ -54,7 +55,9 @@ export async function openRunFolder(input: {
   await mkdir(tmpDir, { recursive: true });
   const first = input.perSeed[0];
   if (first === undefined) throw new Error('openRunFolder: a run has at least one score stage');
-  for (const f of SCORE_FILES) await copyFile(join(first.score.dir, f), join(tmpDir, f));
+  for (const f of SCORE_FILES) {
+    if (f !== 'results.json') await copyFile(join(first.score.dir, f), join(tmpDir, f));
+  }
   for (const p of input.perSeed) {
     if (p.seed === null) continue;
     const seedDir = join(tmpDir, 'seeds', String(p.seed));

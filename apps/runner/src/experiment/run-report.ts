@@ -3,10 +3,9 @@ import { join } from 'node:path';
 import type { Results } from '@bfe/eval';
 import { kSweepSchema } from '../score/k-sweep.js';
 import { renderReport, reportInputSchema, type ReportInput } from '../report/index.js';
-import { terminalTable } from '../cli/table.js';
-import { fixed4, markdownTable, type Table } from '../report/format.js';
 import type { ArtifactResult } from '../cache/store.js';
-import { readTrainingRecord, type TrainingRecord } from './stages/adapt.js';
+import type { TrainingRecord } from './stages/adapt.js';
+import type { RunResults } from './run-results.js';
 import type { Experiment } from './config.js';
 import type { Receipt } from './receipt.js';
 
@@ -18,17 +17,21 @@ export interface RunReportInput {
   readonly perSeed: ReadonlyArray<{
     readonly seed: number | null;
     readonly score: ArtifactResult;
-    readonly adapt: ArtifactResult | undefined;
     /** The score artifact's `results.json`, already read and validated. */
     readonly results: Results;
+    /** The adapt artifact's `training.json`, when the adapter was trained. */
+    readonly training: TrainingRecord | undefined;
   }>;
+  /** The run folder's `results.json`: the seed means. */
+  readonly summary: RunResults;
   readonly receipt: Receipt;
 }
 
 /**
  * Writes `report.md` and `report.html` (offline Vega-Lite charts) for a finished run, and
- * returns the terminal table. The first seed's results are the report's main table; with
- * several seeds, `report.md` and the terminal add one row per seed and system.
+ * returns the terminal table. With several training seeds the headline is their mean ± standard
+ * deviation with each seed's figure beside it; the first seed's results give the paired
+ * comparisons, subtask tables and charts.
  */
 export async function writeRunReport(input: RunReportInput): Promise<string> {
   const seeds = await Promise.all(
@@ -38,7 +41,7 @@ export async function writeRunReport(input: RunReportInput): Promise<string> {
       sweep: kSweepSchema.parse(
         JSON.parse(await readFile(join(p.score.dir, 'k-sweep.json'), 'utf8')),
       ),
-      training: p.adapt === undefined ? undefined : await readTrainingRecord(p.adapt.dir),
+      training: p.training,
     })),
   );
   const first = seeds[0]!;
@@ -59,6 +62,15 @@ export async function writeRunReport(input: RunReportInput): Promise<string> {
       diagnosticOnly: meta?.diagnosticOnly === true,
       promotionEligible: meta?.splitPolicy === undefined ? true : meta.promotionEligible === true,
       marks: (meta?.marks as string[] | undefined) ?? [],
+      selectionData: input.summary.selectionData,
+    },
+    seeds: {
+      splitSeed: input.summary.splitSeed,
+      means: {
+        seeds: input.summary.seeds,
+        identicalAcrossSeeds: input.summary.identicalAcrossSeeds,
+        systems: input.summary.systems,
+      },
     },
     results: first.results,
     ...(first.sweep.points.length === 0
@@ -95,41 +107,7 @@ export async function writeRunReport(input: RunReportInput): Promise<string> {
     },
   });
   const rendered = renderReport(report);
-  const seedTable = seeds.length > 1 || trainings.length > 0 ? seedsTable(seeds) : undefined;
-  await writeFile(
-    join(input.dir, 'report.md'),
-    seedTable === undefined
-      ? rendered.markdown
-      : `${rendered.markdown}\n${markdownTable(seedTable)}\n`,
-  );
+  await writeFile(join(input.dir, 'report.md'), rendered.markdown);
   await writeFile(join(input.dir, 'report.html'), rendered.html);
-  return seedTable === undefined
-    ? rendered.terminal
-    : `${rendered.terminal}\n\n${seedTable.title}\n${terminalTable(seedTable)}`;
-}
-
-/** Seed × system headline rows, with the adapter's selection per seed. */
-function seedsTable(
-  seeds: ReadonlyArray<{
-    seed: number | null;
-    results: Results;
-    training: TrainingRecord | undefined;
-  }>,
-): Table {
-  return {
-    title: 'Every seed',
-    head: ['seed', 'system', 'Recall@10', 'NDCG@10', 'selected epoch / α'],
-    align: ['right', 'left', 'right', 'right', 'left'],
-    rows: seeds.flatMap((s) =>
-      s.results.systems.map((sys) => [
-        s.seed === null ? '—' : String(s.seed),
-        sys.name,
-        fixed4(sys.metrics['recall@10'] ?? 0),
-        fixed4(sys.metrics['ndcg@10'] ?? 0),
-        sys.name === 'adapted' && s.training !== undefined
-          ? `${s.training.selected.epoch} / ${s.training.selected.alpha}`
-          : '',
-      ]),
-    ),
-  };
+  return rendered.terminal;
 }

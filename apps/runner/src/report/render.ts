@@ -8,10 +8,13 @@ import type { Table } from './format.js';
 import { DEFAULT_BASELINE } from './schema.js';
 import type { ReportInput } from './schema.js';
 import {
+  adaptedLabel,
   adapterTable,
   headlineTable,
   kSweepTables,
   receiptFacts,
+  seedMeansTable,
+  seedNotes,
   seedsIdentical,
   stageTable,
   subtaskTables,
@@ -42,16 +45,23 @@ interface Section {
 }
 
 /**
- * The warning a run that is not promotion-eligible carries at the top of every rendering, or
- * undefined for a strict run.
+ * The warning at the top of every rendering of a run evaluated on selection data (the train or
+ * validation part) or not promotion-eligible; undefined for a strict run on its test part.
  */
 export function diagnosticBanner(input: ReportInput): string | undefined {
-  const { diagnosticOnly, promotionEligible, marks, policy } = input.split;
-  if (!diagnosticOnly && promotionEligible) return undefined;
-  const parts = [
+  const { diagnosticOnly, promotionEligible, marks, policy, selectionData, name } = input.split;
+  const parts: string[] = [];
+  if (selectionData === true) {
+    parts.push(
+      `SELECTION DATA: these numbers are on the ${name} part, the data the query adapter is ` +
+        `${name === 'train' ? 'trained' : 'selected'} on; they are not held-out test results.`,
+    );
+  }
+  if (!diagnosticOnly && promotionEligible) return parts.length === 0 ? undefined : parts[0];
+  parts.push(
     `${diagnosticOnly ? 'DIAGNOSTIC ONLY' : 'NOT PROMOTION-ELIGIBLE'}: these results must not be ` +
       'promoted or mixed with strict (connected-bank) results.',
-  ];
+  );
   if (policy !== undefined) parts.push(`Split policy: ${policy}.`);
   if (marks.length > 0) parts.push(`Marks: ${marks.join(', ')}.`);
   if (marks.includes('shared-unlabelled-memory')) {
@@ -72,6 +82,17 @@ function header(input: ReportInput): [string, string][] {
     ['dataset', input.dataset],
     ['split', splitParts.join(', ')],
   ];
+  const seeds = input.seeds;
+  const trained = seeds?.means.seeds.filter((x): x is number => x !== null) ?? [];
+  if (seeds !== undefined && trained.length > 0) {
+    facts.push([
+      'seeds',
+      `training seed${trained.length > 1 ? 's' : ''} ${trained.join(', ')}; ` +
+        (seeds.splitSeed === 'per-seed'
+          ? 'each on its own split (split.seed: per-seed)'
+          : `one split (split seed ${seeds.splitSeed})${trained.length > 1 ? ' shared by all' : ''}`),
+    ]);
+  }
   if (first !== undefined) {
     facts.push([
       'queries',
@@ -92,16 +113,35 @@ function header(input: ReportInput): [string, string][] {
 
 const baseline = (input: ReportInput): string => input.baseline ?? DEFAULT_BASELINE;
 
+/** The seed means when there is more than one training seed (then they are the headline). */
+const severalSeeds = (input: ReportInput) =>
+  input.seeds !== undefined && input.seeds.means.seeds.length > 1 ? input.seeds.means : undefined;
+
 function sections(input: ReportInput): Section[] {
   const { results } = input;
   const base = baseline(input);
   const order = results.systems.map((s) => s.name);
   const out: Section[] = [];
   const delta = deltaChart(results, base);
+  const means = severalSeeds(input);
+  const firstLabel = adaptedLabel(input.adapter, 'first');
   out.push({
     title: 'Results',
-    lines: [],
-    tables: [headlineTable(results, base, false)],
+    lines: means === undefined ? [] : seedNotes(means, input.split.name),
+    tables: [
+      ...(means === undefined
+        ? []
+        : [seedMeansTable(means, adaptedLabel(input.adapter, 'all'), false)]),
+      headlineTable(
+        results,
+        base,
+        false,
+        firstLabel,
+        means === undefined
+          ? undefined
+          : `Seed ${means.seeds[0]}: paired differences (subtasks averaged equally)`,
+      ),
+    ],
     charts: [
       { id: 'chart-headline', spec: headlineChart(results) },
       ...(delta === undefined ? [] : [{ id: 'chart-delta', spec: delta }]),
@@ -179,7 +219,18 @@ function renderTerminal(input: ReportInput): string {
   const lines = [`${input.experiment} · run ${input.runId} · ${input.dataset}/${input.split.name}`];
   const banner = diagnosticBanner(input);
   if (banner !== undefined) lines.push(`!! ${banner}`);
-  lines.push(terminalTable(headlineTable(input.results, baseline(input), true)));
+  const means = severalSeeds(input);
+  if (means === undefined) {
+    lines.push(
+      terminalTable(
+        headlineTable(input.results, baseline(input), true, adaptedLabel(input.adapter, 'first')),
+      ),
+    );
+  } else {
+    const table = seedMeansTable(means, adaptedLabel(input.adapter, 'all'), true);
+    lines.push(table.title, terminalTable(table));
+    for (const note of seedNotes(means, input.split.name)) lines.push(`note: ${note}`);
+  }
   return lines.join('\n');
 }
 

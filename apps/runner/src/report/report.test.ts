@@ -21,6 +21,7 @@ import {
 } from './index.js';
 import type { ReportInput } from './index.js';
 import { markdownText } from './format.js';
+import { seedMeans } from '../score/seed-means.js';
 
 const diff = (meanDiff: number, low: number, high: number, pValue: number) => ({
   meanDiff,
@@ -466,5 +467,147 @@ describe('writeReport', () => {
     await writeReport(out, diagnosticInput(), { bundles: fakeBundles });
     expect(readdirSync(out).sort()).toEqual(['report.html', 'report.md']);
     expect(readFileSync(written.markdown, 'utf8')).toContain('DIAGNOSTIC ONLY');
+  });
+});
+
+describe('seeds, epoch 0 and selection data in the report', () => {
+  /** The strict input's results with an `adapted` row (a copy of sparse fusion's figures). */
+  function withAdapted(r: Results = results()): Results {
+    const fusion = r.systems.find((s) => s.name === 'sparse-fusion')!;
+    return { ...r, systems: [...r.systems, { ...fusion, name: 'adapted' }] };
+  }
+  /** A second seed: every adapted figure 0.01 higher. */
+  function secondSeed(r: Results): Results {
+    return {
+      ...r,
+      systems: r.systems.map((s) =>
+        s.name !== 'adapted'
+          ? s
+          : {
+              ...s,
+              metrics: Object.fromEntries(
+                Object.entries(s.metrics).map(([k, v]) => [k, v + 0.01]),
+              ) as typeof s.metrics,
+            },
+      ),
+    };
+  }
+  const selecting = (epochs: [number, number]) => {
+    const input = strictInput();
+    const seed = input.adapter!.seeds[0]!;
+    return {
+      seeds: [
+        { ...seed, seed: 42, selected: { epoch: epochs[0], alpha: 0.5 } },
+        { ...seed, seed: 43, selected: { epoch: epochs[1], alpha: 0.25 } },
+      ],
+      selected: { epoch: epochs[0], alpha: 0.5 },
+    };
+  };
+
+  it('labels the adapted row the identity adapter with a re-selected α when epoch 0 was selected', () => {
+    const input = strictInput();
+    const one = (epoch: number) =>
+      renderReport(
+        reportInputSchema.parse({
+          ...input,
+          results: withAdapted(),
+          adapter: { ...input.adapter, selected: { epoch, alpha: 0.25 } },
+        }),
+        { bundles: fakeBundles },
+      );
+    const identity = one(0);
+    for (const text of [identity.markdown, identity.terminal, identity.html]) {
+      expect(text).toContain('adapted (epoch 0 = identity, α re-selected)');
+    }
+    const trained = one(1);
+    for (const text of [trained.markdown, trained.terminal]) {
+      expect(text).not.toContain('epoch 0 = identity');
+      expect(text).toMatch(/adapted\b/);
+    }
+  });
+
+  it('headlines the mean ± std over seeds with each seed beside it, and names the seeds that selected epoch 0', () => {
+    const input = strictInput();
+    const r42 = withAdapted();
+    const r43 = secondSeed(r42);
+    const means = seedMeans([
+      { seed: 42, results: r42 },
+      { seed: 43, results: r43 },
+    ]);
+    const out = renderReport(
+      reportInputSchema.parse({
+        ...input,
+        results: r42,
+        adapter: selecting([2, 0]),
+        seeds: { splitSeed: 42, means },
+      }),
+      { bundles: fakeBundles },
+    );
+    const label = 'adapted (epoch 0 = identity, α re-selected in seed 43)';
+    expect(out.terminal).toContain('Mean over 2 training seeds');
+    expect(out.terminal).toContain(label);
+    // sparse fusion's NDCG@10 is 0.3874 in both seeds; the adapted row 0.3874 and 0.3974.
+    expect(out.terminal).toContain('0.3874 (every seed)');
+    expect(out.terminal).toContain('0.3924 ± 0.0071');
+    expect(out.terminal).toContain('0.3874 / 0.3974');
+    expect(out.terminal).toContain(
+      'Identical test metrics in seeds 42, 43, so not independent replicates: pooled, sparse-fusion, bm25',
+    );
+    expect(out.markdown).toContain(
+      'training seeds 42, 43; one split (split seed 42) shared by all',
+    );
+    expect(out.markdown).toContain(`| ${label} | 603 / 603 |`);
+    // The paired table is the first seed's, which selected epoch 2: a trained adapter.
+    expect(out.markdown).toContain('### Seed 42: paired differences');
+    expect(out.markdown).toMatch(/\n\| adapted \| 603 \|/);
+  });
+
+  it('shows plain figures for a single seed', () => {
+    const r = withAdapted();
+    const out = renderReport(
+      reportInputSchema.parse({
+        ...strictInput(),
+        results: r,
+        seeds: { splitSeed: 42, means: seedMeans([{ seed: 42, results: r }]) },
+      }),
+      { bundles: fakeBundles },
+    );
+    expect(out.terminal).not.toContain('mean ± std');
+    expect(out.markdown).not.toContain('Mean over');
+    expect(out.markdown).toContain('### Headline (subtasks averaged equally)');
+    expect(out.markdown).toContain('training seed 42; one split (split seed 42)');
+  });
+
+  it('says in the headline of every rendering that validation numbers are on selection data', () => {
+    const input = strictInput();
+    const validation = reportInputSchema.parse({
+      ...input,
+      split: { ...input.split, name: 'validation', selectionData: true },
+      results: { ...results(), split: 'validation' },
+    });
+    const out = renderReport(validation, { bundles: fakeBundles });
+    const banner =
+      'SELECTION DATA: these numbers are on the validation part, the data the query adapter is selected on';
+    expect(out.markdown).toContain(`> [!WARNING]\n> **${banner}`);
+    expect(out.terminal).toContain(`!! ${banner}`);
+    expect(out.html).toContain(`<div class="banner" role="alert">${banner}`);
+    expect(renderReport(strictInput(), { bundles: fakeBundles }).terminal).not.toContain(
+      'SELECTION DATA',
+    );
+    // Only a train or validation part can be selection data.
+    expect(() =>
+      reportInputSchema.parse({ ...input, split: { ...input.split, selectionData: true } }),
+    ).toThrow(/selection data is the train or validation part/);
+  });
+
+  it('refuses seed means that list other systems than the results', () => {
+    const r = withAdapted();
+    expect(() =>
+      reportInputSchema.parse({
+        ...strictInput(),
+        results: r,
+        seeds: { splitSeed: 42, means: seedMeans([{ seed: 42, results: results() }]) },
+      }),
+    ).toThrow(/seed means must list the systems of the results/);
   });
 });

@@ -1,6 +1,7 @@
 import { splitSchema } from '@bfe/core';
 import { metricValuesSchema, resultsSchema, systemNameSchema } from '@bfe/eval';
 import { z } from 'zod';
+import { seedMeansSchema } from '../score/seed-means.js';
 
 /** The two headline metrics every table and chart shows (METHOD.md §6). */
 export const HEADLINE_METRICS = ['recall@10', 'ndcg@10'] as const;
@@ -25,6 +26,20 @@ export const reportSplitSchema = z.strictObject({
   promotionEligible: z.boolean(),
   /** Result markers such as `shared-unlabelled-memory`. */
   marks: splitSchema.shape.marks,
+  /**
+   * The evaluated part is one the adapter is trained or selected on (`train`, `validation`):
+   * the headline says these numbers are on selection data.
+   */
+  selectionData: z.boolean().optional(),
+});
+
+/**
+ * The training seeds of a run: the split's seed (one split shared by every training seed,
+ * `per-seed`, or null without a split) and the mean over seeds of every system and metric.
+ */
+export const reportSeedsSchema = z.strictObject({
+  splitSeed: z.union([z.int().nonnegative(), z.literal('per-seed')]).nullable(),
+  means: seedMeansSchema,
 });
 
 /** One point of a k sweep: a k-dependent system's headline figures at scorer k. */
@@ -116,6 +131,8 @@ export const reportInputSchema = z
     baseline: systemNameSchema.optional(),
     kSweep: z.array(kSweepPointSchema).min(1).optional(),
     adapter: adapterTrainingSchema.optional(),
+    /** The seed means; with more than one seed they are the headline, `results` the first seed. */
+    seeds: reportSeedsSchema.optional(),
     receipt: receiptSummarySchema.optional(),
   })
   .superRefine((input, ctx) => {
@@ -161,7 +178,32 @@ export const reportInputSchema = z
         message: 'a diagnostic-only run cannot be promotion-eligible',
       });
     }
+    if (input.split.selectionData === true && !['train', 'validation'].includes(input.split.name)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['split', 'selectionData'],
+        message: `selection data is the train or validation part, not '${input.split.name}'`,
+      });
+    }
     const names = new Set(input.results.systems.map((s) => s.name));
+    const means = input.seeds?.means;
+    if (means !== undefined) {
+      const first = means.seeds[0];
+      if (means.systems.map((s) => s.name).join('\u0000') !== [...names].join('\u0000')) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['seeds', 'means', 'systems'],
+          message: 'the seed means must list the systems of the results, in their order',
+        });
+      }
+      if (first === null && means.seeds.length > 1) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['seeds', 'means', 'seeds'],
+          message: 'a run without a split has one seed',
+        });
+      }
+    }
     if (input.baseline !== undefined && !names.has(input.baseline)) {
       ctx.addIssue({
         code: 'custom',
@@ -212,5 +254,7 @@ export type ReportSplit = z.infer<typeof reportSplitSchema>;
 export type KSweepPoint = z.infer<typeof kSweepPointSchema>;
 /** The adapter training block of a {@link ReportInput}. */
 export type AdapterTraining = z.infer<typeof adapterTrainingSchema>;
+/** The seeds block of a {@link ReportInput}. */
+export type ReportSeeds = z.infer<typeof reportSeedsSchema>;
 /** The receipt block of a {@link ReportInput}. */
 export type ReceiptSummary = z.infer<typeof receiptSummarySchema>;

@@ -4,13 +4,51 @@ import { bytes, deltaWithCi, duration, fixed4, pValue } from './format.js';
 import type { Table } from './format.js';
 import { HEADLINE_METRICS } from './schema.js';
 import type { AdapterTraining, KSweepPoint, ReceiptSummary } from './schema.js';
+import type { SeedMeans, SeedMetric } from '../score/seed-means.js';
+
+/** A system's row label in a table (its name, or a name with a note). */
+export type SystemLabel = (name: string) => string;
+
+/**
+ * The `adapted` row's label: when the selected epoch is 0 the row is the identity adapter
+ * (no trained weights) with a re-selected α, and the label says so; with several seeds of
+ * which only some selected epoch 0, it names them. Every other system keeps its name.
+ */
+export function adaptedLabel(
+  adapter: AdapterTraining | undefined,
+  which: 'first' | 'all',
+): SystemLabel {
+  const note = 'epoch 0 = identity, α re-selected';
+  let identity: number[] = [];
+  let total = 1;
+  if (adapter !== undefined) {
+    const seeds = which === 'first' ? adapter.seeds.slice(0, 1) : adapter.seeds;
+    total = seeds.length;
+    identity = seeds
+      .filter((s, i) => (s.selected ?? (i === 0 ? adapter.selected : undefined))?.epoch === 0)
+      .map((s) => s.seed);
+  }
+  const label =
+    identity.length === 0
+      ? 'adapted'
+      : identity.length === total
+        ? `adapted (${note})`
+        : `adapted (${note} in seed${identity.length > 1 ? 's' : ''} ${identity.join(', ')})`;
+  return (name) => (name === 'adapted' ? label : name);
+}
 
 /**
  * The headline table: per system, Recall@10 and NDCG@10 with the paired difference to the
  * baseline, its 95% CI and p-value (`compact`: without p-values and query counts, for the
  * terminal).
  */
-export function headlineTable(results: Results, baseline: string, compact: boolean): Table {
+export function headlineTable(
+  results: Results,
+  baseline: string,
+  compact: boolean,
+  label: SystemLabel = (name) => name,
+  title = 'Headline (subtasks averaged equally)',
+): Table {
   const head = ['system'];
   const align: ('left' | 'right')[] = ['left'];
   if (!compact) {
@@ -26,7 +64,7 @@ export function headlineTable(results: Results, baseline: string, compact: boole
     }
   }
   const rows = results.systems.map((s) => {
-    const row = [s.name];
+    const row = [label(s.name)];
     if (!compact) row.push(String(s.nQueries));
     for (const metric of HEADLINE_METRICS) {
       const d = s.comparisons?.[baseline]?.[metric];
@@ -36,7 +74,70 @@ export function headlineTable(results: Results, baseline: string, compact: boole
     }
     return row;
   });
-  return { title: 'Headline (subtasks averaged equally)', head, align, rows };
+  return { title, head, align, rows };
+}
+
+/** `0.4213 ± 0.0120`, or `0.4213 (every seed)` for a figure equal in every seed. */
+function meanCell(m: SeedMetric | undefined, identical: boolean): string {
+  if (m === undefined) return '—';
+  if (identical || m.std === null) return `${fixed4(m.mean)}${identical ? ' (every seed)' : ''}`;
+  return `${fixed4(m.mean)} ± ${fixed4(m.std)}`;
+}
+
+/**
+ * The headline over training seeds: per system and headline metric, the mean ± sample
+ * standard deviation and each seed's figure beside it; a system whose metrics are equal in
+ * every seed says so instead of a standard deviation (METHOD.md §6: not independent replicates).
+ */
+export function seedMeansTable(means: SeedMeans, label: SystemLabel, compact: boolean): Table {
+  const seeds = means.seeds.map((s) => (s === null ? '—' : String(s))).join(' / ');
+  const head = ['system'];
+  const align: ('left' | 'right')[] = ['left'];
+  if (!compact) {
+    head.push('queries');
+    align.push('right');
+  }
+  for (const metric of HEADLINE_METRICS) {
+    head.push(`${metricLabel(metric)} mean ± std`, `${metricLabel(metric)} seeds ${seeds}`);
+    align.push('right', 'right');
+  }
+  const rows = means.systems.map((s) => {
+    const row = [label(s.name)];
+    if (!compact) row.push(s.nQueries.map(String).join(' / '));
+    for (const metric of HEADLINE_METRICS) {
+      const m = s.metrics[metric];
+      row.push(
+        meanCell(m, s.identicalAcrossSeeds),
+        m === undefined ? '—' : m.perSeed.map(fixed4).join(' / '),
+      );
+    }
+    return row;
+  });
+  return {
+    title: `Mean over ${means.seeds.length} training seeds (subtasks averaged equally; std: sample, n − 1)`,
+    head,
+    align,
+    rows,
+  };
+}
+
+/** What the seed means say about replicates, as report lines (none when nothing to say). */
+export function seedNotes(means: SeedMeans, part: string): string[] {
+  if (means.seeds.length < 2) return [];
+  const seeds = means.seeds.join(', ');
+  if (means.identicalAcrossSeeds) {
+    return [
+      `Every system's ${part} metrics are identical in seeds ${seeds}: the seeds are not ` +
+        'independent replicates (the standard deviation is 0 by construction).',
+    ];
+  }
+  const same = means.systems.filter((s) => s.identicalAcrossSeeds).map((s) => s.name);
+  return same.length === 0
+    ? []
+    : [
+        `Identical ${part} metrics in seeds ${seeds}, so not independent replicates: ` +
+          `${same.join(', ')} (nothing in them depends on the training seed).`,
+      ];
 }
 
 /** One table per headline metric: subtasks as rows (declared order), systems as columns. */

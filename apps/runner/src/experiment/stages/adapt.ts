@@ -27,12 +27,18 @@ export const trainingRecordSchema = z.strictObject({
   seed: z.int(),
   splitHash: z.string(),
   modelSha256: z.string(),
+  /** Train queries trained on; validation queries with a positive (the skipped ones are listed). */
   trainQueries: z.int().nonnegative(),
   validationQueries: z.int().nonnegative(),
-  /** Train queries left out, by reason (listed, never silent). */
+  /**
+   * Queries left out, by reason (listed, never silent): train queries with no content token or
+   * no relevant memory among their candidates (nothing to learn from), validation queries with
+   * no relevant memory among their candidates (nothing to select on; evaluation drops them).
+   */
   skipped: z.strictObject({
     trainNoTokens: z.array(z.string()),
     trainNoPositive: z.array(z.string()),
+    validationNoPositive: z.array(z.string()),
   }),
   stepsPerEpoch: z.int().nonnegative(),
   /** Mean loss of each optimiser step, in order. */
@@ -58,10 +64,10 @@ export const trainingRecordSchema = z.strictObject({
     deltaNorm: z.number().nonnegative(),
   }),
   clippedSteps: z.int().nonnegative(),
-  trainSeconds: z.number().nonnegative(),
-  selectionSeconds: z.number().nonnegative(),
 });
 export type TrainingRecord = z.infer<typeof trainingRecordSchema>;
+// No wall-clock time in training.json: it is byte-identical for identical inputs (the label
+// isolation test compares it byte for byte); timings go to the artifact's manifest.
 
 /** The cache spec of the adapt stage: the encoded bank, the split, the adapter settings. */
 export async function adaptStageSpec(
@@ -102,12 +108,16 @@ export interface AdaptInput {
  * Trains the query adapter on the split's train queries (their labels only), then selects the
  * epoch (0 = identity … E) and α of the grid by validation NDCG@10 of sparse fusion with the
  * adapted query tokens (exact top-k search, as at inference). Test queries are never read:
- * the training input has no place for them, and their labels are not looked up here.
+ * the training input has no place for them, and their labels are removed before anything
+ * here can look them up.
  * Writes `adapter.json` (the selected snapshot) and `training.json`.
  */
 export async function computeAdapt(input: AdaptInput): Promise<Record<string, unknown>> {
   const { experiment: e, seed, split, bank, dataset } = input;
-  const { benchmark, labels } = dataset;
+  const { benchmark } = dataset;
+  // Only train and validation labels enter: test labels are not in the object training and
+  // selection read (label-isolation test: changing them leaves this artifact byte-identical).
+  const labels = dataset.labels.restrictTo([...split.queries.train, ...split.queries.validation]);
   // The experiment file's `split.policy: query-disjoint-shared-bank` is the explicit opt-in to a
   // shared bank; the results stay marked diagnostic (splitMetaOf in score/write.ts).
   assertNoLeak(split, benchmark, {
@@ -117,7 +127,10 @@ export async function computeAdapt(input: AdaptInput): Promise<Record<string, un
   const queryRow = new Map(bank.queries.ids.map((id, row) => [id, row] as const));
   const qOffsets = bank.queries.tokenOffsets;
   const mOffsets = bank.memories.tokenOffsets;
-  const skippedNoPositive: string[] = [];
+  const skippedNoPositive: Record<'train' | 'validation', string[]> = {
+    train: [],
+    validation: [],
+  };
 
   const build = (part: 'train' | 'validation'): TrainingQuery[] => {
     const ids = new Set(split.queries[part]);
@@ -144,9 +157,9 @@ export async function computeAdapt(input: AdaptInput): Promise<Record<string, un
         const positives = [...labels.relevant(q.id).keys()]
           .map((m) => index.get(m))
           .filter((i): i is number => i !== undefined);
-        // No relevant memory: nothing to learn from (train, listed) or to validate on (dropped).
+        // No relevant memory: nothing to learn from or to validate on (listed in training.json).
         if (positives.length === 0) {
-          if (part === 'train') skippedNoPositive.push(q.id);
+          skippedNoPositive[part].push(q.id);
           continue;
         }
         out.push({ queryId: q.id, tokens: tokensOf(row), candidates, positives });
@@ -236,7 +249,8 @@ export async function computeAdapt(input: AdaptInput): Promise<Record<string, un
     validationQueries: validation.length,
     skipped: {
       trainNoTokens: [...result.report.trainNoTokens],
-      trainNoPositive: skippedNoPositive,
+      trainNoPositive: skippedNoPositive.train,
+      validationNoPositive: skippedNoPositive.validation,
     },
     stepsPerEpoch: result.report.stepsPerEpoch,
     steps: [...result.stepLosses],
@@ -248,11 +262,14 @@ export async function computeAdapt(input: AdaptInput): Promise<Record<string, un
       deltaNorm: chosen.deltaNorm,
     },
     clippedSteps: result.clippedSteps,
+  };
+  await writeFile(join(input.dir, 'training.json'), `${JSON.stringify(record, null, 2)}\n`);
+  return {
+    selectedEpoch: best.epoch,
+    selectedAlpha: best.alpha,
     trainSeconds,
     selectionSeconds: (performance.now() - t1) / 1000,
   };
-  await writeFile(join(input.dir, 'training.json'), `${JSON.stringify(record, null, 2)}\n`);
-  return { selectedEpoch: best.epoch, selectedAlpha: best.alpha, trainSeconds };
 }
 
 /** Every query content token of the bank through the adapter (rows stay aligned). */
@@ -296,6 +313,9 @@ export async function loadSelectedAdapter(
       selectedAlpha: record.selected.alpha,
       validationNdcg10: record.selected.validationNdcg10,
       deltaNorm: record.selected.deltaNorm,
+      // Epoch 0 is the identity adapter: the adapted row is then sparse fusion with a
+      // re-selected α, not a trained adapter.
+      identity: record.selected.epoch === 0,
       splitHash: record.splitHash,
       selection: 'validation NDCG@10 over epoch × α; test labels never read',
     },

@@ -1,7 +1,7 @@
 import type { ArtifactResult } from '../../cache/store.js';
 import { scoreAndWrite, splitMetaOf } from '../../score/write.js';
 import { codeVersion } from '../code-version.js';
-import type { Experiment } from '../config.js';
+import { isSelectionData, type Experiment } from '../config.js';
 import type { StageContext } from '../stage.js';
 import type { DatasetStage } from './dataset.js';
 import type { EncodeStage } from './encode.js';
@@ -88,7 +88,11 @@ export async function runScoreStage(
         split: split === undefined ? undefined : splitMetaOf(split.split, { seed: true }),
         resamples: e.eval.resamples,
         seed: e.eval.seed,
-        ...(adapterMeta === undefined ? {} : { extraMeta: { adapter: adapterMeta } }),
+        extraMeta: {
+          // Train or validation part: the data the adapter is trained or selected on.
+          selectionData: isSelectionData(e),
+          ...(adapterMeta === undefined ? {} : { adapter: adapterMeta }),
+        },
       });
       return { queries: run.stats.queries, scoringSeconds: run.stats.seconds.scoring };
     },

@@ -17,7 +17,9 @@ export interface SplitStage {
 
 /**
  * split: seeded and label-free (the policy reads the benchmark's memories and queries, never
- * its labels); the artifact is `split.json`, whose hash goes into every later key.
+ * its labels); the artifact is `split.json`, whose hash goes into every later key. `seed` is
+ * the split's own seed (`split.seed`, or the training seed under `split.seed: per-seed`), so
+ * training seeds sharing one split share this one artifact.
  */
 export async function runSplitStage(
   ctx: StageContext,
