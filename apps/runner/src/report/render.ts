@@ -9,6 +9,7 @@ import { DEFAULT_BASELINE } from './schema.js';
 import type { ReportInput } from './schema.js';
 import {
   adapterTable,
+  budgetTable,
   headlineTable,
   kSweepTables,
   receiptFacts,
@@ -107,6 +108,10 @@ function sections(input: ReportInput): Section[] {
       ...(delta === undefined ? [] : [{ id: 'chart-delta', spec: delta }]),
     ],
   });
+  const budgets = budgetTable(results);
+  if (budgets !== undefined) {
+    out.push({ title: 'Memory budgets', lines: [], tables: [budgets], charts: [] });
+  }
   const subtasks = subtaskChart(results);
   if (results.subtasks.length > 0) {
     out.push({
