@@ -133,7 +133,7 @@ describe('bfe run on the tiny model: cached stages, run folder, receipt', () => 
     // The resolved config: what was written plus every default.
     expect(receipt.config.name).toBe('tiny-document');
     expect(receipt.config.scorer).toMatchObject({ k: 4, kSweep: [2, 4, 64] });
-    expect(receipt.config.eval.ks).toEqual([1, 5, 10, 25, 50]);
+    expect(receipt.config.eval.ks).toEqual([1, 4, 5, 8, 10, 16, 25, 50]);
     expect(receipt.source.commit).toMatch(/^[0-9a-f]{40}$/);
     expect(receipt.model.name).toBe('tiny');
     expect(receipt.dataset.files.map((f) => f.name)).toEqual([

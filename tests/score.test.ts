@@ -63,13 +63,16 @@ describe('bfe score and bfe eval on a tiny LMEB task with the tiny ONNX model', 
     const results = readResults(out);
     expect(results.dataset).toBe('lmeb:lmeb-document');
     expect(results.split).toBe('all');
-    expect(results.ks).toEqual([1, 5, 10, 25, 50]);
+    // The default cut-offs, memory budgets K = 4, 8, 10, 16 included.
+    expect(results.ks).toEqual([1, 4, 5, 8, 10, 16, 25, 50]);
     expect(results.systems.map((s) => s.name)).toEqual(SYSTEMS);
     expect(results.meta).toMatchObject({
       k: 64,
       alpha: 0.5,
       model: { name: 'tiny' },
       bm25: { k1: 1.2, b: 0.75, k: 1 },
+      // Every qrel of the fixture is grade 1: binary NDCG.
+      gains: 'binary',
     });
     // Three of the fixture's four candidate sets hold two passages: BM25's direct engine.
     expect((results.meta?.bm25 as { directEngineGroups: number }).directEngineGroups).toBe(3);
@@ -97,6 +100,7 @@ describe('bfe score and bfe eval on a tiny LMEB task with the tiny ONNX model', 
     const perSystem = results.systems[0]!.nQueries + results.systems[0]!.dropped.noRelevant;
     expect(lines.length).toBe(SYSTEMS.length * perSystem);
     expect([...new Set(lines.map((l) => l.system))]).toEqual(SYSTEMS);
+    expect(lines.every((l) => l.grades === undefined)).toBe(true);
 
     const sweep = JSON.parse(readFileSync(join(out, 'k-sweep.json'), 'utf8')) as {
       mainK: number;
@@ -120,6 +124,7 @@ describe('bfe score and bfe eval on a tiny LMEB task with the tiny ONNX model', 
     const printed = JSON.parse(alone.stdout) as { results: unknown; subtaskComparisons: object };
     const recomputed = resultsSchema.parse(printed.results);
     expect(recomputed.systems).toEqual(results.systems);
+    expect(recomputed.meta?.gains).toBe('binary');
     expect(printed.subtaskComparisons).toEqual(
       JSON.parse(readFileSync(join(out, 'subtask-comparisons.json'), 'utf8')),
     );
@@ -132,6 +137,58 @@ describe('bfe score and bfe eval on a tiny LMEB task with the tiny ONNX model', 
     expect(checked.code, checked.stderr).toBe(0);
     expect(checked.stdout).toContain('every figure equals');
     for (const name of SYSTEMS) expect(checked.stdout).toContain(name);
+    expect(checked.stdout).toContain('at memory budget K');
+    expect(checked.stdout).toMatch(/Recall@4 +Recall@8 +Recall@10 +Recall@16 +NDCG@4/);
+  });
+
+  it('keeps LMEB grades above 1: graded NDCG, the same recall, recorded and recomputable', async () => {
+    // The document task with one qrel raised to grade 3; its own bank, since the benchmark
+    // hash covers the source files.
+    const task = join(root, 'graded', 'lmeb-document');
+    mkdirSync(task, { recursive: true });
+    const fixture = join(repoRoot, 'packages/datasets/fixtures/lmeb-document');
+    for (const f of ['candidates.jsonl', 'corpus.jsonl', 'queries.jsonl']) {
+      copyFileSync(join(fixture, f), join(task, f));
+    }
+    const qrels = readFileSync(join(fixture, 'qrels.tsv'), 'utf8');
+    expect(qrels).toContain('4\tp5\t1\n');
+    writeFileSync(join(task, 'qrels.tsv'), qrels.replace('4\tp5\t1\n', '4\tp5\t3\n'));
+    const gradedBank = join(root, 'graded-bank');
+    const encoded = await runBfe(
+      ['encode', '--dataset', `lmeb:${task}`, '--model', 'tiny', '--out', gradedBank, '--quiet'],
+      env,
+    );
+    expect(encoded.code, encoded.stderr).toBe(0);
+    const out = join(root, 'run-graded');
+    const r = await runBfe(
+      ['score', '--bank', gradedBank, '--dataset', `lmeb:${task}`, '--out', out],
+      env,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const graded = readResults(out);
+    const binary = readResults(join(root, 'run-all'));
+    expect(graded.meta?.gains).toBe('graded');
+    expect(r.stdout).toContain('NDCG with graded gains (gain = grade)');
+    const lines = await readPerQueryJsonl(join(out, 'per-query.jsonl'));
+    const withGrades = lines.filter((l) => l.grades !== undefined);
+    expect(withGrades.length).toBe(SYSTEMS.length);
+    expect(withGrades.every((l) => l.queryId === '4' && l.grades?.join() === '1,3')).toBe(true);
+    // Query 4's two candidates are both relevant (p4 grade 1, p5 grade 3): binary NDCG@1 is 1
+    // either way; graded NDCG@1 is 1 with p5 first and 1/3 with p4 first. Recall never moves.
+    for (const s of graded.systems) {
+      const b = binary.systems.find((x) => x.name === s.name)!;
+      for (const k of graded.ks) expect(s.metrics[`recall@${k}`]).toBe(b.metrics[`recall@${k}`]);
+      const first = withGrades.find((l) => l.system === s.name)?.ranked[0];
+      expect(['p4', 'p5']).toContain(first);
+      const changed = s.metrics['ndcg@1'] !== b.metrics['ndcg@1'];
+      expect(changed, `${s.name} ranks ${first} first`).toBe(first === 'p4');
+    }
+    const checked = await runBfe(
+      ['eval', '--per-query', join(out, 'per-query.jsonl'), '--results', join(out, 'results.json')],
+      env,
+    );
+    expect(checked.code, checked.stderr).toBe(0);
+    expect(checked.stdout).toContain('every figure equals');
   });
 
   it('bfe eval refuses a per-query file that does not reproduce the results', async () => {

@@ -9,8 +9,8 @@ subtask. For each query it records the metrics bfe must reproduce to 1e-9:
   recall@k    capped recall |rel ∩ top-k| / min(|rel|, k) (METHOD.md §6). No library has it,
               so it is computed here from its definition, and checked against the value
               derived from pytrec_eval's recall_k (hits = recall_k · |rel|).
-  ndcg@k      binary-gain NDCG@k from pytrec_eval (trec_eval's ndcg_cut), checked against
-              ranx and a direct implementation.
+  ndcg@k      NDCG@k from pytrec_eval (trec_eval's ndcg_cut; binary gains here, graded with
+              --graded), checked against ranx and a direct implementation.
   trecRecall  standard recall@k from pytrec_eval (recall_k), checked against ranx.
 
 for k in 1, 5, 10, 25, 50, plus the per-subtask means and the headline (mean over subtasks
@@ -26,10 +26,21 @@ and the stated order is: score descending, then id ascending (bfe's `rankByScore
 queries also record `trecEvalTieOrder`: pytrec_eval's metrics on the raw tied scores (its own
 tie rule), to show the tie rule changes the numbers.
 
+Graded relevance (--graded). The same queries, drawn from the same seed, then each relevant
+memory gets a grade (a second generator seeded from --seed, so the binary fixture is
+unchanged): about a fifth of the queries keep grade 1 everywhere, the others draw grades
+from {1, 2, 3, 4}. The cut-offs are the default ones with the memory budgets,
+k ∈ {1, 4, 5, 8, 10, 16, 25, 50}. NDCG@k is trec_eval's ndcg_cut with graded qrels: gain =
+grade (linear), discount 1/log2(rank + 1), ideal DCG from the query's grades sorted
+descending, cut at k; checked against ranx's `ndcg` (Järvelin's linear gain) and a direct
+implementation. Recall keeps "relevant = grade > 0" (trec_eval's relevance_level 1).
+
 Example:
   python3 -m venv /tmp/venv-eval && /tmp/venv-eval/bin/pip install pytrec-eval-terrier ranx
   /tmp/venv-eval/bin/python tools/reference/eval_reference.py \
       --out packages/eval/fixtures/reference-metrics.json
+  /tmp/venv-eval/bin/python tools/reference/eval_reference.py --graded \
+      --out packages/eval/fixtures/reference-graded.json
 Tested with pytrec_eval-terrier 0.5.11, ranx 0.3.21, numpy 2.4.6, Python 3.11.
 """
 
@@ -48,6 +59,8 @@ from ranx import Qrels, Run
 from ranx import evaluate as ranx_evaluate
 
 KS = [1, 5, 10, 25, 50]
+# --graded: the default cut-offs of @bfe/eval, memory budgets 4, 8, 10, 16 included.
+GRADED_KS = [1, 4, 5, 8, 10, 16, 25, 50]
 SUBTASKS = ["single-hop", "multi-hop", "temporal", "open-domain", "adversarial"]
 # 'adversarial' queries never have a relevant memory: the whole subtask is dropped and must
 # not enter the headline.
@@ -121,19 +134,44 @@ def make_queries(rng: random.Random, n_queries: int, n_ties: int) -> list[dict]:
     return queries
 
 
+def add_grades(rng: random.Random, queries: list[dict]) -> None:
+    """Gives every relevant memory a grade > 0 (`grades`, parallel to `relevant`)."""
+    for q in queries:
+        if q["id"] == "q-tie-explicit":
+            q["grades"] = [1 for _ in q["relevant"]]
+            continue
+        if rng.random() < 0.2:
+            q["grades"] = [1 for _ in q["relevant"]]
+        else:
+            q["grades"] = [rng.choice([1, 1, 2, 3, 4]) for _ in q["relevant"]]
+    # A hand-written graded case, easy to read: the grade-3 memory is second, so binary
+    # NDCG@1 is 1 but graded NDCG@1 is 1/3 (ideal: the grade-3 memory first).
+    queries.append({
+        "id": "q-graded-explicit",
+        "subtask": "single-hop",
+        "candidates": ["g1", "g2", "g3"],
+        "relevant": ["g1", "g2"],
+        "grades": [1, 3],
+        "ranked": ["g1", "g2", "g3"],
+    })
+
+
 def filtered(query: dict) -> list[str]:
     cand = set(query["candidates"])
     return [d for d in query["ranked"] if d in cand]
 
 
-def direct_metrics(ranking: list[str], relevant: set[str]) -> dict[str, float]:
-    """The definitions, written out: capped recall, standard recall and binary NDCG."""
+def direct_metrics(ranking: list[str], grades: dict[str, int]) -> dict[str, float]:
+    """The definitions, written out: capped recall, standard recall and NDCG with gain = grade
+    (binary NDCG when every grade is 1)."""
+    relevant = set(grades)
+    ideal = sorted(grades.values(), reverse=True)
     out = {}
     for k in KS:
         top = ranking[:k]
         hits = sum(1 for d in top if d in relevant)
-        dcg = sum(1.0 / math.log2(i + 2) for i, d in enumerate(top) if d in relevant)
-        idcg = sum(1.0 / math.log2(i + 2) for i in range(min(len(relevant), k)))
+        dcg = sum(grades[d] / math.log2(i + 2) for i, d in enumerate(top) if d in relevant)
+        idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal[:k]))
         out[f"recall@{k}"] = hits / min(len(relevant), k)
         out[f"trecRecall@{k}"] = hits / len(relevant)
         out[f"ndcg@{k}"] = dcg / idcg
@@ -160,10 +198,19 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--ties", type=int, default=24, help="how many queries get tied scores")
     parser.add_argument("--max-bytes", type=int, default=300_000)
+    parser.add_argument("--graded", action="store_true", help="graded qrels and the budget ks")
     args = parser.parse_args()
 
+    global KS
+    if args.graded:
+        KS = GRADED_KS
     rng = random.Random(args.seed)
     queries = make_queries(rng, args.queries, args.ties)
+    if args.graded:
+        add_grades(random.Random(f"graded-{args.seed}"), queries)
+
+    def grades_of(q: dict) -> dict[str, int]:
+        return dict(zip(q["relevant"], q.get("grades") or [1] * len(q["relevant"])))
 
     # Library inputs: qrels as given (binary, grade 1), the filtered ranking with strictly
     # decreasing scores. Queries without relevant memories or without a filtered ranking are
@@ -174,7 +221,7 @@ def main() -> int:
         ranking = filtered(q)
         if not q["relevant"] or not ranking:
             continue
-        qrels[q["id"]] = {d: 1 for d in q["relevant"]}
+        qrels[q["id"]] = grades_of(q)
         run[q["id"]] = {d: float(len(ranking) - i) for i, d in enumerate(ranking)}
         if "tie" in q:
             cand = set(q["candidates"])
@@ -196,6 +243,8 @@ def main() -> int:
     for q in queries:
         relevant = set(q["relevant"])
         entry = {k: q[k] for k in ("id", "subtask", "candidates", "ranked", "relevant")}
+        if args.graded:
+            entry["grades"] = q["grades"]
         if "tie" in q:
             entry["tie"] = q["tie"]
         if not relevant:
@@ -203,7 +252,7 @@ def main() -> int:
             out_queries.append(entry)
             continue
         ranking = filtered(q)
-        direct = direct_metrics(ranking, relevant)
+        direct = direct_metrics(ranking, grades_of(q))
         expected: dict[str, float] = {}
         if q["id"] in trec:
             t = trec[q["id"]]
@@ -261,8 +310,8 @@ def main() -> int:
 
     fixture = {
         "description": (
-            "Cross-check of @bfe/eval: random queries, candidates, raw rankings and binary "
-            "qrels; expected per-query metrics from pytrec_eval (ndcg@k, trecRecall@k = "
+            "Cross-check of @bfe/eval: random queries, candidates, raw rankings and "
+            f"{'graded' if args.graded else 'binary'} qrels; expected per-query metrics from pytrec_eval (ndcg@k, trecRecall@k = "
             "standard recall) and from the definition (recall@k = capped recall). Written by "
             "tools/reference/eval_reference.py; do not edit by hand."
         ),
@@ -275,6 +324,15 @@ def main() -> int:
             "pytrecEval": version("pytrec-eval-terrier"),
             "ranx": version("ranx"),
         },
+        **(
+            {
+                "graded": True,
+                "gains": "linear: gain = grade, discount 1/log2(rank + 1), ideal DCG from the "
+                "grades sorted descending (trec_eval ndcg_cut); recall: relevant = grade > 0",
+            }
+            if args.graded
+            else {}
+        ),
         "tieRule": "score descending, then id ascending; rankings are evaluated in the given order",
         "ks": KS,
         "subtasks": SUBTASKS,

@@ -36,4 +36,16 @@ describe('RelevanceLabels', () => {
     expect(l.pairCount).toBe(1);
     expect(l.toRows()).toEqual([['a', 'x', 1]]);
   });
+
+  it('keeps grades above 1 through restrictTo and toRows', () => {
+    const l = new RelevanceLabels();
+    l.add('a', 'x', 3);
+    l.add('b', 'y', 2);
+    l.add('b', 'z');
+    expect(l.restrictTo(['b']).toRows()).toEqual([
+      ['b', 'y', 2],
+      ['b', 'z', 1],
+    ]);
+    expect(l.restrictTo(['a', 'b']).relevant('a')).toEqual(new Map([['x', 3]]));
+  });
 });

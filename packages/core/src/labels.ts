@@ -1,6 +1,8 @@
 /**
  * Relevance labels (qrels), kept apart from {@link Benchmark} so that only the evaluator and
- * the trainer can receive them. Grades are integers > 0; absent pairs are non-relevant.
+ * the trainer can receive them. Grades are integers > 0, kept as given (LMEB qrels may carry
+ * 2, 3, …; the other loaders give 1): the evaluator's NDCG uses them as gains, recall counts
+ * every labelled memory. Absent pairs are non-relevant.
  *
  * @example
  * const labels = new RelevanceLabels();

@@ -21,6 +21,8 @@ describe.skipIf(!process.env.BFE_DATA_MIRROR)('COVID-QA real file (needs BFE_DAT
     expect(benchmark.memories.length).toBe(5269);
     expect(benchmark.queries.length).toBe(1380);
     expect(labels.pairCount).toBe(1380);
+    // Binary qrels: @bfe/eval's graded NDCG leaves COVID-QA's numbers as they were.
+    expect(labels.toRows().every(([, , grade]) => grade === 1)).toBe(true);
     const json = report.toJSON();
     expect(json.dropped).toEqual({ 'empty-paragraph': 3024 });
     expect(json.repaired).toEqual({ 'answer-offset-mismatch': 227 });

@@ -65,7 +65,8 @@ export type LmebOptions = z.input<typeof lmebOptionsSchema>;
  * list holds it; a document in several scenes' lists gets the lexicographically first of them
  * (a query of any other of those scenes then links that bank to its own, so the split's
  * connected components keep the scenes that share it together); a document in no list gets the
- * folder name. Qrels go into the labels only; rows with score ≤ 0 are counted as non-relevant.
+ * folder name. Qrels go into the labels only, each score > 0 kept as the grade (2, 3, … stay:
+ * the evaluator's NDCG uses them as gains); rows with score ≤ 0 are counted as non-relevant.
  *
  * @example
  * const { benchmark, labels, report } = await loadLmebFolder('/data/LMEB/Dialogue/LoCoMo');

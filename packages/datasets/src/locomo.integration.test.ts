@@ -35,6 +35,8 @@ describe.skipIf(mirror === undefined)('LoCoMo real file (needs BFE_DATA_MIRROR)'
     expect(d.benchmark.memories).toHaveLength(5882);
     expect(d.benchmark.queries).toHaveLength(1536);
     expect(d.labels.pairCount).toBe(2360);
+    // Binary qrels: @bfe/eval's graded NDCG leaves LoCoMo's numbers as they were.
+    expect(d.labels.toRows().every(([, , grade]) => grade === 1)).toBe(true);
     expect(perCategory(d)).toEqual({
       'multi-hop': 282,
       temporal: 321,

@@ -56,6 +56,8 @@ describe.skipIf(dataDir === undefined)('LongMemEval S real file (needs BFE_DATA_
     const d = load({});
     expect(d.benchmark.queries).toHaveLength(418);
     expect(d.labels.pairCount).toBe(792);
+    // Binary qrels: @bfe/eval's graded NDCG leaves LongMemEval's numbers as they were.
+    expect(d.labels.toRows().every(([, , grade]) => grade === 1)).toBe(true);
     expect(d.benchmark.memories).toHaveLength(16503);
     expect(perType(d)).toEqual({
       'single-session-user': 64,

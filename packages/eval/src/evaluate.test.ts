@@ -2,6 +2,7 @@ import { ConfigError, DataError, RelevanceLabels } from '@bfe/core';
 import { describe, expect, it } from 'vitest';
 import { evaluate } from './evaluate.js';
 import type { EvaluateInput } from './evaluate.js';
+import { perQueryLines } from './per-query.js';
 
 /**
  * Two subtasks of very different sizes, so that the headline (mean of subtask means) differs
@@ -47,6 +48,33 @@ function small(): EvaluateInput {
 const d2 = 1 / Math.log2(3); // discount of rank 2
 
 describe('evaluate', () => {
+  it('uses binary gains when every grade is 1, and records no grades', () => {
+    const e = evaluate(small());
+    expect(e.gains).toBe('binary');
+    for (const q of e.queries) expect('grades' in q).toBe(false);
+    // per-query.jsonl lines of a binary dataset carry no grades field.
+    for (const line of perQueryLines('pooled', e))
+      expect(Object.keys(line)).not.toContain('grades');
+  });
+
+  it('uses graded gains as soon as one evaluated query has a grade above 1', () => {
+    const input = small();
+    input.labels.add('b1', 'n1', 3); // n1 ranked 2nd of 2; 'gone' (grade 1) unrankable
+    const e = evaluate(input);
+    expect(e.gains).toBe('graded');
+    const b1 = e.queries[3];
+    expect(b1?.relevant).toEqual(['n1', 'gone']);
+    expect(b1?.grades).toEqual([3, 1]);
+    expect(e.queries[0]?.grades).toBeUndefined();
+    // DCG 3/log2 3; ideal 3 + 1/log2 3. Recall is unchanged: 1 of min(2, 10).
+    expect(b1?.metrics['ndcg@10']).toBeCloseTo((3 * d2) / (3 + d2), 15);
+    expect(b1?.metrics['recall@10']).toBe(0.5);
+    // A grade above 1 on a query outside the evaluated ones changes nothing.
+    const other = small();
+    other.labels.add('other-split', 'm1', 4);
+    expect(evaluate(other).gains).toBe('binary');
+  });
+
   it('computes per-query records, subtask means and an equally weighted headline', () => {
     const e = evaluate(small());
     expect(e.ks).toEqual([1, 10]);

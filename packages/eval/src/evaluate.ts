@@ -1,7 +1,14 @@
 import { ConfigError, DataError } from '@bfe/core';
 import type { RelevanceLabels } from '@bfe/core';
-import { DEFAULT_KS, checkKs, filterToCandidates, metricNames, queryMetrics } from './metrics.js';
-import type { MetricName, MetricValues } from './metrics.js';
+import {
+  DEFAULT_KS,
+  checkKs,
+  filterToCandidates,
+  gradesOf,
+  metricNames,
+  queryMetrics,
+} from './metrics.js';
+import type { Gains, MetricName, MetricValues } from './metrics.js';
 
 /**
  * Inputs of {@link evaluate}. The query universe is the key set of `subtaskOf` (one split's
@@ -27,7 +34,7 @@ export interface EvaluateInput {
   readonly subtaskOf: ReadonlyMap<string, string>;
   /** The benchmark's subtasks in declared order; headline = their unweighted mean. */
   readonly subtasks: readonly string[];
-  /** Cut-offs; default {@link DEFAULT_KS} `[1, 5, 10, 25, 50]`. */
+  /** Cut-offs; default {@link DEFAULT_KS} `[1, 4, 5, 8, 10, 16, 25, 50]`. */
   readonly ks?: readonly number[];
   /** How many ranks of each filtered ranking to keep in the records; default `max(50, max k)`. */
   readonly keepTop?: number;
@@ -39,6 +46,7 @@ export interface EvaluateInput {
  * @example
  * // { queryId: 'q1', subtask: 'single-hop', metrics: { 'recall@10': 1, 'ndcg@10': 0.63, … },
  * //   ranked: ['m3', 'm1', 'm2'], relevant: ['m1'] }
+ * // with graded labels: relevant: ['m1', 'm4'], grades: [1, 3]
  */
 export interface QueryRecord {
   readonly queryId: string;
@@ -48,6 +56,11 @@ export interface QueryRecord {
   readonly ranked: readonly string[];
   /** Relevant memory ids as the labels give them (candidates or not), in label order. */
   readonly relevant: readonly string[];
+  /**
+   * The grade of each relevant memory, parallel to `relevant`; present only when one of them
+   * is above 1 (NDCG then uses gain = grade). Absent: every grade is 1 (binary gains).
+   */
+  readonly grades?: readonly number[];
 }
 
 /**
@@ -109,6 +122,11 @@ export interface Evaluation {
   readonly subtasks: readonly SubtaskSummary[];
   /** Queries evaluated (dropped ones excluded). */
   readonly nQueries: number;
+  /**
+   * The NDCG gains: `graded` when some evaluated query has a relevant memory of grade > 1
+   * (gain = grade, as trec_eval), `binary` when every grade is 1.
+   */
+  readonly gains: Gains;
   readonly dropped: { readonly noRelevant: number };
   /** Evaluated queries in the order of `subtaskOf`. */
   readonly queries: readonly QueryRecord[];
@@ -122,8 +140,9 @@ export interface Evaluation {
  *
  * - Each ranking is restricted to the query's candidates, keeping its order; the evaluator
  *   never re-sorts, so the caller's order decides ties.
- * - Relevant = every memory the labels give the query (grades are > 0, gains are binary),
- *   as given: a relevant memory that is not a candidate still counts in the denominator of
+ * - Relevant = every memory the labels give the query (grades are > 0), as given. Recall
+ *   counts each one; NDCG uses gain = grade (binary NDCG when every grade is 1; see
+ *   `Evaluation.gains`). A relevant memory that is not a candidate still counts in the denominator of
  *   capped recall and in the ideal DCG (LMEB keeps qrels as they are). Such pairs are counted
  *   in `diagnostics`.
  * - A query with no relevant memory is dropped and counted in `dropped.noRelevant`.
@@ -162,7 +181,8 @@ export function evaluate(input: EvaluateInput): Evaluation {
     if (own === undefined) throw new Error(`evaluate: no candidate set for query '${queryId}'`);
     const filtered = filterToCandidates(run, own, queryId);
     rankedOutside += run.length - filtered.length;
-    const relevant = [...labels.relevant(queryId).keys()];
+    const graded = labels.relevant(queryId);
+    const relevant = [...graded.keys()];
     if (relevant.length === 0) {
       dropped.push({ queryId, subtask, ranked: filtered.slice(0, keepTop) });
       continue;
@@ -171,12 +191,14 @@ export function evaluate(input: EvaluateInput): Evaluation {
     for (const id of relevant) if (!own.has(id)) outside += 1;
     relevantOutside += outside;
     if (outside > 0) queriesRelevantOutside += 1;
+    const grades = gradesOf(graded);
     records.push({
       queryId,
       subtask,
-      metrics: queryMetrics(filtered, new Set(relevant), ks),
+      metrics: queryMetrics(filtered, grades ?? new Set(relevant), ks),
       ranked: filtered.slice(0, keepTop),
       relevant,
+      ...(grades === undefined ? {} : { grades: [...grades.values()] }),
     });
   }
   return aggregate(records, dropped, input.subtasks, ks, {
@@ -255,6 +277,7 @@ export function aggregate(
     metrics,
     subtasks: summaries,
     nQueries: records.length,
+    gains: records.some((r) => r.grades !== undefined) ? 'graded' : 'binary',
     dropped: { noRelevant: dropped.length },
     queries: records,
     droppedQueries: dropped,

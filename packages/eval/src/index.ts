@@ -1,9 +1,11 @@
 export {
+  BUDGET_KS,
   DEFAULT_KS,
   assertNoDuplicates,
   cappedRecallAt,
   checkKs,
   filterToCandidates,
+  gradesOf,
   metricName,
   metricNames,
   ndcgAt,
@@ -11,7 +13,7 @@ export {
   rankByScore,
   recallAt,
 } from './metrics.js';
-export type { MetricKind, MetricName, MetricValues } from './metrics.js';
+export type { Gains, MetricKind, MetricName, MetricValues, Relevance } from './metrics.js';
 export { aggregate, evaluate } from './evaluate.js';
 export type {
   DroppedQuery,

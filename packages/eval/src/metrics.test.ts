@@ -1,10 +1,13 @@
 import { ConfigError, DataError } from '@bfe/core';
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import {
+  BUDGET_KS,
   DEFAULT_KS,
   cappedRecallAt,
   checkKs,
   filterToCandidates,
+  gradesOf,
   metricNames,
   ndcgAt,
   queryMetrics,
@@ -96,7 +99,15 @@ describe('rankByScore (the stated tie rule)', () => {
 describe('checkKs', () => {
   it('sorts a valid list and keeps the default', () => {
     expect(checkKs([10, 1, 5])).toEqual([1, 5, 10]);
-    expect(DEFAULT_KS).toEqual([1, 5, 10, 25, 50]);
+    expect(DEFAULT_KS).toEqual([1, 4, 5, 8, 10, 16, 25, 50]);
+  });
+
+  it('reports the memory budgets K ∈ {4, 8, 10, 16} by default', () => {
+    expect(BUDGET_KS).toEqual([4, 8, 10, 16]);
+    for (const k of BUDGET_KS) expect(DEFAULT_KS).toContain(k);
+    expect(Object.keys(queryMetrics(['a'], rel('a'), checkKs(DEFAULT_KS)))).toEqual(
+      expect.arrayContaining(['recall@4', 'recall@8', 'recall@16', 'ndcg@4', 'ndcg@8', 'ndcg@16']),
+    );
   });
 
   it.each([[[]], [[10, Number.NaN]], [[0]], [[2.5]], [[-1]], [[5, 5]]])(
@@ -105,4 +116,84 @@ describe('checkKs', () => {
       expect(() => checkKs(ks)).toThrow(ConfigError);
     },
   );
+});
+
+const graded = (...pairs: [string, number][]) => new Map(pairs);
+
+describe('graded gains (gain = grade, as trec_eval ndcg_cut)', () => {
+  it('uses the grade as the gain and the best grades first in the ideal', () => {
+    // g1 (grade 1) at rank 1, g2 (grade 3) at rank 2. Ideal: 3, then 1.
+    const relevant = graded(['g1', 1], ['g2', 3]);
+    expect(ndcgAt(['g1', 'g2'], relevant, 1)).toBe(1 / 3);
+    const dcg = 1 + 3 / Math.log2(3);
+    const ideal = 3 + 1 / Math.log2(3);
+    expect(ndcgAt(['g1', 'g2'], relevant, 10)).toBeCloseTo(dcg / ideal, 15);
+    expect(ndcgAt(['g2', 'g1'], relevant, 10)).toBeCloseTo(1, 15);
+    // Binary gains would score the first ranking 1 at k = 1.
+    expect(ndcgAt(['g1', 'g2'], rel('g1', 'g2'), 1)).toBe(1);
+    // An unranked grade-2 memory still counts in the ideal: DCG 1, ideal 2 + 1/log2 3.
+    expect(ndcgAt(['a'], graded(['a', 1], ['zz', 2]), 10)).toBeCloseTo(
+      1 / (2 + 1 / Math.log2(3)),
+      15,
+    );
+  });
+
+  it('keeps recall at "relevant = grade > 0", whatever the grades', () => {
+    const relevant = graded(['a', 1], ['b', 4], ['c', 2]);
+    expect(cappedRecallAt(['a', 'x', 'b'], relevant, 2)).toBe(0.5);
+    expect(recallAt(['a', 'x', 'b'], relevant, 3)).toBeCloseTo(2 / 3, 15);
+  });
+
+  it('gives exactly the binary numbers when every grade is 1 (same code path)', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.integer({ min: 0, max: 60 }), { maxLength: 60 }),
+        fc.uniqueArray(fc.integer({ min: 0, max: 80 }), { minLength: 1, maxLength: 30 }),
+        (rankedIds, relevantIds) => {
+          const ranked = rankedIds.map((i) => `m${i}`);
+          const ids = relevantIds.map((i) => `m${i}`);
+          const ks = checkKs(DEFAULT_KS);
+          const asMap = new Map(ids.map((id) => [id, 1]));
+          expect(gradesOf(asMap)).toBeUndefined();
+          expect(queryMetrics(ranked, asMap, ks)).toEqual(queryMetrics(ranked, new Set(ids), ks));
+          for (const k of ks)
+            expect(ndcgAt(ranked, asMap, k)).toBe(ndcgAt(ranked, new Set(ids), k));
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('computes every graded cut-off in one pass as the scalar functions do', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.integer({ min: 0, max: 60 }), { maxLength: 60 }),
+        fc.uniqueArray(fc.tuple(fc.integer({ min: 0, max: 80 }), fc.integer({ min: 1, max: 4 })), {
+          minLength: 1,
+          maxLength: 30,
+          selector: ([id]) => id,
+        }),
+        (rankedIds, judged) => {
+          const ranked = rankedIds.map((i) => `m${i}`);
+          const relevant = new Map(judged.map(([i, g]) => [`m${i}`, g]));
+          const ks = checkKs(DEFAULT_KS);
+          const all = queryMetrics(ranked, relevant, ks);
+          for (const k of ks) {
+            expect(all[`recall@${k}`]).toBe(cappedRecallAt(ranked, relevant, k));
+            expect(all[`ndcg@${k}`]).toBeCloseTo(ndcgAt(ranked, relevant, k), 14);
+            expect(all[`ndcg@${k}`]).toBeGreaterThanOrEqual(0);
+            expect(all[`ndcg@${k}`]).toBeLessThanOrEqual(1 + 1e-12);
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('refuses a grade that is not > 0 (labels never hold one)', () => {
+    expect(() => gradesOf(graded(['a', 0]))).toThrow(/must be > 0/);
+    expect(() => ndcgAt(['a'], graded(['a', 2], ['b', Number.NaN]), 5)).toThrow(/must be > 0/);
+    expect(gradesOf(graded(['a', 1], ['b', 2]))).toEqual(graded(['a', 1], ['b', 2]));
+    expect(gradesOf(rel('a'))).toBeUndefined();
+  });
 });

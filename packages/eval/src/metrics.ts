@@ -1,15 +1,38 @@
 import { ConfigError, DataError } from '@bfe/core';
 
 /**
- * Per-query retrieval metrics of METHOD.md §6 with binary gains: capped Recall@k and NDCG@k.
+ * Per-query retrieval metrics of METHOD.md §6: capped Recall@k and NDCG@k. NDCG uses the
+ * grades as gains (gain = grade, log2 discount, as trec_eval's `ndcg_cut`), which is binary
+ * NDCG when every grade is 1; recall counts every memory with grade > 0 as relevant.
  * Every function here takes a ranking that has already been restricted to the query's own
  * candidates (see {@link filterToCandidates}) and uses it in the order given: the evaluator
  * never re-sorts and never looks at scores, so ties must be resolved by the caller
  * ({@link rankByScore} is one documented way).
  */
 
-/** The cut-offs reported by default; `k = 10` is the headline (METHOD.md §6). */
-export const DEFAULT_KS: readonly number[] = Object.freeze([1, 5, 10, 25, 50]);
+/**
+ * The memory budgets of the paper's budget analysis: Recall@K and NDCG@K when a system may
+ * hand at most K memories to the reader.
+ */
+export const BUDGET_KS: readonly number[] = Object.freeze([4, 8, 10, 16]);
+
+/**
+ * The cut-offs reported by default: 1, 5, 25 and 50 plus the memory budgets
+ * {@link BUDGET_KS}; `k = 10` is the headline (METHOD.md §6).
+ */
+export const DEFAULT_KS: readonly number[] = Object.freeze([1, 4, 5, 8, 10, 16, 25, 50]);
+
+/**
+ * The gains NDCG used: `binary` when every relevant memory of every evaluated query has
+ * grade 1, `graded` when some grade is above 1 (then gain = grade).
+ */
+export type Gains = 'binary' | 'graded';
+
+/**
+ * A query's relevant memories: a set (every grade 1) or memory id → grade (an integer > 0,
+ * as `RelevanceLabels.relevant` returns). Recall counts every member; NDCG uses the grades.
+ */
+export type Relevance = ReadonlySet<string> | ReadonlyMap<string, number>;
 
 /** The metric families the evaluator reports. */
 export type MetricKind = 'recall' | 'ndcg';
@@ -170,13 +193,49 @@ export function rankByScore(
   return order.map((i) => ids[i] as string);
 }
 
+/**
+ * The grades of a relevance map when one of them is above 1, else `undefined` (binary gains:
+ * a set, or a map whose grades are all 1).
+ *
+ * @throws Error when a grade is not a positive finite number (labels hold grades > 0 only).
+ * @example
+ * gradesOf(new Map([['a', 1], ['b', 3]])); // Map { 'a' => 1, 'b' => 3 }
+ * gradesOf(new Map([['a', 1]]));           // undefined
+ */
+export function gradesOf(relevant: Relevance): ReadonlyMap<string, number> | undefined {
+  if (!(relevant instanceof Map)) return undefined;
+  let graded = false;
+  for (const [id, grade] of relevant as ReadonlyMap<string, number>) {
+    if (!Number.isFinite(grade) || grade <= 0) {
+      throw new Error(`the grade of relevant memory '${id}' must be > 0, got ${grade}`);
+    }
+    if (grade !== 1) graded = true;
+  }
+  return graded ? (relevant as ReadonlyMap<string, number>) : undefined;
+}
+
+/**
+ * `out[m]` = the ideal DCG of the best `m` grades (sorted descending), for `m ≤ n`: trec_eval's
+ * ideal ranking puts every judged relevant memory first, highest grade first.
+ */
+function idealGradedDcg(grades: ReadonlyMap<string, number>, n: number): Float64Array {
+  ensureDiscounts(n);
+  const sorted = [...grades.values()].sort((a, b) => b - a);
+  const m = Math.min(n, sorted.length);
+  const out = new Float64Array(m + 1);
+  for (let i = 0; i < m; i++) {
+    out[i + 1] = (out[i] as number) + (sorted[i] as number) * (DISCOUNT[i] as number);
+  }
+  return out;
+}
+
 function checkK(k: number): void {
   if (!Number.isSafeInteger(k) || k < 1) {
     throw new Error(`cut-off k must be a positive integer, got ${k}`);
   }
 }
 
-function hitsInTop(ranked: readonly string[], relevant: ReadonlySet<string>, k: number): number {
+function hitsInTop(ranked: readonly string[], relevant: Relevance, k: number): number {
   const n = Math.min(k, ranked.length);
   let hits = 0;
   for (let i = 0; i < n; i++) if (relevant.has(ranked[i] as string)) hits += 1;
@@ -190,11 +249,7 @@ function hitsInTop(ranked: readonly string[], relevant: ReadonlySet<string>, k: 
  * @example
  * cappedRecallAt(['a', 'x', 'b'], new Set(['a', 'b', 'c']), 2); // 1 / min(3, 2) = 0.5
  */
-export function cappedRecallAt(
-  ranked: readonly string[],
-  relevant: ReadonlySet<string>,
-  k: number,
-): number {
+export function cappedRecallAt(ranked: readonly string[], relevant: Relevance, k: number): number {
   checkK(k);
   if (relevant.size === 0) return 0;
   return hitsInTop(ranked, relevant, k) / Math.min(relevant.size, k);
@@ -207,41 +262,46 @@ export function cappedRecallAt(
  * @example
  * recallAt(['a', 'x', 'b'], new Set(['a', 'b', 'c']), 2); // 1 / 3
  */
-export function recallAt(
-  ranked: readonly string[],
-  relevant: ReadonlySet<string>,
-  k: number,
-): number {
+export function recallAt(ranked: readonly string[], relevant: Relevance, k: number): number {
   checkK(k);
   if (relevant.size === 0) return 0;
   return hitsInTop(ranked, relevant, k) / relevant.size;
 }
 
 /**
- * NDCG@k with binary gains and the log2 discount: `DCG = Σ_{i≤k, item i relevant} 1/log2(i+1)`
- * over 1-based ranks, divided by the ideal DCG of `min(|relevant|, k)` relevant items at the
- * top. Relevant memories outside the ranking still count in the ideal, as in trec_eval.
+ * NDCG@k with the log2 discount, as trec_eval's `ndcg_cut`: `DCG = Σ_{i≤k} gain(item i) /
+ * log2(i+1)` over 1-based ranks, divided by the ideal DCG of the best `min(|relevant|, k)`
+ * gains at the top. gain = grade (1 for a set, or a map whose grades are all 1: binary NDCG),
+ * 0 for a memory that is not relevant. Relevant memories outside the ranking still count in
+ * the ideal, as in trec_eval.
  *
  * @example
  * ndcgAt(['x', 'a'], new Set(['a']), 10); // (1/log2 3) / 1 ≈ 0.6309
+ * ndcgAt(['a', 'b'], new Map([['a', 1], ['b', 3]]), 1); // 1 / 3
  */
-export function ndcgAt(
-  ranked: readonly string[],
-  relevant: ReadonlySet<string>,
-  k: number,
-): number {
+export function ndcgAt(ranked: readonly string[], relevant: Relevance, k: number): number {
   checkK(k);
   if (relevant.size === 0) return 0;
   ensureDiscounts(k);
   const n = Math.min(k, ranked.length);
+  const grades = gradesOf(relevant);
   let dcg = 0;
-  for (let i = 0; i < n; i++) if (relevant.has(ranked[i] as string)) dcg += DISCOUNT[i] as number;
-  return dcg / (IDEAL[Math.min(relevant.size, k)] as number);
+  if (grades === undefined) {
+    for (let i = 0; i < n; i++) if (relevant.has(ranked[i] as string)) dcg += DISCOUNT[i] as number;
+    return dcg / (IDEAL[Math.min(relevant.size, k)] as number);
+  }
+  for (let i = 0; i < n; i++) {
+    const g = grades.get(ranked[i] as string);
+    if (g !== undefined) dcg += g * (DISCOUNT[i] as number);
+  }
+  const ideal = idealGradedDcg(grades, k);
+  return dcg / (ideal[ideal.length - 1] as number);
 }
 
 /**
  * Every metric of one query in one pass over its top `max(ks)` ranks. `ks` must be sorted
- * ascending and checked ({@link checkKs}); `ranked` must be candidate-filtered.
+ * ascending and checked ({@link checkKs}); `ranked` must be candidate-filtered. NDCG is
+ * graded when `relevant` is a map with a grade above 1 (see {@link ndcgAt}), else binary.
  *
  * @example
  * queryMetrics(['a', 'x', 'b'], new Set(['a', 'b']), [1, 10]);
@@ -249,13 +309,17 @@ export function ndcgAt(
  */
 export function queryMetrics(
   ranked: readonly string[],
-  relevant: ReadonlySet<string>,
+  relevant: Relevance,
   ks: readonly number[],
 ): MetricValues {
   const nk = ks.length;
   const maxK = ks[nk - 1] as number;
   ensureDiscounts(maxK);
   const nRel = relevant.size;
+  const grades = gradesOf(relevant);
+  // Binary gains read the shared table; graded gains their own ideal (the same sums when every
+  // grade is 1, but binary datasets keep exactly the code path they always had).
+  const ideal = grades === undefined ? IDEAL : idealGradedDcg(grades, maxK);
   const recall = new Float64Array(nk);
   const ndcg = new Float64Array(nk);
   const n = Math.min(maxK, ranked.length);
@@ -269,13 +333,15 @@ export function queryMetrics(
       const k = ks[next] as number;
       if (nRel > 0) {
         recall[next] = hits / Math.min(nRel, k);
-        ndcg[next] = dcg / (IDEAL[Math.min(nRel, k)] as number);
+        ndcg[next] = dcg / (ideal[Math.min(nRel, k)] as number);
       }
       next += 1;
     }
-    if (i < n && relevant.has(ranked[i] as string)) {
+    const id = ranked[i] as string;
+    if (i < n && relevant.has(id)) {
       hits += 1;
-      dcg += DISCOUNT[i] as number;
+      if (grades === undefined) dcg += DISCOUNT[i] as number;
+      else dcg += (grades.get(id) as number) * (DISCOUNT[i] as number);
     }
   }
   // Recall first, then NDCG, each in the order of ks: the key order JSON output shows.

@@ -84,4 +84,23 @@ describe('recomputeFromPerQuery', () => {
       /System 'bm25': No query has a relevant memory/,
     );
   });
+
+  it('reads grades when a line has them: one positive integer per relevant memory', () => {
+    const base = { system: 'bm25', queryId: 'a', subtask: 'x', ranked: ['m1', 'm2'] };
+    const line = perQueryLineSchema.parse({ ...base, relevant: ['m1', 'm2'], grades: [1, 3] });
+    const e = recomputeFromPerQuery([line], { ks: [1] }).get('bm25') as Evaluation;
+    expect(e.gains).toBe('graded');
+    expect(e.metrics['ndcg@1']).toBe(1 / 3);
+    expect(e.metrics['recall@1']).toBe(1);
+    // All grades 1 written out: the binary numbers, recorded as binary.
+    const ones = perQueryLineSchema.parse({ ...base, relevant: ['m1', 'm2'], grades: [1, 1] });
+    const b = recomputeFromPerQuery([ones], { ks: [1] }).get('bm25') as Evaluation;
+    expect(b.gains).toBe('binary');
+    expect(b.metrics['ndcg@1']).toBe(1);
+    for (const grades of [[1], [1, 0], [1, 2.5]]) {
+      expect(
+        perQueryLineSchema.safeParse({ ...base, relevant: ['m1', 'm2'], grades }).success,
+      ).toBe(false);
+    }
+  });
 });

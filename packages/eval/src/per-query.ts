@@ -2,7 +2,7 @@ import { DataError } from '@bfe/core';
 import { z } from 'zod';
 import { aggregate, checkSubtasks } from './evaluate.js';
 import type { DroppedQuery, Evaluation, QueryRecord } from './evaluate.js';
-import { DEFAULT_KS, assertNoDuplicates, checkKs, queryMetrics } from './metrics.js';
+import { DEFAULT_KS, assertNoDuplicates, checkKs, gradesOf, queryMetrics } from './metrics.js';
 import { systemNameSchema } from './results.js';
 
 const uniqueIds = z
@@ -12,8 +12,9 @@ const uniqueIds = z
 /**
  * One line of `per-query.jsonl`: one system on one query. `ranked` is the candidate-filtered
  * ranking (its top 50, or top max-k when larger); `relevant` the query's relevant memories as
- * the labels give them, empty for a query dropped for having none. Every metric can be
- * recomputed from these lines alone ({@link recomputeFromPerQuery}).
+ * the labels give them, empty for a query dropped for having none; `grades`, parallel to
+ * `relevant`, only when one of them is above 1 (absent: every grade is 1). Every metric can
+ * be recomputed from these lines alone ({@link recomputeFromPerQuery}).
  *
  * @example
  * perQueryLineSchema.parse({
@@ -21,13 +22,19 @@ const uniqueIds = z
  *   ranked: ['conv-26:D1:3', 'conv-26:D2:8'], relevant: ['conv-26:D1:3'],
  * });
  */
-export const perQueryLineSchema = z.strictObject({
-  system: systemNameSchema,
-  queryId: z.string().min(1),
-  subtask: z.string().min(1),
-  ranked: uniqueIds,
-  relevant: uniqueIds,
-});
+export const perQueryLineSchema = z
+  .strictObject({
+    system: systemNameSchema,
+    queryId: z.string().min(1),
+    subtask: z.string().min(1),
+    ranked: uniqueIds,
+    relevant: uniqueIds,
+    grades: z.array(z.int().positive()).optional(),
+  })
+  .refine((l) => l.grades === undefined || l.grades.length === l.relevant.length, {
+    message: 'grades must give one grade per relevant memory',
+    path: ['grades'],
+  });
 
 /** One validated per-query line. */
 export type PerQueryLine = z.infer<typeof perQueryLineSchema>;
@@ -48,6 +55,7 @@ export function* perQueryLines(system: string, evaluation: Evaluation): Generato
       subtask: q.subtask,
       ranked: [...q.ranked],
       relevant: [...q.relevant],
+      ...(q.grades === undefined ? {} : { grades: [...q.grades] }),
     };
   }
   for (const q of evaluation.droppedQueries) {
@@ -62,7 +70,7 @@ export function* perQueryLines(system: string, evaluation: Evaluation): Generato
  * const options: RecomputeOptions = { ks: [1, 5, 10, 25, 50], subtasks: ['1', '2', '3', '4'] };
  */
 export interface RecomputeOptions {
-  /** Cut-offs; default `[1, 5, 10, 25, 50]`. Exact only up to the length of each `ranked`. */
+  /** Cut-offs; default `[1, 4, 5, 8, 10, 16, 25, 50]`. Exact only up to the length of each `ranked`. */
   readonly ks?: readonly number[];
   /**
    * Declared subtasks in order. Default: the order of first appearance in the lines, which
@@ -112,12 +120,17 @@ export function recomputeFromPerQuery(
       group.dropped.push({ queryId: line.queryId, subtask: line.subtask, ranked: line.ranked });
       continue;
     }
+    const grades =
+      line.grades === undefined
+        ? undefined
+        : gradesOf(new Map(line.relevant.map((id, i) => [id, line.grades?.[i] as number])));
     group.records.push({
       queryId: line.queryId,
       subtask: line.subtask,
-      metrics: queryMetrics(line.ranked, new Set(line.relevant), ks),
+      metrics: queryMetrics(line.ranked, grades ?? new Set(line.relevant), ks),
       ranked: line.ranked,
       relevant: line.relevant,
+      ...(grades === undefined ? {} : { grades: [...grades.values()] }),
     });
   }
   const subtasks = options.subtasks ?? [...firstQuery.keys()];

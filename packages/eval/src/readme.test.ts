@@ -19,6 +19,7 @@ describe('the README example', () => {
     const pooled = evaluate({ ...common, runs: new Map([['q1', ['m2', 'm1', 'm3']]]) });
     expect(pooled.metrics['recall@1']).toBe(0);
     expect(pooled.metrics['ndcg@10']).toBeCloseTo(1 / Math.log2(3), 15);
+    expect(pooled.gains).toBe('binary');
     const ranked = rankByScore(['m2', 'm1', 'm3', 'x'], [0.5, 0.5, 0.1, 0.9]);
     expect(ranked).toEqual(['x', 'm1', 'm2', 'm3']);
     const fusion = evaluate({ ...common, runs: new Map([['q1', ranked]]) });

@@ -34,17 +34,11 @@ describe('buildResults and resultsSchema', () => {
     const pooled = results.systems[0];
     const fusion = results.systems[3];
     expect(pooled?.comparisons).toBeUndefined();
+    // The default cut-offs, memory budgets 4, 8, 10 and 16 included.
+    const ks = [1, 4, 5, 8, 10, 16, 25, 50];
     expect(Object.keys(pooled?.metrics ?? {})).toEqual([
-      'recall@1',
-      'recall@5',
-      'recall@10',
-      'recall@25',
-      'recall@50',
-      'ndcg@1',
-      'ndcg@5',
-      'ndcg@10',
-      'ndcg@25',
-      'ndcg@50',
+      ...ks.map((k) => `recall@${k}`),
+      ...ks.map((k) => `ndcg@${k}`),
     ]);
     expect(fusion?.metrics['ndcg@10']).toBe(evaluations[3]?.evaluation.metrics['ndcg@10']);
     const d = fusion?.comparisons?.pooled?.['ndcg@10'];
@@ -127,5 +121,18 @@ describe('buildResults and resultsSchema', () => {
     expect(() =>
       buildResults({ dataset: 'd', split: 'test', systems: evaluations, compareTo: ['adapted'] }),
     ).toThrow("buildResults: cannot compare with 'adapted': no such system");
+  });
+
+  it('refuses systems evaluated with different gains (they must share the labels)', () => {
+    expect(evaluations.every((e) => e.evaluation.gains === 'binary')).toBe(true);
+    const first = evaluations[0] as (typeof evaluations)[number];
+    const graded = { ...first.evaluation, gains: 'graded' as const };
+    expect(() =>
+      buildResults({
+        dataset: 'd',
+        split: 'test',
+        systems: [first, { name: 'maxsim', evaluation: graded }],
+      }),
+    ).toThrow("system 'maxsim' used graded gains but 'pooled' binary");
   });
 });

@@ -250,8 +250,9 @@ export interface BuildResultsInput {
 /**
  * Assembles and validates a results file from evaluations of the same queries.
  *
- * @throws Error when the evaluations disagree on cut-offs or subtasks, a `compareTo` system is
- *   missing, or the result does not fit {@link resultsSchema} (all programmer errors).
+ * @throws Error when the evaluations disagree on cut-offs, subtasks or gains, a `compareTo`
+ *   system is missing, or the result does not fit {@link resultsSchema} (all programmer
+ *   errors).
  * @throws ConfigError when the cut-offs do not include the headline k = 10.
  * @throws DataError when two systems were evaluated on different queries.
  * @example
@@ -276,6 +277,11 @@ export function buildResults(input: BuildResultsInput): Results {
     }
     if (evaluation.subtasks.map((s) => s.subtask).join('\u0000') !== subtasks.join('\u0000')) {
       throw new Error(`buildResults: system '${name}' has different subtasks from '${first.name}'`);
+    }
+    if (evaluation.gains !== first.evaluation.gains) {
+      throw new Error(
+        `buildResults: system '${name}' used ${evaluation.gains} gains but '${first.name}' ${first.evaluation.gains}`,
+      );
     }
   }
   const byName = new Map(input.systems.map((s) => [s.name, s.evaluation]));

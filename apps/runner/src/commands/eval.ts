@@ -23,7 +23,7 @@ export function evalCommand(): Command {
     .description('recompute every metric from per-query.jsonl and print the score table')
     .requiredOption('--per-query <file>', 'per-query.jsonl written by bfe score')
     .option('--results <file>', 'a results.json to take ks and subtasks from, and to check against')
-    .option('--ks <list>', 'cut-offs (default: the results file’s, else 1,5,10,25,50)')
+    .option('--ks <list>', 'cut-offs (default: the results file’s, else 1,4,5,8,10,16,25,50)')
     .option(
       '--subtasks <list>',
       'subtasks in declared order (default: the results file’s, else first appearance)',
@@ -75,6 +75,8 @@ export function evalCommand(): Command {
         compareTo: hasBase ? [o.base] : [],
         resamples,
         seed,
+        // The gains NDCG used, recomputed from the grades the per-query lines carry.
+        meta: { gains: systems[0]?.evaluation.gains ?? 'binary' },
       });
 
       let checked = '';
@@ -89,7 +91,7 @@ export function evalCommand(): Command {
         checked = `every figure equals ${o.results}`;
       }
 
-      const { renderScoreTable, subtaskComparisons, subtaskComparisonsJson } =
+      const { renderBudgetTable, renderScoreTable, subtaskComparisons, subtaskComparisonsJson } =
         await import('../score/table.js');
       const bySubtask = subtaskComparisons(systems, o.base, { resamples, seed });
       if (opts.json === true) {
@@ -108,6 +110,7 @@ export function evalCommand(): Command {
           ...(checked === '' ? [] : [`checked    ${checked}`]),
           '',
           renderScoreTable(results, bySubtask, o.base),
+          ...renderBudgetTable(results),
         ].join('\n'),
       );
     });
@@ -134,5 +137,6 @@ function compareFigures(want: Results, got: Results): string[] {
     }
     same(`${s.name} comparisons`, s.comparisons, g.comparisons);
   }
+  if (want.meta?.['gains'] !== undefined) same('gains', want.meta['gains'], got.meta?.['gains']);
   return out;
 }

@@ -36,7 +36,11 @@ export function scoreCommand(): Command {
     .option('--split-part <name>', 'train, validation or test', 'test')
     .option('--k <n>', 'bank tokens returned per query token', '64')
     .option('--alpha <a>', 'weight of the pooled branch in the fusion', '0.5')
-    .option('--ks <list>', 'cut-offs of Recall@k and NDCG@k (must include 10)', '1,5,10,25,50')
+    .option(
+      '--ks <list>',
+      'cut-offs of Recall@k and NDCG@k (must include 10; 4, 8, 10, 16 are the memory budgets)',
+      '1,4,5,8,10,16,25,50',
+    )
     .option('--k-sweep <list>', 'ks of the sparse-fusion sweep, or none', '16,32,64,128')
     .option('--out <dir>', 'write results.json, per-query.jsonl and k-sweep.json here')
     .option('--threads <n>', 'onnxruntime intra-op threads (default: one per physical core)')
@@ -116,7 +120,7 @@ export function scoreCommand(): Command {
       const model = bank.manifest.model;
       const seconds = (performance.now() - started) / 1000;
       const { renderKSweep } = await import('../score/k-sweep.js');
-      const { renderScoreTable, subtaskComparisons, subtaskComparisonsJson } =
+      const { renderBudgetTable, renderScoreTable, subtaskComparisons, subtaskComparisonsJson } =
         await import('../score/table.js');
       const bySubtask = subtaskComparisons(run.systems, 'pooled', {
         resamples: o.resamples,
@@ -149,6 +153,7 @@ export function scoreCommand(): Command {
           `time       ${seconds.toFixed(1)} s (scorer ${s.seconds.scoring.toFixed(1)} s, bm25 ${s.seconds.bm25.toFixed(1)} s, evaluation ${s.seconds.evaluation.toFixed(1)} s)`,
           '',
           renderScoreTable(results, bySubtask, 'pooled'),
+          ...renderBudgetTable(results),
           '',
           renderKSweep(sweep),
           ...(o.out === undefined

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { tmpDir } from '@bfe/core/testing';
 import { ConfigError } from '@bfe/core';
+import { BUDGET_KS, DEFAULT_KS } from '@bfe/eval';
 import { experimentSchema, isSelectionData, parseExperiment, readExperiment } from './config.js';
 
 /** The ConfigError a call throws (fails the test when it does not throw one). */
@@ -19,7 +20,8 @@ function configError(call: () => unknown): ConfigError {
 
 describe('parseExperiment', () => {
   it('fills every default of a minimal experiment', () => {
-    expect(parseExperiment({ name: 'locomo-minilm', dataset: { name: 'locomo' } })).toEqual({
+    const e = parseExperiment({ name: 'locomo-minilm', dataset: { name: 'locomo' } });
+    expect(e).toEqual({
       name: 'locomo-minilm',
       description: '',
       dataset: { name: 'locomo', options: {} },
@@ -45,8 +47,11 @@ describe('parseExperiment', () => {
         alphaGrid: [0.25, 0.5, 0.75],
         workers: 2,
       },
-      eval: { ks: [1, 5, 10, 25, 50], resamples: 10_000, seed: 42 },
+      eval: { ks: [1, 4, 5, 8, 10, 16, 25, 50], resamples: 10_000, seed: 42 },
     });
+    // The evaluator's own default, memory budgets K ∈ {4, 8, 10, 16} included.
+    expect(e.eval.ks).toEqual([...DEFAULT_KS]);
+    for (const k of BUDGET_KS) expect(e.eval.ks).toContain(k);
   });
 
   it('fills the defaults of a partly written section', () => {

@@ -115,7 +115,11 @@ export const experimentSchema = z.strictObject({
     .prefault({}),
   eval: z
     .strictObject({
-      ks: ksSchema.default([1, 5, 10, 25, 50]),
+      /**
+       * Cut-offs of Recall@k and NDCG@k: `@bfe/eval`'s DEFAULT_KS, the memory budgets
+       * K ∈ {4, 8, 10, 16} of the paper's budget analysis included.
+       */
+      ks: ksSchema.default([1, 4, 5, 8, 10, 16, 25, 50]),
       resamples: z.int().positive().default(10_000),
       seed: seedSchema.default(42),
     })

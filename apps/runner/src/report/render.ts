@@ -10,6 +10,7 @@ import type { ReportInput } from './schema.js';
 import {
   adaptedLabel,
   adapterTable,
+  budgetTable,
   headlineTable,
   kSweepTables,
   receiptFacts,
@@ -147,6 +148,10 @@ function sections(input: ReportInput): Section[] {
       ...(delta === undefined ? [] : [{ id: 'chart-delta', spec: delta }]),
     ],
   });
+  const budgets = budgetTable(results);
+  if (budgets !== undefined) {
+    out.push({ title: 'Memory budgets', lines: [], tables: [budgets], charts: [] });
+  }
   const subtasks = subtaskChart(results);
   if (results.subtasks.length > 0) {
     out.push({

@@ -611,3 +611,66 @@ describe('seeds, epoch 0 and selection data in the report', () => {
     ).toThrow(/seed means must list the systems of the results/);
   });
 });
+
+describe('renderReport: memory budgets', () => {
+  /** The fixture's results with every metric at K = 4, 8, 10, 16 (value = base + K / 1000). */
+  function withBudgets(gains?: 'binary' | 'graded'): ReportInput {
+    const input = strictInput();
+    const ks = [4, 8, 10, 16];
+    const at = (m: Record<string, number>): Record<string, number> =>
+      Object.fromEntries(
+        ['recall', 'ndcg'].flatMap((kind) =>
+          ks.map((k) => [`${kind}@${k}`, (m[`${kind}@10`] as number) + (k - 10) / 1000]),
+        ),
+      );
+    const r = input.results;
+    return reportInputSchema.parse({
+      ...input,
+      results: {
+        ...r,
+        ks,
+        systems: r.systems.map((s) => ({
+          ...s,
+          metrics: at(s.metrics),
+          subtasks: Object.fromEntries(
+            Object.entries(s.subtasks).map(([k, v]) => [k, { ...v, metrics: at(v.metrics) }]),
+          ),
+        })),
+        ...(gains === undefined ? {} : { meta: { gains } }),
+      },
+    });
+  }
+
+  it('tables Recall@K and NDCG@K for K = 4, 8, 10, 16, per system, in markdown and html', () => {
+    const out = renderReport(withBudgets('binary'), { bundles: fakeBundles });
+    expect(out.markdown).toContain('## Memory budgets');
+    expect(out.markdown).toContain(
+      '| system | Recall@4 | Recall@8 | Recall@10 | Recall@16 | NDCG@4 | NDCG@8 | NDCG@10 | NDCG@16 |',
+    );
+    expect(out.markdown).toContain(
+      '| sparse-fusion | 0.5060 | 0.5100 | 0.5120 | 0.5180 | 0.3814 | 0.3854 | 0.3874 | 0.3934 |',
+    );
+    expect(out.markdown).toContain('| pooled | 0.4153 | 0.4193 | 0.4213 | 0.4273 |');
+    expect(out.markdown).not.toContain('graded gains');
+    expect(out.html).toContain('<h2>Memory budgets</h2>');
+    expect(out.html).toContain('Recall@16');
+    // The section comes right after the headline.
+    expect(out.markdown.indexOf('## Memory budgets')).toBeGreaterThan(
+      out.markdown.indexOf('## Results'),
+    );
+    expect(out.markdown.indexOf('## Memory budgets')).toBeLessThan(
+      out.markdown.indexOf('## Per subtask'),
+    );
+  });
+
+  it('says when NDCG used graded gains', () => {
+    const out = renderReport(withBudgets('graded'), { bundles: fakeBundles });
+    expect(out.markdown).toContain('NDCG with graded gains (gain = grade)');
+  });
+
+  it('is absent when the results hold no budget but k = 10', () => {
+    const out = renderReport(strictInput(), { bundles: fakeBundles });
+    expect(out.markdown).not.toContain('## Memory budgets');
+    expect(out.html).not.toContain('Memory budgets');
+  });
+});

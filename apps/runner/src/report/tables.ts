@@ -1,4 +1,4 @@
-import type { Results } from '@bfe/eval';
+import { BUDGET_KS, type MetricName, type Results } from '@bfe/eval';
 import { metricLabel } from './charts.js';
 import { bytes, deltaWithCi, duration, fixed4, pValue } from './format.js';
 import type { Table } from './format.js';
@@ -138,6 +138,39 @@ export function seedNotes(means: SeedMeans, part: string): string[] {
         `Identical ${part} metrics in seeds ${seeds}, so not independent replicates: ` +
           `${same.join(', ')} (nothing in them depends on the training seed).`,
       ];
+}
+
+/**
+ * The memory-budget table (the paper's budget analysis): per system, Recall@K then NDCG@K for
+ * each budget K ∈ {4, 8, 10, 16} the results hold (headline figures: subtasks averaged
+ * equally). Undefined when they hold no budget but k = 10, which the headline table shows.
+ *
+ * @example
+ * budgetTable(results)?.head;
+ * // ['system', 'Recall@4', 'Recall@8', 'Recall@10', 'Recall@16', 'NDCG@4', …, 'NDCG@16']
+ */
+export function budgetTable(results: Results): Table | undefined {
+  const ks = BUDGET_KS.filter((k) => results.ks.includes(k));
+  if (ks.every((k) => k === 10)) return undefined;
+  const metrics: MetricName[] = [
+    ...ks.map((k) => `recall@${k}` as const),
+    ...ks.map((k) => `ndcg@${k}` as const),
+  ];
+  const gains = results.meta?.['gains'];
+  return {
+    title:
+      'Recall@K and NDCG@K at memory budget K: at most K memories reach the reader' +
+      (gains === 'graded' ? '; NDCG with graded gains (gain = grade)' : ''),
+    head: ['system', ...metrics.map(metricLabel)],
+    align: ['left', ...metrics.map(() => 'right' as const)],
+    rows: results.systems.map((s) => [
+      s.name,
+      ...metrics.map((m) => {
+        const v = s.metrics[m];
+        return v === undefined ? '—' : fixed4(v);
+      }),
+    ]),
+  };
 }
 
 /** One table per headline metric: subtasks as rows (declared order), systems as columns. */

@@ -38,8 +38,8 @@ export type ScoreCliOptions = z.output<typeof scoreOptionsSchema>;
  * @throws ConfigError naming each bad option.
  * @example
  * parseScoreCliOptions({ bank: 'b', dataset: 'locomo', splitPart: 'test', k: '64', alpha: '0.5',
- *   ks: '1,5,10,25,50', kSweep: '16,32,64,128', resamples: '10000', seed: '42' });
- * // { …, k: 64, ks: [1, 5, 10, 25, 50], kSweep: [16, 32, 64, 128] }
+ *   ks: '1,4,5,8,10,16,25,50', kSweep: '16,32,64,128', resamples: '10000', seed: '42' });
+ * // { …, k: 64, ks: [1, 4, 5, 8, 10, 16, 25, 50], kSweep: [16, 32, 64, 128] }
  */
 export function parseScoreCliOptions(raw: Record<string, unknown>): ScoreCliOptions {
   const parsed = scoreOptionsSchema.safeParse(raw);

@@ -55,6 +55,8 @@ export function buildScoreOutputs(input: ScoreOutputsInput): { results: Results;
       JSON.stringify({
         k: input.k,
         alpha: input.alpha,
+        // NDCG gains: 'graded' (gain = grade, as trec_eval) when a label has a grade above 1.
+        gains: run.systems[0]?.evaluation.gains,
         executionProvider: input.executionProvider,
         model: {
           name: model.name,

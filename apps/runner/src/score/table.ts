@@ -1,6 +1,7 @@
 import { pairedBootstrap, pairedDifferences, pairedRandomizationTest } from '@bfe/eval';
 import type { Evaluation, MetricName, PairedDifference, Results } from '@bfe/eval';
 import { terminalTableLines } from '../cli/table.js';
+import { budgetTable } from '../report/tables.js';
 
 /** The two headline metrics the tables show. */
 const SHOWN: readonly MetricName[] = ['recall@10', 'ndcg@10'];
@@ -58,6 +59,16 @@ export function subtaskComparisonsJson(
   const out: Record<string, Record<string, Partial<Record<MetricName, PairedDifference>>>> = {};
   for (const [subtask, bySystem] of bySubtask) out[subtask] = Object.fromEntries(bySystem);
   return out;
+}
+
+/**
+ * The memory-budget table (Recall@K and NDCG@K for K ∈ {4, 8, 10, 16}, per system) that
+ * `bfe score` and `bfe eval` print under the score table: the run report's table as plain
+ * text. Empty when the results hold no budget but k = 10.
+ */
+export function renderBudgetTable(results: Results): string[] {
+  const table = budgetTable(results);
+  return table === undefined ? [] : ['', table.title, ...terminalTableLines(table)];
 }
 
 const f4 = (x: number): string => x.toFixed(4);
