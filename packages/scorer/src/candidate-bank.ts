@@ -81,6 +81,24 @@ export class CandidateBank implements BankChunkSource {
     return this.#offsets[this.rows[slot]!]! + (v - this.start[slot]!);
   }
 
+  /**
+   * Each virtual token's place when memories are ordered by `memoryRank` (indexed by memory
+   * row, e.g. `tieOrder(ids).rank`) and a memory's tokens by position: `exactTopK`'s
+   * `tieOrder`, so equal token scores rank by memory id hash, not by bank row.
+   */
+  tokenPlaces(memoryRank: Int32Array): Int32Array {
+    const m = this.rows.length;
+    const slots = Int32Array.from({ length: m }, (_, s) => s).sort(
+      (a, b) => memoryRank[this.rows[a]!]! - memoryRank[this.rows[b]!]!,
+    );
+    const places = new Int32Array(this.size);
+    let next = 0;
+    for (const s of slots) {
+      for (let v = this.start[s]!; v < this.start[s + 1]!; v++) places[v] = next++;
+    }
+    return places;
+  }
+
   dots(
     indices: Int32Array,
     from: number,

@@ -6,6 +6,7 @@ import { JsSimilarityKernel } from './js-kernel.js';
 import type { SimilarityKernel } from './kernel.js';
 import { parseScoreOptions, type ScoreOptions } from './options.js';
 import { dot64, firstNonFinite } from './dots.js';
+import { tieOrder } from './ties.js';
 import { exactTopK, type TopKResult } from './top-k.js';
 import {
   checkBank,
@@ -16,7 +17,8 @@ import {
 } from './validate.js';
 
 /** The systems the scorer ranks with (METHOD.md §6 names). */
-export type SystemName = 'pooled' | 'maxsim' | 'sparse-fusion' | 'zero-floor' | 'no-fusion';
+export type SystemName =
+  'pooled' | 'maxsim' | 'sparse-fusion' | 'zero-floor' | 'no-fusion' | 'maxsim-fusion';
 
 /** Final per-candidate scores of each system, aligned with {@link QueryScores.candidates}. */
 export interface SystemScores {
@@ -30,6 +32,11 @@ export interface SystemScores {
   readonly 'zero-floor': Float64Array;
   /** `z(sparse)` alone, `α = 0` (ablation). */
   readonly 'no-fusion': Float64Array;
+  /**
+   * `α·z(pooled) + (1−α)·z(maxsim)`: exhaustive MaxSim in place of sparse matching inside the
+   * same fusion (ablation); present with `maxsim`.
+   */
+  readonly 'maxsim-fusion'?: Float64Array;
 }
 
 /** Everything the scorer computed for one query over its candidates. */
@@ -177,8 +184,12 @@ export class SparseScorer {
       const b = bank;
       best = opts.maxsim ? new Float32Array(totalRows * m).fill(-Infinity) : undefined;
       const bestOut = best;
+      // Equal token scores rank by the memories' tie order (a seeded hash of their ids), so
+      // which of several tied tokens fills the k-th place never depends on bank order.
+      const ids = memories.ids;
       top = await exactTopK(this.kernel, q, totalRows, b, {
         k: opts.k,
+        ...(ids === undefined ? {} : { tieOrder: b.tokenPlaces(tieOrder(ids).rank) }),
         chunkSize: opts.chunkSize,
         maxScoreFloats: opts.maxScoreFloats,
         clampK: opts.clampK,
@@ -215,7 +226,7 @@ export class SparseScorer {
           sparseZeroFloor: new Float64Array(m),
           systems: {
             pooled,
-            ...(opts.maxsim ? { maxsim: pooled.slice() } : {}),
+            ...(opts.maxsim ? { maxsim: pooled.slice(), 'maxsim-fusion': pooled.slice() } : {}),
             'sparse-fusion': pooled.slice(),
             'zero-floor': pooled.slice(),
             'no-fusion': pooled.slice(),
@@ -263,7 +274,9 @@ export class SparseScorer {
         sparseZeroFloor,
         systems: {
           pooled,
-          ...(maxsim === undefined ? {} : { maxsim }),
+          ...(maxsim === undefined
+            ? {}
+            : { maxsim, 'maxsim-fusion': fuse(pooled, maxsim, opts.alpha) }),
           'sparse-fusion': fuse(pooled, sparse, opts.alpha),
           'zero-floor': fuse(pooled, sparseZeroFloor, opts.alpha),
           'no-fusion': fuse(pooled, sparse, 0),
