@@ -7,7 +7,15 @@ import { readPerQueryJsonl, resultsSchema } from '@bfe/eval';
 import type { Results } from '@bfe/eval';
 import { repoRoot, runBfe } from './helpers.ts';
 
-const SYSTEMS = ['pooled', 'maxsim', 'bm25', 'sparse-fusion', 'zero-floor', 'no-fusion'];
+const SYSTEMS = [
+  'pooled',
+  'maxsim',
+  'bm25',
+  'sparse-fusion',
+  'zero-floor',
+  'no-fusion',
+  'maxsim-fusion',
+];
 const documentTask = `lmeb:${join(repoRoot, 'packages/datasets/fixtures/lmeb-document')}`;
 const dialogueTask = `lmeb:${join(repoRoot, 'packages/datasets/fixtures/lmeb-dialogue')}`;
 

@@ -28,7 +28,7 @@ interface ScoreOptions {
 export function scoreCommand(): Command {
   return new Command('score')
     .description(
-      'rank each query’s candidates with pooled, maxsim, bm25, sparse-fusion, zero-floor and no-fusion, and evaluate them',
+      'rank each query’s candidates with pooled, maxsim, bm25, sparse-fusion, zero-floor, no-fusion and maxsim-fusion, and evaluate them',
     )
     .requiredOption('--bank <dir>', 'an encoded bank (bfe encode --out)')
     .requiredOption('--dataset <name>', 'the dataset the bank was encoded from, or lmeb:<folder>')
@@ -116,6 +116,7 @@ export function scoreCommand(): Command {
       const model = bank.manifest.model;
       const seconds = (performance.now() - started) / 1000;
       const { renderKSweep } = await import('../score/k-sweep.js');
+      const { renderTies, tiesMetaSchema } = await import('../score/ties.js');
       const { renderScoreTable, subtaskComparisons, subtaskComparisonsJson } =
         await import('../score/table.js');
       const bySubtask = subtaskComparisons(run.systems, 'pooled', {
@@ -149,6 +150,8 @@ export function scoreCommand(): Command {
           `time       ${seconds.toFixed(1)} s (scorer ${s.seconds.scoring.toFixed(1)} s, bm25 ${s.seconds.bm25.toFixed(1)} s, evaluation ${s.seconds.evaluation.toFixed(1)} s)`,
           '',
           renderScoreTable(results, bySubtask, 'pooled'),
+          '',
+          renderTies(tiesMetaSchema.parse(results.meta?.ties)),
           '',
           renderKSweep(sweep),
           ...(o.out === undefined
