@@ -1,4 +1,5 @@
 import { dotsInto, scratchOffsets } from './dots.js';
+import { tieOrder } from './ties.js';
 import type { BankChunkSource } from './top-k.js';
 
 /**
@@ -82,11 +83,13 @@ export class CandidateBank implements BankChunkSource {
   }
 
   /**
-   * Each virtual token's place when memories are ordered by `memoryRank` (indexed by memory
-   * row, e.g. `tieOrder(ids).rank`) and a memory's tokens by position: `exactTopK`'s
-   * `tieOrder`, so equal token scores rank by memory id hash, not by bank row.
+   * Each virtual token's place when memories are in their tie order (`tieOrder(ids)`: a seeded
+   * hash of each memory id) and a memory's tokens by position: `exactTopK`'s `tieOrder`, so
+   * equal token scores rank by memory id hash, not by bank row. Undefined without ids.
    */
-  tokenPlaces(memoryRank: Int32Array): Int32Array {
+  tokenPlaces(ids: readonly string[] | undefined): Int32Array | undefined {
+    if (ids === undefined) return undefined;
+    const memoryRank = tieOrder(ids).rank;
     const m = this.rows.length;
     const slots = Int32Array.from({ length: m }, (_, s) => s).sort(
       (a, b) => memoryRank[this.rows[a]!]! - memoryRank[this.rows[b]!]!,

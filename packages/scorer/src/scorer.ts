@@ -6,7 +6,6 @@ import { JsSimilarityKernel } from './js-kernel.js';
 import type { SimilarityKernel } from './kernel.js';
 import { parseScoreOptions, type ScoreOptions } from './options.js';
 import { dot64, firstNonFinite } from './dots.js';
-import { tieOrder } from './ties.js';
 import { exactTopK, type TopKResult } from './top-k.js';
 import {
   checkBank,
@@ -17,8 +16,7 @@ import {
 } from './validate.js';
 
 /** The systems the scorer ranks with (METHOD.md §6 names). */
-export type SystemName =
-  'pooled' | 'maxsim' | 'sparse-fusion' | 'zero-floor' | 'no-fusion' | 'maxsim-fusion';
+export type SystemName = keyof SystemScores;
 
 /** Final per-candidate scores of each system, aligned with {@link QueryScores.candidates}. */
 export interface SystemScores {
@@ -32,10 +30,7 @@ export interface SystemScores {
   readonly 'zero-floor': Float64Array;
   /** `z(sparse)` alone, `α = 0` (ablation). */
   readonly 'no-fusion': Float64Array;
-  /**
-   * `α·z(pooled) + (1−α)·z(maxsim)`: exhaustive MaxSim in place of sparse matching inside the
-   * same fusion (ablation); present with `maxsim`.
-   */
+  /** `α·z(pooled) + (1−α)·z(maxsim)`: MaxSim in place of sparse matching (ablation); with it. */
   readonly 'maxsim-fusion'?: Float64Array;
 }
 
@@ -184,12 +179,10 @@ export class SparseScorer {
       const b = bank;
       best = opts.maxsim ? new Float32Array(totalRows * m).fill(-Infinity) : undefined;
       const bestOut = best;
-      // Equal token scores rank by the memories' tie order (a seeded hash of their ids), so
-      // which of several tied tokens fills the k-th place never depends on bank order.
-      const ids = memories.ids;
       top = await exactTopK(this.kernel, q, totalRows, b, {
         k: opts.k,
-        ...(ids === undefined ? {} : { tieOrder: b.tokenPlaces(tieOrder(ids).rank) }),
+        // equal token scores: by the memories' tie order, never bank order (at the k-th place)
+        tieOrder: b.tokenPlaces(memories.ids),
         chunkSize: opts.chunkSize,
         maxScoreFloats: opts.maxScoreFloats,
         clampK: opts.clampK,

@@ -68,7 +68,7 @@ export interface ExactTopKOptions {
    * it, and every token tied with the k-th score is among the re-ranked candidates, so the
    * returned set follows this order at the k-th place too.
    */
-  readonly tieOrder?: Int32Array;
+  readonly tieOrder?: Int32Array | undefined;
   /** Called with each chunk's full `[rows × n]` float32 scores (first pass only). */
   readonly onScores?: (scores: Float32Array, start: number, n: number) => void;
 }
