@@ -7,7 +7,15 @@ import { readPerQueryJsonl, resultsSchema } from '@bfe/eval';
 import type { Results } from '@bfe/eval';
 import { repoRoot, runBfe } from './helpers.ts';
 
-const SYSTEMS = ['pooled', 'maxsim', 'bm25', 'sparse-fusion', 'zero-floor', 'no-fusion'];
+const SYSTEMS = [
+  'pooled',
+  'maxsim',
+  'bm25',
+  'sparse-fusion',
+  'zero-floor',
+  'no-fusion',
+  'maxsim-fusion',
+];
 const documentTask = `lmeb:${join(repoRoot, 'packages/datasets/fixtures/lmeb-document')}`;
 const dialogueTask = `lmeb:${join(repoRoot, 'packages/datasets/fixtures/lmeb-dialogue')}`;
 
@@ -194,11 +202,14 @@ describe('bfe score and bfe eval on a tiny LMEB task with the tiny ONNX model', 
   it('bfe eval refuses a per-query file that does not reproduce the results', async () => {
     const out = join(root, 'run-all');
     const lines = readFileSync(join(out, 'per-query.jsonl'), 'utf8').trim().split('\n');
-    // Reverse the first evaluated ranking with at least two ids.
+    // Reverse the first ranking whose first and last ids differ in relevance (so the reversal
+    // must change its figures).
     const at = lines.findIndex((l) => {
       const p = JSON.parse(l) as { ranked: string[]; relevant: string[] };
-      return p.relevant.length > 0 && p.ranked.length > 1 && p.ranked[0] !== p.ranked.at(-1);
+      const relevant = (id: string | undefined) => p.relevant.includes(id ?? '');
+      return p.ranked.length > 1 && relevant(p.ranked[0]) !== relevant(p.ranked.at(-1));
     });
+    expect(at).toBeGreaterThanOrEqual(0);
     const edited = JSON.parse(lines[at]!) as { ranked: string[] };
     edited.ranked.reverse();
     lines[at] = JSON.stringify(edited);

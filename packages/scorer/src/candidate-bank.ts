@@ -1,4 +1,5 @@
 import { dotsInto, scratchOffsets } from './dots.js';
+import { tieOrder } from './ties.js';
 import type { BankChunkSource } from './top-k.js';
 
 /**
@@ -79,6 +80,26 @@ export class CandidateBank implements BankChunkSource {
   /** Bank token index (into the memories' `tokenVectors` rows) of virtual token `v`. */
   bankToken(v: number, slot = this.slotOf(v)): number {
     return this.#offsets[this.rows[slot]!]! + (v - this.start[slot]!);
+  }
+
+  /**
+   * Each virtual token's place when memories are in their tie order (`tieOrder(ids)`: a seeded
+   * hash of each memory id) and a memory's tokens by position: `exactTopK`'s `tieOrder`, so
+   * equal token scores rank by memory id hash, not by bank row. Undefined without ids.
+   */
+  tokenPlaces(ids: readonly string[] | undefined): Int32Array | undefined {
+    if (ids === undefined) return undefined;
+    const memoryRank = tieOrder(ids).rank;
+    const m = this.rows.length;
+    const slots = Int32Array.from({ length: m }, (_, s) => s).sort(
+      (a, b) => memoryRank[this.rows[a]!]! - memoryRank[this.rows[b]!]!,
+    );
+    const places = new Int32Array(this.size);
+    let next = 0;
+    for (const s of slots) {
+      for (let v = this.start[s]!; v < this.start[s + 1]!; v++) places[v] = next++;
+    }
+    return places;
   }
 
   dots(

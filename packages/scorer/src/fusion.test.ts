@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { fuse, rankCandidates, standardize } from './fusion.js';
+import { tieOrder } from './ties.js';
 
 describe('standardize', () => {
   it('uses the population standard deviation', () => {
@@ -49,17 +50,39 @@ describe('fuse', () => {
 });
 
 describe('rankCandidates', () => {
-  it('sorts by score descending, ties in candidate order', () => {
-    const r = rankCandidates(Int32Array.of(7, 3, 9, 4), Float64Array.of(0.2, 0.5, 0.2, 0.2));
-    expect(Array.from(r.order)).toEqual([1, 0, 2, 3]);
-    expect(Array.from(r.rows)).toEqual([3, 7, 9, 4]);
-    expect(Array.from(r.scores)).toEqual([0.5, 0.2, 0.2, 0.2]);
-    expect(r.ids).toBeUndefined();
+  const ids = Array.from({ length: 10 }, (_, i) => `m${i}`);
+  const ties = tieOrder(ids);
+  // Rows 3, 4, 7 and 9 tie at 0.2: they rank by their tie keys, whatever their candidate order.
+  const tied = [3, 4, 7, 9].sort((a, b) => ties.rank[a]! - ties.rank[b]!);
+
+  it('sorts by score descending, equal scores by the tie order', () => {
+    const r = rankCandidates(
+      Int32Array.of(7, 3, 9, 4, 5),
+      Float64Array.of(0.2, 0.2, 0.2, 0.2, 0.5),
+      ties,
+    );
+    expect(Array.from(r.rows)).toEqual([5, ...tied]);
+    expect(Array.from(r.scores)).toEqual([0.5, 0.2, 0.2, 0.2, 0.2]);
+    expect(r.ids).toEqual([5, ...tied].map((row) => `m${row}`));
+    expect(Array.from(r.order, (i) => [7, 3, 9, 4, 5][i])).toEqual([5, ...tied]);
+    // The tie order is not the row order here (else this test could not fail).
+    expect(tied).not.toEqual([3, 4, 7, 9]);
   });
 
-  it('maps rows to ids when given', () => {
-    const ids = Array.from({ length: 10 }, (_, i) => `m${i}`);
-    const r = rankCandidates(Int32Array.of(7, 3), Float64Array.of(0.1, 0.9), ids);
-    expect(r.ids).toEqual(['m3', 'm7']);
+  it('gives the same ranking for every order of the candidates', () => {
+    const rows = [7, 3, 9, 4, 5];
+    const scores = [0.2, 0.2, 0.2, 0.2, 0.5];
+    const perm = [4, 2, 0, 3, 1];
+    const a = rankCandidates(Int32Array.from(rows), Float64Array.from(scores), ties);
+    const b = rankCandidates(
+      Int32Array.from(perm, (i) => rows[i]!),
+      Float64Array.from(perm, (i) => scores[i]!),
+      ties,
+    );
+    expect(b.ids).toEqual(a.ids);
+  });
+
+  it('refuses a row without an id', () => {
+    expect(() => rankCandidates(Int32Array.of(10), Float64Array.of(1), ties)).toThrow(/row 10/);
   });
 });

@@ -1,3 +1,5 @@
+import type { TieOrder } from './ties.js';
+
 /** σ below this is taken as this (METHOD.md §3), so a constant branch standardises to 0. */
 export const SIGMA_FLOOR = 1e-6;
 
@@ -62,34 +64,43 @@ export interface RankedCandidates {
   readonly rows: Int32Array;
   /** Their scores, descending. */
   readonly scores: Float64Array;
-  /** Memory ids, best first, when the bank's ids were given. */
-  readonly ids: string[] | undefined;
+  /** Memory ids, best first. */
+  readonly ids: string[];
 }
 
 /**
- * Ranks candidates by score, descending; equal scores keep the candidate list's order (the
- * smaller candidate position first), so a ranking is a pure function of its inputs. With the
- * bank's row ids (`BankSide.ids`), the ranked ids come back too.
+ * Ranks candidates by score, descending; equal scores rank by the bank's tie order
+ * (`tieOrder`: a seeded SHA-256 of each memory id, METHOD.md §8), never by candidate,
+ * bank or file order. A ranking is a pure function of the scores and the memory ids.
  *
+ * @throws Error when the lengths differ or a row has no id (programmer errors).
  * @example
- * rankCandidates(Int32Array.of(7, 3, 9), Float64Array.of(0.2, 0.5, 0.2));
- * // { order: [1, 0, 2], rows: [3, 7, 9], scores: [0.5, 0.2, 0.2], ids: undefined }
+ * const ties = tieOrder(bank.memories.ids);
+ * rankCandidates(Int32Array.of(7, 3, 9), Float64Array.of(0.2, 0.5, 0.2), ties);
+ * // { rows: [3, 7, 9] or [3, 9, 7] (by the ids' tie keys), scores: [0.5, 0.2, 0.2], … }
  */
 export function rankCandidates(
   candidates: Int32Array,
   scores: Float64Array,
-  ids?: readonly string[],
+  ties: TieOrder,
 ): RankedCandidates {
   const n = candidates.length;
   if (scores.length !== n) {
     throw new Error(`rankCandidates: ${n} candidates but ${scores.length} scores`);
   }
+  const rank = ties.rank;
   const order = new Int32Array(n);
-  for (let i = 0; i < n; i++) order[i] = i;
+  for (let i = 0; i < n; i++) {
+    const row = candidates[i]!;
+    if (!(row >= 0 && row < rank.length)) {
+      throw new Error(`rankCandidates: no id for memory row ${row}`);
+    }
+    order[i] = i;
+  }
   order.sort((a, b) => {
     const sa = scores[a]!;
     const sb = scores[b]!;
-    return sa > sb ? -1 : sa < sb ? 1 : a - b;
+    return sa > sb ? -1 : sa < sb ? 1 : rank[candidates[a]!]! - rank[candidates[b]!]!;
   });
   const rows = new Int32Array(n);
   const sorted = new Float64Array(n);
@@ -97,13 +108,6 @@ export function rankCandidates(
     rows[i] = candidates[order[i]!]!;
     sorted[i] = scores[order[i]!]!;
   }
-  let rankedIds: string[] | undefined;
-  if (ids !== undefined) {
-    rankedIds = Array.from(rows, (row) => {
-      const id = ids[row];
-      if (id === undefined) throw new Error(`rankCandidates: no id for memory row ${row}`);
-      return id;
-    });
-  }
-  return { order, rows, scores: sorted, ids: rankedIds };
+  const ids = Array.from(rows, (row) => ties.ids[row] as string);
+  return { order, rows, scores: sorted, ids };
 }

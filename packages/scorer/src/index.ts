@@ -11,6 +11,8 @@ export { parseScoreOptions, scoreOptionsSchema } from './options.js';
 export type { ResolvedScoreOptions, ScoreOptions } from './options.js';
 export { SIGMA_FLOOR, fuse, rankCandidates, standardize, standardizeInto } from './fusion.js';
 export type { RankedCandidates } from './fusion.js';
+export { TIE_DEPTH, TIE_SEED, TieTally, tieKey, tieOrder, tiedPositions } from './ties.js';
+export type { TieCounts, TieOrder } from './ties.js';
 export {
   DEFAULT_CHUNK_SIZE,
   DEFAULT_MARGIN,
@@ -36,7 +38,7 @@ export { BM25_PARAMS, BM25_WEIGHT_DECIMALS, Bm25Index, bm25Scores, bm25Tokens } 
 export type { Bm25BuildOptions, Bm25Engine, Bm25Params } from './bm25.js';
 export { groupByCandidates } from './ranking/groups.js';
 export type { CandidateGroup, MemoryCatalog, RankQuery } from './ranking/groups.js';
-export { SCORE_SYSTEMS, SWEEP_SYSTEMS, SYSTEMS } from './ranking/systems.js';
+export { ADAPTED_SYSTEMS, SCORE_SYSTEMS, SWEEP_SYSTEMS, SYSTEMS } from './ranking/systems.js';
 export type {
   RankingSystem,
   SweepSystem,

@@ -3,6 +3,7 @@ import { ConfigError } from '@bfe/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ScorerInputError } from './errors.js';
 import { rankCandidates } from './fusion.js';
+import { tieOrder } from './ties.js';
 import { SparseScorer, type QueryScores, type ScoreRequest } from './scorer.js';
 import { randomBank, rng, unitVectors } from './testing/random.js';
 import { referenceScores, type ReferenceBank } from './testing/reference.js';
@@ -64,6 +65,9 @@ function checkAgainstReference(
   if (result.pooledOnly) {
     expect(ref.tailFloor).toEqual([]);
     expectClose(result.systems['sparse-fusion'], ref.pooled, 1e-12);
+    if (result.systems['maxsim-fusion'] !== undefined) {
+      expectClose(result.systems['maxsim-fusion'], ref.pooled, 1e-12);
+    }
     return;
   }
   expectClose(result.tailFloor, ref.tailFloor, 1e-12);
@@ -74,6 +78,9 @@ function checkAgainstReference(
   expectClose(result.systems['sparse-fusion'], ref.fused, 1e-9);
   expectClose(result.systems['zero-floor'], ref.zeroFloorFused, 1e-9);
   expectClose(result.systems['no-fusion'], ref.noFusion, 1e-9);
+  // z(MaxSim) of float32 products, fused with z(pooled) at α (computed along with MaxSim)
+  const maxsimFusion = result.systems['maxsim-fusion'];
+  if (maxsimFusion !== undefined) expectClose(maxsimFusion, ref.maxsimFused, 1e-5);
 }
 
 describe('SparseScorer against the float64 reference', () => {
@@ -103,6 +110,7 @@ describe('SparseScorer against the float64 reference', () => {
     for (const r of results) {
       expect(r.candidates).toEqual(Int32Array.from(candidates));
       expect(r.k).toBe(k);
+      expect(r.systems['maxsim-fusion']).toBeInstanceOf(Float64Array);
       checkAgainstReference(r, memories, queries, k, 0.3);
     }
   });
@@ -122,6 +130,7 @@ describe('SparseScorer against the float64 reference', () => {
       { maxsim: false },
     );
     expect(r!.systems.maxsim).toBeUndefined();
+    expect(r!.systems['maxsim-fusion']).toBeUndefined();
     checkAgainstReference(
       { ...r!, systems: { ...r!.systems, maxsim: referenceMaxsim(r!, memories, queries) } },
       memories,
@@ -219,7 +228,7 @@ describe('invariance to the order of the bank', () => {
 });
 
 describe('ties', () => {
-  it('duplicate memories score the same and rank in candidate order', async () => {
+  it('duplicate memories score the same and rank by their tie keys, not candidate order', async () => {
     const random = rng(31);
     const memories = randomBank(20, 6, DIM, random, 1);
     // memory 11 becomes an exact copy of memory 3 (tokens and pooled)
@@ -247,18 +256,31 @@ describe('ties', () => {
     };
     const candidates = [11, 0, 5, 3, 8];
     const [r] = await ort.score({ memories: bank, queries, queryRows: [0], candidates }, { k: 8 });
+    const [reversed] = await ort.score(
+      { memories: bank, queries, queryRows: [0], candidates: [...candidates].reverse() },
+      { k: 8 },
+    );
+    // 'm3' sorts before 'm11' by SHA-256('42:m3') vs SHA-256('42:m11'); with other ids, after.
+    const ids = Array.from({ length: 20 }, (_, i) => `m${i}`);
+    const swapped = ids.map((id, i) => (i === 3 ? 'm11' : i === 11 ? 'm3' : id));
+    expect(tieOrder(ids).rank[3]).toBeLessThan(tieOrder(ids).rank[11]!);
     for (const system of [
       'pooled',
       'maxsim',
       'sparse-fusion',
       'zero-floor',
       'no-fusion',
+      'maxsim-fusion',
     ] as const) {
       const scores = r!.systems[system]!;
       expect(scores[0], system).toBe(scores[3]);
-      const ranked = rankCandidates(r!.candidates, scores);
-      const at11 = Array.from(ranked.rows).indexOf(11);
-      expect(ranked.rows[at11 + 1], system).toBe(3);
+      const ranked = rankCandidates(r!.candidates, scores, tieOrder(ids));
+      const at3 = Array.from(ranked.rows).indexOf(3);
+      expect(ranked.rows[at3 + 1], system).toBe(11);
+      const back = rankCandidates(reversed!.candidates, reversed!.systems[system]!, tieOrder(ids));
+      expect(back.rows, system).toEqual(ranked.rows);
+      const other = rankCandidates(r!.candidates, scores, tieOrder(swapped));
+      expect(other.rows[other.rows.indexOf(11) + 1], system).toBe(3);
     }
     checkAgainstReference(r!, bank, queries, 8, 0.5);
   });

@@ -16,7 +16,7 @@ import {
 } from './validate.js';
 
 /** The systems the scorer ranks with (METHOD.md §6 names). */
-export type SystemName = 'pooled' | 'maxsim' | 'sparse-fusion' | 'zero-floor' | 'no-fusion';
+export type SystemName = keyof SystemScores;
 
 /** Final per-candidate scores of each system, aligned with {@link QueryScores.candidates}. */
 export interface SystemScores {
@@ -30,6 +30,8 @@ export interface SystemScores {
   readonly 'zero-floor': Float64Array;
   /** `z(sparse)` alone, `α = 0` (ablation). */
   readonly 'no-fusion': Float64Array;
+  /** `α·z(pooled) + (1−α)·z(maxsim)`: MaxSim in place of sparse matching (ablation); with it. */
+  readonly 'maxsim-fusion'?: Float64Array;
 }
 
 /** Everything the scorer computed for one query over its candidates. */
@@ -179,6 +181,8 @@ export class SparseScorer {
       const bestOut = best;
       top = await exactTopK(this.kernel, q, totalRows, b, {
         k: opts.k,
+        // equal token scores: by the memories' tie order, never bank order (at the k-th place)
+        tieOrder: b.tokenPlaces(memories.ids),
         chunkSize: opts.chunkSize,
         maxScoreFloats: opts.maxScoreFloats,
         clampK: opts.clampK,
@@ -215,7 +219,7 @@ export class SparseScorer {
           sparseZeroFloor: new Float64Array(m),
           systems: {
             pooled,
-            ...(opts.maxsim ? { maxsim: pooled.slice() } : {}),
+            ...(opts.maxsim ? { maxsim: pooled.slice(), 'maxsim-fusion': pooled.slice() } : {}),
             'sparse-fusion': pooled.slice(),
             'zero-floor': pooled.slice(),
             'no-fusion': pooled.slice(),
@@ -263,7 +267,9 @@ export class SparseScorer {
         sparseZeroFloor,
         systems: {
           pooled,
-          ...(maxsim === undefined ? {} : { maxsim }),
+          ...(maxsim === undefined
+            ? {}
+            : { maxsim, 'maxsim-fusion': fuse(pooled, maxsim, opts.alpha) }),
           'sparse-fusion': fuse(pooled, sparse, opts.alpha),
           'zero-floor': fuse(pooled, sparseZeroFloor, opts.alpha),
           'no-fusion': fuse(pooled, sparse, 0),

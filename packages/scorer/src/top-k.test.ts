@@ -87,6 +87,36 @@ describe('exactTopK', () => {
     },
   );
 
+  it.each([
+    ['onnxruntime', ort],
+    ['js', new JsSimilarityKernel()],
+  ] as const)(
+    '%s: with a tie order, duplicates across the k-th place are taken in that order',
+    async (_name, kernel) => {
+      const random = rng(22);
+      const dim = 24;
+      const x = unitVectors(3000, dim, random);
+      const q = unitVectors(1, dim, random);
+      const copies = Array.from({ length: 150 }, (_, i) => 7 + 19 * i);
+      for (const at of copies) x.set(q, at * dim);
+      // Places: the reverse of the index order, so the largest indices come first.
+      const tieOrder = Int32Array.from({ length: 3000 }, (_, i) => 2999 - i);
+      for (const chunkSize of [10, 333, 4096]) {
+        const top = await exactTopK(kernel, q, 1, flatBankSource(x, dim), {
+          k: 64,
+          chunkSize,
+          tieOrder,
+        });
+        expect(Array.from(top.indices), `chunk ${chunkSize}`).toEqual(
+          [...copies].reverse().slice(0, 64),
+        );
+      }
+      await expect(
+        exactTopK(kernel, q, 1, flatBankSource(x, dim), { k: 4, tieOrder: new Int32Array(5) }),
+      ).rejects.toThrow(/tieOrder has 5 places for 3000 tokens/);
+    },
+  );
+
   it('refuses k larger than the bank, or clamps when asked', async () => {
     const random = rng(1);
     const source = flatBankSource(unitVectors(10, 8, random), 8);

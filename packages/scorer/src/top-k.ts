@@ -34,7 +34,10 @@ export interface TopKResult {
   readonly k: number;
   /** `[rows * k]` scores recomputed in float64, each row descending. */
   readonly values: Float64Array;
-  /** `[rows * k]` bank token indices `0..size-1`; equal scores in ascending index order. */
+  /**
+   * `[rows * k]` bank token indices `0..size-1`; equal scores in ascending index order (or in
+   * ascending `tieOrder`, when given).
+   */
   readonly indices: Int32Array;
   /** Kernel passes over the bank: 1, plus one per round of rows re-searched wider. */
   readonly passes: number;
@@ -59,6 +62,13 @@ export interface ExactTopKOptions {
   readonly margin?: number;
   /** Names bank token `i` in error messages (default `bank token i`). */
   readonly describeToken?: (index: number) => string;
+  /**
+   * `[size]`: each bank token's place in the order equal float64 scores rank by, a
+   * permutation of `0..size-1` (default: the index itself). Only the final re-ranking reads
+   * it, and every token tied with the k-th score is among the re-ranked candidates, so the
+   * returned set follows this order at the k-th place too.
+   */
+  readonly tieOrder?: Int32Array | undefined;
   /** Called with each chunk's full `[rows × n]` float32 scores (first pass only). */
   readonly onScores?: (scores: Float32Array, start: number, n: number) => void;
 }
@@ -142,7 +152,10 @@ export async function exactTopK(
   const k = Math.min(options.k, size);
   const values = new Float64Array(rows * k);
   const indices = new Int32Array(rows * k);
-  const rerank = new Reranker(k, dim);
+  if (options.tieOrder !== undefined && options.tieOrder.length !== size) {
+    throw new Error(`exactTopK: tieOrder has ${options.tieOrder.length} places for ${size} tokens`);
+  }
+  const rerank = new Reranker(k, dim, options.tieOrder);
   let fetch = Math.min(size, k + margin);
   let pending = Int32Array.from({ length: rows }, (_, r) => r);
   let q = queries;
@@ -177,13 +190,15 @@ export async function exactTopK(
 class Reranker {
   readonly #k: number;
   readonly #dim: number;
+  readonly #place: Int32Array | undefined;
   #score = new Float64Array(0);
   #index = new Int32Array(0);
   #fresh = new Float64Array(0);
 
-  constructor(k: number, dim: number) {
+  constructor(k: number, dim: number, place: Int32Array | undefined) {
     this.#k = k;
     this.#dim = dim;
+    this.#place = place;
   }
 
   /**
@@ -223,12 +238,19 @@ class Reranker {
     while (m < n && f32[base + m]! >= cut) m++;
     const fresh = this.#fresh;
     source.dots(found.indices, base, m, queries, qAt, fresh);
-    // Insertion into (score desc, index asc): the float32 order is nearly right already.
+    // Insertion into (score desc, place asc): the float32 order is nearly right already.
+    const place = this.#place;
     for (let h = 0; h < m; h++) {
       const idx = found.indices[base + h]!;
       const s = fresh[h]!;
+      const at = place === undefined ? idx : place[idx]!;
       let p = h;
-      while (p > 0 && (score[p - 1]! < s || (score[p - 1] === s && index[p - 1]! > idx))) {
+      while (
+        p > 0 &&
+        (score[p - 1]! < s ||
+          (score[p - 1] === s &&
+            (place === undefined ? index[p - 1]! : place[index[p - 1]!]!) > at))
+      ) {
         score[p] = score[p - 1]!;
         index[p] = index[p - 1]!;
         p--;

@@ -14,7 +14,10 @@ export interface TokenBank {
   readonly tokenOffsets: ArrayLike<number>;
   /** Native pooled vectors `[rows * dim]`. */
   readonly pooled: Float32Array;
-  /** Row ids, used in error messages only. */
+  /**
+   * Row ids: named in error messages; for memories, they also order equal token scores
+   * (`tieOrder`, a seeded hash of each id) instead of the bank's row order.
+   */
   readonly ids?: readonly string[];
   /** The encoder that made the bank (e.g. its SHA-256); checked when both sides name one. */
   readonly model?: string;

@@ -28,7 +28,7 @@ interface ScoreOptions {
 export function scoreCommand(): Command {
   return new Command('score')
     .description(
-      'rank each query’s candidates with pooled, maxsim, bm25, sparse-fusion, zero-floor and no-fusion, and evaluate them',
+      'rank each query’s candidates with pooled, maxsim, bm25, sparse-fusion, zero-floor, no-fusion and maxsim-fusion, and evaluate them',
     )
     .requiredOption('--bank <dir>', 'an encoded bank (bfe encode --out)')
     .requiredOption('--dataset <name>', 'the dataset the bank was encoded from, or lmeb:<folder>')
@@ -120,6 +120,7 @@ export function scoreCommand(): Command {
       const model = bank.manifest.model;
       const seconds = (performance.now() - started) / 1000;
       const { renderKSweep } = await import('../score/k-sweep.js');
+      const { renderTies, tiesMetaSchema } = await import('../score/ties.js');
       const { renderBudgetTable, renderScoreTable, subtaskComparisons, subtaskComparisonsJson } =
         await import('../score/table.js');
       const bySubtask = subtaskComparisons(run.systems, 'pooled', {
@@ -154,6 +155,8 @@ export function scoreCommand(): Command {
           '',
           renderScoreTable(results, bySubtask, 'pooled'),
           ...renderBudgetTable(results),
+          '',
+          renderTies(tiesMetaSchema.parse(results.meta?.ties)),
           '',
           renderKSweep(sweep),
           ...(o.out === undefined

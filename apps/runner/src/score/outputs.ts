@@ -4,6 +4,7 @@ import { buildResults, type Results } from '@bfe/eval';
 import { BM25_PARAMS } from '@bfe/scorer';
 import { buildKSweep, type KSweep } from './k-sweep.js';
 import type { ScoreRun } from './pipeline.js';
+import { tiesMeta } from './ties.js';
 
 /** The split facts a results file records (absent when every query is evaluated). */
 export interface SplitMeta {
@@ -74,7 +75,7 @@ export function buildScoreOutputs(input: ScoreOutputsInput): { results: Results;
         datasetOptions: { ...benchmark.options },
         ...(input.split ?? {}),
         candidates: 'each query’s own: every memory of its candidateBankIds, or its candidateIds',
-        ties: 'candidate order = bank row order',
+        ties: tiesMeta(run.ties),
         bm25: {
           library: 'wink-bm25-text-search@3.1.2',
           prep: 'wink-nlp-utils@2.1.0: lowerCase, tokenize0, removeWords (default stop words), stem (Porter2)',

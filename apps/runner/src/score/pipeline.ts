@@ -17,11 +17,15 @@ import type {
   RankingSystem,
   Rankings,
   SweepSystem,
+  TieCounts,
 } from '@bfe/scorer';
 
 /** The systems `bfe score` reports, in table order (METHOD.md §6); `@bfe/scorer`'s table. */
 export { SCORE_SYSTEMS, SWEEP_SYSTEMS };
-/** A system of the table: those of {@link SCORE_SYSTEMS}, plus `adapted` with an adapter. */
+/**
+ * A system of the table: those of {@link SCORE_SYSTEMS}, plus `adapted` and
+ * `adapted-zero-floor` with an adapter.
+ */
 export type ScoreSystem = RankingSystem;
 
 /** One set of queries that rank the same candidate memories (LoCoMo: one conversation). */
@@ -88,6 +92,11 @@ export interface SweepPoint {
 /** What {@link runScore} computed. */
 export interface ScoreRun {
   readonly systems: ReadonlyArray<{ readonly name: ScoreSystem; readonly evaluation: Evaluation }>;
+  /**
+   * Per system, in the order of `systems`: ranked positions within the top 10 decided by the
+   * tie order (a seeded hash of the memory id), over every ranked query.
+   */
+  readonly ties: ReadonlyMap<ScoreSystem, TieCounts>;
   readonly sweep: readonly SweepPoint[];
   readonly stats: {
     readonly queries: number;
@@ -129,16 +138,19 @@ export function checkBankMatches(bank: OpenedBank, benchmark: Benchmark, bankDir
 
 /**
  * The selected queries (all of the benchmark's when `queryIds` is undefined), subtask by
- * subtask in the benchmark's declared order, in benchmark order within a subtask, so
- * evaluations, per-query files and their recomputation all sum and resample in one order.
+ * subtask in the benchmark's declared order, by id within a subtask (never in file order), so
+ * evaluations, per-query files and their recomputation all sum and resample in one order, and
+ * the same queries in any file order give the same files.
  */
 function orderedQueries(benchmark: Benchmark, queryIds: ReadonlySet<string> | undefined): Query[] {
   const order = new Map(benchmark.subtasks.map((s, i) => [s, i]));
   return benchmark.queries
     .filter((q) => queryIds === undefined || queryIds.has(q.id))
-    .map((q, i) => ({ q, i }))
-    .sort((a, b) => (order.get(a.q.category) ?? 0) - (order.get(b.q.category) ?? 0) || a.i - b.i)
-    .map(({ q }) => q);
+    .sort(
+      (a, b) =>
+        (order.get(a.category) ?? 0) - (order.get(b.category) ?? 0) ||
+        (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+    );
 }
 
 /**
@@ -176,7 +188,8 @@ function evaluationScope(groups: readonly CandidateGroup[]): {
 
 /**
  * Ranks every system on exactly the same queries and candidates (`@bfe/scorer`'s
- * `rankSystems`: pooled, MaxSim, sparse fusion and its ablations, BM25, adapted; the k sweep),
+ * `rankSystems`: pooled, MaxSim, sparse fusion and its ablations, BM25, adapted and its
+ * zero-floor ablation; the k sweep; exact ties by the seeded hash of the memory id, counted),
  * then evaluates each ranking with `@bfe/eval`. Rankings are cut to the evaluator's top ranks.
  */
 export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
@@ -237,6 +250,7 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
   const { stats } = ranked;
   return {
     systems,
+    ties: ranked.ties,
     sweep,
     stats: {
       queries: subtaskOf.size,

@@ -1,5 +1,6 @@
 import { fuse } from '../fusion.js';
 import type { SparseScorer } from '../scorer.js';
+import { tieOrder } from '../ties.js';
 import type { CandidateGroup, RankQuery } from './groups.js';
 import { checkTop, queryRowsOf, rankIds, type RankingSide, type Rankings } from './sides.js';
 
@@ -41,7 +42,7 @@ export async function rankFusionGrid<Q extends RankQuery>(
       ? input.queries
       : { ...input.queries, tokenVectors: input.queryTokens };
   const rowsOf = queryRowsOf(input.queries);
-  const ids = memories.ids;
+  const ties = tieOrder(memories.ids);
   const runs = new Map<number, Rankings>(alphas.map((a) => [a, new Map()]));
   for (const group of groups) {
     const scored = await scorer.score(
@@ -52,7 +53,7 @@ export async function rankFusionGrid<Q extends RankQuery>(
       const id = (group.queries[i] as Q).id;
       for (const alpha of alphas) {
         const fused = s.pooledOnly ? s.systems.pooled : fuse(s.systems.pooled, s.sparse, alpha);
-        runs.get(alpha)?.set(id, rankIds(s.candidates, fused, ids, top));
+        runs.get(alpha)?.set(id, rankIds(s.candidates, fused, ties, top));
       }
     });
   }

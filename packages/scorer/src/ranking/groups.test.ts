@@ -1,11 +1,17 @@
 import { ArtifactCorruptError } from '@bfe/core';
 import { describe, expect, it } from 'vitest';
+import { tieKey } from '../ties.js';
 import { groupByCandidates, type RankQuery } from './groups.js';
 
 const memories = { ids: ['a:1', 'a:2', 'b:1', 'b:2', 'c:1'], bankIds: ['a', 'a', 'b', 'b', 'c'] };
 
+/** Each group's rows (ascending here; their order is tested apart), ids and queries. */
 const shape = (groups: ReturnType<typeof groupByCandidates>) =>
-  groups.map((g) => [[...g.rows], [...g.ids], g.queries.map((q) => q.id)]);
+  groups.map((g) => [
+    [...g.rows].sort((a, b) => a - b),
+    [...g.ids].sort(),
+    g.queries.map((q) => q.id),
+  ]);
 
 describe('groupByCandidates', () => {
   it('resolves candidate banks to every row of those banks, ascending', () => {
@@ -44,6 +50,20 @@ describe('groupByCandidates', () => {
       ],
     ]);
     expect(groups[0]!.rows).toBeInstanceOf(Int32Array);
+  });
+
+  it('lists each group’s rows in the tie order of their memory ids, not in bank order', () => {
+    const ids = Array.from({ length: 12 }, (_, i) => `m${i}`);
+    const bankIds = ids.map(() => 'all');
+    const [group] = groupByCandidates({ ids, bankIds }, [{ id: 'q', candidateBankIds: ['all'] }]);
+    const byKey = [...ids].sort((a, b) => (tieKey(a) < tieKey(b) ? -1 : 1));
+    expect(Array.from(group!.rows, (r) => ids[r])).toEqual(byKey);
+    expect([...group!.ids]).toEqual(byKey);
+    expect(byKey).not.toEqual(ids);
+    // The same memories in another bank order: the same ids in the same order.
+    const reversed = [...ids].reverse();
+    const [again] = groupByCandidates({ ids: reversed }, [{ id: 'q', candidateIds: ids }]);
+    expect(Array.from(again!.rows, (r) => reversed[r])).toEqual(byKey);
   });
 
   it('keeps the caller’s query objects and order within a group', () => {

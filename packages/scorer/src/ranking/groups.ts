@@ -1,4 +1,5 @@
 import { ArtifactCorruptError } from '@bfe/core';
+import { tieOrder } from '../ties.js';
 
 /**
  * A query as ranking sees it: its id, its candidates — whole banks (`candidateBankIds`: a
@@ -27,7 +28,11 @@ export interface MemoryCatalog {
 
 /** One set of queries that rank the same candidate memories (LoCoMo: one conversation). */
 export interface CandidateGroup<Q extends RankQuery = RankQuery> {
-  /** Memory rows, ascending (bank order decides ties). */
+  /**
+   * Memory rows in the bank's tie order (`tieOrder`: a seeded hash of each memory id), never in
+   * bank order: every sum over the candidates, and so every score, is the same whatever order
+   * the bank's rows are in.
+   */
   readonly rows: Int32Array;
   /** Their ids, e.g. for an evaluator's candidate filter. */
   readonly ids: ReadonlySet<string>;
@@ -37,7 +42,7 @@ export interface CandidateGroup<Q extends RankQuery = RankQuery> {
 
 /**
  * Resolves every query's candidates to memory rows and groups queries by identical candidate
- * sets. Groups come in the order of their first query, queries within a group in the order
+ * sets, each group's rows in the bank's tie order. Groups come in the order of their first query, queries within a group in the order
  * given, so rankings come back in the caller's query order, group by group.
  *
  * @throws ArtifactCorruptError when a candidate memory id is not in `memories`, when a query
@@ -48,7 +53,7 @@ export interface CandidateGroup<Q extends RankQuery = RankQuery> {
  *   { ids: ['a:1', 'a:2', 'b:1'], bankIds: ['a', 'a', 'b'] },
  *   [{ id: 'q1', candidateBankIds: ['a'] }, { id: 'q2', candidateIds: ['a:2', 'a:1'] }],
  * );
- * groups[0].rows;    // Int32Array [0, 1]
+ * groups[0].rows;    // Int32Array [0, 1] or [1, 0]: by the tie keys of 'a:1' and 'a:2'
  * groups[0].queries; // [q1, q2]: the same candidates
  */
 export function groupByCandidates<Q extends RankQuery>(
@@ -77,6 +82,7 @@ export function groupByCandidates<Q extends RankQuery>(
     return rowsOfBank.get(bank) ?? [];
   };
 
+  const tieRank = tieOrder(memories.ids).rank;
   const groups = new Map<string, { rows: Int32Array; queries: Q[] }>();
   for (const q of queries) {
     const rows: number[] = [];
@@ -99,8 +105,10 @@ export function groupByCandidates<Q extends RankQuery>(
     }
     const key = sorted.join(',');
     const group = groups.get(key);
-    if (group === undefined) groups.set(key, { rows: sorted, queries: [q] });
-    else group.queries.push(q);
+    if (group === undefined) {
+      const ordered = sorted.slice().sort((a, b) => tieRank[a]! - tieRank[b]!);
+      groups.set(key, { rows: ordered, queries: [q] });
+    } else group.queries.push(q);
   }
   return [...groups.values()].map((g) => ({
     rows: g.rows,

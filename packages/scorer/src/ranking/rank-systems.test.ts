@@ -1,14 +1,18 @@
+import { createHash } from 'node:crypto';
 import { ArtifactCorruptError } from '@bfe/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { bm25Scores } from '../bm25.js';
 import { fuse } from '../fusion.js';
 import { SparseScorer } from '../scorer.js';
 import { rng, unitVectors } from '../testing/random.js';
+import { referenceScores } from '../testing/reference.js';
+import { tieOrder } from '../ties.js';
 import { rankFusionGrid } from './fusion-grid.js';
 import { groupByCandidates, type RankQuery } from './groups.js';
 import { rankSystems } from './rank-systems.js';
 import { rankIds, type RankingSide } from './sides.js';
-import { SCORE_SYSTEMS, SWEEP_SYSTEMS, SYSTEMS } from './systems.js';
+import type { RankingSystem } from './systems.js';
+import { ADAPTED_SYSTEMS, SCORE_SYSTEMS, SWEEP_SYSTEMS, SYSTEMS } from './systems.js';
 
 const scorer = await SparseScorer.open({ kernel: 'js' });
 afterAll(() => scorer.dispose());
@@ -48,10 +52,12 @@ const rankQueries: RankQuery[] = [
 ];
 const groups = groupByCandidates({ ids: memories.ids, bankIds }, rankQueries);
 const base = { memories, memoryTexts, queries, groups, k: 8, alpha: 0.5, top: 50 };
+const ties = tieOrder(memories.ids);
+const tieKeyOf = (id: string) => createHash('sha256').update(`42:${id}`).digest('hex');
 
 describe('SYSTEMS', () => {
   it('describes every system, and the k-dependent ones are exactly SWEEP_SYSTEMS', () => {
-    expect(Object.keys(SYSTEMS).sort()).toEqual([...SCORE_SYSTEMS, 'adapted'].sort());
+    expect(Object.keys(SYSTEMS).sort()).toEqual([...SCORE_SYSTEMS, ...ADAPTED_SYSTEMS].sort());
     for (const [name, d] of Object.entries(SYSTEMS)) expect(d.name).toBe(name);
     expect(SCORE_SYSTEMS.filter((n) => SYSTEMS[n].sweepsK)).toEqual([...SWEEP_SYSTEMS]);
   });
@@ -78,12 +84,7 @@ describe('rankSystems', () => {
           { k: 8, alpha: 0.5, maxsim: true, clampK: true },
         );
         scored.forEach((s, i) => {
-          const expected = rankIds(
-            s.candidates,
-            s.systems[SYSTEMS[name].scores!]!,
-            memories.ids,
-            50,
-          );
+          const expected = rankIds(s.candidates, s.systems[SYSTEMS[name].scores!]!, ties, 50);
           expect(runs.get(group.queries[i]!.id), `${name} ${group.queries[i]!.id}`).toEqual(
             expected,
           );
@@ -93,9 +94,9 @@ describe('rankSystems', () => {
       for (const group of groups) {
         for (const q of group.queries) {
           const ranking = runs.get(q.id)!;
-          expect(ranking.map((id) => rowsOf.get(id)).sort((x, y) => x! - y!)).toEqual([
-            ...group.rows,
-          ]);
+          expect(ranking.map((id) => rowsOf.get(id)).sort((x, y) => x! - y!)).toEqual(
+            [...group.rows].sort((x, y) => x - y),
+          );
         }
       }
     }
@@ -106,6 +107,8 @@ describe('rankSystems', () => {
       pooledOnlyQueries: 1,
       bm25DirectGroups: 1, // bank b: 2 candidates
     });
+    expect([...ranked.ties.keys()]).toEqual([...SCORE_SYSTEMS]);
+    for (const counts of ranked.ties.values()) expect(counts.queries).toBe(6);
   });
 
   it('cuts every ranking to top', async () => {
@@ -116,7 +119,7 @@ describe('rankSystems', () => {
     await expect(rankSystems(scorer, { ...base, top: 0 })).rejects.toThrow(/top must be/);
   });
 
-  it('breaks ties by bank order, whatever the order of the candidate ids', async () => {
+  it('breaks ties by the seeded hash of the memory ids, whatever the bank order, and counts them', async () => {
     // Four identical memories (tokens, pooled vector, text): every system ties them.
     const one = side('x', [3], 5);
     const dupes: RankingSide = {
@@ -127,18 +130,34 @@ describe('rankSystems', () => {
       pooled: new Float32Array([0, 1, 2, 3].flatMap(() => [...one.pooled])),
     };
     const q = side('t', [2], 6);
-    const tied = groupByCandidates({ ids: dupes.ids }, [
-      { id: 't0', text: 'cat', candidateIds: ['d3', 'd1', 'd0', 'd2'] },
-    ]);
-    const ranked = await rankSystems(scorer, {
-      ...base,
-      memories: dupes,
-      memoryTexts: ['cat dog', 'cat dog', 'cat dog', 'cat dog'],
-      queries: q,
-      groups: tied,
-    });
-    for (const [name, runs] of ranked.systems) {
-      expect(runs.get('t0'), name).toEqual(['d0', 'd1', 'd2', 'd3']);
+    const rankDupes = async (ids: string[]) => {
+      const tied = groupByCandidates({ ids }, [
+        { id: 't0', text: 'cat', candidateIds: ['d3', 'd1', 'd0', 'd2'] },
+      ]);
+      return rankSystems(scorer, {
+        ...base,
+        memories: { ...dupes, ids },
+        memoryTexts: ['cat dog', 'cat dog', 'cat dog', 'cat dog'],
+        queries: q,
+        groups: tied,
+        adapted: { queryTokens: q.tokenVectors, alpha: 0.3 },
+      });
+    };
+    const byKey = ['d0', 'd1', 'd2', 'd3'].sort((a, b) => (tieKeyOf(a) < tieKeyOf(b) ? -1 : 1));
+    expect(byKey).not.toEqual(['d0', 'd1', 'd2', 'd3']);
+    // The same memories in two bank orders: the same ranking, by tie key.
+    for (const ids of [dupes.ids, ['d2', 'd0', 'd3', 'd1']]) {
+      const ranked = await rankDupes([...ids]);
+      expect([...ranked.systems.keys()]).toEqual([...SCORE_SYSTEMS, ...ADAPTED_SYSTEMS]);
+      for (const [name, runs] of ranked.systems) {
+        expect(runs.get('t0'), name).toEqual(byKey);
+        // Every one of the four positions was decided by the tie order.
+        expect(ranked.ties.get(name), name).toEqual({
+          queries: 1,
+          queriesWithTies: 1,
+          tiedPositions: 4,
+        });
+      }
     }
   });
 
@@ -156,7 +175,7 @@ describe('rankSystems', () => {
       );
       group.queries.forEach((q, i) =>
         expect(ranked.systems.get('bm25')?.get(q.id)).toEqual(
-          rankIds(group.rows, scores[i]!, memories.ids, 50),
+          rankIds(group.rows, scores[i]!, ties, 50),
         ),
       );
     }
@@ -191,7 +210,7 @@ describe('rankSystems', () => {
   it('ranks adapted as sparse fusion with the adapted query tokens at the adapted α', async () => {
     const queryTokens = unitVectors(queries.tokenVectors.length / DIM, DIM, rng(9));
     const ranked = await rankSystems(scorer, { ...base, adapted: { queryTokens, alpha: 0.3 } });
-    expect([...ranked.systems.keys()]).toEqual([...SCORE_SYSTEMS, 'adapted']);
+    expect([...ranked.systems.keys()]).toEqual([...SCORE_SYSTEMS, ...ADAPTED_SYSTEMS]);
     const replaced = await rankSystems(scorer, {
       ...base,
       queries: { ...queries, tokenVectors: queryTokens },
@@ -201,6 +220,55 @@ describe('rankSystems', () => {
     expect(ranked.systems.get('adapted')).toEqual(replaced.systems.get('sparse-fusion'));
     expect(ranked.systems.get('adapted')).not.toEqual(ranked.systems.get('sparse-fusion'));
     await expect(rankSystems(scorer, { ...base, systems: ['adapted'] })).rejects.toThrow(
+      /adapted query tokens/,
+    );
+  });
+
+  it('ranks adapted-zero-floor and maxsim-fusion as the float64 reference does', async () => {
+    const queryTokens = unitVectors(queries.tokenVectors.length / DIM, DIM, rng(13));
+    const ranked = await rankSystems(scorer, { ...base, adapted: { queryTokens, alpha: 0.3 } });
+    const adaptedQueries = { ...queries, tokenVectors: queryTokens };
+    for (const group of groups) {
+      const tokens = Array.from(
+        group.rows,
+        (r) => memories.tokenOffsets[r + 1]! - memories.tokenOffsets[r]!,
+      );
+      const k = Math.min(
+        8,
+        tokens.reduce((a, b) => a + b, 0),
+      );
+      for (const q of group.queries) {
+        const row = queries.ids.indexOf(q.id);
+        const rows = Array.from(group.rows);
+        const plain = referenceScores(memories, queries, row, rows, k, 0.5);
+        const adapted = referenceScores(memories, adaptedQueries, row, rows, k, 0.3);
+        const noTokens = plain.tailFloor.length === 0; // q3: every system ranks by pooled
+        const expected = {
+          'maxsim-fusion': noTokens ? plain.pooled : plain.maxsimFused,
+          'adapted-zero-floor': noTokens ? plain.pooled : adapted.zeroFloorFused,
+          'zero-floor': noTokens ? plain.pooled : plain.zeroFloorFused,
+        } as const;
+        // Each ranking lists the candidates in descending reference score (up to 1e-9: two
+        // candidates standardise to ±1, so at α = 0.5 they may fuse to 0 exactly, a tie).
+        const rowOf = new Map(rows.map((r, g) => [memories.ids[r]!, g]));
+        for (const [name, scores] of Object.entries(expected)) {
+          const ranking = ranked.systems.get(name as RankingSystem)!.get(q.id)!;
+          expect(ranking.length).toBe(rows.length);
+          const ref = ranking.map((id) => scores[rowOf.get(id)!]!);
+          for (let i = 1; i < ref.length; i++) {
+            expect(ref[i]!, `${name} ${q.id} at ${i}`).toBeLessThanOrEqual(ref[i - 1]! + 1e-9);
+          }
+        }
+      }
+    }
+    // Different systems, not another name for an existing one.
+    expect(ranked.systems.get('adapted-zero-floor')).not.toEqual(ranked.systems.get('zero-floor'));
+    expect(ranked.systems.get('adapted-zero-floor')).not.toEqual(ranked.systems.get('adapted'));
+    expect(ranked.systems.get('maxsim-fusion')).not.toEqual(ranked.systems.get('maxsim'));
+    expect(ranked.systems.get('maxsim-fusion')).not.toEqual(ranked.systems.get('sparse-fusion'));
+    // Without adapted tokens there is no adapted-zero-floor.
+    expect((await rankSystems(scorer, base)).systems.has('adapted-zero-floor')).toBe(false);
+    await expect(rankSystems(scorer, { ...base, systems: ['adapted-zero-floor'] })).rejects.toThrow(
       /adapted query tokens/,
     );
   });
@@ -235,7 +303,7 @@ describe('rankFusionGrid', () => {
         );
         scored.forEach((s, i) => {
           const fused = s.pooledOnly ? s.systems.pooled : fuse(s.systems.pooled, s.sparse, alpha);
-          expected.set(group.queries[i]!.id, rankIds(s.candidates, fused, memories.ids, 50));
+          expected.set(group.queries[i]!.id, rankIds(s.candidates, fused, ties, 50));
         });
       }
       expect(grid.get(alpha), `α = ${alpha}`).toEqual(expected);

@@ -1,9 +1,11 @@
 import { bm25Scores } from '../bm25.js';
 import type { QueryScores, SparseScorer } from '../scorer.js';
+import { TieTally, tieOrder, type TieCounts } from '../ties.js';
 import type { TokenBank } from '../validate.js';
 import type { CandidateGroup, RankQuery } from './groups.js';
 import { checkTop, queryRowsOf, rankIds, type RankingSide, type Rankings } from './sides.js';
 import {
+  ADAPTED_SYSTEMS,
   SCORE_SYSTEMS,
   SWEEP_SYSTEMS,
   SYSTEMS,
@@ -22,7 +24,7 @@ export interface RankSystemsInput<Q extends RankQuery = RankQuery> {
   readonly queries: RankingSide;
   /** From {@link groupByCandidates}; rankings come back in this order, group by group. */
   readonly groups: readonly CandidateGroup<Q>[];
-  /** Default: {@link SCORE_SYSTEMS}, plus `adapted` when `adapted` is given. */
+  /** Default: {@link SCORE_SYSTEMS}, plus {@link ADAPTED_SYSTEMS} when `adapted` is given. */
   readonly systems?: readonly RankingSystem[];
   /** The main k (top-k per query token, METHOD.md §2); clamped to a smaller candidate bank. */
   readonly k: number;
@@ -35,6 +37,7 @@ export interface RankSystemsInput<Q extends RankQuery = RankQuery> {
    * The `adapted` system: sparse fusion at `alpha` with every query content token replaced by
    * the adapter's output (`queryTokens`, aligned with `queries.tokenVectors`). The pooled
    * query, the memory tokens and the pooled memories stay the bank's own (METHOD.md §4).
+   * `adapted-zero-floor` is the same pass's fusion with `t_i = 0`, at the main k.
    */
   readonly adapted?: { readonly queryTokens: Float32Array; readonly alpha: number };
   /** Called after each group. */
@@ -53,6 +56,11 @@ export interface SweepRankings {
 export interface SystemRankings {
   /** Each system's rankings at the main k, in the order of `systems`. */
   readonly systems: ReadonlyMap<RankingSystem, Rankings>;
+  /**
+   * Per system of `systems`: how many ranked positions within the top 10 the tie order
+   * decided (equal scores; see `tiedPositions`), over its queries.
+   */
+  readonly ties: ReadonlyMap<RankingSystem, TieCounts>;
   /**
    * Each distinct k of `kSweep`, in its order; the main k's rankings are the very maps of
    * `systems`.
@@ -80,7 +88,9 @@ export interface RankingStats {
  * MaxSim, sparse fusion and its ablations from one `SparseScorer.score` call per group and k
  * (k clamped to a smaller candidate bank), `adapted` from one more call with the adapter's
  * query tokens, BM25 from the candidates' texts. Rankings are `rankCandidates` orders (ties:
- * bank order), cut to `top`. Reads no labels. The caller owns (opens and disposes) `scorer`.
+ * the seeded hash order of the memory ids, `tieOrder`), cut to `top`; tied positions within
+ * the top 10 are counted per system. Reads no labels. The caller owns (opens and disposes)
+ * `scorer`.
  *
  * @throws ArtifactCorruptError when a group's query is not a row of `queries`.
  * @throws ScorerInputError for a bad bank (see `SparseScorer.score`).
@@ -107,7 +117,7 @@ export async function rankSystems<Q extends RankQuery>(
   checkTop(top, 'rankSystems');
   const names: readonly RankingSystem[] = input.systems ?? [
     ...SCORE_SYSTEMS,
-    ...(adapted === undefined ? [] : (['adapted'] as const)),
+    ...(adapted === undefined ? [] : ADAPTED_SYSTEMS),
   ];
   if (new Set(names).size !== names.length) {
     throw new Error(`rankSystems: systems repeat a name: ${names.join(', ')}`);
@@ -124,14 +134,16 @@ export async function rankSystems<Q extends RankQuery>(
   const swept = SWEEP_SYSTEMS.filter((n) => names.includes(n));
   const sweepKs = swept.length === 0 ? [] : [...new Set(input.kSweep ?? [])];
   const passKs = byScorer.length === 0 ? [] : [k, ...sweepKs.filter((x) => x !== k)];
-  const withMaxsim = names.includes('maxsim');
+  const withMaxsim = names.includes('maxsim') || names.includes('maxsim-fusion');
+  const byAdapter = names.filter((n) => SYSTEMS[n].source === 'adapted');
 
   const runs = new Map<RankingSystem, Rankings>(names.map((n) => [n, new Map()]));
   const sweepRuns = new Map<number, Map<SweepSystem, Rankings>>(
     passKs.map((x) => [x, new Map(swept.map((n) => [n, x === k ? get(runs, n) : new Map()]))]),
   );
   const clamped = new Map<number, number>(passKs.map((x) => [x, 0]));
-  const ids = memories.ids;
+  const ties = tieOrder(memories.ids);
+  const tallies = new Map<RankingSystem, TieTally>(names.map((n) => [n, new TieTally()]));
   const rowsOf = queryRowsOf(queries);
   const adaptedQueries: TokenBank | undefined =
     adapted === undefined ? undefined : { ...queries, tokenVectors: adapted.queryTokens };
@@ -158,13 +170,16 @@ export async function rankSystems<Q extends RankQuery>(
       scored.forEach((s, i) => {
         const id = (group.queries[i] as Q).id;
         for (const name of swept) {
-          get(perSystem, name).set(id, rankIds(s.candidates, scoresOf(SYSTEMS[name], s), ids, top));
+          const tally = main ? get(tallies, name) : undefined;
+          const scores = scoresOf(SYSTEMS[name], s);
+          get(perSystem, name).set(id, rankIds(s.candidates, scores, ties, top, tally));
         }
         if (!main) return;
         if (s.pooledOnly) pooledOnly += 1;
         for (const name of byScorer) {
           if (SYSTEMS[name].sweepsK) continue; // ranked above, into the same map
-          get(runs, name).set(id, rankIds(s.candidates, scoresOf(SYSTEMS[name], s), ids, top));
+          const scores = scoresOf(SYSTEMS[name], s);
+          get(runs, name).set(id, rankIds(s.candidates, scores, ties, top, get(tallies, name)));
         }
       });
     }
@@ -175,13 +190,13 @@ export async function rankSystems<Q extends RankQuery>(
         { k, alpha: adapted.alpha, maxsim: false, clampK: true },
       );
       scoringSeconds += (performance.now() - t1) / 1000;
-      const into = get(runs, 'adapted');
-      scored.forEach((s, i) =>
-        into.set(
-          (group.queries[i] as Q).id,
-          rankIds(s.candidates, scoresOf(SYSTEMS.adapted, s), ids, top),
-        ),
-      );
+      scored.forEach((s, i) => {
+        for (const name of byAdapter) {
+          const scores = scoresOf(SYSTEMS[name], s);
+          const ranking = rankIds(s.candidates, scores, ties, top, get(tallies, name));
+          get(runs, name).set((group.queries[i] as Q).id, ranking);
+        }
+      });
     }
     if (memoryTexts !== undefined && sources.has('bm25')) {
       const t0 = performance.now();
@@ -189,7 +204,10 @@ export async function rankSystems<Q extends RankQuery>(
       const bm25 = bm25Scores(texts, group.queries.map(queryText));
       const into = get(runs, 'bm25');
       group.queries.forEach((q, i) =>
-        into.set(q.id, rankIds(group.rows, bm25[i] as Float64Array, ids, top)),
+        into.set(
+          q.id,
+          rankIds(group.rows, bm25[i] as Float64Array, ties, top, get(tallies, 'bm25')),
+        ),
       );
       if (group.rows.length < 3) bm25Direct += 1;
       bm25Seconds += (performance.now() - t0) / 1000;
@@ -201,6 +219,7 @@ export async function rankSystems<Q extends RankQuery>(
   for (const group of groups) for (const q of group.queries) ranked.add(q.id);
   return {
     systems: runs,
+    ties: new Map(names.map((n) => [n, get(tallies, n).counts()])),
     sweep: new Map(
       sweepKs.map((x) => [x, { k: x, clampedGroups: get(clamped, x), systems: get(sweepRuns, x) }]),
     ),

@@ -1,5 +1,6 @@
 import { ArtifactCorruptError } from '@bfe/core';
 import { rankCandidates } from '../fusion.js';
+import type { TieOrder, TieTally } from '../ties.js';
 import type { TokenBank } from '../validate.js';
 import type { CandidateGroup, RankQuery } from './groups.js';
 
@@ -30,18 +31,22 @@ export function queryRowsOf(
 }
 
 /**
- * Ranked memory ids, best first (ties: candidate order, i.e. bank order), cut to `top`.
+ * Ranked memory ids, best first (ties: the bank's seeded tie order, see `rankCandidates`), cut
+ * to `top`; `tally`, when given, counts the ranking's tied positions within the top 10.
  *
  * @example
- * rankIds(Int32Array.of(0, 2), Float64Array.of(0.1, 0.9), ['a', 'b', 'c'], 1); // ['c']
+ * rankIds(Int32Array.of(0, 2), Float64Array.of(0.1, 0.9), tieOrder(['a', 'b', 'c']), 1); // ['c']
  */
 export function rankIds(
   candidates: Int32Array,
   scores: Float64Array,
-  ids: readonly string[],
+  ties: TieOrder,
   top: number,
+  tally?: TieTally,
 ): string[] {
-  return (rankCandidates(candidates, scores, ids).ids as string[]).slice(0, top);
+  const ranked = rankCandidates(candidates, scores, ties);
+  tally?.add(ranked.scores);
+  return ranked.ids.slice(0, top);
 }
 
 /** @throws Error unless `top` is a positive integer (a programmer error). */

@@ -8,10 +8,14 @@ export const SCORE_SYSTEMS = [
   'sparse-fusion',
   'zero-floor',
   'no-fusion',
+  'maxsim-fusion',
 ] as const;
 
-/** A system that ranks: those of {@link SCORE_SYSTEMS}, plus `adapted` given adapted tokens. */
-export type RankingSystem = (typeof SCORE_SYSTEMS)[number] | 'adapted';
+/** The systems of the adapter's scorer pass (METHOD.md §4), ranked given adapted query tokens. */
+export const ADAPTED_SYSTEMS = ['adapted', 'adapted-zero-floor'] as const;
+
+/** A system that ranks: those of {@link SCORE_SYSTEMS}, plus {@link ADAPTED_SYSTEMS}. */
+export type RankingSystem = (typeof SCORE_SYSTEMS)[number] | (typeof ADAPTED_SYSTEMS)[number];
 
 /** The systems of the k sweep: the ones whose scores depend on k. */
 export const SWEEP_SYSTEMS = ['sparse-fusion', 'zero-floor', 'no-fusion'] as const;
@@ -23,7 +27,7 @@ export type SweepSystem = (typeof SWEEP_SYSTEMS)[number];
 export type SystemSource =
   /** One `SparseScorer.score` pass over the bank's own query tokens. */
   | 'scorer'
-  /** A second scorer pass at the main k, with the adapter's query tokens and α. */
+  /** A second scorer pass at the main k, with the adapter's query tokens and its α. */
   | 'adapted'
   /** BM25 over the candidates' texts (`bm25Scores`). */
   | 'bm25';
@@ -88,7 +92,7 @@ export const SYSTEMS: Readonly<Record<RankingSystem, SystemDescriptor>> = Object
     scores: 'zero-floor',
     sweepsK: true,
     usesAlpha: true,
-    summary: 'sparse fusion with t_i = 0 (ablation)',
+    summary: 'training-free sparse fusion with t_i = 0 (ablation; original query tokens)',
   },
   'no-fusion': {
     name: 'no-fusion',
@@ -98,6 +102,14 @@ export const SYSTEMS: Readonly<Record<RankingSystem, SystemDescriptor>> = Object
     usesAlpha: false,
     summary: 'z(sparse) alone, α = 0 (ablation)',
   },
+  'maxsim-fusion': {
+    name: 'maxsim-fusion',
+    source: 'scorer',
+    scores: 'maxsim-fusion',
+    sweepsK: false,
+    usesAlpha: true,
+    summary: 'α·z(pooled) + (1 − α)·z(exhaustive MaxSim): sparse matching replaced (ablation)',
+  },
   adapted: {
     name: 'adapted',
     source: 'adapted',
@@ -105,6 +117,14 @@ export const SYSTEMS: Readonly<Record<RankingSystem, SystemDescriptor>> = Object
     sweepsK: false,
     usesAlpha: true,
     summary: 'sparse fusion at the selected α with the adapter’s query tokens (METHOD.md §4)',
+  },
+  'adapted-zero-floor': {
+    name: 'adapted-zero-floor',
+    source: 'adapted',
+    scores: 'zero-floor',
+    sweepsK: false,
+    usesAlpha: true,
+    summary: 'the adapted system with t_i = 0, at the main k and the selected α (ablation)',
   },
 });
 

@@ -55,6 +55,8 @@ export interface ReferenceScores {
   readonly fused: number[];
   readonly zeroFloorFused: number[];
   readonly noFusion: number[];
+  /** Exhaustive MaxSim in place of sparse matching: `α·z(pooled) + (1 − α)·z(maxsim)`. */
+  readonly maxsimFused: number[];
   readonly tailFloor: number[];
   /** Per query token, the returned bank token indices (into `memories.tokenVectors` rows). */
   readonly returned: number[][];
@@ -122,6 +124,7 @@ export function referenceScores(
     fused: fusedOf(sparse, alpha),
     zeroFloorFused: fusedOf(sparseZeroFloor, alpha),
     noFusion: fusedOf(sparse, 0),
+    maxsimFused: fusedOf(maxsim, alpha),
     tailFloor,
     returned,
   };
