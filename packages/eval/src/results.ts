@@ -21,6 +21,8 @@ export const KNOWN_SYSTEMS = Object.freeze([
   'adapted',
   'zero-floor',
   'no-fusion',
+  'maxsim-fusion',
+  'adapted-zero-floor',
 ] as const);
 
 /** A metric name: `recall@<k>` (capped recall) or `ndcg@<k>`, k a positive integer. */

@@ -236,6 +236,11 @@ function renderTerminal(input: ReportInput): string {
     lines.push(table.title, terminalTable(table));
     for (const note of seedNotes(means, input.split.name)) lines.push(`note: ${note}`);
   }
+  const budgets = budgetTable(input.results);
+  if (budgets !== undefined) {
+    const seedNote = means === undefined ? '' : ` (seed ${input.seeds?.means.seeds[0] ?? ''})`;
+    lines.push('', `${budgets.title}${seedNote}`, terminalTable(budgets));
+  }
   return lines.join('\n');
 }
 
