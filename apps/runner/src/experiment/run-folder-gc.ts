@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { isPidAlive } from '../cache/index.js';
 
 // Leftovers of runs killed while their run folder was written (run-folder.ts): the empty
-// reserved `runs/<name>/<runId>/` and its `<runId>.tmp-<pid>/`. `bfe cache gc --runs-dir`
+// reserved `runs/<name>/<runId>/` and its `<runId>.tmp-<pid>-<random>/`. `bfe cache gc --runs-dir`
 // removes them for every experiment, and each run for its own experiment before it starts.
 
 /** One leftover removed (or, dry, that would be). */
@@ -13,7 +13,7 @@ export interface RunLeftover {
   readonly reason: string;
 }
 
-const TMP_NAME = /^(.+)\.tmp-(\d+)$/;
+const TMP_NAME = /^(.+)\.tmp-(\d+)(?:-[0-9a-f]+)?$/;
 
 async function entries(dir: string): Promise<Dirent[]> {
   try {

@@ -1,5 +1,6 @@
 import { copyFile, mkdir, rename, rm, rmdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { contentHash, writeFileAtomic } from '@bfe/core';
 import type { ArtifactResult } from '../cache/store.js';
 import { SCORE_FILES } from '../score/write.js';
@@ -24,7 +25,7 @@ export interface RunFolder {
 /**
  * Removes the leftovers of this experiment's killed runs, then reserves
  * `runs/<experiment>/<run-id>/` (a UTC timestamp and the stages' keys' hash) by creating it
- * empty, after its temporary sibling `<run-id>.tmp-<pid>`: two runs of one experiment on one cache can finish in the same second with
+ * empty, after its temporary sibling `<run-id>.tmp-<pid>-<random>`: two runs of one experiment on one cache can finish in the same second with
  * the same keys, so the second takes `-2`. The folder is filled in a temporary sibling:
  * the first seed's `per-query.jsonl` and `k-sweep.json` at the top (the caller writes the
  * seeds' `results.json` there), every seed's score files under `seeds/<seed>/` with its adapter
@@ -48,8 +49,8 @@ export async function openRunFolder(input: {
   let tmpDir: string;
   for (let n = 2; ; n++) {
     // The temporary folder first: an empty run folder without a live one is abandoned.
-    tmpDir = `${join(base, runId)}.tmp-${process.pid}`;
-    await rm(tmpDir, { recursive: true, force: true });
+    // Named by pid (for gc) and a random tag (two runs of one process may try one run id).
+    tmpDir = `${join(base, runId)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
     await mkdir(tmpDir);
     try {
       await mkdir(join(base, runId));
