@@ -27,6 +27,8 @@ async function populated(): Promise<{ root: string; made: ArtifactResult[] }> {
       ),
     );
   }
+  // The artifacts are not read any more: gc in the CLI's process may remove them.
+  store.close();
   return { root, made };
 }
 

@@ -95,7 +95,8 @@ describe('artifact store across processes', () => {
     const w = startWorker({ root, log, hang: true });
     await w.computing;
     expect(entries(join(root, 'tmp'))).toHaveLength(1);
-    expect(entries(join(root, 'locks'))).toHaveLength(1);
+    // The lock directory and the record of its holder (pid, host, stage).
+    expect(entries(join(root, 'locks')).map((n) => n.slice(65))).toEqual(['lock', 'owner']);
     w.child.kill('SIGINT');
     const f = await w.done;
     expect(f.code, f.stderr).toBe(130);
@@ -119,13 +120,15 @@ describe('artifact store across processes', () => {
     w.child.kill('SIGINT');
     const f = await w.done;
     expect(f.signal).toBe('SIGINT');
-    expect(entries(join(root, 'locks'))).toEqual([]);
+    // The lock is gone; the record of its holder stays for gc.
+    expect(entries(join(root, 'locks')).map((n) => n.slice(65))).toEqual(['owner']);
     expect(entries(join(root, 'tmp'))).toHaveLength(1);
 
     const gc = await runBfe(['cache', 'gc', '--cache-dir', root], {});
     expect(gc.code, gc.stderr).toBe(0);
     expect(gc.stdout).toMatch(/removed tmp .*left by an interrupted computation/);
     expect(entries(join(root, 'tmp'))).toEqual([]);
+    expect(entries(join(root, 'locks'))).toEqual([]);
   });
 
   it('after SIGKILL the lock goes stale and the next process takes it over', async () => {
@@ -136,21 +139,26 @@ describe('artifact store across processes', () => {
     await w.computing;
     w.child.kill('SIGKILL');
     await w.done;
-    expect(entries(join(root, 'locks'))).toHaveLength(1); // nothing ran to remove it
-    const leftover = entries(join(root, 'tmp'));
-    expect(leftover).toHaveLength(1);
+    // Nothing ran to remove the lock, its holder record, the temporary dir or the lease.
+    expect(entries(join(root, 'locks'))).toHaveLength(2);
+    expect(entries(join(root, 'tmp'))).toHaveLength(1);
+    expect(entries(join(root, 'leases'))).toHaveLength(1);
 
     const again = await startWorker({ root, log, staleMs: 2000 }).done;
     expect(again.code, again.stderr).toBe(0);
     expect(resultOf(again).cached).toBe(false);
     expect(computations(log)).toBe(2);
+    // It waited for the dead holder's lock, naming it, then took it over.
+    const wait = again.stderr.split('\n').find((l) => l.includes('"kind":"wait"'));
+    expect(JSON.parse(wait ?? '{}')).toMatchObject({ pid: w.child.pid, alive: false });
+    // The new holder of the key removed the dead process's temporary dir, and its lease went.
+    expect(entries(join(root, 'tmp'))).toEqual([]);
+    expect(entries(join(root, 'locks'))).toEqual([]);
+    expect(entries(join(root, 'leases'))).toEqual([]);
 
     const gc = await runBfe(['cache', 'gc', '--cache-dir', root, '--json'], {});
     expect(gc.code, gc.stderr).toBe(0);
-    const report = JSON.parse(gc.stdout) as { removed: { kind: string; path: string }[] };
-    expect(report.removed).toEqual([
-      expect.objectContaining({ kind: 'tmp', path: join(root, 'tmp', leftover[0] ?? '') }),
-    ]);
+    expect((JSON.parse(gc.stdout) as { removed: unknown[] }).removed).toEqual([]);
     expect(entries(join(root, 'objects', 'toy'))).toHaveLength(1);
   });
 });

@@ -27,3 +27,4 @@ export {
 export type { ArtifactMeta, ArtifactSpec, CacheManifest } from './key.js';
 export { CACHE_UNWRITABLE, CacheUnwritableError } from './errors.js';
 export { installSignalCleanup } from './signals.js';
+export { isPidAlive } from './locks.js';

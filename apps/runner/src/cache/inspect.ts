@@ -1,10 +1,11 @@
 import { readdir, stat } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
 import { join } from 'node:path';
 import { ArtifactCorruptError, fileSha256 } from '@bfe/core';
 import { isNotFound } from './errors.js';
 import { isSafeRelativePath } from './fs-util.js';
 import { KEY_PATTERN, MANIFEST_FILE, artifactKey, type CacheManifest } from './key.js';
-import { readManifest } from './manifest.js';
+import { manifestSha256, readManifest } from './manifest.js';
 
 // Reading the store without changing it: checking one artifact against its manifest, and
 // finding every artifact directory. (Module-internal to src/cache.)
@@ -22,8 +23,31 @@ export interface ArtifactDir {
   readonly dir: string;
 }
 
+// Files at least this large are hashed once per process: a verified (path, size, mtime, inode)
+// is remembered with its SHA-256, so a second hit on the same bank in one process does not read
+// it again. Smaller files (every JSON artifact) are hashed on every hit.
+const MEMO_MIN_BYTES = 1 << 20;
+const verifiedInProcess = new Map<string, string>();
+
 /**
- * Checks one artifact directory against its manifest: sizes always, SHA-256 with `full`.
+ * SHA-256 of `path`, hashing it again unless `memo` and the same file (path, size, mtime, inode)
+ * was hashed earlier in this process.
+ */
+async function sha256Of(path: string, info: Stats, memo: boolean): Promise<string> {
+  const id = `${path}\0${info.size}\0${info.mtimeMs}\0${info.ino}`;
+  if (memo && info.size >= MEMO_MIN_BYTES) {
+    const known = verifiedInProcess.get(id);
+    if (known !== undefined) return known;
+  }
+  const sha = await fileSha256(path);
+  if (info.size >= MEMO_MIN_BYTES) verifiedInProcess.set(id, sha);
+  return sha;
+}
+
+/**
+ * Checks one artifact directory against its manifest: the manifest's own hash and key, every
+ * listed file's size and SHA-256. With `full` every file is hashed again; without it (a cache
+ * hit) files of 1 MiB or more already verified in this process are not read twice.
  */
 export async function inspectArtifact(
   dir: string,
@@ -62,6 +86,12 @@ export async function inspectArtifact(
   } catch {
     recomputed = undefined;
   }
+  if (
+    manifest.manifestSha256 !== undefined &&
+    manifestSha256(manifest) !== manifest.manifestSha256
+  ) {
+    problems.push(`${manifestPath} does not hash to its manifestSha256 (edited or corrupt)`);
+  }
   if (recomputed !== key) {
     problems.push(`${manifestPath}: stage, version, config and inputs do not hash to ${key}`);
   }
@@ -82,11 +112,9 @@ export async function inspectArtifact(
       problems.push(`${path} has ${info.size} bytes, the manifest says ${f.bytes}`);
       continue;
     }
-    if (full) {
-      const actual = await fileSha256(path);
-      if (actual !== f.sha256) {
-        problems.push(`${path} has SHA-256 ${actual}, the manifest says ${f.sha256}`);
-      }
+    const actual = await sha256Of(path, info, !full);
+    if (actual !== f.sha256) {
+      problems.push(`${path} has SHA-256 ${actual}, the manifest says ${f.sha256}`);
     }
   }
   return problems.length === 0 ? { state: 'ok', manifest } : { state: 'corrupt', problems };

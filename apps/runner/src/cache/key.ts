@@ -32,11 +32,19 @@ export interface ArtifactSpec {
 
 /**
  * An artifact's manifest (`artifact.json`): core's {@link artifactManifestSchema} plus the
- * compute time in seconds and the metadata the compute function returned.
+ * compute time in seconds, the metadata the compute function returned and its own hash.
  */
 export const cacheManifestSchema = artifactManifestSchema.extend({
   seconds: z.number().nonnegative(),
   meta: z.record(z.string(), z.json()),
+  /**
+   * SHA-256 of the canonical JSON of every other field (see `manifestSha256`); absent in
+   * manifests written before it existed, which are accepted as they are.
+   */
+  manifestSha256: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
 });
 
 /** See {@link cacheManifestSchema}. */

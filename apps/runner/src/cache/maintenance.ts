@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isNotFound } from './errors.js';
 import { treeBytes } from './fs-util.js';
 import { listArtifactDirs, readdirOrEmpty, type Inspection } from './inspect.js';
 import { readManifest } from './manifest.js';
 import { MANIFEST_FILE } from './key.js';
-import type { KeyLocks } from './locks.js';
+import { removeLease, scanLeases } from './leases.js';
+import { isPidAlive, type KeyLocks } from './locks.js';
 import type {
   ArtifactEntry,
   CorruptArtifact,
@@ -35,8 +37,42 @@ export interface MaintainedStore {
   writing<T>(op: () => Promise<T>): Promise<T>;
 }
 
-const TMP_NAME = /^([0-9a-f]{64})\./;
+const TMP_NAME = /^([0-9a-f]{64})\.(\d+)\./;
 const LOCK_NAME = /^([0-9a-f]{64})\.lock$/;
+const OWNER_NAME = /^([0-9a-f]{64})\.owner$/;
+
+/**
+ * Removes the temporary directories of `key` that dead processes of this host left (SIGKILL
+ * mid-compute). Called by the new holder of the key's lock, so nobody else writes there.
+ */
+export async function removeDeadTemporaries(tmpDir: string, key: string): Promise<void> {
+  for (const name of await readdirOrEmpty(tmpDir)) {
+    const m = TMP_NAME.exec(name);
+    if (m?.[1] !== key || Number(m[2]) === process.pid) continue;
+    if (isPidAlive(Number(m[2])) === false) {
+      await rm(join(tmpDir, name), { recursive: true, force: true });
+    }
+  }
+}
+
+/** Moves artifact `dir` to `quarantineDir`; undefined when it was already gone. */
+export async function quarantineArtifact(
+  quarantineDir: string,
+  dir: string,
+  stage: string,
+  key: string,
+): Promise<string | undefined> {
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const to = join(quarantineDir, `${stage}.${key}.${stamp}.${randomBytes(3).toString('hex')}`);
+  try {
+    await mkdir(quarantineDir, { recursive: true });
+    await rename(dir, to);
+    return to;
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
 
 /** `ArtifactStore.list`: every artifact in the store, by stage, oldest first. */
 export async function listArtifacts(store: MaintainedStore): Promise<ArtifactEntry[]> {
@@ -129,6 +165,14 @@ export async function collectGarbage(
   }
   for (const name of await readdirOrEmpty(store.locksDir)) {
     const path = join(store.locksDir, name);
+    const owner = OWNER_NAME.exec(name)?.[1];
+    if (owner !== undefined) {
+      // Who held a lock; gone with it (the next holder writes its own).
+      if (!(await store.locks.isLocked(owner))) {
+        await remove({ kind: 'lock', path, reason: 'holder of a lock that is gone' });
+      }
+      continue;
+    }
     const key = LOCK_NAME.exec(name)?.[1];
     const reason = `not refreshed for ${store.locks.staleMs / 1000} s: its process is gone`;
     if (key === undefined) {
@@ -154,6 +198,16 @@ export async function collectGarbage(
     });
   }
 
+  for (const path of (await scanLeases(store.root)).dead) {
+    if (!dryRun) await removeLease(path);
+    removed.push({
+      kind: 'lease',
+      path,
+      bytes: 0,
+      reason: 'reader lease of a process that is gone',
+    });
+  }
+
   let kept = 0;
   for (const { stage, key, dir } of await listArtifactDirs(store.objectsDir)) {
     const lastUsed = await stat(join(dir, MANIFEST_FILE)).catch(() =>
@@ -172,7 +226,10 @@ export async function collectGarbage(
       reason: `${stage}: last used ${days.toFixed(1)} days ago`,
     };
     if (dryRun) {
-      removed.push(item);
+      if ((await scanLeases(store.root)).leased.has(key)) {
+        busy.push(dir);
+        kept += 1;
+      } else removed.push(item);
       continue;
     }
     const held = await store.locks.tryLock(key, stage);
@@ -182,6 +239,12 @@ export async function collectGarbage(
       continue;
     }
     try {
+      // Leases are read under the key's lock: a reader leases before it locks (leases.ts).
+      if ((await scanLeases(store.root)).leased.has(key)) {
+        busy.push(dir);
+        kept += 1;
+        continue;
+      }
       // Renamed first, so a reader sees the whole artifact or none of it.
       const doomed = join(
         store.tmpDir,

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { ArtifactCorruptError, canonicalJson, fileSha256, fsyncPath } from '@bfe/core';
+import { ArtifactCorruptError, canonicalJson, contentHash, fileSha256, fsyncPath } from '@bfe/core';
 import { listTree } from './fs-util.js';
 import {
   MANIFEST_FILE,
@@ -39,7 +39,7 @@ export async function buildManifest(
     await fsyncPath(f.absolute);
     files.push({ path: f.path, bytes: f.bytes, sha256: await fileSha256(f.absolute) });
   }
-  return {
+  const manifest: CacheManifest = {
     schemaVersion: 1,
     stage,
     key,
@@ -51,6 +51,17 @@ export async function buildManifest(
     seconds,
     meta: meta.data,
   };
+  return { ...manifest, manifestSha256: manifestSha256(manifest) };
+}
+
+/**
+ * The manifest's own hash: SHA-256 of the canonical JSON of every field but `manifestSha256`,
+ * so a same-size edit of `meta`, `seconds` or a file's recorded hash is caught on read.
+ */
+export function manifestSha256(manifest: CacheManifest): string {
+  const body: Partial<CacheManifest> = { ...manifest };
+  delete body.manifestSha256;
+  return contentHash(body);
 }
 
 /**

@@ -39,6 +39,8 @@ export function cleanupInFlightSync(): void {
   for (const entry of inFlight) {
     rmSync(entry.tmpDir, { recursive: true, force: true });
     if (!entry.lock.lost) {
+      // The holder record beside the lock (locks.ts), then the lock itself.
+      rmSync(entry.lock.dir.replace(/\.lock$/, '.owner'), { force: true });
       try {
         rmdirSync(entry.lock.dir);
       } catch {

@@ -12,6 +12,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { lock } from 'proper-lockfile';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -223,16 +224,52 @@ describe('ArtifactStore: corrupt artifacts', () => {
     expect(entries(join(root, 'quarantine'))).toHaveLength(3);
   });
 
-  it('detects a same-size modification only with verify (full SHA-256)', async () => {
-    const { store, c, r } = await stored();
+  it('verify finds a same-size modification; a hit quarantines it, warns naming the file and recomputes', async () => {
+    const { store, c, r, ev } = await stored();
     writeFileSync(join(r.dir, 'vectors.bin'), Buffer.alloc(1000, 8));
-    expect((await store.getOrCreate(spec, c.compute)).cached).toBe(true);
     const report = await store.verify();
     expect(report.checked).toBe(1);
     expect(report.corrupt).toHaveLength(1);
     expect(report.corrupt[0]?.problems[0]).toMatch(/vectors\.bin has SHA-256 [0-9a-f]{64}/);
-    expect((await store.getOrCreate(spec, c.compute, { verify: true })).cached).toBe(false);
+    const again = await store.getOrCreate(spec, c.compute);
+    expect(again.cached).toBe(false);
+    expect(c.calls()).toBe(2);
+    const warning = ev.list.find((e) => e.kind === 'warning');
+    expect(warning?.kind === 'warning' && warning.message).toContain(
+      `${join(r.dir, 'vectors.bin')} has SHA-256`,
+    );
+    expect(readFileSync(join(again.dir, 'vectors.bin')).equals(Buffer.alloc(1000, 7))).toBe(true);
     expect((await store.verify()).corrupt).toEqual([]);
+  });
+
+  it('a same-size edit of the manifest itself (its meta) is caught by its own hash', async () => {
+    const { store, c, r } = await stored();
+    const path = join(r.dir, 'artifact.json');
+    const text = readFileSync(path, 'utf8');
+    expect(text).toContain('"rows": 2');
+    writeFileSync(path, text.replace('"rows": 2', '"rows": 3'));
+    const report = await store.verify();
+    expect(report.corrupt[0]?.problems.join(' ')).toContain('does not hash to its manifestSha256');
+    expect((await store.getOrCreate(spec, c.compute)).cached).toBe(false);
+    expect(readFileSync(path, 'utf8')).toContain('"rows": 2');
+  });
+
+  it('a large file verified once in this process is not hashed again on the next hit', async () => {
+    const ev = events();
+    const store = await ArtifactStore.open({ root, onEvent: ev.onEvent });
+    const big = Buffer.alloc(2 << 20, 3);
+    const compute: ComputeFn = async (dir) => writeFile(join(dir, 'big.bin'), big);
+    const r = await store.getOrCreate(spec, compute);
+    // Whole seconds, so the time can be put back exactly.
+    const mtime = new Date(1_700_000_000_000);
+    utimesSync(join(r.dir, 'big.bin'), mtime, mtime);
+    expect((await store.getOrCreate(spec, compute)).cached).toBe(true); // hashed, remembered
+    // Same size, same mtime and inode: only a re-hash could tell. The memo serves the hit;
+    // `verify: true` hashes again and finds it.
+    writeFileSync(join(r.dir, 'big.bin'), Buffer.alloc(2 << 20, 4));
+    utimesSync(join(r.dir, 'big.bin'), mtime, mtime);
+    expect((await store.getOrCreate(spec, compute)).cached).toBe(true);
+    expect((await store.getOrCreate(spec, compute, { verify: true })).cached).toBe(false);
   });
 
   it("throws ARTIFACT_CORRUPT naming the path with onCorrupt: 'throw'", async () => {
@@ -242,6 +279,7 @@ describe('ArtifactStore: corrupt artifacts', () => {
     expect(error).toBeInstanceOf(ArtifactCorruptError);
     expect(error).toMatchObject({ code: 'ARTIFACT_CORRUPT' });
     expect((error as Error).message).toContain(join(r.dir, 'vectors.bin'));
+    expect((error as Error).message).toContain('bfe cache verify --quarantine');
     expect((error as ArtifactCorruptError).suggestion).toContain('bfe cache verify');
     expect(c.calls()).toBe(1);
   });
@@ -306,7 +344,11 @@ describe('ArtifactStore: interruption', () => {
       await running;
       expect(process.listenerCount(signal)).toBe(listeners + 1);
       expect(entries(join(root, 'tmp'))).toHaveLength(1);
-      expect(entries(join(root, 'locks'))).toHaveLength(1);
+      // The lock directory and its holder record (pid, host, stage).
+      expect(entries(join(root, 'locks')).sort()).toEqual([
+        `${artifactKey(spec)}.lock`,
+        `${artifactKey(spec)}.owner`,
+      ]);
       process.emit(signal, signal);
       expect(exit).toHaveBeenCalledWith(code);
       expect(entries(join(root, 'tmp'))).toEqual([]);
@@ -411,5 +453,65 @@ describe('ArtifactStore.list and gc', () => {
     expect(existsSync(oldOne.dir)).toBe(false);
     expect(existsSync(recent.dir)).toBe(true);
     expect(entries(join(root, 'tmp'))).toEqual([]);
+  });
+});
+
+describe('ArtifactStore: lock holders, reader leases, leftovers of dead processes', () => {
+  // A pid no process has (above Linux's pid_max of 2^22).
+  const deadPid = 4_194_304 + 7;
+
+  it("a wait names the holder's pid and when its lock goes stale; the call's wait is timed apart", async () => {
+    const ev = events();
+    const store = await ArtifactStore.open({ root, onEvent: ev.onEvent, staleMs: 20_000 });
+    const key = artifactKey(spec);
+    const release = await lock(join(root, 'locks', key), { realpath: false, stale: 20_000 });
+    const owner = { pid: process.ppid, hostname: hostname(), stage: 'encode', since: 'now' };
+    writeFileSync(join(root, 'locks', `${key}.owner`), JSON.stringify(owner));
+    const pending = store.getOrCreate(spec, counting().compute);
+    await vi.waitFor(() => expect(ev.list.map((e) => e.kind)).toContain('wait'), {
+      timeout: 30_000,
+    });
+    const wait = ev.list.find((e) => e.kind === 'wait');
+    expect(wait).toMatchObject({ kind: 'wait', stage: 'encode', key, pid: process.ppid });
+    expect(wait?.kind === 'wait' && wait.alive).toBe(true);
+    const staleIn = wait?.kind === 'wait' ? wait.staleInSeconds : null;
+    expect(staleIn).toBeGreaterThan(0);
+    expect(staleIn).toBeLessThanOrEqual(20);
+    await release();
+    const result = await pending;
+    expect(result.waitSeconds).toBeGreaterThan(0);
+    expect(result.waitSeconds).toBeLessThanOrEqual(result.seconds);
+    // Released: neither the lock nor the holder record is left.
+    expect(entries(join(root, 'locks'))).toEqual([]);
+  });
+
+  it('gc --keep-days leaves an artifact another live process leases, and drops leases of dead ones', async () => {
+    const store = await ArtifactStore.open({ root });
+    const a = await store.getOrCreate(spec, counting().compute);
+    const b = await store.getOrCreate({ ...spec, version: '2' }, counting().compute);
+    const old = new Date(Date.now() - 10 * 86_400_000);
+    for (const r of [a, b]) utimesSync(join(r.dir, 'artifact.json'), old, old);
+    // The parent process (alive) reads a; a dead process once read b.
+    writeFileSync(join(root, 'leases', `${process.ppid}@${hostname()}.aa`), `${a.key}\n`);
+    writeFileSync(join(root, 'leases', `${deadPid}@${hostname()}.bb`), `${b.key}\n`);
+    // This process's own leases do not hold gc back (it would be collecting under itself).
+    const report = await store.gc({ keepDays: 7 });
+    expect(report.busy).toEqual([a.dir]);
+    expect(existsSync(a.dir)).toBe(true);
+    expect(existsSync(b.dir)).toBe(false);
+    expect(report.removed.map((r) => r.kind).sort()).toEqual(['artifact', 'lease']);
+    expect(entries(join(root, 'leases')).filter((n) => n.startsWith(`${deadPid}@`))).toEqual([]);
+  });
+
+  it("the next holder of a key removes a dead process's temporary directory of that key", async () => {
+    const store = await ArtifactStore.open({ root });
+    const key = artifactKey(spec);
+    const dead = join(root, 'tmp', `${key}.${deadPid}.abc123`);
+    const other = join(root, 'tmp', `${'e'.repeat(64)}.${deadPid}.abc123`);
+    mkdirSync(dead, { recursive: true });
+    mkdirSync(other, { recursive: true });
+    await store.getOrCreate(spec, counting().compute);
+    expect(existsSync(dead)).toBe(false);
+    expect(existsSync(other)).toBe(true); // another key's: gc's business
   });
 });

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ArtifactCorruptError, fsyncDirs, fsyncPath } from '@bfe/core';
-import { CacheUnwritableError, isNotFound, isUnwritableError } from './errors.js';
+import { CacheUnwritableError, isUnwritableError } from './errors.js';
 import { inspectArtifact, type Inspection } from './inspect.js';
 import { MANIFEST_FILE, artifactKey, type ArtifactSpec, type CacheManifest } from './key.js';
 import { KeyLocks, type Held } from './locks.js';
@@ -10,9 +10,12 @@ import { buildManifest } from './manifest.js';
 import {
   collectGarbage,
   listArtifacts,
+  quarantineArtifact,
+  removeDeadTemporaries,
   verifyArtifacts,
   type MaintainedStore,
 } from './maintenance.js';
+import { leaseKey, releaseLeases } from './leases.js';
 import { installSignalCleanup, trackInFlight } from './signals.js';
 import {
   DEFAULT_STALE_MS,
@@ -46,16 +49,9 @@ const pendingByLock = new Map<string, Promise<unknown>>();
  * const store = await ArtifactStore.open(); // .bfe-cache/, or $BFE_CACHE_DIR
  * const bank = await store.getOrCreate(
  *   { stage: 'encode', version: '3', config: { model, dtype }, inputs: { data: benchmarkHash(b) } },
- *   async (tmpDir) => {
- *     await encodeInto(tmpDir); // memories.arrow, queries.arrow …
- *     return { memories: 5882 };
- *   },
+ *   async (tmpDir) => ({ memories: await encodeInto(tmpDir) }), // returns the manifest's meta
  * );
  * bank.dir; // …/objects/encode/9c1f…/  (bank.cached: false the first time, true after)
- * const scores = await store.getOrCreate(
- *   { stage: 'score', version: '1', config: { k: 10 }, inputs: { bank: bank.key } },
- *   async (tmpDir) => { await scoreInto(bank.dir, tmpDir); },
- * );
  */
 export class ArtifactStore {
   readonly root: string;
@@ -67,6 +63,7 @@ export class ArtifactStore {
   readonly #onCorrupt: 'recompute' | 'throw';
   readonly #exitOnSignal: boolean;
   readonly #onEvent: ((event: CacheEvent) => void) | undefined;
+  readonly #failpoint: ((point: string) => void) | undefined;
   readonly #locks: KeyLocks;
   #dirsReady: Promise<void> | undefined;
 
@@ -80,6 +77,7 @@ export class ArtifactStore {
     this.#onCorrupt = options.onCorrupt ?? 'recompute';
     this.#exitOnSignal = options.exitOnSignal ?? true;
     this.#onEvent = options.onEvent;
+    this.#failpoint = options.failpoint;
     this.#locks = new KeyLocks({
       root,
       locksDir: this.locksDir,
@@ -112,10 +110,11 @@ export class ArtifactStore {
   }
 
   /**
-   * Returns the artifact of `spec`, computing it on a miss. On a hit the artifact is checked
-   * (manifest valid, every file present with its size; SHA-256 too with `verify`) and its
-   * last use recorded. On a miss the key's lock is taken (waiting while another process holds
-   * it), the store is checked again (that process may have just made it: `cached: true`), and
+   * Returns the artifact of `spec`, computing it on a miss. The key is leased to this process
+   * (so `gc` leaves it alone) and its lock taken (waiting while another process holds it);
+   * then the artifact is checked (manifest valid and hashing to itself and to its key, every
+   * file present with its size and SHA-256; files of 1 MiB or more already verified in this
+   * process are not hashed twice unless `verify`) and its last use recorded. On a miss
    * `compute` writes into a fresh directory under `tmp/`, which gets its manifest, is flushed
    * to disk and renamed into place. A compute that throws leaves nothing behind and its error
    * propagates. A corrupt artifact is quarantined and recomputed (see `onCorrupt`).
@@ -156,7 +155,16 @@ export class ArtifactStore {
     const key = artifactKey(spec);
     const found = await this.#inspect(spec.stage, key, options.verify ?? this.#verify);
     if (found.state !== 'ok') return undefined;
-    return this.#result(spec.stage, key, true, t0, found.manifest);
+    return this.#result(spec.stage, key, true, t0, found.manifest, 0);
+  }
+
+  /**
+   * Declares that this process no longer reads the artifacts it got: drops its reader leases,
+   * so `gc --keep-days` in another process may remove them. (A process's leases also end
+   * with it.) Later `getOrCreate` calls lease again.
+   */
+  close(): void {
+    releaseLeases(this.root);
   }
 
   /** Every artifact in the store, by stage, oldest first. */
@@ -189,33 +197,25 @@ export class ArtifactStore {
   ): Promise<ArtifactResult> {
     const t0 = performance.now();
     const { stage } = spec;
-    const first = await this.#inspect(stage, key, verify);
-    if (first.state === 'ok') return this.#hit(stage, key, t0, first.manifest);
-    if (first.state === 'corrupt' && this.#onCorrupt === 'throw') {
-      this.#throwCorrupt(stage, key, first);
-    }
-
+    // The lease first, then the lock: `gc` reads leases under the key's lock (see leases.ts).
+    leaseKey(this.root, key);
     await this.#ensureDirs();
-    const acquired = await this.#locks.acquire(stage, key, async () => {
-      const seen = await this.#inspect(stage, key, verify);
-      return seen.state === 'ok' ? seen.manifest : undefined;
-    });
-    if ('manifest' in acquired) return this.#hit(stage, key, t0, acquired.manifest);
-    const held = acquired;
+    const { held, waitSeconds } = await this.#locks.acquire(stage, key);
     try {
-      const again = await this.#inspect(stage, key, verify);
-      if (again.state === 'ok') return this.#hit(stage, key, t0, again.manifest);
-      if (again.state === 'corrupt') {
-        if (this.#onCorrupt === 'throw') this.#throwCorrupt(stage, key, again);
+      const found = await this.#inspect(stage, key, verify);
+      if (found.state === 'ok') return this.#hit(stage, key, t0, found.manifest, waitSeconds);
+      if (found.state === 'corrupt') {
+        if (this.#onCorrupt === 'throw') this.#throwCorrupt(stage, key, found);
         const to = await this.#quarantine(stage, key);
         this.#emit({
           kind: 'warning',
           stage,
           key,
-          message: `Corrupt artifact ${this.artifactDir(stage, key)} (${again.problems.join('; ')}) moved to ${to ?? 'nowhere (it vanished)'}; computing it again.`,
+          message: `Corrupt ${stage} artifact: ${found.problems.join('; ')}. Moved it to ${to ?? 'nowhere (it vanished)'}; computing it again.`,
         });
       }
-      return await this.#compute(spec, key, compute, held, verify, t0);
+      await removeDeadTemporaries(this.tmpDir, key);
+      return await this.#compute(spec, key, compute, held, verify, t0, waitSeconds);
     } finally {
       await this.#locks.release(held, stage, key);
     }
@@ -228,6 +228,7 @@ export class ArtifactStore {
     held: Held,
     verify: boolean,
     t0: number,
+    waitSeconds: number,
   ): Promise<ArtifactResult> {
     const { stage } = spec;
     const tmp = await this.#writing(() => mkdtemp(join(this.tmpDir, `${key}.${process.pid}.`)));
@@ -245,13 +246,15 @@ export class ArtifactStore {
         await fsyncPath(manifestPath);
         await fsyncDirs(tmp);
         await mkdir(join(this.objectsDir, stage), { recursive: true });
+        this.#failpoint?.(`before-publish:${stage}`);
         const existing = await this.#publish(stage, key, tmp, verify);
         await fsyncPath(join(this.objectsDir, stage));
+        this.#failpoint?.(`after-publish:${stage}`);
         return existing;
       });
-      if (winner !== undefined) return this.#hit(stage, key, t0, winner);
+      if (winner !== undefined) return this.#hit(stage, key, t0, winner, waitSeconds);
       this.#emit({ kind: 'stored', stage, key, seconds });
-      return this.#result(stage, key, false, t0, manifest);
+      return this.#result(stage, key, false, t0, manifest, waitSeconds);
     } catch (error) {
       await rm(tmp, { recursive: true, force: true });
       throw error;
@@ -295,30 +298,24 @@ export class ArtifactStore {
 
   /** Moves an artifact to `quarantine/`; undefined when it was already gone. */
   async #quarantine(stage: string, key: string): Promise<string | undefined> {
-    const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-    const to = join(
-      this.quarantineDir,
-      `${stage}.${key}.${stamp}.${randomBytes(3).toString('hex')}`,
+    return this.#writing(() =>
+      quarantineArtifact(this.quarantineDir, this.artifactDir(stage, key), stage, key),
     );
-    try {
-      await this.#writing(async () => {
-        await mkdir(this.quarantineDir, { recursive: true });
-        await rename(this.artifactDir(stage, key), to);
-      });
-      return to;
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }
   }
 
-  #hit(stage: string, key: string, t0: number, manifest: CacheManifest): ArtifactResult {
+  #hit(
+    stage: string,
+    key: string,
+    t0: number,
+    manifest: CacheManifest,
+    waitSeconds: number,
+  ): ArtifactResult {
     // The manifest's mtime is the last use, for `bfe cache gc --keep-days`; a read-only cache
     // simply keeps its old times.
     const now = new Date();
     utimes(join(this.artifactDir(stage, key), MANIFEST_FILE), now, now).catch(() => undefined);
     this.#emit({ kind: 'hit', stage, key });
-    return this.#result(stage, key, true, t0, manifest);
+    return this.#result(stage, key, true, t0, manifest, waitSeconds);
   }
 
   #result(
@@ -327,19 +324,21 @@ export class ArtifactStore {
     cached: boolean,
     t0: number,
     manifest: CacheManifest,
+    waitSeconds: number,
   ): ArtifactResult {
     return {
       key,
       dir: this.artifactDir(stage, key),
       cached,
       seconds: (performance.now() - t0) / 1000,
+      waitSeconds,
       manifest,
     };
   }
 
   #throwCorrupt(stage: string, key: string, found: { problems: readonly string[] }): never {
     throw new ArtifactCorruptError(
-      `Artifact ${this.artifactDir(stage, key)} is corrupt: ${found.problems.join('; ')}`,
+      `Artifact ${this.artifactDir(stage, key)} is corrupt: ${found.problems.join('; ')}. Run \`bfe cache verify --quarantine\` (the next run recomputes it).`,
       {
         suggestion:
           'Run `bfe cache verify --quarantine` to move corrupt artifacts aside (the next run recomputes them), then `bfe cache gc`.',

@@ -38,8 +38,20 @@ export function resolveCacheRoot(options: CacheRootOptions = {}): string {
 /** What the store reports while it works; library code never prints. */
 export type CacheEvent =
   | { readonly kind: 'hit'; readonly stage: string; readonly key: string }
-  /** Another process (or call) holds the key's lock; this call waits for it. */
-  | { readonly kind: 'wait'; readonly stage: string; readonly key: string; readonly lock: string }
+  /**
+   * Another process holds the key's lock; this call waits for it. `pid` is the holder's (null
+   * when it recorded none), `alive` whether it still runs (null: unknown), `staleInSeconds`
+   * when its lock goes stale unless refreshed, so a dead holder's lock is taken over then.
+   */
+  | {
+      readonly kind: 'wait';
+      readonly stage: string;
+      readonly key: string;
+      readonly lock: string;
+      readonly pid: number | null;
+      readonly alive: boolean | null;
+      readonly staleInSeconds: number | null;
+    }
   | { readonly kind: 'compute'; readonly stage: string; readonly key: string }
   | {
       readonly kind: 'stored';
@@ -62,7 +74,11 @@ export interface ArtifactStoreOptions extends CacheRootOptions {
    * opens an existing cache, or none, as is: for `bfe cache ls`, `verify` and `gc`.
    */
   readonly create?: boolean | undefined;
-  /** Re-hash every file (SHA-256) on each hit instead of comparing sizes (default false). */
+  /**
+   * Re-hash every file on each hit (default false: files of 1 MiB or more that this process
+   * has already verified, by path, size, mtime and inode, are not hashed again; smaller files
+   * always are).
+   */
   readonly verify?: boolean | undefined;
   /**
    * What a corrupt artifact found on read becomes: `'recompute'` (default) moves it to
@@ -79,6 +95,11 @@ export interface ArtifactStoreOptions extends CacheRootOptions {
   readonly exitOnSignal?: boolean | undefined;
   /** Progress and warnings. Without it, warnings go to `process.emitWarning`. */
   readonly onEvent?: ((event: CacheEvent) => void) | undefined;
+  /**
+   * Fault injection for tests: called at `before-publish:<stage>` (the manifest written, not
+   * yet renamed into place) and `after-publish:<stage>` (renamed, the lock still held).
+   */
+  readonly failpoint?: ((point: string) => void) | undefined;
 }
 
 /** What a compute function is told. */
@@ -109,8 +130,10 @@ export interface ArtifactResult {
   readonly dir: string;
   /** True when this call did not compute: the artifact was there, or another process made it. */
   readonly cached: boolean;
-  /** Wall time of this call (the compute's own time is `manifest.seconds`). */
+  /** Wall time of this call, waits included (the compute's own time is `manifest.seconds`). */
   readonly seconds: number;
+  /** Seconds of that spent waiting for another process's lock on the key. */
+  readonly waitSeconds: number;
   readonly manifest: CacheManifest;
 }
 
@@ -167,7 +190,7 @@ export interface GcOptions {
 
 /** One thing {@link ArtifactStore.gc} removed (or would remove). */
 export interface GcItem {
-  readonly kind: 'tmp' | 'lock' | 'quarantine' | 'artifact';
+  readonly kind: 'tmp' | 'lock' | 'lease' | 'quarantine' | 'artifact' | 'run';
   readonly path: string;
   readonly bytes: number;
   readonly reason: string;
@@ -181,6 +204,6 @@ export interface GcReport {
   readonly bytes: number;
   /** Artifacts left in place. */
   readonly kept: number;
-  /** Things skipped because a live process holds their lock. */
+  /** Things skipped because a live process holds their lock or leases them. */
   readonly busy: readonly string[];
 }

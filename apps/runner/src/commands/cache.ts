@@ -90,37 +90,55 @@ export function cacheCommand(): Command {
   cache.addCommand(
     new Command('gc')
       .description(
-        'remove leftovers of interrupted runs (temporary dirs, stale locks), quarantined and, with --keep-days, unused artifacts',
+        'remove leftovers of interrupted runs (temporary dirs, stale locks and leases, abandoned run folders), quarantined and, with --keep-days, unused artifacts',
       )
       .option('--cache-dir <dir>', CACHE_DIR_HELP)
+      .option('--runs-dir <dir>', 'where run folders go: abandoned ones are removed', 'runs')
       .option('--keep-days <n>', 'also remove artifacts not used for more than n days')
       .option('--dry-run', 'only print what would be removed')
       .option('--json', 'print JSON')
-      .action(async (opts: CacheDirOption & { keepDays?: string; dryRun?: boolean }) => {
-        const { z } = await import('zod');
-        const { ConfigError } = await import('@bfe/core');
-        const { ArtifactStore } = await import('../cache/index.js');
-        const keepDays = z.coerce.number().nonnegative().optional().safeParse(opts.keepDays);
-        if (!keepDays.success) {
-          throw new ConfigError(
-            `--keep-days: ${z.prettifyError(keepDays.error)} (got '${opts.keepDays}')`,
+      .action(
+        async (opts: CacheDirOption & { keepDays?: string; dryRun?: boolean; runsDir: string }) => {
+          const { z } = await import('zod');
+          const { ConfigError } = await import('@bfe/core');
+          const { ArtifactStore } = await import('../cache/index.js');
+          const keepDays = z.coerce.number().nonnegative().optional().safeParse(opts.keepDays);
+          if (!keepDays.success) {
+            throw new ConfigError(
+              `--keep-days: ${z.prettifyError(keepDays.error)} (got '${opts.keepDays}')`,
+            );
+          }
+          const { cleanRunFolders } = await import('../experiment/run-folder-gc.js');
+          const store = await ArtifactStore.open({ root: opts.cacheDir, create: false });
+          const dryRun = opts.dryRun === true;
+          const cacheReport = await store.gc({ keepDays: keepDays.data, dryRun });
+          const runs = await cleanRunFolders(opts.runsDir, { dryRun });
+          const report = {
+            ...cacheReport,
+            removed: [
+              ...cacheReport.removed,
+              ...runs.map((r) => ({
+                kind: 'run' as const,
+                path: r.path,
+                bytes: 0,
+                reason: r.reason,
+              })),
+            ],
+          };
+          if (opts.json === true) {
+            console.log(JSON.stringify(report, null, 2));
+            return;
+          }
+          const verb = report.dryRun ? 'would remove' : 'removed';
+          for (const r of report.removed) {
+            console.log(`${verb} ${r.kind} ${r.path} (${formatBytes(r.bytes)}): ${r.reason}`);
+          }
+          for (const b of report.busy) console.log(`skipped ${b}: in use by a running process`);
+          console.log(
+            `${report.dryRun ? 'Would free' : 'Freed'} ${formatBytes(report.bytes)} (${report.removed.length} item(s)); ${report.kept} artifact(s) kept in ${report.root}.`,
           );
-        }
-        const store = await ArtifactStore.open({ root: opts.cacheDir, create: false });
-        const report = await store.gc({ keepDays: keepDays.data, dryRun: opts.dryRun === true });
-        if (opts.json === true) {
-          console.log(JSON.stringify(report, null, 2));
-          return;
-        }
-        const verb = report.dryRun ? 'would remove' : 'removed';
-        for (const r of report.removed) {
-          console.log(`${verb} ${r.kind} ${r.path} (${formatBytes(r.bytes)}): ${r.reason}`);
-        }
-        for (const b of report.busy) console.log(`skipped ${b}: in use by a running process`);
-        console.log(
-          `${report.dryRun ? 'Would free' : 'Freed'} ${formatBytes(report.bytes)} (${report.removed.length} item(s)); ${report.kept} artifact(s) kept in ${report.root}.`,
-        );
-      }),
+        },
+      ),
   );
   return cache;
 }

@@ -2,6 +2,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseResults, type Results } from '@bfe/eval';
 import { ArtifactStore, type ArtifactResult } from '../cache/store.js';
+import { describeCacheEvent, staleMsFromEnv } from './cache-events.js';
+import { failpoint } from './faults.js';
 import { isSelectionData, type Experiment } from './config.js';
 import { openRunFolder, publishRunFolder } from './run-folder.js';
 import { stageContext, type StageRecord } from './stage.js';
@@ -55,8 +57,17 @@ export interface RunOutcome {
 export async function runExperiment(options: RunExperimentOptions): Promise<RunOutcome> {
   const started = performance.now();
   const e = options.experiment;
-  const store = await ArtifactStore.open({ root: options.cacheDir });
-  const ctx = stageContext(store, options.log ?? (() => {}), options.progress ?? (() => {}));
+  const log = options.log ?? (() => {});
+  const store = await ArtifactStore.open({
+    root: options.cacheDir,
+    staleMs: staleMsFromEnv(),
+    onEvent: (event) => {
+      const line = describeCacheEvent(event);
+      if (line !== undefined) log(line);
+    },
+    failpoint,
+  });
+  const ctx = stageContext(store, log, options.progress ?? (() => {}));
 
   const dataset = await runDatasetStage(ctx, e, options.configPath);
   const encode = await runEncodeStage(ctx, e, dataset);
@@ -118,6 +129,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
     cacheRoot: store.root,
     seconds,
   });
+  failpoint('run-folder');
   await writeFile(join(folder.tmpDir, 'receipt.json'), `${JSON.stringify(receipt, null, 2)}\n`);
   // Each seed's results, read and validated once: for the report and for the caller.
   const withResults = await Promise.all(

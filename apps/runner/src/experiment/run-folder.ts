@@ -1,8 +1,11 @@
 import { copyFile, mkdir, rename, rm, rmdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { contentHash, writeFileAtomic } from '@bfe/core';
 import type { ArtifactResult } from '../cache/store.js';
 import { SCORE_FILES } from '../score/write.js';
+import { failpoint } from './faults.js';
+import { cleanExperimentRuns } from './run-folder-gc.js';
 
 /** One seed's artifacts that the run folder copies. */
 export interface SeedArtifacts {
@@ -20,8 +23,9 @@ export interface RunFolder {
 }
 
 /**
- * Reserves `runs/<experiment>/<run-id>/` (a UTC timestamp and the stages' keys' hash) by
- * creating it empty: two runs of one experiment on one cache can finish in the same second with
+ * Removes the leftovers of this experiment's killed runs, then reserves
+ * `runs/<experiment>/<run-id>/` (a UTC timestamp and the stages' keys' hash) by creating it
+ * empty, after its temporary sibling `<run-id>.tmp-<pid>-<random>`: two runs of one experiment on one cache can finish in the same second with
  * the same keys, so the second takes `-2`. The folder is filled in a temporary sibling:
  * the first seed's `per-query.jsonl` and `k-sweep.json` at the top (the caller writes the
  * seeds' `results.json` there), every seed's score files under `seeds/<seed>/` with its adapter
@@ -39,20 +43,25 @@ export async function openRunFolder(input: {
     .replace(/[-:]/g, '')
     .replace(/\.\d+Z$/, 'Z')}-${contentHash([...input.stageKeys]).slice(0, 8)}`;
   await mkdir(base, { recursive: true });
+  // Leftovers of this experiment's killed runs (run-folder-gc.ts).
+  await cleanExperimentRuns(base).catch(() => undefined);
   let runId = baseId;
+  let tmpDir: string;
   for (let n = 2; ; n++) {
+    // The temporary folder first: an empty run folder without a live one is abandoned.
+    // Named by pid (for gc) and a random tag (two runs of one process may try one run id).
+    tmpDir = `${join(base, runId)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+    await mkdir(tmpDir);
     try {
       await mkdir(join(base, runId));
       break;
     } catch (error) {
+      await rm(tmpDir, { recursive: true, force: true });
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       runId = `${baseId}-${n}`;
     }
   }
   const runDir = join(base, runId);
-  const tmpDir = `${runDir}.tmp-${process.pid}`;
-  await rm(tmpDir, { recursive: true, force: true });
-  await mkdir(tmpDir, { recursive: true });
   const first = input.perSeed[0];
   if (first === undefined) throw new Error('openRunFolder: a run has at least one score stage');
   for (const f of SCORE_FILES) {
@@ -79,11 +88,13 @@ export async function openRunFolder(input: {
  * their bytes).
  */
 export async function publishRunFolder(folder: RunFolder): Promise<void> {
+  failpoint('run-folder-publish');
   await rename(folder.tmpDir, folder.runDir).catch(async (error: unknown) => {
     if ((error as NodeJS.ErrnoException).code !== 'EPERM') throw error;
     await rmdir(folder.runDir);
     await rename(folder.tmpDir, folder.runDir);
   });
+  failpoint('latest');
   const body = { runId: folder.runId, runDir: folder.runDir };
   await writeFileAtomic(folder.latestFile, `${JSON.stringify(body, null, 2)}\n`);
 }

@@ -1,5 +1,7 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { ArtifactStore, ArtifactResult } from '../cache/store.js';
 import type { ArtifactSpec } from '../cache/key.js';
+import { stageDelayMs, stageFailpoint, stageWait } from './faults.js';
 
 /** One stage as a run saw it. */
 export interface StageRecord {
@@ -7,7 +9,15 @@ export interface StageRecord {
   readonly name: string;
   readonly key: string;
   readonly cached: boolean;
+  /** Wall time of the stage, waits for another process's lock included. */
   readonly seconds: number;
+  /** Of `seconds`, the time spent waiting for another process's lock on the key. */
+  readonly waitSeconds: number;
+  /**
+   * The longest the event loop was blocked during the stage (0 for a hit): the cache's lock
+   * is refreshed from a timer, so a block longer than the lock's stale time loses it.
+   */
+  readonly maxBlockedSeconds: number;
 }
 
 /** Writes a stage's artifact files into `dir`; returns the facts its manifest records. */
@@ -30,11 +40,9 @@ export interface StageContext {
 /**
  * The stage helper of an experiment: each call goes through the artifact store (a hit returns
  * the cached artifact, a miss computes it under the key's lock), is logged as
- * `stage <name>: cached|computed <key> (<s> s)` and recorded for the receipt.
- *
- * Test failpoint: `BFE_FAULT_STAGE_DELAY=<stage>:<ms>` (the stage kind, e.g. `score:5000`, or
- * its full name, `score@42`) sleeps that long inside the compute, before it computes, so a test
- * can interrupt a run mid-stage. An awaited timer, so signals are handled meanwhile.
+ * `stage <name>: cached|computed <key> (<s> s[, waited <w> s for a lock])` and recorded for
+ * the receipt. The test failpoints `BFE_FAULT_STAGE_DELAY`, `BFE_FAULT_STAGE_WAIT` and
+ * `BFE_FAULT_KILL` are described in faults.ts.
  */
 export function stageContext(
   store: ArtifactStore,
@@ -42,21 +50,46 @@ export function stageContext(
   progress: StageContext['progress'],
 ): StageContext {
   const records: StageRecord[] = [];
+  // The stage whose compute is running, for the `compute:<stage>` failpoint.
+  let computing: { name: string; kind: string } | undefined;
+  const stageProgress: StageContext['progress'] = (label, done, total, extra) => {
+    if (computing !== undefined) stageFailpoint('compute', computing.name, computing.kind);
+    progress(label, done, total, extra);
+  };
   const run: StageContext['run'] = async (name, spec, compute) => {
     log(`stage ${name}: …`);
-    const fault = /^(.+):(\d+)$/.exec(process.env.BFE_FAULT_STAGE_DELAY ?? '');
-    const faultMs =
-      fault !== null && (fault[1] === name || fault[1] === spec.stage) ? Number(fault[2]) : 0;
+    stageFailpoint('start', name, spec.stage);
+    const faultMs = stageDelayMs(name, spec.stage);
+    const blocked = monitorEventLoopDelay({ resolution: 20 });
     const result = await store.getOrCreate(spec, async (dir) => {
       log(`stage ${name}: computing`);
       if (faultMs > 0) await new Promise((wake) => setTimeout(wake, faultMs));
-      return (await compute(dir)) as never;
+      await stageWait(name, spec.stage);
+      computing = { name, kind: spec.stage };
+      blocked.enable();
+      try {
+        return (await compute(dir)) as never;
+      } finally {
+        blocked.disable();
+        computing = undefined;
+      }
     });
-    records.push({ name, key: result.key, cached: result.cached, seconds: result.seconds });
+    // The histogram's max is in nanoseconds (its minimum reading is the resolution).
+    const maxBlockedSeconds = result.cached ? 0 : blocked.max / 1e9;
+    records.push({
+      name,
+      key: result.key,
+      cached: result.cached,
+      seconds: result.seconds,
+      waitSeconds: result.waitSeconds,
+      maxBlockedSeconds,
+    });
+    const waited =
+      result.waitSeconds > 0 ? `, waited ${result.waitSeconds.toFixed(1)} s for a lock` : '';
     log(
-      `stage ${name}: ${result.cached ? 'cached' : 'computed'} ${result.key.slice(0, 12)} (${result.seconds.toFixed(1)} s)`,
+      `stage ${name}: ${result.cached ? 'cached' : 'computed'} ${result.key.slice(0, 12)} (${result.seconds.toFixed(1)} s${waited})`,
     );
     return result;
   };
-  return { run, log, progress, records };
+  return { run, log, progress: stageProgress, records };
 }

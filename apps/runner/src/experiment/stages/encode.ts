@@ -77,6 +77,8 @@ export async function runEncodeStage(
     artifact,
     modelManifest,
     bankManifestSha256: await fileSha256(join(bankDir, BANK_MANIFEST_FILE)),
-    bank: () => (opened ??= openBank(bankDir)),
+    // The store has just checked every bank file's SHA-256 against artifact.json (on this hit,
+    // or when it wrote them on this miss): openBank need not hash them a second time.
+    bank: () => (opened ??= openBank(bankDir, { verifyHashes: false })),
   };
 }
