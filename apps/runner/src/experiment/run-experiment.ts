@@ -137,6 +137,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
   const summary = buildRunResults({
     splitSeed: e.split.policy === 'none' ? null : e.split.seed,
     selectionData,
+    load: await dataset.loadSummary(),
     runs: withResults.map((p, i) => ({
       seed: p.seed,
       splitHash: p.splitHash,
