@@ -171,8 +171,7 @@ export type LoadSummary = z.infer<typeof loadSummarySchema>;
 
 /** The counts of a load report's JSON form ({@link loadSummarySchema}). */
 export function summarizeLoad(json: LoadReportJson): LoadSummary {
-  const total = (r: Record<string, number>): number =>
-    Object.values(r).reduce((a, b) => a + b, 0);
+  const total = (r: Record<string, number>): number => Object.values(r).reduce((a, b) => a + b, 0);
   return {
     dataset: json.dataset,
     dropped: total(json.dropped),

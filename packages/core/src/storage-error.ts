@@ -34,6 +34,7 @@ const WHAT: Readonly<Record<string, string>> = {
   EBADF: 'bad file descriptor',
   ENXIO: 'no such device',
   ESTALE: 'stale network file handle',
+  ENOENT: 'cannot create the directory (a parent is missing, or the file system is read-only)',
 };
 
 const SUGGESTION: Readonly<Record<StorageErrorCode, string>> = {
@@ -77,7 +78,8 @@ export class StorageError extends BfeError implements StorageErrorDetails {
   readonly available: number | undefined;
 
   constructor(details: StorageErrorDetails, options: BfeErrorOptions = {}) {
-    const code = ERRNO_KIND[details.errno] ?? 'STORAGE_IO';
+    const code =
+      ERRNO_KIND[details.errno] ?? (details.errno === 'ENOENT' ? 'STORAGE_DENIED' : 'STORAGE_IO');
     const at = details.path === undefined ? '' : ` ${verb(details.syscall)} ${details.path}`;
     const space: string[] = [];
     if (details.needed !== undefined) space.push(`needs ${formatBytes(details.needed)}`);
@@ -98,11 +100,11 @@ export class StorageError extends BfeError implements StorageErrorDetails {
 
 /** Whether `error` is a Node errno error that {@link StorageError} stands for. */
 export function isStorageErrno(error: unknown): error is NodeJS.ErrnoException {
-  return (
-    error instanceof Error &&
-    typeof (error as NodeJS.ErrnoException).code === 'string' &&
-    Object.hasOwn(ERRNO_KIND, (error as NodeJS.ErrnoException).code as string)
-  );
+  if (!(error instanceof Error)) return false;
+  const { code, syscall } = error as NodeJS.ErrnoException;
+  if (typeof code !== 'string') return false;
+  // `mkdir -p` on a read-only or vanished mount reports ENOENT for a path it was asked to create.
+  return Object.hasOwn(ERRNO_KIND, code) || (code === 'ENOENT' && syscall === 'mkdir');
 }
 
 /**
@@ -118,7 +120,7 @@ export async function toStorageError(
   needed?: number,
 ): Promise<unknown> {
   if (error instanceof StorageError || !isStorageErrno(error)) return error;
-  const where = error.path ?? path;
+  const where = failedPath(error) ?? path;
   const errno = error.code as string;
   const available =
     ERRNO_KIND[errno] === 'STORAGE_FULL' && where !== undefined
@@ -135,7 +137,7 @@ export function toStorageErrorSync(error: unknown, path?: string): unknown {
   if (error instanceof StorageError || !isStorageErrno(error)) return error;
   return new StorageError(
     {
-      path: error.path ?? path,
+      path: failedPath(error) ?? path,
       errno: error.code as string,
       syscall: error.syscall,
       needed: undefined,
@@ -143,6 +145,14 @@ export function toStorageErrorSync(error: unknown, path?: string): unknown {
     },
     { cause: error },
   );
+}
+
+// A copy or rename that fails for lack of space or a read-only target failed at its
+// destination; Node puts the source in `path` and the target in `dest`.
+function failedPath(error: NodeJS.ErrnoException): string | undefined {
+  const dest = (error as { dest?: unknown }).dest;
+  const atTarget = ['ENOSPC', 'EDQUOT', 'EFBIG', 'EROFS'].includes(error.code as string);
+  return atTarget && typeof dest === 'string' ? dest : error.path;
 }
 
 /** Bytes available to an unprivileged user on the file system holding `path` (or its parent). */
@@ -159,14 +169,14 @@ async function freeBytes(path: string): Promise<number | undefined> {
 
 function verb(syscall: string | undefined): string {
   switch (syscall) {
+    case 'mkdir':
+      return 'at';
     case 'open':
     case 'read':
     case 'scandir':
     case 'stat':
     case 'lstat':
       return 'at';
-    case 'mkdir':
-      return 'creating';
     case 'rename':
       return 'renaming';
     case 'unlink':

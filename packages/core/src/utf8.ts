@@ -57,6 +57,17 @@ export class Utf8Check {
       try {
         probe.decode(bytes.subarray(i, i + 1), { stream: true });
       } catch {
+        // The bad sequence starts at an unfinished lead byte just before i, if there is one.
+        let j = i;
+        for (let k = i - 1; k >= Math.max(0, i - 3); k--) {
+          const b = bytes[k] as number;
+          if (b >= 0xc0) {
+            j = k;
+            break;
+          }
+          if ((b & 0xc0) !== 0x80) break;
+        }
+        if (j !== i) i = j;
         const at = base + i;
         const inChunk = at - this.#offset;
         const line = this.#lines + (inChunk > 0 ? countNewlines(chunk, inChunk) : 0);

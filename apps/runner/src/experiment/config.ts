@@ -144,7 +144,7 @@ function checkRatios(ratios: readonly number[], ctx: z.RefinementCtx): void {
   ctx.addIssue({
     code: 'custom',
     message:
-      `[${ratios.join(', ')}] sum to ${sum}: give fractions that sum to 1 (e.g. [0.6, 0.2, 0.2]), ` +
+      `[${ratios.join(', ')}] sum to ${Number(sum.toPrecision(12))}: give fractions that sum to 1 (e.g. [0.6, 0.2, 0.2]), ` +
       'percentages that sum to 100, or integer counts',
   });
 }

@@ -1,5 +1,5 @@
 import { copyFile, mkdir, rename, rm, rmdir } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { contentHash, writeFileAtomic } from '@bfe/core';
 import type { ArtifactResult } from '../cache/store.js';
 import { SCORE_FILES } from '../score/write.js';
@@ -51,6 +51,18 @@ export async function openRunFolder(input: {
   }
   const runDir = join(base, runId);
   const tmpDir = `${runDir}.tmp-${process.pid}`;
+  const folder = { runId, runDir, tmpDir, latestFile: join(base, 'latest.json') };
+  try {
+    await fillRunFolder(tmpDir, input.perSeed);
+  } catch (error) {
+    await abandonRunFolder(folder);
+    throw error;
+  }
+  return folder;
+}
+
+async function fillRunFolder(tmpDir: string, perSeed: readonly SeedArtifacts[]): Promise<void> {
+  const input = { perSeed };
   await rm(tmpDir, { recursive: true, force: true });
   await mkdir(tmpDir, { recursive: true });
   const first = input.perSeed[0];
@@ -69,7 +81,17 @@ export async function openRunFolder(input: {
       }
     }
   }
-  return { runId, runDir, tmpDir, latestFile: join(base, 'latest.json') };
+}
+
+/**
+ * Removes a run folder that failed before it was published (a full disk, a denied write): its
+ * temporary sibling and the empty reserved folder, so a failed run leaves nothing behind.
+ * Errors of the clean-up itself are ignored; the caller rethrows the original error.
+ */
+export async function abandonRunFolder(folder: RunFolder): Promise<void> {
+  await rm(folder.tmpDir, { recursive: true, force: true }).catch(() => undefined);
+  await rmdir(folder.runDir).catch(() => undefined);
+  await rmdir(dirname(folder.runDir)).catch(() => undefined); // only when empty
 }
 
 /**
