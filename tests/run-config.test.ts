@@ -112,7 +112,8 @@ describe('bfe run refuses what it cannot run (exit 2)', () => {
     writeFileSync(file, 'a file, not a cache\n');
     const path = writeExperiment(dir, 'e.yaml', {
       name: 'unwritable',
-      dataset: { name: 'lmeb:../anything' },
+      // A dataset that passes the experiment checks; the cache fails before it is read.
+      dataset: { name: 'locomo' },
     });
     const r = await runBfe(['run', path, '--cache-dir', file, '--runs-dir', join(dir, 'runs')], {
       BFE_MODEL_DIR: join(dir, 'models'),

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, rename, rm, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { injectedStorageFault, toStorageError } from './storage-error.js';
 
 /**
  * A unique hidden sibling of `path` for work in progress: `.<name>.<pid>.<random>.tmp`. Same
@@ -48,35 +49,45 @@ export async function fsyncDirs(root: string): Promise<void> {
  * Writes a file atomically: into a temporary sibling, flushed to disk, then renamed over
  * `path`, so a reader sees the old file or the whole new one, never a part, and a crash leaves
  * no complete-looking partial file. Creates the parent directory. On failure the temporary
- * file is removed and the error rethrown unchanged.
+ * file is removed and the error rethrown; a disk-full, permission or I/O failure becomes a
+ * {@link StorageError} naming `path` and the bytes needed.
  * @example
  * await writeFileAtomic('runs/x/results.json', `${JSON.stringify(results, null, 2)}\n`);
  * await writeFileAtomic('data/locomo10.json', bytes); // Uint8Array
  */
 export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
-  await writeWithHandle(path, async (handle) => {
-    await handle.writeFile(data);
-  });
+  await writeWithHandle(
+    path,
+    async (handle) => {
+      await handle.writeFile(data);
+    },
+    typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength,
+  );
 }
 
 /**
  * Writes a file atomically (as {@link writeFileAtomic}) through a callback that receives the
  * open handle of the temporary file: for content produced piece by piece (streamed lines).
- * The callback's result is returned; if it throws, nothing is left behind.
+ * The callback's result is returned; if it throws, nothing is left behind, and a disk-full,
+ * permission or I/O failure is rethrown as a {@link StorageError} naming `path` (`needed`: the
+ * bytes being written, when the caller knows them).
  * @example
  * await writeWithHandle('out.bin', async (h) => { await h.write(header); await h.write(body); });
  */
 export async function writeWithHandle<T>(
   path: string,
   write: (handle: FileHandle) => Promise<T>,
+  needed?: number,
 ): Promise<T> {
   const dir = dirname(path);
-  await mkdir(dir, { recursive: true });
   const tmp = tempSibling(path);
   try {
+    await mkdir(dir, { recursive: true });
     const handle = await open(tmp, 'w');
     let result: T;
     try {
+      const fault = injectedStorageFault(path);
+      if (fault !== undefined) throw fault;
       result = await write(handle);
       await handle.sync();
     } finally {
@@ -87,7 +98,7 @@ export async function writeWithHandle<T>(
     return result;
   } catch (error) {
     await rm(tmp, { force: true });
-    throw error;
+    throw await toStorageError(error, path, needed);
   }
 }
 
@@ -105,7 +116,9 @@ async function fsyncTree(root: string): Promise<void> {
  * Builds a directory atomically: `build` fills a fresh temporary sibling of `dir`; its files
  * and directories are flushed to disk and renamed into place, replacing whatever was at `dir` (moved aside first,
  * then deleted). An interrupted or failed build leaves no directory that looks complete; on
- * failure the temporary directory is removed and the error rethrown unchanged.
+ * failure the temporary directory is removed and the error rethrown (a disk-full, permission
+ * or I/O failure as a {@link StorageError}, with the failing file's path where Node gave one,
+ * else `dir`).
  * @example
  * const manifest = await writeDirAtomic('banks/locomo', async (tmp) => {
  *   await writeBankTables(join(tmp, 'memories.arrow'), …);
@@ -117,11 +130,17 @@ export async function writeDirAtomic<T>(
   build: (tmp: string) => Promise<T>,
 ): Promise<T> {
   const parent = dirname(dir);
-  await mkdir(parent, { recursive: true });
   const tmp = tempSibling(dir);
-  await mkdir(tmp);
+  try {
+    await mkdir(parent, { recursive: true });
+    await mkdir(tmp);
+  } catch (error) {
+    throw await toStorageError(error, dir);
+  }
   try {
     const result = await build(tmp);
+    const fault = injectedStorageFault(dir);
+    if (fault !== undefined) throw fault;
     await fsyncTree(tmp);
     const old = `${tmp}.old`;
     let replaced = false;
@@ -142,6 +161,6 @@ export async function writeDirAtomic<T>(
     return result;
   } catch (error) {
     await rm(tmp, { recursive: true, force: true });
-    throw error;
+    throw await toStorageError(error, dir);
   }
 }

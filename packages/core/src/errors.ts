@@ -13,7 +13,11 @@ export type BfeErrorCode =
   | 'SPLIT_IMPOSSIBLE'
   | 'SPLIT_INVALID'
   | 'LABEL_LEAK'
-  | 'ARTIFACT_CORRUPT';
+  | 'ARTIFACT_CORRUPT'
+  | 'DATASET_EMPTY'
+  | 'STORAGE_FULL'
+  | 'STORAGE_DENIED'
+  | 'STORAGE_IO';
 
 export interface BfeErrorOptions {
   suggestion?: string;
@@ -108,5 +112,17 @@ export class LabelLeakError extends BfeError {
 export class ArtifactCorruptError extends BfeError {
   constructor(message: string, options: BfeErrorOptions = {}) {
     super('ARTIFACT_CORRUPT', message, options);
+  }
+}
+
+/**
+ * Loading left nothing to evaluate: no memories or no queries survived. Names the files read
+ * and what the load report dropped, so the cause is visible (not a later SPLIT_IMPOSSIBLE).
+ */
+export class EmptyDatasetError extends BfeError {
+  readonly files: readonly string[];
+  constructor(message: string, options: BfeErrorOptions & { files?: readonly string[] } = {}) {
+    super('DATASET_EMPTY', message, options);
+    this.files = options.files ?? [];
   }
 }

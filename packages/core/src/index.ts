@@ -4,6 +4,7 @@ export {
   ConfigError,
   DataError,
   DataMissingError,
+  EmptyDatasetError,
   FetchError,
   HashMismatchError,
   LabelLeakError,
@@ -11,6 +12,15 @@ export {
   UnknownDatasetError,
 } from './errors.js';
 export type { BfeErrorCode, BfeErrorOptions } from './errors.js';
+export {
+  StorageError,
+  formatBytes,
+  injectedStorageFault,
+  isStorageErrno,
+  toStorageError,
+  toStorageErrorSync,
+} from './storage-error.js';
+export type { StorageErrorCode, StorageErrorDetails } from './storage-error.js';
 export { RecordHasher, bytesSha256, canonicalJson, contentHash, fileSha256 } from './hash.js';
 export {
   artifactManifestSchema,
@@ -34,8 +44,15 @@ export type {
   SplitPolicy,
 } from './schemas.js';
 export { RelevanceLabels } from './labels.js';
-export { LoadReport, formatPath, validateRecord } from './load-report.js';
-export type { LoadIssue, LoadReportJson, ReportItem } from './load-report.js';
+export {
+  LoadReport,
+  formatLoadSummary,
+  formatPath,
+  loadSummarySchema,
+  summarizeLoad,
+  validateRecord,
+} from './load-report.js';
+export type { LoadIssue, LoadReportJson, LoadSummary, ReportItem } from './load-report.js';
 export { benchmarkHash } from './benchmark.js';
 export type { LoadedDataset } from './benchmark.js';
 export { flatListValues, float16ListVector, float32ListVector, readArrowFile } from './arrow.js';
@@ -47,4 +64,5 @@ export {
   writeWithHandle,
 } from './atomic-write.js';
 export { readJsonl, readLines, writeJsonlAtomic } from './jsonl.js';
+export { Utf8Check, decodeUtf8Strict } from './utf8.js';
 export type { LinesRead } from './jsonl.js';

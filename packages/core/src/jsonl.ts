@@ -3,6 +3,7 @@ import { createReadStream } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { writeWithHandle } from './atomic-write.js';
+import { Utf8Check } from './utf8.js';
 
 /** What {@link readLines} and {@link readJsonl} read. */
 export interface LinesRead {
@@ -16,7 +17,9 @@ export interface LinesRead {
  * Streams a text file's lines (1-based numbers, `\n` or `\r\n` ends), never holding the file
  * as one string, so large files (MLDR's corpus) read in constant memory. A UTF-8 byte order
  * mark before the first line is dropped. Returns the line count and the SHA-256 of exactly the
- * bytes read. If `onLine` throws, reading stops, the file is closed and the error propagates.
+ * bytes read. Bytes that are not valid UTF-8 are refused, not replaced by U+FFFD: a
+ * `DataError` names the file, the byte offset and the line ({@link Utf8Check}). If `onLine`
+ * throws, reading stops, the file is closed and the error propagates.
  * @example
  * const { sha256 } = await readLines('qrels.tsv', (text, line) => rows.push(text.split('\t')));
  */
@@ -26,15 +29,31 @@ export async function readLines(
 ): Promise<LinesRead> {
   const hash = createHash('sha256');
   const input = createReadStream(path);
-  input.on('data', (chunk) => hash.update(chunk));
+  const utf8 = new Utf8Check(path);
+  let invalid: unknown;
+  input.on('data', (chunk) => {
+    hash.update(chunk);
+    if (invalid !== undefined) return;
+    try {
+      utf8.push(chunk as Buffer);
+    } catch (error) {
+      invalid = error;
+      input.destroy(); // ends the lines; the loop below throws `invalid`
+    }
+  });
   let line = 0;
   try {
     // readline forwards read errors of its input to the async iterator.
     const lines = createInterface({ input, crlfDelay: Infinity });
     for await (const raw of lines) {
+      if (invalid !== undefined) break;
       line += 1;
       onLine(line === 1 ? raw.replace(/^\uFEFF/, '') : raw, line);
     }
+    if (invalid !== undefined) throw invalid;
+    utf8.end();
+  } catch (error) {
+    throw invalid ?? error;
   } finally {
     input.destroy();
   }

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 
 /** One detail line of a load report: which item, and what happened to it. */
 export interface ReportItem {
@@ -139,4 +139,66 @@ function count(map: Map<string, ReportItem[]>, key?: string): number {
   let n = 0;
   for (const v of map.values()) n += v.length;
   return n;
+}
+
+const countsByReason = z.record(z.string(), z.int().nonnegative());
+
+/**
+ * A load report's counts, as a run's `results.json` (`load`), its terminal output and its
+ * `report.md` carry them: totals of what loading dropped, repaired and left unresolved, and
+ * the count per reason. `issues` (records that failed validation, malformed lines included)
+ * are part of `dropped` too, under `invalid-record`.
+ * @example
+ * loadSummarySchema.parse(summarizeLoad(report.toJSON()));
+ * // { dataset: 'lmeb:base', dropped: 3, repaired: 0, unresolved: 1, issues: 2,
+ * //   reasons: { dropped: { 'invalid-record': 2, 'duplicate-memory-id': 1 }, repaired: {},
+ * //   unresolved: { 'qrels-unknown-doc': 1 } } }
+ */
+export const loadSummarySchema = z.strictObject({
+  dataset: z.string().min(1),
+  dropped: z.int().nonnegative(),
+  repaired: z.int().nonnegative(),
+  unresolved: z.int().nonnegative(),
+  issues: z.int().nonnegative(),
+  reasons: z.strictObject({
+    dropped: countsByReason,
+    repaired: countsByReason,
+    unresolved: countsByReason,
+  }),
+});
+/** See {@link loadSummarySchema}. */
+export type LoadSummary = z.infer<typeof loadSummarySchema>;
+
+/** The counts of a load report's JSON form ({@link loadSummarySchema}). */
+export function summarizeLoad(json: LoadReportJson): LoadSummary {
+  const total = (r: Record<string, number>): number => Object.values(r).reduce((a, b) => a + b, 0);
+  return {
+    dataset: json.dataset,
+    dropped: total(json.dropped),
+    repaired: total(json.repaired),
+    unresolved: total(json.unresolved),
+    issues: json.issues,
+    reasons: { dropped: json.dropped, repaired: json.repaired, unresolved: json.unresolved },
+  };
+}
+
+/**
+ * One line for people: `3 dropped (2 invalid-record, 1 duplicate-memory-id); 1 unresolved
+ * (1 qrels-unknown-doc)`, or `nothing dropped, repaired or unresolved`.
+ */
+export function formatLoadSummary(s: LoadSummary): string {
+  const part = (n: number, label: string, reasons: Record<string, number>): string[] =>
+    n === 0
+      ? []
+      : [
+          `${n} ${label} (${Object.entries(reasons)
+            .map(([k, v]) => `${v} ${k}`)
+            .join(', ')})`,
+        ];
+  const parts = [
+    ...part(s.dropped, 'dropped', s.reasons.dropped),
+    ...part(s.repaired, 'repaired', s.reasons.repaired),
+    ...part(s.unresolved, 'unresolved', s.reasons.unresolved),
+  ];
+  return parts.length === 0 ? 'nothing dropped, repaired or unresolved' : parts.join('; ');
 }

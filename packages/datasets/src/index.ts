@@ -16,7 +16,7 @@ export {
 } from './registry.js';
 export { summarize } from './inspect.js';
 export type { DatasetSummary, Distribution } from './inspect.js';
-export { saveLoadReport } from './report-file.js';
+export { loadReportPath, saveLoadReport } from './report-file.js';
 export { parseLocomo, locomoOptionsSchema } from './locomo.js';
 export type { LocomoOptions } from './locomo.js';
 export { parseLongMemEval, longMemEvalOptionsSchema } from './longmemeval.js';

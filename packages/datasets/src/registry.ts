@@ -6,7 +6,9 @@ import {
   ConfigError,
   DataError,
   DataMissingError,
+  EmptyDatasetError,
   UnknownDatasetError,
+  decodeUtf8Strict,
   fileSha256,
   type LoadedDataset,
 } from '@bfe/core';
@@ -121,13 +123,46 @@ export async function loadDataset(
 ): Promise<LoadedDataset> {
   if (name.startsWith(LMEB_PREFIX)) {
     const dir = resolve(name.slice(LMEB_PREFIX.length));
-    return loadLmebFolder(dir, parseOptions(lmebOptionsSchema, options, name));
+    const loaded = await loadLmebFolder(dir, parseOptions(lmebOptionsSchema, options, name));
+    return refuseEmpty(
+      loaded,
+      loaded.benchmark.sources.map((s) => join(dir, s.name)),
+    );
   }
   const spec = specOf(name);
   const merged = parseOptions(spec.optionsSchema, { ...options, ...spec.preset }, name);
   const fetched = await resolveOfficialFile(spec.file, name, location);
   const raw = await readJsonFile(fetched.path);
-  return spec.parse(raw, merged, fetched);
+  return refuseEmpty(spec.parse(raw, merged, fetched), [fetched.path]);
+}
+
+/**
+ * A dataset with no memory or no query left after loading cannot be split or scored: it is
+ * its own error, naming the files read and what the load report dropped (not a later
+ * SPLIT_IMPOSSIBLE).
+ */
+function refuseEmpty(loaded: LoadedDataset, files: readonly string[]): LoadedDataset {
+  const { memories, queries } = loaded.benchmark;
+  if (memories.length > 0 && queries.length > 0) return loaded;
+  const json = loaded.report.toJSON();
+  const dropped = Object.entries(json.dropped).map(([reason, n]) => `${n} ${reason}`);
+  const what =
+    memories.length === 0 && queries.length === 0
+      ? 'no memories and no queries'
+      : memories.length === 0
+        ? 'no memories'
+        : 'no queries';
+  throw new EmptyDatasetError(
+    `dataset ${loaded.benchmark.name} has ${what} after loading ` +
+      `(${memories.length} memories, ${queries.length} queries; dropped: ` +
+      `${dropped.length === 0 ? 'none' : dropped.join(', ')}). Files read: ${files.join(', ')}`,
+    {
+      files,
+      suggestion:
+        'Check that the files hold records (and, for queries, qrels with score > 0 to corpus ' +
+        'documents); `bfe data inspect <name>` prints the full load report.',
+    },
+  );
 }
 
 /** The zod options schema of a dataset, for help texts and config validation. */
@@ -187,7 +222,7 @@ function parseOptions<T>(schema: z.ZodType<T>, options: Record<string, unknown>,
 
 /** Reads and parses a JSON file; a syntax error names the file. */
 export async function readJsonFile(path: string): Promise<unknown> {
-  const text = await readFile(path, 'utf8');
+  const text = decodeUtf8Strict(await readFile(path), path);
   try {
     return JSON.parse(text) as unknown;
   } catch (cause) {

@@ -1,5 +1,6 @@
 import { createWriteStream } from 'node:fs';
 import { finished } from 'node:stream/promises';
+import { toStorageError } from '@bfe/core';
 import {
   Bool,
   Field,
@@ -129,8 +130,10 @@ function int32Data(values: Int32Array) {
 class StreamedFile {
   readonly #writer = new RecordBatchFileWriter();
   readonly #done: Promise<void>;
+  readonly #path: string;
 
   constructor(path: string) {
+    this.#path = path;
     const sink = createWriteStream(path);
     this.#done = finished(this.#writer.toNodeStream().pipe(sink));
   }
@@ -142,7 +145,12 @@ class StreamedFile {
   async close(): Promise<void> {
     this.#writer.finish();
     this.#writer.close();
-    await this.#done;
+    try {
+      await this.#done;
+    } catch (error) {
+      // A stream's write error carries no path: name the file (a full disk, a denied write).
+      throw await toStorageError(error, this.#path);
+    }
   }
 }
 

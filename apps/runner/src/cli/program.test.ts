@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { SplitError } from '@bfe/core';
 import { buildProgram, main } from './program.js';
-import { handleError } from './errors.js';
+import { debugRequested, handleError } from './errors.js';
 
 describe('bfe program', () => {
   it('registers the data subcommands', () => {
@@ -32,5 +32,29 @@ describe('handleError', () => {
     expect(handleError(new TypeError('boom'))).toBe(1);
     expect(lines[0]).toContain('internal error');
     expect(lines[1]).toContain('TypeError: boom');
+  });
+
+  it('maps a raw disk-full error to STORAGE_FULL with its path, exit 2, no stack', () => {
+    const lines: string[] = [];
+    vi.spyOn(console, 'error').mockImplementation((line: unknown) => lines.push(String(line)));
+    const raw = Object.assign(new Error('ENOSPC: no space left on device, write'), {
+      code: 'ENOSPC',
+      syscall: 'write',
+      path: '/cache/objects/encode/x/memories.arrow',
+    });
+    expect(handleError(raw)).toBe(2);
+    expect(lines[0]).toBe(
+      'bfe: STORAGE_FULL: no space left on the device (ENOSPC) writing /cache/objects/encode/x/memories.arrow',
+    );
+    expect(lines.join('\n')).not.toContain('    at ');
+    lines.length = 0;
+    expect(handleError(raw, { debug: true })).toBe(2);
+    expect(lines.join('\n')).toContain('    at ');
+  });
+
+  it('takes --debug anywhere on the command line, or BFE_DEBUG=1', () => {
+    expect(debugRequested(['node', 'bfe', 'run', 'x.yaml', '--debug'], {})).toBe(true);
+    expect(debugRequested(['node', 'bfe', 'run', 'x.yaml'], { BFE_DEBUG: '1' })).toBe(true);
+    expect(debugRequested(['node', 'bfe', 'run', 'x.yaml'], {})).toBe(false);
   });
 });

@@ -9,12 +9,13 @@ import { evalCommand } from '../commands/eval.js';
 import { modelFetchCommand } from '../commands/model-fetch.js';
 import { runCommand } from '../commands/run.js';
 import { scoreCommand } from '../commands/score.js';
-import { handleError } from './errors.js';
+import { debugRequested, handleError } from './errors.js';
 
 /** Builds the `bfe` program. Each subcommand imports its heavy modules lazily in its action. */
 export function buildProgram(): Command {
   const program = new Command('bfe')
     .description('Token-level evidence retrieval for memory banks (Beyond the Final Embedding)')
+    .option('--debug', 'print stack traces of errors (also BFE_DEBUG=1)')
     .showHelpAfterError()
     .exitOverride();
   const data = program.command('data').description('benchmark datasets: fetch, inspect, split');
@@ -38,6 +39,6 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 0;
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
-    return handleError(error);
+    return handleError(error, { debug: debugRequested(argv, process.env) });
   }
 }

@@ -20,11 +20,7 @@ export function dataInspectCommand(): Command {
       const location = dataLocationFromEnv();
       const loaded = await loadDataset(name, { location, options: parseSetOptions(opts.set) });
       const summary = summarize(loaded);
-      const reportPath = await saveLoadReport(
-        loaded.report,
-        opts.report ?? location,
-        summary.dataset,
-      );
+      const reportPath = await saveLoadReport(loaded, opts.report ?? location);
       if (opts.json === true) {
         console.log(JSON.stringify({ ...summary, loadReport: reportPath }, null, 2));
         return;

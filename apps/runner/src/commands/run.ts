@@ -54,6 +54,7 @@ export function runCommand(): Command {
               seconds: outcome.seconds,
               stages: outcome.stages,
               selectionData: outcome.summary.selectionData,
+              load: outcome.summary.load,
               identicalAcrossSeeds: outcome.summary.identicalAcrossSeeds,
               // The mean over training seeds (std: sample, null with one seed), every system.
               means: outcome.summary.systems.map((s) => ({

@@ -1,4 +1,4 @@
-import { readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -232,7 +232,7 @@ describe('readExperiment', () => {
     '# a comment',
     'name: tiny',
     'dataset:',
-    '  name: lmeb:../data',
+    '  name: lmeb:data',
     '  options:',
     '    layout: document',
     'seeds: [42, 43]',
@@ -246,7 +246,7 @@ describe('readExperiment', () => {
   ].join('\n');
   const asObject = {
     name: 'tiny',
-    dataset: { name: 'lmeb:../data', options: { layout: 'document' } },
+    dataset: { name: 'lmeb:data', options: { layout: 'document' } },
     seeds: [42, 43],
     split: { policy: 'query-disjoint-shared-bank', seed: 'per-seed' },
     scorer: { k: 4, kSweep: [2, 4] },
@@ -254,6 +254,7 @@ describe('readExperiment', () => {
 
   it('reads YAML (.yaml, .yml) and JSON to the same experiment, defaults filled', async () => {
     const dir = tmpDir('bfe-experiment-config-');
+    await mkdir(join(dir, 'data'));
     await writeFile(join(dir, 'a.yaml'), yamlText);
     await writeFile(join(dir, 'a.yml'), yamlText);
     await writeFile(join(dir, 'a.json'), JSON.stringify(asObject));
@@ -288,5 +289,68 @@ describe('readExperiment', () => {
     const yaml = await readExperiment(join(dir, 'bad.yaml')).catch((e: unknown) => e);
     expect((yaml as ConfigError).message).toContain('not valid YAML');
     expect(await readdir(dir)).toHaveLength(2);
+  });
+});
+
+describe('the whole experiment file is checked before any stage runs', () => {
+  async function refused(
+    body: Record<string, unknown>,
+  ): Promise<{ path: string; message: string }> {
+    const dir = tmpDir('bfe-experiment-config-');
+    const path = join(dir, 'x.json');
+    await writeFile(path, JSON.stringify({ name: 'x', ...body }));
+    const error = await readExperiment(path).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    return { path, message: (error as ConfigError).message };
+  }
+
+  it.each([
+    [[0.5, 0.2, 0.2], 'sum to 0.9'],
+    [[0, 0, 0], 'sum to zero'],
+    [[60.5, 20, 20], 'sum to 100.5'],
+  ])('refuses split.ratios %j, naming file and field', async (ratios, why) => {
+    const { path, message } = await refused({ dataset: { name: 'locomo' }, split: { ratios } });
+    expect(message).toContain(path);
+    expect(message).toContain('→ at split.ratios');
+    expect(message).toContain(why);
+  });
+
+  it('accepts fractions, percentages and integer counts', () => {
+    for (const ratios of [
+      [0.7, 0.2, 0.1],
+      [60, 20, 20],
+      [6, 2, 2],
+    ]) {
+      expect(
+        parseExperiment({ name: 'x', dataset: { name: 'locomo' }, split: { ratios } }).split.ratios,
+      ).toEqual(ratios);
+    }
+  });
+
+  it("refuses a mistyped dataset option against the dataset's own schema", async () => {
+    const { path, message } = await refused({
+      dataset: { name: 'locomo', options: { granularty: 'session' } },
+    });
+    expect(message).toContain(path);
+    expect(message).toContain('Unrecognized key: "granularty"');
+    expect(message).toContain('→ at dataset.options');
+    const bad = await refused({ dataset: { name: 'locomo', options: { granularity: 'word' } } });
+    expect(bad.message).toContain('→ at dataset.options.granularity');
+  });
+
+  it('refuses an unknown dataset, a missing LMEB folder and an unknown model', async () => {
+    const unknown = await refused({ dataset: { name: 'locomoo' } });
+    expect(unknown.message).toContain(`${unknown.path}: dataset.name: unknown dataset 'locomoo'`);
+    const lmeb = await refused({ dataset: { name: 'lmeb:nowhere' } });
+    expect(lmeb.message).toContain('dataset.name: LMEB folder');
+    const model = await refused({ dataset: { name: 'locomo' }, model: { name: 'no-such-model' } });
+    expect(model.message).toContain(`${model.path}: model.name: unknown model 'no-such-model'`);
+  });
+
+  it('refuses repeated seeds, naming file and field', async () => {
+    const { path, message } = await refused({ dataset: { name: 'locomo' }, seeds: [42, 42] });
+    expect(message).toContain(path);
+    expect(message).toContain('seeds must not repeat');
+    expect(message).toContain('→ at seeds');
   });
 });

@@ -1,6 +1,6 @@
-import { readFile } from 'node:fs/promises';
-import { extname } from 'node:path';
-import { ConfigError } from '@bfe/core';
+import { readFile, stat } from 'node:fs/promises';
+import { extname, join, resolve } from 'node:path';
+import { BfeError, ConfigError, decodeUtf8Strict } from '@bfe/core';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 
@@ -59,9 +59,14 @@ export const experimentSchema = z.strictObject({
        * seed (the explicit option).
        */
       seed: z.union([seedSchema, z.literal('per-seed')]).default(42),
+      /**
+       * Train, validation, test: fractions (sum 1), percentages (sum 100) or integer counts
+       * (sum: the number of units, known only once the dataset is loaded).
+       */
       ratios: z
         .tuple([z.number().min(0), z.number().min(0), z.number().min(0)])
-        .default([0.6, 0.2, 0.2]),
+        .default([0.6, 0.2, 0.2])
+        .superRefine(checkRatios),
       /**
        * The part the result tables report. `train` or `validation` marks every output
        * `selectionData: true`: the adapter is trained and selected on those parts.
@@ -125,6 +130,24 @@ export const experimentSchema = z.strictObject({
     })
     .prefault({}),
 });
+
+// The same readings as @bfe/split's allocateUnits, checked before any stage runs; only integer
+// counts must wait for the dataset (their sum must be its number of units).
+function checkRatios(ratios: readonly number[], ctx: z.RefinementCtx): void {
+  const sum = ratios.reduce((a, b) => a + b, 0);
+  if (sum <= 0) {
+    ctx.addIssue({ code: 'custom', message: 'the ratios sum to zero; nothing to allocate' });
+    return;
+  }
+  const near = (target: number): boolean => Math.abs(sum - target) <= target * 1e-9;
+  if (ratios.every((r) => Number.isInteger(r)) || near(1) || near(100)) return;
+  ctx.addIssue({
+    code: 'custom',
+    message:
+      `[${ratios.join(', ')}] sum to ${Number(sum.toPrecision(12))}: give fractions that sum to 1 (e.g. [0.6, 0.2, 0.2]), ` +
+      'percentages that sum to 100, or integer counts',
+  });
+}
 
 /** An experiment as written. */
 export type ExperimentInput = z.input<typeof experimentSchema>;
@@ -194,8 +217,9 @@ function fieldOf(value: unknown, key: string): unknown {
 export async function readExperiment(path: string): Promise<Experiment> {
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    text = decodeUtf8Strict(await readFile(path), path);
   } catch (cause) {
+    if (cause instanceof BfeError) throw cause;
     throw new ConfigError(`cannot read experiment file ${path}: ${(cause as Error).message}`, {
       cause,
     });
@@ -209,5 +233,67 @@ export async function readExperiment(path: string): Promise<Experiment> {
       { cause },
     );
   }
-  return parseExperiment(raw, path);
+  const experiment = parseExperiment(raw, path);
+  await checkExperimentRefs(experiment, path);
+  return experiment;
+}
+
+/**
+ * Checks what the schema alone cannot, before any stage runs: the dataset is registered (or an
+ * `lmeb:` folder that exists, relative to the file), its options pass the dataset's own zod
+ * schema, and the model is registered, or in the model cache, or given as `model.dir`. Every
+ * message names the file and the field.
+ * @throws {ConfigError} naming `path` and the field (`dataset.name`, `dataset.options.<key>`,
+ *   `model.name`, `model.dir`).
+ */
+export async function checkExperimentRefs(e: Experiment, path: string): Promise<void> {
+  const [{ DATASET_NAMES, datasetOptionsSchema }, { MODEL_NAMES, modelCacheDir }] =
+    await Promise.all([import('@bfe/datasets'), import('@bfe/models')]);
+  const name = e.dataset.name;
+  if (name.startsWith('lmeb:')) {
+    const dir = resolve(path, '..', name.slice('lmeb:'.length));
+    if (!(await isDirectory(dir))) {
+      throw new ConfigError(`${path}: dataset.name: LMEB folder ${dir} does not exist`, {
+        suggestion: 'lmeb:<folder> is taken relative to the experiment file.',
+      });
+    }
+  } else if (!DATASET_NAMES.includes(name)) {
+    throw new ConfigError(`${path}: dataset.name: unknown dataset '${name}'`, {
+      suggestion: `Known datasets: ${DATASET_NAMES.join(', ')}, or lmeb:<folder>.`,
+    });
+  }
+  const options = datasetOptionsSchema(name).safeParse(e.dataset.options);
+  if (!options.success) {
+    const issues = options.error.issues.map((i) => ({
+      ...i,
+      path: ['dataset', 'options', ...i.path],
+    }));
+    throw new ConfigError(
+      `${path}: invalid dataset.options for '${name}':\n${z.prettifyError({ issues })}`,
+      { suggestion: '`bfe data inspect <name> --set key=value` tries options without a run.' },
+    );
+  }
+  if (e.model.dir !== undefined) {
+    const dir = resolve(e.model.dir); // as the encode stage reads it: from the working directory
+    if (!(await isDirectory(dir))) {
+      throw new ConfigError(`${path}: model.dir: ${dir} is not a directory`);
+    }
+  } else if (
+    !MODEL_NAMES.includes(e.model.name) &&
+    !(await isDirectory(join(modelCacheDir(), e.model.name)))
+  ) {
+    throw new ConfigError(`${path}: model.name: unknown model '${e.model.name}'`, {
+      suggestion:
+        `Registered models: ${MODEL_NAMES.join(', ')}; or import one first with ` +
+        '`bfe model fetch <name> --model-dir <dir>`.',
+    });
+  }
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch {
+    return false;
+  }
 }

@@ -5,7 +5,7 @@ import { ArtifactStore, type ArtifactResult } from '../cache/store.js';
 import { describeCacheEvent, staleMsFromEnv } from './cache-events.js';
 import { failpoint } from './faults.js';
 import { isSelectionData, type Experiment } from './config.js';
-import { openRunFolder, publishRunFolder } from './run-folder.js';
+import { abandonRunFolder, openRunFolder, publishRunFolder } from './run-folder.js';
 import { stageContext, type StageRecord } from './stage.js';
 import { runDatasetStage } from './stages/dataset.js';
 import { runEncodeStage } from './stages/encode.js';
@@ -114,67 +114,76 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
     stageKeys: ctx.records.map((s) => s.key),
     perSeed,
   });
-  const { buildReceipt } = await import('./receipt.js');
-  const seconds = (performance.now() - started) / 1000;
-  const receipt = await buildReceipt({
-    experiment: e,
-    configPath: options.configPath,
-    argv: options.argv,
-    sources: dataset.sources,
-    modelManifest: encode.modelManifest,
-    bankManifestSha256: encode.bankManifestSha256,
-    splits: perSeed.map((p) => ({ seed: p.seed, splitSeed: p.splitSeed, hash: p.splitHash })),
-    selectionData,
-    stages: ctx.records,
-    cacheRoot: store.root,
-    seconds,
-  });
-  failpoint('run-folder');
-  await writeFile(join(folder.tmpDir, 'receipt.json'), `${JSON.stringify(receipt, null, 2)}\n`);
-  // Each seed's results, read and validated once: for the report and for the caller.
-  const withResults = await Promise.all(
-    perSeed.map(async (p) => ({
-      ...p,
-      results: parseResults(
-        JSON.parse(await readFile(join(p.score.dir, 'results.json'), 'utf8')),
-        p.score.dir,
+  // A failed run (a full disk, a denied write) leaves no partial run folder behind.
+  try {
+    const { buildReceipt } = await import('./receipt.js');
+    const seconds = (performance.now() - started) / 1000;
+    const receipt = await buildReceipt({
+      experiment: e,
+      configPath: options.configPath,
+      argv: options.argv,
+      sources: dataset.sources,
+      modelManifest: encode.modelManifest,
+      bankManifestSha256: encode.bankManifestSha256,
+      splits: perSeed.map((p) => ({ seed: p.seed, splitSeed: p.splitSeed, hash: p.splitHash })),
+      selectionData,
+      stages: ctx.records,
+      cacheRoot: store.root,
+      seconds,
+    });
+    failpoint('run-folder');
+    await writeFile(join(folder.tmpDir, 'receipt.json'), `${JSON.stringify(receipt, null, 2)}\n`);
+    // Each seed's results, read and validated once: for the report and for the caller.
+    const withResults = await Promise.all(
+      perSeed.map(async (p) => ({
+        ...p,
+        results: parseResults(
+          JSON.parse(await readFile(join(p.score.dir, 'results.json'), 'utf8')),
+          p.score.dir,
+        ),
+      })),
+    );
+    const { buildRunResults } = await import('./run-results.js');
+    const { readTrainingRecord } = await import('./stages/adapt.js');
+    const trainings = await Promise.all(
+      perSeed.map(async (p) =>
+        p.adapt === undefined ? undefined : readTrainingRecord(p.adapt.dir),
       ),
-    })),
-  );
-  const { buildRunResults } = await import('./run-results.js');
-  const { readTrainingRecord } = await import('./stages/adapt.js');
-  const trainings = await Promise.all(
-    perSeed.map(async (p) => (p.adapt === undefined ? undefined : readTrainingRecord(p.adapt.dir))),
-  );
-  const summary = buildRunResults({
-    splitSeed: e.split.policy === 'none' ? null : e.split.seed,
-    selectionData,
-    runs: withResults.map((p, i) => ({
-      seed: p.seed,
-      splitHash: p.splitHash,
-      results: p.results,
-      selected: trainings[i]?.selected,
-    })),
-  });
-  await writeFile(join(folder.tmpDir, 'results.json'), `${JSON.stringify(summary, null, 2)}\n`);
-  const { writeRunReport } = await import('./run-report.js');
-  const terminal = await writeRunReport({
-    dir: folder.tmpDir,
-    experiment: e,
-    runId: folder.runId,
-    perSeed: withResults.map((p, i) => ({ ...p, training: trainings[i] })),
-    summary,
-    receipt,
-  });
-  await publishRunFolder(folder);
-  return {
-    runDir: folder.runDir,
-    runId: folder.runId,
-    stages: ctx.records,
-    results: withResults[0]!.results,
-    summary,
-    perSeed: withResults.map((p) => ({ seed: p.seed, results: p.results })),
-    seconds,
-    terminal,
-  };
+    );
+    const summary = buildRunResults({
+      splitSeed: e.split.policy === 'none' ? null : e.split.seed,
+      selectionData,
+      load: await dataset.loadSummary(),
+      runs: withResults.map((p, i) => ({
+        seed: p.seed,
+        splitHash: p.splitHash,
+        results: p.results,
+        selected: trainings[i]?.selected,
+      })),
+    });
+    await writeFile(join(folder.tmpDir, 'results.json'), `${JSON.stringify(summary, null, 2)}\n`);
+    const { writeRunReport } = await import('./run-report.js');
+    const terminal = await writeRunReport({
+      dir: folder.tmpDir,
+      experiment: e,
+      runId: folder.runId,
+      perSeed: withResults.map((p, i) => ({ ...p, training: trainings[i] })),
+      summary,
+      receipt,
+    });
+    await publishRunFolder(folder);
+    return {
+      runDir: folder.runDir,
+      runId: folder.runId,
+      stages: ctx.records,
+      results: withResults[0]!.results,
+      summary,
+      perSeed: withResults.map((p) => ({ seed: p.seed, results: p.results })),
+      seconds,
+      terminal,
+    };
+  } catch (error) {
+    await abandonRunFolder(folder);
+    throw error;
+  }
 }

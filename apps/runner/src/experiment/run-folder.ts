@@ -1,5 +1,5 @@
 import { copyFile, mkdir, rename, rm, rmdir } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { contentHash, writeFileAtomic } from '@bfe/core';
 import type { ArtifactResult } from '../cache/store.js';
@@ -62,6 +62,19 @@ export async function openRunFolder(input: {
     }
   }
   const runDir = join(base, runId);
+  const folder = { runId, runDir, tmpDir, latestFile: join(base, 'latest.json') };
+  try {
+    await fillRunFolder(tmpDir, input.perSeed);
+  } catch (error) {
+    await abandonRunFolder(folder);
+    throw error;
+  }
+  return folder;
+}
+
+/** Copies the artifacts people read into the run's temporary folder. */
+async function fillRunFolder(tmpDir: string, perSeed: readonly SeedArtifacts[]): Promise<void> {
+  const input = { perSeed };
   const first = input.perSeed[0];
   if (first === undefined) throw new Error('openRunFolder: a run has at least one score stage');
   for (const f of SCORE_FILES) {
@@ -78,7 +91,17 @@ export async function openRunFolder(input: {
       }
     }
   }
-  return { runId, runDir, tmpDir, latestFile: join(base, 'latest.json') };
+}
+
+/**
+ * Removes a run folder that failed before it was published (a full disk, a denied write): its
+ * temporary sibling and the empty reserved folder, so a failed run leaves nothing behind.
+ * Errors of the clean-up itself are ignored; the caller rethrows the original error.
+ */
+export async function abandonRunFolder(folder: RunFolder): Promise<void> {
+  await rm(folder.tmpDir, { recursive: true, force: true }).catch(() => undefined);
+  await rmdir(folder.runDir).catch(() => undefined);
+  await rmdir(dirname(folder.runDir)).catch(() => undefined); // only when empty
 }
 
 /**

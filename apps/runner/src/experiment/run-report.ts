@@ -73,6 +73,7 @@ export async function writeRunReport(input: RunReportInput): Promise<string> {
       },
     },
     results: first.results,
+    ...(input.summary.load === undefined ? {} : { load: input.summary.load }),
     ...(first.sweep.points.length === 0
       ? {}
       : {

@@ -1,4 +1,4 @@
-import { DataError } from '@bfe/core';
+import { DataError, loadSummarySchema, type LoadSummary } from '@bfe/core';
 import { resultsSchema, type Results } from '@bfe/eval';
 import { z } from 'zod';
 import { checkSeedLengths, seedMeans, seedMeansShape } from '../score/seed-means.js';
@@ -44,6 +44,11 @@ export const runResultsSchema = z
      * on: these figures are not held-out results.
      */
     selectionData: z.boolean(),
+    /**
+     * What loading the dataset dropped, repaired and left unresolved (totals and per reason);
+     * absent only in results written before it was recorded.
+     */
+    load: loadSummarySchema.optional(),
     ...seedMeansShape,
     /** Per training seed, when the adapter was trained. */
     adapter: z.strictObject({ seeds: z.array(seedSelectionSchema).min(1) }).optional(),
@@ -84,6 +89,8 @@ export type SeedSelection = z.infer<typeof seedSelectionSchema>;
 export interface RunResultsInput {
   readonly splitSeed: number | 'per-seed' | null;
   readonly selectionData: boolean;
+  /** The dataset stage's load report counts. */
+  readonly load?: LoadSummary | undefined;
   readonly runs: ReadonlyArray<{
     readonly seed: number | null;
     readonly splitHash: string | null;
@@ -116,6 +123,7 @@ export function buildRunResults(input: RunResultsInput): RunResults {
     split: first.results.split,
     splitSeed: input.splitSeed,
     selectionData: input.selectionData,
+    ...(input.load === undefined ? {} : { load: input.load }),
     ...means,
     ...(selections.length === 0 ? {} : { adapter: { seeds: selections } }),
     runs: input.runs.map((r) => ({ seed: r.seed, splitHash: r.splitHash, results: r.results })),

@@ -1,3 +1,4 @@
+import { formatLoadSummary } from '@bfe/core';
 import type { TopLevelSpec } from 'vega-lite';
 import { loadVegaBundles } from './bundles.js';
 import type { VegaBundles } from './bundles.js';
@@ -94,6 +95,7 @@ function header(input: ReportInput): [string, string][] {
           : `one split (split seed ${seeds.splitSeed})${trained.length > 1 ? ' shared by all' : ''}`),
     ]);
   }
+  if (input.load !== undefined) facts.push(['loading', formatLoadSummary(input.load)]);
   if (first !== undefined) {
     facts.push([
       'queries',
@@ -224,6 +226,7 @@ function renderTerminal(input: ReportInput): string {
   const lines = [`${input.experiment} · run ${input.runId} · ${input.dataset}/${input.split.name}`];
   const banner = diagnosticBanner(input);
   if (banner !== undefined) lines.push(`!! ${banner}`);
+  if (input.load !== undefined) lines.push(`loading: ${formatLoadSummary(input.load)}`);
   const means = severalSeeds(input);
   if (means === undefined) {
     lines.push(

@@ -1,4 +1,4 @@
-import { splitSchema } from '@bfe/core';
+import { loadSummarySchema, splitSchema } from '@bfe/core';
 import { metricValuesSchema, resultsSchema, systemNameSchema } from '@bfe/eval';
 import { z } from 'zod';
 import { seedMeansSchema } from '../score/seed-means.js';
@@ -134,6 +134,8 @@ export const reportInputSchema = z
     /** The seed means; with more than one seed they are the headline, `results` the first seed. */
     seeds: reportSeedsSchema.optional(),
     receipt: receiptSummarySchema.optional(),
+    /** What loading the dataset dropped, repaired and left unresolved. */
+    load: loadSummarySchema.optional(),
   })
   .superRefine((input, ctx) => {
     if (input.results.dataset !== input.dataset) {

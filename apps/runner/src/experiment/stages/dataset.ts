@@ -1,6 +1,14 @@
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { DataError, benchmarkHash, type LoadedDataset } from '@bfe/core';
+import {
+  DataError,
+  benchmarkHash,
+  loadSummarySchema,
+  summarizeLoad,
+  type LoadReportJson,
+  type LoadSummary,
+  type LoadedDataset,
+} from '@bfe/core';
 import { dataLocationFromEnv, datasetSources, loadDataset } from '@bfe/datasets';
 import type { ArtifactResult } from '../../cache/store.js';
 import { codeVersion } from '../code-version.js';
@@ -17,6 +25,11 @@ export interface DatasetStage {
    * and checked against the benchmark hash the cached stage recorded.
    */
   readonly load: () => Promise<LoadedDataset>;
+  /**
+   * What loading dropped, repaired and left unresolved (from the stage's `dataset.json`, so a
+   * cached run reports it too): into `results.json`, the terminal and `report.md`.
+   */
+  readonly loadSummary: () => Promise<LoadSummary>;
 }
 
 /**
@@ -78,5 +91,12 @@ export async function runDatasetStage(
     }
     return d;
   };
-  return { artifact, sources, load };
+  const loadSummary = async (): Promise<LoadSummary> => {
+    const file = join(artifact.dir, 'dataset.json');
+    const json = JSON.parse(await readFile(file, 'utf8')) as { report: LoadReportJson };
+    const parsed = loadSummarySchema.safeParse(summarizeLoad(json.report));
+    if (!parsed.success) throw new DataError(`${file}: no valid load report`, { file });
+    return parsed.data;
+  };
+  return { artifact, sources, load, loadSummary };
 }
