@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { fuse, rankCandidates, standardize } from './fusion.js';
-import { tieOrder } from './ties.js';
+import { tieOrder } from '@bfe/index';
 
 describe('standardize', () => {
   it('uses the population standard deviation', () => {

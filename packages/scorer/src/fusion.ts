@@ -1,4 +1,4 @@
-import type { TieOrder } from './ties.js';
+import type { TieOrder } from '@bfe/index';
 
 /** σ below this is taken as this (METHOD.md §3), so a constant branch standardises to 0. */
 export const SIGMA_FLOOR = 1e-6;

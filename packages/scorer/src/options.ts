@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ConfigError } from '@bfe/core';
-import { DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SCORE_FLOATS } from './top-k.js';
+import { DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SCORE_FLOATS } from '@bfe/index';
 
 /**
  * The scorer's settings (METHOD.md §2–3), the source of truth for their types and defaults.

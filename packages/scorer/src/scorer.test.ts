@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { ConfigError } from '@bfe/core';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ScorerInputError } from './errors.js';
+import { ScorerInputError } from '@bfe/index';
 import { rankCandidates } from './fusion.js';
-import { tieOrder } from './ties.js';
+import { tieOrder } from '@bfe/index';
 import { SparseScorer, type QueryScores, type ScoreRequest } from './scorer.js';
 import { randomBank, rng, unitVectors } from './testing/random.js';
 import { referenceScores, type ReferenceBank } from './testing/reference.js';
@@ -149,7 +149,8 @@ function referenceMaxsim(r: QueryScores, memories: ReferenceBank, queries: Refer
 
 /** The same bank with its memory rows in another order (`perm[new] = old`). */
 function permuteBank(bank: TokenBank, perm: readonly number[]): TokenBank {
-  const { dim, tokenVectors, tokenOffsets, pooled } = bank;
+  const { dim, tokenOffsets, pooled } = bank;
+  const tokenVectors = bank.tokenVectors!;
   const offsets = new Int32Array(perm.length + 1);
   const vectors = new Float32Array(tokenVectors.length);
   const pooledOut = new Float32Array(pooled.length);

@@ -1,14 +1,21 @@
 import { ConfigError } from '@bfe/core';
-import { CandidateBank } from './candidate-bank.js';
-import { ScorerInputError } from './errors.js';
+import {
+  ExactTokenIndex,
+  JsSimilarityKernel,
+  OrtSimilarityKernel,
+  ScorerInputError,
+  dot64,
+  firstNonFinite,
+  type SimilarityKernel,
+  type TokenHits,
+  type TokenIndex,
+} from '@bfe/index';
 import { fuse } from './fusion.js';
-import { JsSimilarityKernel } from './js-kernel.js';
-import type { SimilarityKernel } from './kernel.js';
 import { parseScoreOptions, type ScoreOptions } from './options.js';
-import { dot64, firstNonFinite } from './dots.js';
-import { exactTopK, type TopKResult } from './top-k.js';
 import {
   checkBank,
+  tokenStoreOf,
+  tokenVectorsOf,
   checkCandidates,
   checkPair,
   checkQueryRows,
@@ -66,6 +73,11 @@ export interface ScoreRequest {
   readonly queryRows: ArrayLike<number>;
   /** Distinct rows of `memories`: the candidate set (METHOD.md §6: each query's own). */
   readonly candidates: ArrayLike<number>;
+  /**
+   * Where the token proposals come from: an index over `memories`' tokens (default: the exact
+   * backend on the scorer's kernel). The tail floor and aggregation read its hits as returned.
+   */
+  readonly index?: TokenIndex;
 }
 
 /** How the scorer computes inner products and top-k. */
@@ -128,7 +140,6 @@ export class SparseScorer {
       return new SparseScorer(new JsSimilarityKernel());
     }
     if (k !== 'onnxruntime') throw new Error(`SparseScorer.open: unknown kernel '${String(k)}'`);
-    const { OrtSimilarityKernel } = await import('./ort-kernel.js');
     return new SparseScorer(
       new OrtSimilarityKernel({
         ...(options.threads === undefined ? {} : { threads: options.threads }),
@@ -164,50 +175,53 @@ export class SparseScorer {
     const { q, qStart } = gatherQueryTokens(queries, queryRows, queryName);
     const totalRows = qStart[queryRows.length]!;
     const m = given.length;
-    let top: TopKResult | undefined;
-    let bank: CandidateBank | undefined;
-    let best: Float32Array | undefined;
+    let hits: TokenHits | undefined;
     if (totalRows > 0) {
-      bank = new CandidateBank(memories.tokenVectors, memories.tokenOffsets, dim, sorted);
-      if (bank.size === 0) {
+      let candidateTokens = 0;
+      for (const row of sorted)
+        candidateTokens += memories.tokenOffsets[row + 1]! - memories.tokenOffsets[row]!;
+      if (candidateTokens === 0) {
         throw new ScorerInputError(
           'empty-bank',
           `the ${m} candidate memories of ${describeRows(queryRows, queryName)} hold no content tokens`,
           { suggestion: 'Check the candidate set; memories need encoded content tokens.' },
         );
       }
-      const b = bank;
-      best = opts.maxsim ? new Float32Array(totalRows * m).fill(-Infinity) : undefined;
-      const bestOut = best;
-      top = await exactTopK(this.kernel, q, totalRows, b, {
-        k: opts.k,
-        // equal token scores: by the memories' tie order, never bank order (at the k-th place)
-        tieOrder: b.tokenPlaces(memories.ids),
+      const index =
+        request.index ??
+        new ExactTokenIndex(
+          {
+            tokens: tokenStoreOf(memories),
+            tokenOffsets: memories.tokenOffsets,
+            ...(memories.ids === undefined ? {} : { ids: memories.ids }),
+          },
+          this.kernel,
+        );
+      hits = await index.search(q, totalRows, opts.k, {
+        memories: sorted,
         chunkSize: opts.chunkSize,
         maxScoreFloats: opts.maxScoreFloats,
         clampK: opts.clampK,
-        describeToken: (v) => {
-          const slot = b.slotOf(v);
-          return `token ${v - b.start[slot]!} of ${memoryName(b.rows[slot]!)} (bank token ${b.bankToken(v, slot)})`;
-        },
-        ...(bestOut === undefined
-          ? {}
-          : {
-              onScores: (scores: Float32Array, start: number, n: number) =>
-                bestTokenInto(bestOut, b, totalRows, scores, start, n),
-            }),
+        bestPerMemory: opts.maxsim,
+        describeMemory: memoryName,
       });
+      if (opts.maxsim && hits.best === undefined) {
+        throw new ConfigError(
+          `the ${index.backend} index returns no per-memory best similarities; MaxSim needs the exact backend`,
+        );
+      }
     }
+    const best = hits?.best;
 
     const results: QueryScores[] = [];
     const stamp = new Int32Array(m).fill(-1);
-    const k = top?.k ?? opts.k;
+    const k = hits?.k ?? opts.k;
     for (let qi = 0; qi < queryRows.length; qi++) {
       const queryRow = queryRows[qi]!;
       const pooled = pooledScores(queries.pooled, queryRow, memories.pooled, given, dim);
       const rowStart = qStart[qi]!;
       const nq = qStart[qi + 1]! - rowStart;
-      if (nq === 0 || top === undefined || bank === undefined) {
+      if (nq === 0 || hits === undefined) {
         results.push({
           queryRow,
           candidates: given,
@@ -235,15 +249,15 @@ export class SparseScorer {
         const row = rowStart + i;
         // Hits are sorted by float64 score descending: the last is the minimum, and a
         // memory's first hit in the row is its best one.
-        const t = Math.max(0, top.values[row * k + k - 1]!);
+        const t = Math.max(0, hits.values[row * k + k - 1]!);
         tailFloor[i] = t;
         tailSum += t;
         // The scatter pass: each memory's best hit for this token, as a gain over the floor.
         for (let h = 0; h < k; h++) {
-          const slot = bank.slotOf(top.indices[row * k + h]!);
+          const slot = hits.slots[row * k + h]!;
           if (stamp[slot] === row) continue;
           stamp[slot] = row;
-          const s = top.values[row * k + h]!;
+          const s = hits.values[row * k + h]!;
           const g = givenOf[slot]!;
           if (s > t) gain[g]! += s - t;
           if (s > 0) gainZero[g]! += s;
@@ -300,7 +314,8 @@ function gatherQueryTokens(
   rows: Int32Array,
   name: (row: number) => string,
 ): { q: Float32Array; qStart: Int32Array } {
-  const { dim, tokenVectors, tokenOffsets } = queries;
+  const { dim, tokenOffsets } = queries;
+  const tokenVectors = tokenVectorsOf(queries, 'queries');
   const qStart = new Int32Array(rows.length + 1);
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i]!;
@@ -338,39 +353,6 @@ function pooledScores(
     out[g] = dot64(queryPooled, queryRow * dim, memoryPooled, candidates[g]! * dim, dim);
   }
   return out;
-}
-
-/**
- * Folds one chunk's full scores `[rows × n]` into `best [rows × m]`: each (query token,
- * candidate slot) keeps its best token score. Slots are walked by token range, so this is
- * `O(rows × n)` with no per-memory product.
- */
-function bestTokenInto(
-  best: Float32Array,
-  bank: CandidateBank,
-  rows: number,
-  scores: Float32Array,
-  start: number,
-  n: number,
-): void {
-  const m = bank.rows.length;
-  const bounds = bank.start;
-  const end = start + n;
-  const first = bank.slotOf(start);
-  for (let r = 0; r < rows; r++) {
-    const base = r * n - start;
-    for (let s = first; s < m && bounds[s]! < end; s++) {
-      const a = Math.max(bounds[s]!, start);
-      const b = Math.min(bounds[s + 1]!, end);
-      if (a >= b) continue;
-      let mx = best[r * m + s]!;
-      for (let j = a; j < b; j++) {
-        const v = scores[base + j]!;
-        if (v > mx) mx = v;
-      }
-      best[r * m + s] = mx;
-    }
-  }
 }
 
 /**

@@ -1,5 +1,4 @@
-import { ScorerInputError } from './errors.js';
-import { firstNonFinite } from './dots.js';
+import { ScorerInputError, firstNonFinite, flatTokenStore, type TokenStore } from '@bfe/index';
 
 /**
  * One side of an encoded bank, as the scorer reads it. `@bfe/encoder`'s `BankSide` plus the
@@ -8,8 +7,13 @@ import { firstNonFinite } from './dots.js';
 export interface TokenBank {
   /** Vector dimension `d`. */
   readonly dim: number;
-  /** Unit-norm content-token states `[tokens * dim]`, grouped by row. */
-  readonly tokenVectors: Float32Array;
+  /**
+   * Unit-norm content-token states `[tokens * dim]`, grouped by row; required for queries. A
+   * memory side may give {@link tokens} instead (a bank read from disk on demand).
+   */
+  readonly tokenVectors?: Float32Array;
+  /** The token states as a store (e.g. read from the bank's Arrow file); wins over the array. */
+  readonly tokens?: TokenStore;
   /** `[rows + 1]`: row `i` owns tokens `tokenOffsets[i]..tokenOffsets[i+1]-1`. */
   readonly tokenOffsets: ArrayLike<number>;
   /** Native pooled vectors `[rows * dim]`. */
@@ -24,19 +28,44 @@ export interface TokenBank {
 }
 
 const checked = new WeakMap<
-  Float32Array,
+  object,
   { offsets: ArrayLike<number>; pooled: Float32Array; dim: number }
 >();
+const stores = new WeakMap<Float32Array, TokenStore>();
+
+/** The bank's tokens as a store: its own, or a view of its `tokenVectors` (memoised). */
+export function tokenStoreOf(bank: TokenBank): TokenStore {
+  if (bank.tokens !== undefined) return bank.tokens;
+  const vectors = tokenVectorsOf(bank, 'memories');
+  let store = stores.get(vectors);
+  if (store === undefined) {
+    store = flatTokenStore(vectors, bank.dim);
+    stores.set(vectors, store);
+  }
+  return store;
+}
+
+/** The bank's token vectors in memory; a side with only a store has none. */
+export function tokenVectorsOf(bank: TokenBank, role: 'memories' | 'queries'): Float32Array {
+  if (bank.tokenVectors === undefined) {
+    throw new ScorerInputError('bad-shape', `${role}: the token vectors are not in memory`);
+  }
+  return bank.tokenVectors;
+}
 
 /**
- * Checks a bank once per `tokenVectors` array (memoised on its identity): offsets start at 0
+ * Checks a bank once per `tokenVectors` array (or token store) (memoised on its identity): offsets start at 0
  * and never decrease, vectors and pooled rows have `dim` floats each, pooled vectors are
  * finite. Returns the row count.
  */
 export function checkBank(bank: TokenBank, role: 'memories' | 'queries'): number {
-  const { dim, tokenVectors, tokenOffsets, pooled } = bank;
+  const { dim, tokenOffsets, pooled } = bank;
   const rows = tokenOffsets.length - 1;
-  const seen = checked.get(tokenVectors);
+  const key: object | undefined = bank.tokens ?? bank.tokenVectors;
+  if (key === undefined) {
+    throw new ScorerInputError('bad-shape', `${role}: neither token vectors nor a token store`);
+  }
+  const seen = checked.get(key);
   if (seen?.offsets === tokenOffsets && seen.pooled === pooled && seen.dim === dim) return rows;
   if (!Number.isInteger(dim) || dim <= 0) {
     throw new ScorerInputError('bad-shape', `${role}: dim must be a positive integer, got ${dim}`);
@@ -53,7 +82,9 @@ export function checkBank(bank: TokenBank, role: 'memories' | 'queries'): number
     }
   }
   const tokens = tokenOffsets[rows]!;
-  checkWidth(role, 'token vectors', tokenVectors.length, tokens, dim);
+  const floats =
+    bank.tokens === undefined ? bank.tokenVectors!.length : bank.tokens.size * bank.tokens.dim;
+  checkWidth(role, 'token vectors', floats, tokens, dim);
   checkWidth(role, 'pooled vectors', pooled.length, rows, dim);
   // Pooled vectors are checked here, once per bank; token vectors as the kernel reads them
   // (its checksum), queries' tokens when they are gathered.
@@ -68,7 +99,7 @@ export function checkBank(bank: TokenBank, role: 'memories' | 'queries'): number
       );
     }
   }
-  checked.set(tokenVectors, { offsets: tokenOffsets, pooled, dim });
+  checked.set(key, { offsets: tokenOffsets, pooled, dim });
   return rows;
 }
 

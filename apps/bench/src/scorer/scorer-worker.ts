@@ -3,13 +3,8 @@
  * Usage: `node --conditions=@bfe/source --import tsx apps/bench/src/scorer/scorer-worker.ts
  * <job.json>`; the parent, `scorer.bench.ts`, writes the job and reads the result file.
  */
-import {
-  exactTopK,
-  flatBankSource,
-  OrtSimilarityKernel,
-  SparseScorer,
-  type BankChunkSource,
-} from '@bfe/scorer';
+import { exactTopK, flatBankSource, OrtSimilarityKernel, type BankChunkSource } from '@bfe/index';
+import { SparseScorer } from '@bfe/scorer';
 import { machineBusySeconds, ownCpuSeconds, peakRssMb, rssMb } from '../shared/machine.js';
 import {
   readJob,

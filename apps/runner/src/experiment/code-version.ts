@@ -14,6 +14,7 @@ export type CodePackage =
   | '@bfe/split'
   | '@bfe/models'
   | '@bfe/encoder'
+  | '@bfe/index'
   | '@bfe/scorer'
   | '@bfe/adapter'
   | '@bfe/eval';

@@ -1,6 +1,6 @@
 import { fuse } from '../fusion.js';
 import type { SparseScorer } from '../scorer.js';
-import { tieOrder } from '../ties.js';
+import { tieOrder } from '@bfe/index';
 import type { CandidateGroup, RankQuery } from './groups.js';
 import { checkTop, queryRowsOf, rankIds, type RankingSide, type Rankings } from './sides.js';
 

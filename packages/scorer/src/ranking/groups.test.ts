@@ -1,6 +1,6 @@
 import { ArtifactCorruptError } from '@bfe/core';
 import { describe, expect, it } from 'vitest';
-import { tieKey } from '../ties.js';
+import { tieKey } from '@bfe/index';
 import { groupByCandidates, type RankQuery } from './groups.js';
 
 const memories = { ids: ['a:1', 'a:2', 'b:1', 'b:2', 'c:1'], bankIds: ['a', 'a', 'b', 'b', 'c'] };

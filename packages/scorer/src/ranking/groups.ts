@@ -1,5 +1,5 @@
 import { ArtifactCorruptError } from '@bfe/core';
-import { tieOrder } from '../ties.js';
+import { tieOrder } from '@bfe/index';
 
 /**
  * A query as ranking sees it: its id, its candidates — whole banks (`candidateBankIds`: a

@@ -64,10 +64,10 @@ function permuteSide(side: RankingSide, perm: readonly number[]): RankingSide {
   const o = side.tokenOffsets;
   const offsets = new Int32Array(perm.length + 1);
   perm.forEach((old, r) => (offsets[r + 1] = offsets[r]! + o[old + 1]! - o[old]!));
-  const tokens = new Float32Array(side.tokenVectors.length);
+  const tokens = new Float32Array(side.tokenVectors!.length);
   const pooled = new Float32Array(side.pooled.length);
   perm.forEach((old, r) => {
-    tokens.set(side.tokenVectors.subarray(o[old]! * DIM, o[old + 1]! * DIM), offsets[r]! * DIM);
+    tokens.set(side.tokenVectors!.subarray(o[old]! * DIM, o[old + 1]! * DIM), offsets[r]! * DIM);
     pooled.set(side.pooled.subarray(old * DIM, (old + 1) * DIM), r * DIM);
   });
   return {

@@ -6,7 +6,7 @@ import { fuse } from '../fusion.js';
 import { SparseScorer } from '../scorer.js';
 import { rng, unitVectors } from '../testing/random.js';
 import { referenceScores } from '../testing/reference.js';
-import { tieOrder } from '../ties.js';
+import { tieOrder } from '@bfe/index';
 import { rankFusionGrid } from './fusion-grid.js';
 import { groupByCandidates, type RankQuery } from './groups.js';
 import { rankSystems } from './rank-systems.js';
@@ -125,7 +125,7 @@ describe('rankSystems', () => {
     const dupes: RankingSide = {
       ...one,
       ids: ['d0', 'd1', 'd2', 'd3'],
-      tokenVectors: new Float32Array([0, 1, 2, 3].flatMap(() => [...one.tokenVectors])),
+      tokenVectors: new Float32Array([0, 1, 2, 3].flatMap(() => [...one.tokenVectors!])),
       tokenOffsets: Int32Array.of(0, 3, 6, 9, 12),
       pooled: new Float32Array([0, 1, 2, 3].flatMap(() => [...one.pooled])),
     };
@@ -140,7 +140,7 @@ describe('rankSystems', () => {
         memoryTexts: ['cat dog', 'cat dog', 'cat dog', 'cat dog'],
         queries: q,
         groups: tied,
-        adapted: { queryTokens: q.tokenVectors, alpha: 0.3 },
+        adapted: { queryTokens: q.tokenVectors!, alpha: 0.3 },
       });
     };
     const byKey = ['d0', 'd1', 'd2', 'd3'].sort((a, b) => (tieKeyOf(a) < tieKeyOf(b) ? -1 : 1));
@@ -208,7 +208,7 @@ describe('rankSystems', () => {
   });
 
   it('ranks adapted as sparse fusion with the adapted query tokens at the adapted α', async () => {
-    const queryTokens = unitVectors(queries.tokenVectors.length / DIM, DIM, rng(9));
+    const queryTokens = unitVectors(queries.tokenVectors!.length / DIM, DIM, rng(9));
     const ranked = await rankSystems(scorer, { ...base, adapted: { queryTokens, alpha: 0.3 } });
     expect([...ranked.systems.keys()]).toEqual([...SCORE_SYSTEMS, ...ADAPTED_SYSTEMS]);
     const replaced = await rankSystems(scorer, {
@@ -225,7 +225,7 @@ describe('rankSystems', () => {
   });
 
   it('ranks adapted-zero-floor and maxsim-fusion as the float64 reference does', async () => {
-    const queryTokens = unitVectors(queries.tokenVectors.length / DIM, DIM, rng(13));
+    const queryTokens = unitVectors(queries.tokenVectors!.length / DIM, DIM, rng(13));
     const ranked = await rankSystems(scorer, { ...base, adapted: { queryTokens, alpha: 0.3 } });
     const adaptedQueries = { ...queries, tokenVectors: queryTokens };
     for (const group of groups) {
@@ -240,8 +240,22 @@ describe('rankSystems', () => {
       for (const q of group.queries) {
         const row = queries.ids.indexOf(q.id);
         const rows = Array.from(group.rows);
-        const plain = referenceScores(memories, queries, row, rows, k, 0.5);
-        const adapted = referenceScores(memories, adaptedQueries, row, rows, k, 0.3);
+        const plain = referenceScores(
+          { ...memories, tokenVectors: memories.tokenVectors! },
+          { ...queries, tokenVectors: queries.tokenVectors! },
+          row,
+          rows,
+          k,
+          0.5,
+        );
+        const adapted = referenceScores(
+          { ...memories, tokenVectors: memories.tokenVectors! },
+          adaptedQueries,
+          row,
+          rows,
+          k,
+          0.3,
+        );
         const noTokens = plain.tailFloor.length === 0; // q3: every system ranks by pooled
         const expected = {
           'maxsim-fusion': noTokens ? plain.pooled : plain.maxsimFused,
@@ -313,7 +327,7 @@ describe('rankFusionGrid', () => {
   });
 
   it('replaces the query tokens when given, like the adapted system', async () => {
-    const queryTokens = unitVectors(queries.tokenVectors.length / DIM, DIM, rng(11));
+    const queryTokens = unitVectors(queries.tokenVectors!.length / DIM, DIM, rng(11));
     const grid = await rankFusionGrid(scorer, { ...base, alphas: [0.3], queryTokens });
     const adapted = await rankSystems(scorer, {
       ...base,

@@ -1,6 +1,6 @@
 import { bm25Scores } from '../bm25.js';
 import type { QueryScores, SparseScorer } from '../scorer.js';
-import { TieTally, tieOrder, type TieCounts } from '../ties.js';
+import { TieTally, tieOrder, type TieCounts } from '@bfe/index';
 import type { TokenBank } from '../validate.js';
 import type { CandidateGroup, RankQuery } from './groups.js';
 import { checkTop, queryRowsOf, rankIds, type RankingSide, type Rankings } from './sides.js';

@@ -1,6 +1,6 @@
 import { ArtifactCorruptError } from '@bfe/core';
 import { rankCandidates } from '../fusion.js';
-import type { TieOrder, TieTally } from '../ties.js';
+import type { TieOrder, TieTally } from '@bfe/index';
 import type { TokenBank } from '../validate.js';
 import type { CandidateGroup, RankQuery } from './groups.js';
 

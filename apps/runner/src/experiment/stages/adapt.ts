@@ -78,7 +78,7 @@ export async function adaptStageSpec(
   return {
     stage: 'adapt',
     version: await codeVersion(
-      ['@bfe/core', '@bfe/adapter', '@bfe/scorer', '@bfe/eval', '@bfe/split'],
+      ['@bfe/core', '@bfe/adapter', '@bfe/index', '@bfe/scorer', '@bfe/eval', '@bfe/split'],
       ['experiment/stages/adapt.ts', 'score/pipeline.ts'],
     ),
     config: {

@@ -39,7 +39,7 @@ export async function runScoreStage(
     {
       stage: 'score',
       version: await codeVersion(
-        ['@bfe/core', '@bfe/scorer', '@bfe/eval', '@bfe/adapter'],
+        ['@bfe/core', '@bfe/index', '@bfe/scorer', '@bfe/eval', '@bfe/adapter'],
         SCORE_STAGE_FILES,
       ),
       config: {

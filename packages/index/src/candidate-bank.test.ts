@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CandidateBank } from './candidate-bank.js';
+import { flatTokenStore } from './token-store.js';
 
 // 6 memories of dim 2; memory i's tokens hold (i, position)
 const counts = [2, 0, 3, 1, 0, 2];
@@ -12,7 +13,7 @@ counts.forEach((n, m) => {
 });
 
 describe('CandidateBank', () => {
-  const bank = new CandidateBank(vectors, offsets, 2, Int32Array.of(0, 1, 2, 4, 5));
+  const bank = new CandidateBank(flatTokenStore(vectors, 2), offsets, Int32Array.of(0, 1, 2, 4, 5));
 
   it('lays the candidates’ tokens out in bank order', () => {
     expect(bank.size).toBe(7);

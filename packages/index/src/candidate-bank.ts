@@ -1,14 +1,15 @@
-import { dotsInto, scratchOffsets } from './dots.js';
 import { tieOrder } from './ties.js';
 import type { BankChunkSource } from './top-k.js';
+import type { TokenStore } from './token-store.js';
 
 /**
  * The tokens of a query's candidate memories, seen as one virtual bank: candidates in
  * ascending memory row order, each contributing its token range `tokenOffsets[m]..[m+1]`.
  * Virtual token `v` therefore sorts exactly like its bank token index, so the top-k tie rule
  * ("smaller bank token index first") holds for the bank as a whole, whatever order the caller
- * listed the candidates in. Runs of consecutive memories are read as zero-copy views; a chunk
- * that spans a gap is gathered into a scratch buffer.
+ * listed the candidates in. Runs of consecutive memories are read as one range of the store (a
+ * zero-copy view for an in-memory store); a chunk that spans a gap is gathered into a scratch
+ * buffer.
  */
 export class CandidateBank implements BankChunkSource {
   readonly dim: number;
@@ -17,27 +18,23 @@ export class CandidateBank implements BankChunkSource {
   readonly rows: Int32Array;
   /** `[rows.length + 1]`: candidate `s` owns virtual tokens `start[s]..start[s+1]-1`. */
   readonly start: Int32Array;
-  readonly #vectors: Float32Array;
+  readonly #store: TokenStore;
   readonly #offsets: ArrayLike<number>;
   /** Maximal runs of contiguous bank tokens: virtual start, and bank token start. */
   readonly #runVirtual: Int32Array;
   readonly #runBank: Int32Array;
   #scratch = new Float32Array(0);
+  #tokens = new Int32Array(0);
 
   /**
-   * @param vectors the memories' token vectors `[tokens * dim]`
+   * @param store the memories' token vectors `[tokens * dim]`
    * @param offsets `[memories + 1]` token offsets
    * @param sortedRows distinct candidate memory rows in ascending order (checked by the caller)
    */
-  constructor(
-    vectors: Float32Array,
-    offsets: ArrayLike<number>,
-    dim: number,
-    sortedRows: Int32Array,
-  ) {
-    this.dim = dim;
+  constructor(store: TokenStore, offsets: ArrayLike<number>, sortedRows: Int32Array) {
+    this.dim = store.dim;
     this.rows = sortedRows;
-    this.#vectors = vectors;
+    this.#store = store;
     this.#offsets = offsets;
     const m = sortedRows.length;
     const start = new Int32Array(m + 1);
@@ -110,9 +107,11 @@ export class CandidateBank implements BankChunkSource {
     at: number,
     out: Float64Array,
   ): void {
-    const offsets = scratchOffsets(count);
-    for (let h = 0; h < count; h++) offsets[h] = this.bankToken(indices[from + h]!) * this.dim;
-    dotsInto(this.#vectors, offsets, count, query, at, out, this.dim);
+    if (this.#tokens.length < count)
+      this.#tokens = new Int32Array(Math.max(count, 2 * this.#tokens.length));
+    const tokens = this.#tokens;
+    for (let h = 0; h < count; h++) tokens[h] = this.bankToken(indices[from + h]!);
+    this.#store.dots(tokens, count, query, at, out);
   }
 
   read(start: number, end: number): Float32Array {
@@ -122,7 +121,7 @@ export class CandidateBank implements BankChunkSource {
     let run = this.#runOf(start);
     if (end <= rv[run + 1]!) {
       const at = rb[run]! + (start - rv[run]!);
-      return this.#vectors.subarray(at * dim, (at + end - start) * dim);
+      return this.#store.read(at, at + end - start);
     }
     const need = (end - start) * dim;
     if (this.#scratch.length < need) this.#scratch = new Float32Array(need);
@@ -132,7 +131,7 @@ export class CandidateBank implements BankChunkSource {
     while (v < end) {
       const runEnd = Math.min(end, rv[run + 1]!);
       const at = rb[run]! + (v - rv[run]!);
-      out.set(this.#vectors.subarray(at * dim, (at + runEnd - v) * dim), o);
+      out.set(this.#store.read(at, at + runEnd - v), o);
       o += (runEnd - v) * dim;
       v = runEnd;
       run++;

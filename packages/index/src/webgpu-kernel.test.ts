@@ -2,8 +2,9 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { OrtSimilarityKernel } from './ort-kernel.js';
-import { SparseScorer } from './scorer.js';
 import { randomBank, rng, unitVectors } from './testing/random.js';
+import { ExactTokenIndex } from './token-index.js';
+import { flatTokenStore } from './token-store.js';
 import { exactTopK, flatBankSource } from './top-k.js';
 
 /**
@@ -92,29 +93,25 @@ describe.skipIf(unavailable !== undefined && !required)(
       }
     });
 
-    it('scores and ranks like the CPU scorer (every system)', async () => {
+    it('searches the token index like the CPU kernel (hits and per-memory bests)', async () => {
       const random = rng(92);
       const memories = randomBank(40, 30, 24, random, 1);
       const queries = randomBank(5, 12, 24, random, 1);
-      const request = {
-        memories,
-        queries,
-        queryRows: [0, 1, 2, 3, 4],
-        candidates: Array.from({ length: 40 }, (_, i) => i),
+      const side = {
+        tokens: flatTokenStore(memories.tokenVectors, 24),
+        tokenOffsets: memories.tokenOffsets,
       };
-      const onGpu = await SparseScorer.open({ executionProvider: 'webgpu' });
-      const onCpu = await SparseScorer.open({ threads: 1 });
-      const a = await onGpu.score(request, { k: 16 });
-      const b = await onCpu.score(request, { k: 16 });
-      for (let q = 0; q < 5; q++) {
-        for (const name of ['pooled', 'sparse-fusion', 'zero-floor', 'no-fusion'] as const) {
-          expect(Array.from(a[q]!.systems[name])).toEqual(Array.from(b[q]!.systems[name]));
-        }
-        const [ma, mb] = [a[q]!.systems.maxsim!, b[q]!.systems.maxsim!];
-        for (let m = 0; m < 40; m++) expect(ma[m]).toBeCloseTo(mb[m]!, 5);
-      }
-      await onGpu.dispose();
-      await onCpu.dispose();
+      const rows = queries.tokenOffsets[5]!;
+      const q = queries.tokenVectors.subarray(0, rows * 24);
+      const options = {
+        memories: Int32Array.from({ length: 40 }, (_, i) => i),
+        bestPerMemory: true,
+      };
+      const a = await new ExactTokenIndex(side, gpu).search(q, rows, 16, options);
+      const b = await new ExactTokenIndex(side, cpu).search(q, rows, 16, options);
+      expect(Array.from(a.values)).toEqual(Array.from(b.values));
+      expect(Array.from(a.tokens)).toEqual(Array.from(b.tokens));
+      for (let i = 0; i < a.best!.length; i++) expect(a.best![i]).toBeCloseTo(b.best![i]!, 5);
     });
   },
 );

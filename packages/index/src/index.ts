@@ -1,0 +1,27 @@
+export { ExactTokenIndex } from './token-index.js';
+export type { TokenHits, TokenIndex, TokenSearchOptions, TokenSide } from './token-index.js';
+export { flatTokenStore } from './token-store.js';
+export type { TokenStore } from './token-store.js';
+export { TIE_DEPTH, TIE_SEED, TieTally, tieKey, tieOrder, tiedPositions } from './ties.js';
+export type { TieCounts, TieOrder } from './ties.js';
+export {
+  DEFAULT_CHUNK_SIZE,
+  DEFAULT_MARGIN,
+  DEFAULT_MAX_SCORE_FLOATS,
+  effectiveChunkSize,
+  exactTopK,
+  flatBankSource,
+} from './top-k.js';
+export type { BankChunkSource, ExactTopKOptions, TopKResult } from './top-k.js';
+export { RunningTopK } from './running-top-k.js';
+export { dot64, dotsInto, firstNonFinite } from './dots.js';
+export { CandidateBank } from './candidate-bank.js';
+export { NonFiniteScoresError } from './kernel.js';
+export type { ChunkTopK, SimilarityKernel } from './kernel.js';
+export { JsSimilarityKernel } from './js-kernel.js';
+export { OrtSimilarityKernel } from './ort-kernel.js';
+export type { ExecutionProvider, OrtKernelOptions } from './ort-kernel.js';
+export { GRAPH_NAMES, MAX_RESIDENT_BANK_BYTES, similarityGraph } from './onnx-graph.js';
+export type { SimilarityGraphSpec } from './onnx-graph.js';
+export { ScorerInputError } from './errors.js';
+export type { ScorerInputReason } from './errors.js';
