@@ -53,17 +53,20 @@ describe('codecs', () => {
     }
   });
 
-  it.each(['sq8', 'sq4'] as const)('%s is off by at most half a step per dim on its training range', (name) => {
-    const model = trainCodec(name, bank, 500, DIM);
-    const step = model.params.step as number[];
-    const out = decodeTokens(model, encodeTokens(model, bank, 500), 0, 500);
-    for (let i = 0; i < 500; i++) {
-      for (let d = 0; d < DIM; d++) {
-        const err = Math.abs(out[i * DIM + d]! - bank[i * DIM + d]!);
-        expect(err).toBeLessThanOrEqual(step[d]! / 2 + 1e-6);
+  it.each(['sq8', 'sq4'] as const)(
+    '%s is off by at most half a step per dim on its training range',
+    (name) => {
+      const model = trainCodec(name, bank, 500, DIM);
+      const step = model.params.step as number[];
+      const out = decodeTokens(model, encodeTokens(model, bank, 500), 0, 500);
+      for (let i = 0; i < 500; i++) {
+        for (let d = 0; d < DIM; d++) {
+          const err = Math.abs(out[i * DIM + d]! - bank[i * DIM + d]!);
+          expect(err).toBeLessThanOrEqual(step[d]! / 2 + 1e-6);
+        }
       }
-    }
-  });
+    },
+  );
 
   it('quantile ranges clamp the tails and are narrower than min/max', () => {
     // 0.1 % tails need more than 1,000 rows to differ from min/max.

@@ -2,13 +2,7 @@ import { fromHalfInto, toHalfInto } from './fp16.js';
 import { codecShape, PROJECTED_DIM } from './model.js';
 import type { CodecModel, CodecName, ProjectedParams, ScalarParams } from './model.js';
 import { project, projectionMatrix } from './projection.js';
-import {
-  decodeSq4Into,
-  decodeSq8Into,
-  encodeSq4,
-  encodeSq8,
-  fitScalar,
-} from './scalar.js';
+import { decodeSq4Into, decodeSq8Into, encodeSq4, encodeSq8, fitScalar } from './scalar.js';
 import type { ScalarFit, ScalarRange } from './scalar.js';
 
 /** Options of {@link trainCodec}. */
@@ -62,7 +56,8 @@ export function trainCodec(
   dim: number,
   opts: TrainCodecOptions = {},
 ): CodecModel {
-  if (sample.length < n * dim) throw new Error(`Sample holds ${sample.length} values, need ${n * dim}.`);
+  if (sample.length < n * dim)
+    throw new Error(`Sample holds ${sample.length} values, need ${n * dim}.`);
   if ((name === 'sq4' || name === 'rp128+sq4') && dim % 2 !== 0) {
     throw new Error(`${name} packs two dims per byte; dim ${dim} is odd.`);
   }
@@ -73,7 +68,13 @@ export function trainCodec(
     params = scalarParams(fitScalar(sample, n, dim, name === 'sq8' ? 256 : 16, range), range);
   } else if (name === 'rp128+sq4') {
     const seed = opts.seed ?? 42;
-    const projected = project(projectionMatrix(seed, dim, PROJECTED_DIM), PROJECTED_DIM, sample, n, dim);
+    const projected = project(
+      projectionMatrix(seed, dim, PROJECTED_DIM),
+      PROJECTED_DIM,
+      sample,
+      n,
+      dim,
+    );
     params = { seed, ...scalarParams(fitScalar(projected, n, PROJECTED_DIM, 16, range), range) };
   }
   return { name, dim, ...shape, params };
@@ -125,7 +126,9 @@ export function decodeTokens(
 ): Float32Array {
   const { codeDim, bytesPerToken } = model;
   if (codes.length < end * bytesPerToken) {
-    throw new Error(`Codes hold ${Math.floor(codes.length / bytesPerToken)} tokens, asked for up to ${end}.`);
+    throw new Error(
+      `Codes hold ${Math.floor(codes.length / bytesPerToken)} tokens, asked for up to ${end}.`,
+    );
   }
   if (out.length < (end - start) * codeDim) throw new Error('Output buffer too small.');
   const from = codes.byteOffset + start * bytesPerToken;

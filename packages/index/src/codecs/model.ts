@@ -90,7 +90,10 @@ export function paramsSchema(name: CodecName): z.ZodType<Record<string, unknown>
  * @example
  * codecShape('sq4', 384); // { codeDim: 384, bytesPerToken: 192 }
  */
-export function codecShape(name: CodecName, dim: number): { codeDim: number; bytesPerToken: number } {
+export function codecShape(
+  name: CodecName,
+  dim: number,
+): { codeDim: number; bytesPerToken: number } {
   switch (name) {
     case 'fp32':
       return { codeDim: dim, bytesPerToken: 4 * dim };

@@ -31,7 +31,8 @@ export async function buildBankedHnsw(
   params: HnswParams,
   options: HnswOptions = {},
 ): Promise<BankedHnsw> {
-  if (tokenBank.length !== n) throw new Error(`tokenBank has ${tokenBank.length} entries, need ${n}.`);
+  if (tokenBank.length !== n)
+    throw new Error(`tokenBank has ${tokenBank.length} entries, need ${n}.`);
   const members = new Map<number, number[]>();
   for (let i = 0; i < n; i++) {
     const b = tokenBank[i]!;

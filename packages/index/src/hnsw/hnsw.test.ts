@@ -23,7 +23,13 @@ function unitVectors(n: number, seed: number): Float32Array {
 }
 
 /** Brute-force top-k token indices per row, restricted by `keep`. */
-function exactTopK(x: Float32Array, q: Float32Array, rows: number, k: number, keep: (t: number) => boolean): number[][] {
+function exactTopK(
+  x: Float32Array,
+  q: Float32Array,
+  rows: number,
+  k: number,
+  keep: (t: number) => boolean,
+): number[][] {
   const out: number[][] = [];
   for (let r = 0; r < rows; r++) {
     const scored: [number, number][] = [];
@@ -60,7 +66,13 @@ describe('hnsw', () => {
     const index = await buildHnsw(x, N, DIM, params, { threads: 1 });
     expect(index.size).toBe(N);
     const res = index.search(q, 20, 10);
-    expect(recall(res.indices, 10, exactTopK(x, q, 20, 10, () => true))).toBeGreaterThan(0.95);
+    expect(
+      recall(
+        res.indices,
+        10,
+        exactTopK(x, q, 20, 10, () => true),
+      ),
+    ).toBeGreaterThan(0.95);
     for (let r = 0; r < 20; r++) {
       const t = res.indices[r * 10]!;
       let dot = 0;
@@ -103,7 +115,13 @@ describe('hnsw', () => {
     expect(banked.bankSize(2)).toBe(N / 4);
     const res = banked.search(q, 20, 10, 2);
     expect([...res.indices].every((t) => t % 4 === 2)).toBe(true);
-    expect(recall(res.indices, 10, exactTopK(x, q, 20, 10, (t) => t % 4 === 2))).toBeGreaterThan(0.95);
+    expect(
+      recall(
+        res.indices,
+        10,
+        exactTopK(x, q, 20, 10, (t) => t % 4 === 2),
+      ),
+    ).toBeGreaterThan(0.95);
     expect([...banked.search(q, 1, 3, 9).indices]).toEqual([-1, -1, -1]);
   });
 });

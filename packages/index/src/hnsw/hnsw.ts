@@ -49,7 +49,8 @@ export interface HnswIndex {
 
 function makeIndex(dim: number, params: HnswParams): UsearchIndex {
   for (const [name, v] of Object.entries(params)) {
-    if (!Number.isInteger(v) || v < 1) throw new Error(`HNSW ${name} must be a positive integer, got ${v}.`);
+    if (!Number.isInteger(v) || v < 1)
+      throw new Error(`HNSW ${name} must be a positive integer, got ${v}.`);
   }
   return new Index({
     dimensions: dim,
@@ -77,7 +78,8 @@ export async function buildHnsw(
   params: HnswParams,
   options: HnswOptions = {},
 ): Promise<HnswIndex> {
-  if (vectors.length < n * dim) throw new Error(`Vectors hold ${vectors.length} values, need ${n * dim}.`);
+  if (vectors.length < n * dim)
+    throw new Error(`Vectors hold ${vectors.length} values, need ${n * dim}.`);
   const index = makeIndex(dim, params);
   if (n > 0) {
     const keys = new BigUint64Array(n);
@@ -172,7 +174,8 @@ class UsearchHnsw implements HnswIndex {
     const keys = res.keys;
     const dist = res.distances;
     // One query row comes back as `Matches` (keys sliced to the count found), more as `BatchMatches`.
-    const counts = 'counts' in res ? (res as { counts: BigUint64Array }).counts : [BigInt(keys.length)];
+    const counts =
+      'counts' in res ? (res as { counts: BigUint64Array }).counts : [BigInt(keys.length)];
     const short: number[] = [];
     for (let j = 0; j < todo.length; j++) {
       const r = todo[j]!;
