@@ -1,0 +1,127 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
+import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
+import { afterAll, describe, expect, it } from 'vitest';
+import { buildBankedHnsw } from './banked.js';
+import { buildHnsw, loadHnsw } from './hnsw.js';
+
+const DIM = 32;
+const N = 2000;
+const params = { M: 16, efConstruction: 64, efSearch: 64 };
+
+function unitVectors(n: number, seed: number): Float32Array {
+  const rng = xoroshiro128plus(seed);
+  const x = new Float32Array(n * DIM);
+  for (let i = 0; i < n; i++) {
+    let s = 0;
+    for (let d = 0; d < DIM; d++) s += (x[i * DIM + d] = uniformFloat64(rng) - 0.5) ** 2;
+    for (let d = 0; d < DIM; d++) x[i * DIM + d] = x[i * DIM + d]! / Math.sqrt(s);
+  }
+  return x;
+}
+
+/** Brute-force top-k token indices per row, restricted by `keep`. */
+function exactTopK(
+  x: Float32Array,
+  q: Float32Array,
+  rows: number,
+  k: number,
+  keep: (t: number) => boolean,
+): number[][] {
+  const out: number[][] = [];
+  for (let r = 0; r < rows; r++) {
+    const scored: [number, number][] = [];
+    for (let t = 0; t < N; t++) {
+      if (!keep(t)) continue;
+      let s = 0;
+      for (let d = 0; d < DIM; d++) s += q[r * DIM + d]! * x[t * DIM + d]!;
+      scored.push([s, t]);
+    }
+    scored.sort((a, b) => b[0] - a[0]);
+    out.push(scored.slice(0, k).map((p) => p[1]));
+  }
+  return out;
+}
+
+function recall(got: Int32Array, k: number, want: number[][]): number {
+  let hit = 0;
+  let total = 0;
+  want.forEach((w, r) => {
+    const g = new Set(got.subarray(r * k, (r + 1) * k));
+    for (const t of w) if (g.has(t)) hit++;
+    total += w.length;
+  });
+  return hit / total;
+}
+
+const x = unitVectors(N, 3);
+const q = unitVectors(20, 4);
+const dirs: string[] = [];
+afterAll(async () => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))));
+
+describe('hnsw', () => {
+  it('finds the exact inner-product top-k with high recall, scores equal to the dot products', async () => {
+    const index = await buildHnsw(x, N, DIM, params, { threads: 1 });
+    expect(index.size).toBe(N);
+    const res = index.search(q, 20, 10);
+    expect(
+      recall(
+        res.indices,
+        10,
+        exactTopK(x, q, 20, 10, () => true),
+      ),
+    ).toBeGreaterThan(0.95);
+    for (let r = 0; r < 20; r++) {
+      const t = res.indices[r * 10]!;
+      let dot = 0;
+      for (let d = 0; d < DIM; d++) dot += q[r * DIM + d]! * x[t * DIM + d]!;
+      expect(res.scores[r * 10]!).toBeCloseTo(dot, 5);
+      expect(res.scores[r * 10]!).toBeGreaterThanOrEqual(res.scores[r * 10 + 9]!);
+    }
+    index.dispose();
+    expect(() => index.size).toThrow(/dispose/);
+  });
+
+  it('saves and loads an index that answers the same', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'bfe-hnsw-'));
+    dirs.push(dir);
+    const index = await buildHnsw(x, N, DIM, params, { threads: 1 });
+    await index.save(join(dir, 'x.usearch'));
+    const loaded = await loadHnsw(join(dir, 'x.usearch'), DIM, params, { threads: 1 });
+    expect(loaded.size).toBe(N);
+    expect(loaded.search(q, 3, 5).indices).toEqual(index.search(q, 3, 5).indices);
+    await expect(loadHnsw(join(dir, 'x.usearch'), DIM + 1, params)).rejects.toThrow(/dim/);
+  });
+
+  it('a filter returns only allowed tokens, k of them, with high recall', async () => {
+    const index = await buildHnsw(x, N, DIM, params, { threads: 1 });
+    const tokenMemory = Int32Array.from({ length: N }, (_, t) => Math.floor(t / 20)); // 100 memories
+    const allowed = new Set([3, 17, 42, 77, 91]); // 100 tokens, 5 %
+    const res = index.search(q, 20, 10, { tokenMemory, allowedMemories: allowed });
+    expect([...res.indices].every((t) => allowed.has(tokenMemory[t]!))).toBe(true);
+    const want = exactTopK(x, q, 20, 10, (t) => allowed.has(tokenMemory[t]!));
+    expect(recall(res.indices, 10, want)).toBeGreaterThan(0.9);
+    // An empty allowed set searches the whole index and returns empty slots.
+    const none = index.search(q, 2, 4, { tokenMemory, allowedMemories: new Int32Array(0) });
+    expect([...none.indices]).toEqual(new Array(8).fill(-1));
+  });
+
+  it('per-bank indexes answer with bank-wide token indices from the asked bank only', async () => {
+    const tokenBank = Int32Array.from({ length: N }, (_, t) => t % 4);
+    const banked = await buildBankedHnsw(x, N, DIM, tokenBank, params, { threads: 1 });
+    expect(banked.banks).toEqual([0, 1, 2, 3]);
+    expect(banked.bankSize(2)).toBe(N / 4);
+    const res = banked.search(q, 20, 10, 2);
+    expect([...res.indices].every((t) => t % 4 === 2)).toBe(true);
+    expect(
+      recall(
+        res.indices,
+        10,
+        exactTopK(x, q, 20, 10, (t) => t % 4 === 2),
+      ),
+    ).toBeGreaterThan(0.95);
+    expect([...banked.search(q, 1, 3, 9).indices]).toEqual([-1, -1, -1]);
+  });
+});
