@@ -34,3 +34,7 @@ export { buildHnsw, loadHnsw } from './hnsw/hnsw.js';
 export { buildBankedHnsw } from './hnsw/banked.js';
 export type { BankedHnsw } from './hnsw/banked.js';
 export type { HnswFilter, HnswIndex, HnswOptions, HnswParams, HnswResult } from './hnsw/hnsw.js';
+export { CodecExactTokenIndex, codecTokenStore } from './codec-index.js';
+export type { CodecSide } from './codec-index.js';
+export { HNSW_MARGIN, HnswTokenIndex } from './hnsw-index.js';
+export type { HnswSide, HnswTokenIndexOptions } from './hnsw-index.js';

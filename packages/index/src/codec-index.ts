@@ -1,0 +1,106 @@
+import { decodeTokens, prepareQuery } from './codecs/codec.js';
+import type { CodecModel } from './codecs/model.js';
+import { dotsInto, scratchOffsets } from './dots.js';
+import type { SimilarityKernel } from './kernel.js';
+import { ExactTokenIndex } from './token-index.js';
+import type { TokenHits, TokenIndex, TokenSearchOptions } from './token-index.js';
+import type { TokenStore } from './token-store.js';
+
+/**
+ * A token store over a codec's stored codes `[size × bytesPerToken]`: reads decode a range to
+ * float32 (`codeDim` per token, into a scratch buffer), `dots` decodes the asked tokens and sums
+ * in float64 with {@link dotsInto}, so equal decoded vectors score bit-identically, as in
+ * {@link flatTokenStore}. For `fp32` the decoded vectors are the original ones.
+ *
+ * @example
+ * const store = codecTokenStore(model, codes); // store.dim === model.codeDim
+ * store.read(0, 10); // Float32Array [10 * codeDim], decoded
+ */
+export function codecTokenStore(model: CodecModel, codes: Uint8Array): TokenStore {
+  const { codeDim, bytesPerToken } = model;
+  if (codes.length % bytesPerToken !== 0) {
+    throw new Error(`codecTokenStore: ${codes.length} bytes are not codes of ${bytesPerToken}`);
+  }
+  const size = codes.length / bytesPerToken;
+  let scratch: Float32Array = new Float32Array(0);
+  let rowScratch: Float32Array = new Float32Array(0);
+  const grow = (buf: Float32Array, need: number): Float32Array =>
+    buf.length >= need ? buf : new Float32Array(Math.max(need, 2 * buf.length));
+  return {
+    size,
+    dim: codeDim,
+    read: (start, end) => {
+      scratch = grow(scratch, (end - start) * codeDim);
+      return decodeTokens(model, codes, start, end, scratch.subarray(0, (end - start) * codeDim));
+    },
+    dots: (tokens, count, query, at, out) => {
+      rowScratch = grow(rowScratch, count * codeDim);
+      const offsets = scratchOffsets(count);
+      for (let h = 0; h < count; h++) {
+        const t = tokens[h]!;
+        decodeTokens(model, codes, t, t + 1, rowScratch.subarray(h * codeDim, (h + 1) * codeDim));
+        offsets[h] = h * codeDim;
+      }
+      dotsInto(rowScratch, offsets, count, query, at, out, codeDim);
+    },
+  };
+}
+
+/** The memory side of a codec index: its stored codes and the bank's layout. */
+export interface CodecSide {
+  readonly model: CodecModel;
+  /** `[tokens × model.bytesPerToken]` code bytes, in bank token order. */
+  readonly codes: Uint8Array;
+  /** `[memories + 1]`: memory `m` owns tokens `tokenOffsets[m]..tokenOffsets[m+1]-1`. */
+  readonly tokenOffsets: ArrayLike<number>;
+  /** Memory ids: the tie order of equal similarities (`tieOrder`). */
+  readonly ids?: readonly string[];
+}
+
+/**
+ * The exact backend over a codec's stored codes: every candidate token is decoded and scored
+ * by the kernel ({@link ExactTokenIndex}'s streamed top-k, float64 rescoring and widening),
+ * queries in the codec's search space ({@link prepareQuery}: projected for `rp128+sq4`,
+ * never quantised). Float64 rescoring reads the decoded stored codes, so the returned
+ * similarities are those of the compressed bank; ties as {@link ExactTokenIndex}.
+ * `bestPerMemory` is supported (MaxSim over the decoded codes).
+ *
+ * @example
+ * const index = new CodecExactTokenIndex({ model, codes, tokenOffsets, ids }, kernel);
+ * const hits = await index.search(q, rows, 64, { memories }); // q in the input dim (384)
+ */
+export class CodecExactTokenIndex implements TokenIndex {
+  readonly backend = 'exact';
+  readonly codec: string;
+  /** The queries' (input) dim. */
+  readonly dim: number;
+  readonly size: number;
+  readonly model: CodecModel;
+  readonly store: TokenStore;
+  readonly #inner: ExactTokenIndex;
+
+  constructor(side: CodecSide, kernel: SimilarityKernel) {
+    this.model = side.model;
+    this.codec = side.model.name;
+    this.dim = side.model.dim;
+    this.store = codecTokenStore(side.model, side.codes);
+    this.size = this.store.size;
+    this.#inner = new ExactTokenIndex(
+      {
+        tokens: this.store,
+        tokenOffsets: side.tokenOffsets,
+        ...(side.ids === undefined ? {} : { ids: side.ids }),
+      },
+      kernel,
+    );
+  }
+
+  search(
+    queries: Float32Array,
+    rows: number,
+    k: number,
+    options: TokenSearchOptions,
+  ): Promise<TokenHits> {
+    return this.#inner.search(prepareQuery(this.model, queries, rows), rows, k, options);
+  }
+}
