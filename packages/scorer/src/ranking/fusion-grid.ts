@@ -1,6 +1,6 @@
 import { fuse } from '../fusion.js';
 import type { SparseScorer } from '../scorer.js';
-import { tieOrder } from '@bfe/index';
+import { tieOrder, type TokenIndex } from '@bfe/index';
 import type { CandidateGroup, RankQuery } from './groups.js';
 import { checkTop, queryRowsOf, rankIds, type RankingSide, type Rankings } from './sides.js';
 
@@ -17,6 +17,8 @@ export interface FusionGridRankInput<Q extends RankQuery = RankQuery> {
   readonly top: number;
   /** Query content tokens to use instead of `queries.tokenVectors` (an adapter's output). */
   readonly queryTokens?: Float32Array;
+  /** Where the token proposals come from (`ScoreRequest.index`); default: exact float32. */
+  readonly index?: TokenIndex;
 }
 
 /**
@@ -46,7 +48,13 @@ export async function rankFusionGrid<Q extends RankQuery>(
   const runs = new Map<number, Rankings>(alphas.map((a) => [a, new Map()]));
   for (const group of groups) {
     const scored = await scorer.score(
-      { memories, queries, queryRows: rowsOf(group), candidates: group.rows },
+      {
+        memories,
+        queries,
+        queryRows: rowsOf(group),
+        candidates: group.rows,
+        ...(input.index === undefined ? {} : { index: input.index }),
+      },
       { k, maxsim: false, clampK: true },
     );
     scored.forEach((s, i) => {

@@ -1,6 +1,6 @@
 import { bm25Scores } from '../bm25.js';
 import type { QueryScores, SparseScorer } from '../scorer.js';
-import { TieTally, tieOrder, type TieCounts } from '@bfe/index';
+import { TieTally, tieOrder, type TieCounts, type TokenIndex } from '@bfe/index';
 import type { TokenBank } from '../validate.js';
 import type { CandidateGroup, RankQuery } from './groups.js';
 import { checkTop, queryRowsOf, rankIds, type RankingSide, type Rankings } from './sides.js';
@@ -40,6 +40,11 @@ export interface RankSystemsInput<Q extends RankQuery = RankQuery> {
    * `adapted-zero-floor` is the same pass's fusion with `t_i = 0`, at the main k.
    */
   readonly adapted?: { readonly queryTokens: Float32Array; readonly alpha: number };
+  /**
+   * Where the token proposals come from (`ScoreRequest.index`: a codec or HNSW index over
+   * `memories`' tokens) for every scorer pass; default: the exact float32 backend.
+   */
+  readonly index?: TokenIndex;
   /** Called after each group. */
   readonly onProgress?: (done: number, total: number) => void;
 }
@@ -154,7 +159,13 @@ export async function rankSystems<Q extends RankQuery>(
 
   for (let g = 0; g < groups.length; g++) {
     const group = groups[g] as CandidateGroup<Q>;
-    const request = { memories, queries, queryRows: rowsOf(group), candidates: group.rows };
+    const request = {
+      memories,
+      queries,
+      queryRows: rowsOf(group),
+      candidates: group.rows,
+      ...(input.index === undefined ? {} : { index: input.index }),
+    };
     for (const kk of passKs) {
       const main = kk === k;
       const t0 = performance.now();
