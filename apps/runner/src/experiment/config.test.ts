@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { tmpDir } from '@bfe/core/testing';
 import { ConfigError } from '@bfe/core';
 import { BUDGET_KS, DEFAULT_KS } from '@bfe/eval';
+import { codecNameSchema } from '@bfe/index';
 import { experimentSchema, isSelectionData, parseExperiment, readExperiment } from './config.js';
 
 /** The ConfigError a call throws (fails the test when it does not throw one). */
@@ -142,6 +143,33 @@ describe('parseExperiment', () => {
       parseExperiment({ name: 'x', dataset: { name: 'locomo' }, split: { policy: 'none' } }).split
         .policy,
     ).toBe('none');
+  });
+});
+
+describe('the index section', () => {
+  const base = { name: 'x', dataset: { name: 'locomo' } };
+  it('is absent unless written (exact float32, nothing else changes)', () => {
+    expect(parseExperiment(base).index).toBeUndefined();
+    expect(parseExperiment({ ...base, index: {} }).index).toEqual({
+      backend: 'exact',
+      codec: 'fp32',
+      M: 16,
+      efConstruction: 128,
+      efSearch: 128,
+      seed: 42,
+    });
+    expect(
+      parseExperiment({ ...base, index: { backend: 'hnsw', codec: 'rp128+sq4', efSearch: 64 } })
+        .index,
+    ).toMatchObject({ backend: 'hnsw', codec: 'rp128+sq4', M: 16, efSearch: 64 });
+  });
+
+  it("lists @bfe/index's codecs and refuses unknown keys, backends and codecs", () => {
+    const codecs = experimentSchema.shape.index.unwrap().shape.codec.unwrap().options;
+    expect([...codecs]).toEqual([...codecNameSchema.options]);
+    for (const index of [{ codec: 'pq8' }, { backend: 'ivf' }, { ef: 10 }, { M: 0 }]) {
+      expect(configError(() => parseExperiment({ ...base, index })).message).toMatch(/index/);
+    }
   });
 });
 

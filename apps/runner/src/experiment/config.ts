@@ -118,6 +118,24 @@ export const experimentSchema = z.strictObject({
       workers: z.int().min(1).max(16).default(2),
     })
     .prefault({}),
+  /**
+   * The token index the scorer proposes from (METHOD.md §8, "Compressed and approximate token
+   * search"): `exact` or `hnsw` (usearch) over a codec's stored codes; proposals are rescored in
+   * float64 from the decoded codes. Left out: today's exact float32 search, and every key and
+   * file of the run stays as it was.
+   */
+  index: z
+    .strictObject({
+      backend: z.enum(['exact', 'hnsw']).default('exact'),
+      codec: z.enum(['fp32', 'fp16', 'sq8', 'sq4', 'rp128+sq4']).default('fp32'),
+      /** HNSW connectivity (usearch `connectivity`). */
+      M: z.int().positive().default(16),
+      efConstruction: z.int().positive().default(128),
+      efSearch: z.int().positive().default(128),
+      /** The `rp128+sq4` projection seed (METHOD.md §6, 42). */
+      seed: seedSchema.default(42),
+    })
+    .optional(),
   eval: z
     .strictObject({
       /**

@@ -9,6 +9,7 @@ import { abandonRunFolder, openRunFolder, publishRunFolder } from './run-folder.
 import { stageContext, type StageRecord } from './stage.js';
 import { runDatasetStage } from './stages/dataset.js';
 import { runEncodeStage } from './stages/encode.js';
+import { runIndexStage } from './stages/index.js';
 import { runScoreStage } from './stages/score.js';
 import { runSplitStage, type SplitStage } from './stages/split.js';
 import type { RunResults } from './run-results.js';
@@ -71,6 +72,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
 
   const dataset = await runDatasetStage(ctx, e, options.configPath);
   const encode = await runEncodeStage(ctx, e, dataset);
+  const index = await runIndexStage(ctx, e, encode);
   // Training seeds (adapter initialisation and batch order); the split has its own seed: one
   // split shared by every training seed, or a new one per seed under `split.seed: per-seed`.
   const seeds = e.split.policy === 'none' ? [null] : e.seeds;
@@ -92,11 +94,16 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
       split = sharedSplit ?? (await runSplitStage(ctx, e, seed, dataset));
       if (e.adapter.enabled) {
         const { runAdaptStage } = await import('./stages/adapt.js');
-        adapt = await runAdaptStage(ctx, e, seed, { dataset, encode, split });
+        adapt = await runAdaptStage(ctx, e, seed, {
+          dataset,
+          encode,
+          split,
+          ...(index === undefined ? {} : { index }),
+        });
       }
     }
     const tag = seed === null ? '' : `@${seed}`;
-    const score = await runScoreStage(ctx, e, { tag, dataset, encode, split, adapt });
+    const score = await runScoreStage(ctx, e, { tag, dataset, encode, split, adapt, index });
     perSeed.push({
       seed,
       splitSeed: split?.split.seed ?? null,

@@ -11,6 +11,7 @@ import {
   rankFusionGrid,
   rankSystems,
 } from '@bfe/scorer';
+import type { SimilarityKernel, TokenIndex } from '@bfe/index';
 import type {
   CandidateGroup as ScorerCandidateGroup,
   RankingSide,
@@ -39,6 +40,33 @@ export interface ScorerSettings {
   readonly executionProvider?: 'cpu' | 'webgpu';
   /** The scorer's kernel: onnxruntime (default) or the plain JavaScript reference. */
   readonly backend?: 'onnxruntime' | 'js';
+  /**
+   * Opens the token index every scorer pass proposes from (`ScoreRequest.index`), on the
+   * scorer's kernel; undefined, or resolving to undefined: the exact float32 search.
+   */
+  readonly openIndex?: (kernel: SimilarityKernel) => Promise<OpenedTokenIndex | undefined>;
+}
+
+/** A token index opened for one scoring run, and how to release it. */
+export interface OpenedTokenIndex {
+  readonly index: TokenIndex;
+  readonly dispose: () => void;
+}
+
+/** Runs `body` with the scorer and, when asked for, the index; releases both. */
+async function withScorer<T>(
+  settings: ScorerSettings,
+  body: (scorer: SparseScorer, index: { index?: TokenIndex }) => Promise<T>,
+): Promise<T> {
+  const scorer = await openScorer(settings);
+  let opened: OpenedTokenIndex | undefined;
+  try {
+    opened = await settings.openIndex?.(scorer.kernel);
+    return await body(scorer, opened === undefined ? {} : { index: opened.index });
+  } finally {
+    opened?.dispose();
+    await scorer.dispose();
+  }
 }
 
 function openScorer(settings: ScorerSettings): Promise<SparseScorer> {
@@ -197,11 +225,10 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
   const groups = groupByCandidates(bank, benchmark, input.queryIds);
   const memoryText = new Map(benchmark.memories.map((m) => [m.id, m.text]));
   const keep = Math.max(50, ...ks);
-  const scorer = await openScorer(input);
-  let ranked;
-  try {
-    ranked = await rankSystems(scorer, {
+  const ranked = await withScorer(input, (scorer, index) =>
+    rankSystems(scorer, {
       ...bankSides(bank),
+      ...index,
       memoryTexts: bank.memories.ids.map((id) => memoryText.get(id) ?? ''),
       groups,
       k,
@@ -210,10 +237,8 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
       top: keep,
       ...(input.adapted === undefined ? {} : { adapted: input.adapted }),
       ...(input.onProgress === undefined ? {} : { onProgress: input.onProgress }),
-    });
-  } finally {
-    await scorer.dispose();
-  }
+    }),
+  );
 
   const t0 = performance.now();
   const { candidates, subtaskOf } = evaluationScope(groups);
@@ -286,20 +311,17 @@ export async function evaluateFusionGrid(input: FusionGridInput): Promise<Map<nu
   const { bank, benchmark, labels, k, alphas, ks } = input;
   const groups = groupByCandidates(bank, benchmark, input.queryIds);
   const keep = Math.max(50, ...ks);
-  const scorer = await openScorer(input);
-  let grid;
-  try {
-    grid = await rankFusionGrid(scorer, {
+  const grid = await withScorer(input, (scorer, index) =>
+    rankFusionGrid(scorer, {
       ...bankSides(bank),
+      ...index,
       groups,
       k,
       alphas,
       top: keep,
       ...(input.queryTokens === undefined ? {} : { queryTokens: input.queryTokens }),
-    });
-  } finally {
-    await scorer.dispose();
-  }
+    }),
+  );
   const { candidates, subtaskOf } = evaluationScope(groups);
   return new Map(
     alphas.map((alpha) => [

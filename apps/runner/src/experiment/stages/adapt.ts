@@ -14,10 +14,15 @@ import { assertNoLeak } from '@bfe/split';
 import { z } from 'zod';
 import type { ArtifactSpec } from '../../cache/key.js';
 import type { ArtifactResult } from '../../cache/store.js';
-import { evaluateFusionGrid, groupByCandidates } from '../../score/pipeline.js';
+import {
+  evaluateFusionGrid,
+  groupByCandidates,
+  type FusionGridInput,
+} from '../../score/pipeline.js';
 import { codeVersion } from '../code-version.js';
 import type { Experiment } from '../config.js';
 import type { StageContext } from '../stage.js';
+import type { IndexStage } from './index.js';
 import type { DatasetStage } from './dataset.js';
 import type { EncodeStage } from './encode.js';
 import type { SplitStage } from './split.js';
@@ -73,7 +78,8 @@ export type TrainingRecord = z.infer<typeof trainingRecordSchema>;
 export async function adaptStageSpec(
   e: Experiment,
   seed: number,
-  inputs: { encode: string; split: string },
+  inputs: { encode: string; split: string; index?: string },
+  index?: Record<string, unknown>,
 ): Promise<ArtifactSpec> {
   return {
     stage: 'adapt',
@@ -88,6 +94,7 @@ export async function adaptStageSpec(
       backend: e.scorer.backend,
       executionProvider: e.scorer.executionProvider,
       ks: e.eval.ks,
+      ...(index === undefined ? {} : { index }),
     },
     inputs,
   };
@@ -102,6 +109,8 @@ export interface AdaptInput {
   readonly bank: OpenedBank;
   readonly dataset: LoadedDataset;
   readonly progress: (label: string, done: number, total: number, extra?: string) => void;
+  /** The token index the validation grid scores through (the experiment's `index`). */
+  readonly openIndex?: FusionGridInput['openIndex'];
 }
 
 /**
@@ -219,6 +228,7 @@ export async function computeAdapt(input: AdaptInput): Promise<Record<string, un
       executionProvider: e.scorer.executionProvider,
       backend: e.scorer.backend,
       ...(e.scorer.threads === undefined ? {} : { threads: e.scorer.threads }),
+      ...(input.openIndex === undefined ? {} : { openIndex: input.openIndex }),
     });
     const validationFigures = e.adapter.alphaGrid.map((alpha) => {
       const m = grid.get(alpha)!.metrics;
@@ -331,12 +341,18 @@ export async function runAdaptStage(
   ctx: StageContext,
   e: Experiment,
   seed: number,
-  inputs: { dataset: DatasetStage; encode: EncodeStage; split: SplitStage },
+  inputs: { dataset: DatasetStage; encode: EncodeStage; split: SplitStage; index?: IndexStage },
 ): Promise<ArtifactResult> {
-  const { dataset, encode, split } = inputs;
+  const { dataset, encode, split, index } = inputs;
+  const keys = { encode: encode.artifact.key, split: split.artifact.key };
   return ctx.run(
     `adapt@${seed}`,
-    await adaptStageSpec(e, seed, { encode: encode.artifact.key, split: split.artifact.key }),
+    await adaptStageSpec(
+      e,
+      seed,
+      index?.artifact === undefined ? keys : { ...keys, index: index.artifact.key },
+      index?.keyConfig,
+    ),
     async (dir) =>
       computeAdapt({
         dir,
@@ -346,6 +362,9 @@ export async function runAdaptStage(
         bank: await encode.bank(),
         dataset: await dataset.load(),
         progress: ctx.progress,
+        ...(index === undefined
+          ? {}
+          : { openIndex: async (kernel) => index.open(await encode.bank(), kernel) }),
       }),
   );
 }

@@ -5,6 +5,7 @@ import { isSelectionData, type Experiment } from '../config.js';
 import type { StageContext } from '../stage.js';
 import type { DatasetStage } from './dataset.js';
 import type { EncodeStage } from './encode.js';
+import type { IndexStage } from './index.js';
 import type { SplitStage } from './split.js';
 
 /** The runner modules whose code the score stage runs (part of its cache key). */
@@ -15,6 +16,7 @@ export const SCORE_STAGE_FILES = [
   'score/write.ts',
   'experiment/stages/score.ts',
   'experiment/stages/adapt.ts',
+  'experiment/stages/index.ts',
 ];
 
 /**
@@ -31,9 +33,11 @@ export async function runScoreStage(
     readonly encode: EncodeStage;
     readonly split: SplitStage | undefined;
     readonly adapt: ArtifactResult | undefined;
+    /** The experiment's `index` section, when written. */
+    readonly index?: IndexStage | undefined;
   },
 ): Promise<ArtifactResult> {
-  const { dataset, encode, split, adapt } = inputs;
+  const { dataset, encode, split, adapt, index } = inputs;
   return ctx.run(
     `score${inputs.tag}`,
     {
@@ -50,11 +54,13 @@ export async function runScoreStage(
         backend: e.scorer.backend,
         executionProvider: e.scorer.executionProvider,
         eval: e.eval,
+        ...(index === undefined ? {} : { index: index.keyConfig }),
       },
       inputs: {
         encode: encode.artifact.key,
         ...(split === undefined ? {} : { split: split.artifact.key }),
         ...(adapt === undefined ? {} : { adapt: adapt.key }),
+        ...(index?.artifact === undefined ? {} : { index: index.artifact.key }),
       },
     },
     async (dir) => {
@@ -83,6 +89,7 @@ export async function runScoreStage(
         backend: e.scorer.backend,
         ...(e.scorer.threads === undefined ? {} : { threads: e.scorer.threads }),
         ...(adapted === undefined ? {} : { adapted }),
+        ...(index === undefined ? {} : { openIndex: (kernel) => index.open(bank, kernel) }),
         onProgress: (done, total) => ctx.progress('score candidate groups', done, total),
         splitName: split === undefined ? 'all' : part,
         split: split === undefined ? undefined : splitMetaOf(split.split, { seed: true }),
@@ -92,6 +99,7 @@ export async function runScoreStage(
           // Train or validation part: the data the adapter is trained or selected on.
           selectionData: isSelectionData(e),
           ...(adapterMeta === undefined ? {} : { adapter: adapterMeta }),
+          ...(index === undefined ? {} : { index: index.meta }),
         },
       });
       return { queries: run.stats.queries, scoringSeconds: run.stats.seconds.scoring };

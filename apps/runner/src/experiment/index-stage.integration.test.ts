@@ -1,0 +1,134 @@
+import { copyFile, mkdir, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { suiteTmpDir } from '@bfe/core/testing';
+import { importModelDir } from '@bfe/models';
+import { parseExperiment, type Experiment } from './config.js';
+import { runExperiment, type RunOutcome } from './run-experiment.js';
+
+// The experiment's `index` section, in process on the tiny encoder graph (dim 4) and the LMEB
+// fixture: the default path unchanged, the index stage's artifact and cache, meta.index.
+
+const repoRoot = fileURLToPath(new URL('../../../../', import.meta.url));
+const documentTask = join(repoRoot, 'packages/datasets/fixtures/lmeb-document');
+
+const suiteRoot = suiteTmpDir('bfe-index-stage-');
+let root = '';
+let modelDir = '';
+beforeAll(async () => {
+  root = suiteRoot();
+  const source = join(root, 'model-source');
+  await mkdir(source);
+  const fixtures = join(repoRoot, 'packages/encoder/fixtures');
+  await copyFile(join(fixtures, 'tiny-encoder.onnx'), join(source, 'model.onnx'));
+  await copyFile(join(fixtures, 'tiny-tokenizer.json'), join(source, 'tokenizer.json'));
+  await writeFile(
+    join(source, 'config.json'),
+    JSON.stringify({
+      model_type: 'bert',
+      vocab_size: 18,
+      hidden_size: 4,
+      max_position_embeddings: 16,
+      pad_token_id: 0,
+    }),
+  );
+  const imported = await importModelDir(source, {
+    cacheDir: join(root, 'models'),
+    name: 'tiny',
+    pooling: 'mean',
+    maxLength: 16,
+  });
+  modelDir = imported.dir;
+});
+
+function experiment(raw: Record<string, unknown> = {}): Experiment {
+  return parseExperiment({
+    name: 'tiny',
+    dataset: { name: `lmeb:${documentTask}` },
+    split: { policy: 'none' },
+    model: { name: 'tiny', dir: modelDir },
+    scorer: { k: 4, kSweep: [2, 4] },
+    eval: { resamples: 50 },
+    ...raw,
+  });
+}
+
+async function run(dir: string, e: Experiment, log?: (line: string) => void): Promise<RunOutcome> {
+  return runExperiment({
+    experiment: e,
+    configPath: join(dir, 'experiment.yaml'),
+    argv: ['run', 'experiment.yaml'],
+    cacheDir: join(dir, 'cache'),
+    runsDir: join(dir, 'runs'),
+    ...(log === undefined ? {} : { log }),
+  });
+}
+
+const text = (dir: string, file: string): Promise<string> => readFile(join(dir, file), 'utf8');
+
+async function resultsWithoutIndex(dir: string): Promise<unknown> {
+  const r = JSON.parse(await text(dir, 'results.json')) as {
+    runs: Array<{ results: { meta: Record<string, unknown> } }>;
+    [key: string]: unknown;
+  };
+  for (const run of r.runs) delete run.results.meta.index;
+  return r;
+}
+
+describe('the index section', () => {
+  it('exact fp32 written out: no index stage, the same per-query bytes and results as without', async () => {
+    const dir = await mkdtemp(join(root, 'exact-'));
+    const plain = await run(dir, experiment());
+    const written = await run(dir, experiment({ index: { backend: 'exact', codec: 'fp32' } }));
+    expect(plain.stages.map((s) => s.name)).toEqual(['dataset', 'encode', 'score']);
+    expect(written.stages.map((s) => s.name)).toEqual(['dataset', 'encode', 'score']);
+    expect(plain.results.meta).not.toHaveProperty('index');
+    expect(written.results.meta).toMatchObject({
+      index: { backend: 'exact', codec: 'fp32', params: {}, bytesPerToken: 16 },
+    });
+    for (const file of ['per-query.jsonl', 'k-sweep.json']) {
+      expect(await text(written.runDir, file)).toBe(await text(plain.runDir, file));
+    }
+    expect(await resultsWithoutIndex(written.runDir)).toEqual(
+      await resultsWithoutIndex(plain.runDir),
+    );
+  });
+
+  it('hnsw over fp32 codes on a tiny bank ranks as the exact search; sq8 writes its codes', async () => {
+    const dir = await mkdtemp(join(root, 'hnsw-'));
+    const plain = await run(dir, experiment());
+    const hnsw = await run(dir, experiment({ index: { backend: 'hnsw', codec: 'fp32' } }));
+    expect(hnsw.stages.map((s) => s.name)).toEqual(['dataset', 'encode', 'index', 'score']);
+    expect(await text(hnsw.runDir, 'per-query.jsonl')).toBe(
+      await text(plain.runDir, 'per-query.jsonl'),
+    );
+    const meta = hnsw.results.meta as unknown as { index: Record<string, unknown> };
+    expect(meta.index).toMatchObject({
+      backend: 'hnsw',
+      codec: 'fp32',
+      params: { M: 16, efConstruction: 128, efSearch: 128 },
+      bytesPerToken: 16,
+    });
+    const indexStage = hnsw.stages.find((s) => s.name === 'index')!;
+    const artifactDir = join(dir, 'cache', 'objects', 'index', indexStage.key);
+    const files = await readdir(artifactDir, { recursive: true });
+    expect(files).toEqual(expect.arrayContaining(['codec.json', 'codes.bin']));
+    expect(files.some((f) => String(f).endsWith('.usearch'))).toBe(true);
+    // efSearch changes the search, not the graph: the index stage is a hit, the score stage not.
+    const ef = await run(
+      dir,
+      experiment({ index: { backend: 'hnsw', codec: 'fp32', efSearch: 64 } }),
+    );
+    expect(ef.stages.find((s) => s.name === 'index')!.cached).toBe(true);
+    expect(ef.stages.find((s) => s.name === 'score')!.cached).toBe(false);
+
+    const sq8 = await run(dir, experiment({ index: { codec: 'sq8' } }));
+    expect(sq8.stages.find((s) => s.name === 'index')!.cached).toBe(false);
+    expect(
+      (sq8.results.meta as unknown as { index: { bytesPerToken: number } }).index.bytesPerToken,
+    ).toBe(4);
+    const again = await run(dir, experiment({ index: { codec: 'sq8' } }));
+    expect(again.stages.every((s) => s.cached)).toBe(true);
+  });
+});

@@ -1,0 +1,181 @@
+import { readFile, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { OpenedBank } from '@bfe/encoder';
+import {
+  CodecExactTokenIndex,
+  HnswTokenIndex,
+  codecModelSchema,
+  codecShape,
+  encodeTokens,
+  trainCodec,
+  type CodecModel,
+  type HnswSide,
+  type SimilarityKernel,
+  type TokenIndex,
+} from '@bfe/index';
+import type { ArtifactResult } from '../../cache/store.js';
+import { codeVersion } from '../code-version.js';
+import type { Experiment } from '../config.js';
+import type { StageContext } from '../stage.js';
+import type { EncodeStage } from './encode.js';
+
+/** The experiment's `index` section, defaults filled. */
+export type IndexConfig = NonNullable<Experiment['index']>;
+
+/** What results.json's `meta.index` records. */
+export interface IndexMeta {
+  readonly backend: 'exact' | 'hnsw';
+  readonly codec: IndexConfig['codec'];
+  /** The HNSW graph parameters (hnsw), the projection seed (rp128+sq4); else empty. */
+  readonly params: Record<string, number>;
+  readonly bytesPerToken: number;
+  /** Code bytes of every memory token, plus the codec model and the HNSW files. */
+  readonly totalBytes: number;
+}
+
+/** The index stage's outcome. */
+export interface IndexStage {
+  /** Undefined for exact float32: the scorer's own exact search, no stage at all. */
+  readonly artifact: ArtifactResult | undefined;
+  readonly meta: IndexMeta;
+  /** The score stage's part of the cache key. */
+  readonly keyConfig: Record<string, unknown>;
+  /** Opens the index on the scorer's kernel; undefined: the scorer's default exact search. */
+  readonly open: (bank: OpenedBank, kernel: SimilarityKernel) => Promise<OpenedIndex | undefined>;
+}
+
+/** An opened index and how to release it. */
+export interface OpenedIndex {
+  readonly index: TokenIndex;
+  readonly dispose: () => void;
+}
+
+const CODEC_FILE = 'codec.json';
+const CODES_FILE = 'codes.bin';
+const HNSW_DIR = 'hnsw';
+
+/** The parts of the section that change the index (HNSW params only for hnsw, seed only for rp). */
+function indexKeyConfig(c: IndexConfig): Record<string, unknown> {
+  return {
+    backend: c.backend,
+    codec: c.codec,
+    ...(c.codec === 'rp128+sq4' ? { seed: c.seed } : {}),
+    ...(c.backend === 'hnsw' ? { M: c.M, efConstruction: c.efConstruction } : {}),
+  };
+}
+
+function metaParams(c: IndexConfig): Record<string, number> {
+  return {
+    ...(c.backend === 'hnsw'
+      ? { M: c.M, efConstruction: c.efConstruction, efSearch: c.efSearch }
+      : {}),
+    ...(c.codec === 'rp128+sq4' ? { seed: c.seed } : {}),
+  };
+}
+
+/** `[memories]` a dense bank number per memory row (bank ids in sorted order). */
+function memoryBanks(bank: OpenedBank): Int32Array | undefined {
+  const ids = bank.memories.bankIds;
+  if (ids === undefined) return undefined;
+  const numbers = new Map([...new Set(ids)].sort().map((id, i) => [id, i] as const));
+  return Int32Array.from(ids, (id) => numbers.get(id)!);
+}
+
+/**
+ * index: the codec trained on every memory token state of the encoded bank (METHOD.md §8),
+ * the memory tokens' codes, and for `hnsw` one usearch graph per bank over the decoded codes.
+ * The artifact is `codec.json`, `codes.bin` and `hnsw/bank-<n>.usearch`; its key is the encode
+ * key, the index section (the parts that change it) and the code version. Exact float32 has no
+ * stage: the scorer searches the bank's own vectors, as without the section.
+ */
+export async function runIndexStage(
+  ctx: StageContext,
+  e: Experiment,
+  encode: EncodeStage,
+): Promise<IndexStage | undefined> {
+  const c = e.index;
+  if (c === undefined) return undefined;
+  const { dim, memories } = await encode.bank();
+  const tokens = memories.tokenOffsets[memories.tokenOffsets.length - 1]!;
+  const bytesPerToken = codecShape(c.codec, dim).bytesPerToken;
+  const keyConfig = {
+    ...indexKeyConfig(c),
+    ...(c.backend === 'hnsw' ? { efSearch: c.efSearch } : {}),
+  };
+  if (c.backend === 'exact' && c.codec === 'fp32') {
+    const meta = { backend: 'exact', codec: 'fp32', params: {}, bytesPerToken } as const;
+    return {
+      artifact: undefined,
+      meta: { ...meta, totalBytes: tokens * bytesPerToken },
+      keyConfig,
+      open: () => Promise.resolve(undefined),
+    };
+  }
+  const params = { M: c.M, efConstruction: c.efConstruction, efSearch: c.efSearch };
+  const artifact = await ctx.run(
+    'index',
+    {
+      stage: 'index',
+      version: await codeVersion(['@bfe/core', '@bfe/index'], ['experiment/stages/index.ts']),
+      config: indexKeyConfig(c),
+      inputs: { encode: encode.artifact.key },
+    },
+    async (dir) => {
+      const bank = await encode.bank();
+      const { tokenVectors, tokenOffsets } = bank.memories;
+      const n = tokenOffsets[tokenOffsets.length - 1]!;
+      const t0 = performance.now();
+      const model = trainCodec(c.codec, tokenVectors, n, bank.dim, { seed: c.seed });
+      const codes = encodeTokens(model, tokenVectors, n);
+      const codecSeconds = (performance.now() - t0) / 1000;
+      await writeFile(join(dir, CODEC_FILE), `${JSON.stringify(model)}\n`);
+      await writeFile(join(dir, CODES_FILE), codes);
+      let graphSeconds = 0;
+      let files: string[] = [];
+      if (c.backend === 'hnsw') {
+        const t1 = performance.now();
+        const side = hnswSide(bank, model, codes);
+        const index = await HnswTokenIndex.build(side, params);
+        graphSeconds = (performance.now() - t1) / 1000;
+        files = await index.save(join(dir, HNSW_DIR));
+        index.dispose();
+      }
+      return { tokens: n, codeBytes: codes.length, codecSeconds, graphSeconds, hnswFiles: files };
+    },
+  );
+  const files = (artifact.manifest.meta.hnswFiles ?? []) as string[];
+  let totalBytes = (await stat(join(artifact.dir, CODES_FILE))).size;
+  totalBytes += (await stat(join(artifact.dir, CODEC_FILE))).size;
+  for (const f of files) totalBytes += (await stat(join(artifact.dir, HNSW_DIR, f))).size;
+  return {
+    artifact,
+    meta: { backend: c.backend, codec: c.codec, params: metaParams(c), bytesPerToken, totalBytes },
+    keyConfig,
+    open: async (bank, kernel) => {
+      const model = codecModelSchema.parse(
+        JSON.parse(await readFile(join(artifact.dir, CODEC_FILE), 'utf8')),
+      ) as CodecModel;
+      // A fresh, aligned copy: float32/float16 codes are read as typed-array views.
+      const codes = new Uint8Array(await readFile(join(artifact.dir, CODES_FILE)));
+      const side = hnswSide(bank, model, codes);
+      if (c.backend === 'exact') {
+        return { index: new CodecExactTokenIndex(side, kernel), dispose: () => {} };
+      }
+      const index = await HnswTokenIndex.load(join(artifact.dir, HNSW_DIR), side, params, {
+        kernel,
+      });
+      return { index, dispose: () => index.dispose() };
+    },
+  };
+}
+
+function hnswSide(bank: OpenedBank, model: CodecModel, codes: Uint8Array): HnswSide {
+  const memoryBank = memoryBanks(bank);
+  return {
+    model,
+    codes,
+    tokenOffsets: bank.memories.tokenOffsets,
+    ids: bank.memories.ids,
+    ...(memoryBank === undefined ? {} : { memoryBank }),
+  };
+}
