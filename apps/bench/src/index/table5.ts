@@ -1,0 +1,119 @@
+/**
+ * The paper's Table 5 from `bfe run` folders: per run (one codec × backend of the experiment's
+ * `index` section), bytes per token, total index bytes, the index stage's build seconds (from
+ * the receipt: a cached stage shows its hit time, so use a fresh cache), and sparse-fusion and
+ * no-fusion R@10 / NDCG@10 with the paired difference to the base run (the first folder, exact
+ * fp32): mean and 95% bootstrap CI over queries, stratified by subtask (@bfe/eval's
+ * `pairedBootstrap`, 10,000 resamples, seed 42), from each run's per-query.jsonl.
+ *
+ * node --conditions=@bfe/source --import tsx apps/bench/src/index/table5.ts [--markdown] <base-run> <run>…
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import {
+  pairedBootstrap,
+  pairedDifferences,
+  readPerQueryJsonl,
+  recomputeFromPerQuery,
+  type Evaluation,
+  type MetricName,
+} from '@bfe/eval';
+import { z } from 'zod';
+import { terminalTable } from '../shared/table.js';
+
+const SYSTEMS = ['sparse-fusion', 'no-fusion'] as const;
+const METRICS: MetricName[] = ['recall@10', 'ndcg@10'];
+
+const indexMetaSchema = z.object({
+  backend: z.string(),
+  codec: z.string(),
+  params: z.record(z.string(), z.number()),
+  bytesPerToken: z.number(),
+  totalBytes: z.number(),
+});
+const runResultsSchema = z.object({
+  runs: z.array(z.object({ results: z.object({ meta: z.record(z.string(), z.unknown()) }) })),
+});
+const receiptSchema = z.object({
+  stages: z.array(z.object({ name: z.string(), cached: z.boolean(), seconds: z.number() })),
+});
+
+interface Run {
+  readonly dir: string;
+  readonly index: z.infer<typeof indexMetaSchema> | undefined;
+  readonly buildSeconds: number | undefined;
+  readonly buildCached: boolean;
+  readonly evaluations: Map<string, Evaluation>;
+}
+
+async function readRun(dir: string): Promise<Run> {
+  const json = async (file: string): Promise<unknown> =>
+    JSON.parse(await readFile(join(dir, file), 'utf8'));
+  const results = runResultsSchema.parse(await json('results.json'));
+  const rawIndex = results.runs[0]?.results.meta.index;
+  const receipt = receiptSchema.parse(await json('receipt.json'));
+  const stage = receipt.stages.find((s) => s.name === 'index');
+  const lines = await readPerQueryJsonl(join(dir, 'per-query.jsonl'));
+  return {
+    dir,
+    index: rawIndex === undefined ? undefined : indexMetaSchema.parse(rawIndex),
+    buildSeconds: stage?.seconds,
+    buildCached: stage?.cached ?? false,
+    evaluations: recomputeFromPerQuery(
+      lines.filter((l) => (SYSTEMS as readonly string[]).includes(l.system)),
+      { ks: [10] },
+    ),
+  };
+}
+
+const pct = (x: number): string => (100 * x).toFixed(1);
+const signed = (x: number): string => `${x >= 0 ? '+' : '−'}${Math.abs(100 * x).toFixed(1)}`;
+
+function cell(run: Run, base: Run, system: string, metric: MetricName): string {
+  const a = run.evaluations.get(system);
+  const b = base.evaluations.get(system);
+  if (a === undefined || b === undefined) throw new Error(`${run.dir}: no ${system} lines`);
+  const value = pct(a.metrics[metric] ?? 0);
+  if (run === base) return value;
+  const boot = pairedBootstrap(pairedDifferences(a, b, metric), { resamples: 10_000, seed: 42 });
+  return `${value} (${signed(boot.meanDiff)} [${signed(boot.ci95[0])}, ${signed(boot.ci95[1])}])`;
+}
+
+async function main(): Promise<void> {
+  const { values, positionals } = parseArgs({
+    options: { markdown: { type: 'boolean', default: false } },
+    allowPositionals: true,
+  });
+  if (positionals.length < 1) throw new Error('give the base run folder, then the others');
+  const runs = await Promise.all(positionals.map(readRun));
+  const base = runs[0]!;
+  const head = ['codec', 'backend', 'B/token', 'total MB', 'build s'];
+  for (const s of SYSTEMS) for (const m of METRICS) head.push(`${s} ${m.replace('recall', 'R')}`);
+  const rows = runs.map((run) => {
+    const ix = run.index;
+    const build =
+      run.buildSeconds === undefined
+        ? '—'
+        : `${run.buildSeconds.toFixed(1)}${run.buildCached ? ' (cached)' : ''}`;
+    return [
+      ix?.codec ?? 'fp32',
+      ix?.backend ?? 'exact',
+      ix === undefined ? '—' : String(ix.bytesPerToken),
+      ix === undefined ? '—' : (ix.totalBytes / 1e6).toFixed(1),
+      build,
+      ...SYSTEMS.flatMap((s) => METRICS.map((m) => cell(run, base, s, m))),
+    ];
+  });
+  const table = terminalTable({
+    head,
+    align: head.map((_, c) => (c < 2 ? 'left' : 'right')),
+    rows,
+    style: values.markdown ? 'markdown' : 'plain',
+  });
+  process.stdout.write(
+    `${table.join('\n')}\n\nΔ vs ${base.dir} in points: mean [95% paired bootstrap CI], stratified by subtask.\n`,
+  );
+}
+
+await main();
