@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { check, lock } from 'proper-lockfile';
 import { z } from 'zod';
-import { CacheUnwritableError, isUnwritableError } from './errors.js';
+import { cacheWriteError } from './errors.js';
 import { sleep } from './fs-util.js';
 import type { HeldLock } from './signals.js';
 import type { CacheEvent } from './types.js';
@@ -172,8 +172,7 @@ export class KeyLocks {
       });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ELOCKED') return undefined;
-      if (isUnwritableError(error)) throw new CacheUnwritableError(this.root, { cause: error });
-      throw error;
+      throw cacheWriteError(this.root, error);
     }
     return held;
   }
