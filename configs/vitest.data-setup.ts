@@ -1,6 +1,7 @@
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { isProcessAlive } from '../packages/core/src/process.ts';
 import { OFFICIAL_FILES, fetchOfficialFile } from '../packages/datasets/src/files.ts';
 import { repoRoot, testDataMirror } from './vitest.shared.ts';
 
@@ -45,7 +46,7 @@ async function withLock(lockDir: string, fn: () => Promise<void>): Promise<void>
     const owner = Number(await readFile(join(lockDir, 'pid'), 'utf8').catch(() => ''));
     // No pid a minute after the lock was made: its maker died before writing one.
     const age = Date.now() - ((await stat(lockDir).catch(() => undefined))?.mtimeMs ?? Date.now());
-    if ((owner > 0 && !isAlive(owner)) || (!(owner > 0) && age > 60_000)) {
+    if ((owner > 0 && !isProcessAlive(owner)) || (!(owner > 0) && age > 60_000)) {
       await rm(lockDir, { recursive: true, force: true });
       continue;
     }
@@ -56,14 +57,5 @@ async function withLock(lockDir: string, fn: () => Promise<void>): Promise<void>
     await fn();
   } finally {
     await rm(lockDir, { recursive: true, force: true });
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

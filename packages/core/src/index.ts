@@ -66,3 +66,4 @@ export {
 export { readJsonl, readLines, writeJsonlAtomic } from './jsonl.js';
 export { Utf8Check, decodeUtf8Strict } from './utf8.js';
 export type { LinesRead } from './jsonl.js';
+export { isProcessAlive } from './process.js';

@@ -7,6 +7,7 @@ import {
   ConfigError,
   DataMissingError,
   fileSha256,
+  isProcessAlive,
   writeDirAtomic,
 } from '@bfe/core';
 import { MODEL_MANIFEST_FILE, modelManifestSchema, type ModelManifest } from './model-manifest.js';
@@ -275,17 +276,8 @@ export async function removeStaleWork(cacheRoot: string, name: string): Promise<
     const m = pattern.exec(entry);
     if (m === null) continue;
     const pid = Number(m[1]);
-    if (pid === process.pid || isAlive(pid)) continue; // a concurrent call, ours or another's
+    if (pid === process.pid || isProcessAlive(pid)) continue; // a concurrent call, ours or another's
     await rm(join(cacheRoot, entry), { recursive: true, force: true });
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

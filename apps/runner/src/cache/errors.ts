@@ -1,4 +1,4 @@
-import { BfeError, type BfeErrorCode } from '@bfe/core';
+import { BfeError, toStorageErrorSync, type BfeErrorCode } from '@bfe/core';
 
 /**
  * The runner's own error code for a cache it cannot write. It lives here, not in
@@ -7,8 +7,10 @@ import { BfeError, type BfeErrorCode } from '@bfe/core';
  */
 export const CACHE_UNWRITABLE = 'CACHE_UNWRITABLE';
 
-// Errors from the file system that mean "this directory cannot hold the cache".
-const UNWRITABLE_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST', 'ENOSPC']);
+// Errors from the file system that mean "this directory cannot hold the cache". A full disk
+// (ENOSPC, EDQUOT) is not one of them: it is a StorageError naming the path (see cacheWriteError).
+const UNWRITABLE_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST']);
+const FULL_CODES = new Set(['ENOSPC', 'EDQUOT']);
 
 /**
  * The cache directory cannot be created or written (permissions, a read-only file system, a
@@ -33,6 +35,20 @@ export class CacheUnwritableError extends BfeError {
 export function isUnwritableError(error: unknown): boolean {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   return code !== undefined && UNWRITABLE_CODES.has(code);
+}
+
+/**
+ * What a failed write to the cache becomes: a full disk is `@bfe/core`'s StorageError
+ * (STORAGE_FULL, naming the failed path, else the cache root); an unusable directory is a
+ * {@link CacheUnwritableError}; anything else is returned unchanged.
+ */
+export function cacheWriteError(root: string, error: unknown): unknown {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code !== undefined && FULL_CODES.has(code)) return toStorageErrorSync(error, root);
+  if (isUnwritableError(error) && !(error instanceof CacheUnwritableError)) {
+    return new CacheUnwritableError(root, { cause: error });
+  }
+  return error;
 }
 
 /** True when `error` is a file-system "no such file or directory". */

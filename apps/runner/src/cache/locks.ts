@@ -3,7 +3,8 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { check, lock } from 'proper-lockfile';
 import { z } from 'zod';
-import { CacheUnwritableError, isUnwritableError } from './errors.js';
+import { isProcessAlive } from '@bfe/core';
+import { cacheWriteError } from './errors.js';
 import { sleep } from './fs-util.js';
 import type { HeldLock } from './signals.js';
 import type { CacheEvent } from './types.js';
@@ -60,12 +61,7 @@ async function readOwner(path: string): Promise<Owner | undefined> {
  */
 export function isPidAlive(pid: number, host: string = hostname()): boolean | null {
   if (host !== hostname()) return null;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
+  return isProcessAlive(pid);
 }
 
 function isAlive(owner: Owner): boolean | null {
@@ -172,8 +168,7 @@ export class KeyLocks {
       });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ELOCKED') return undefined;
-      if (isUnwritableError(error)) throw new CacheUnwritableError(this.root, { cause: error });
-      throw error;
+      throw cacheWriteError(this.root, error);
     }
     return held;
   }

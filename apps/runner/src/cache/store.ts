@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ArtifactCorruptError, fsyncDirs, fsyncPath } from '@bfe/core';
-import { CacheUnwritableError, isUnwritableError } from './errors.js';
+import { cacheWriteError } from './errors.js';
 import { inspectArtifact, type Inspection } from './inspect.js';
 import { MANIFEST_FILE, artifactKey, type ArtifactSpec, type CacheManifest } from './key.js';
 import { KeyLocks, type Held } from './locks.js';
@@ -363,15 +363,12 @@ export class ArtifactStore {
     return this.#dirsReady;
   }
 
-  /** Runs a write to the cache, turning "cannot write here" into {@link CacheUnwritableError}. */
+  /** Runs a write to the cache: "cannot write here" and "disk full" become typed errors. */
   async #writing<T>(op: () => Promise<T>): Promise<T> {
     try {
       return await op();
     } catch (error) {
-      if (isUnwritableError(error) && !(error instanceof CacheUnwritableError)) {
-        throw new CacheUnwritableError(this.root, { cause: error });
-      }
-      throw error;
+      throw cacheWriteError(this.root, error);
     }
   }
 
