@@ -1,6 +1,7 @@
 import { DataError, ArtifactCorruptError, benchmarkHash } from '@bfe/core';
 import type { Benchmark, Query, RelevanceLabels } from '@bfe/core';
-import type { OpenedBank } from '@bfe/encoder';
+import type { BankSide, FileBankSide, OpenedBank } from '@bfe/encoder';
+import { fileTokenStore } from '@bfe/index';
 import { evaluate } from '@bfe/eval';
 import type { Evaluation } from '@bfe/eval';
 import {
@@ -51,18 +52,38 @@ function openScorer(settings: ScorerSettings): Promise<SparseScorer> {
   });
 }
 
-/** The bank's two sides as the scorer's ranking takes them. */
-function bankSides(bank: OpenedBank): { memories: RankingSide; queries: RankingSide } {
+/**
+ * A bank as scoring reads it: memory token vectors in memory, or left in their Arrow file
+ * (`openBank(dir, { memoryTokens: 'file' })`, read through `@bfe/index`'s `fileTokenStore`).
+ */
+export type ScoreBank = OpenedBank<BankSide | FileBankSide>;
+
+/**
+ * The bank's two sides as the scorer's ranking takes them; `close` releases the memory token
+ * file, if the tokens are read from one.
+ */
+function bankSides(bank: ScoreBank): {
+  memories: RankingSide;
+  queries: RankingSide;
+  close: () => void;
+} {
   const model = bank.manifest.model.sha256;
+  const queries = { ...bank.queries, dim: bank.dim, model };
+  const m = bank.memories;
+  if (!('tokenFile' in m))
+    return { memories: { ...m, dim: bank.dim, model }, queries, close: () => {} };
+  const { tokenFile, ...rest } = m;
+  const tokens = fileTokenStore(tokenFile);
   return {
-    memories: { ...bank.memories, dim: bank.dim, model },
-    queries: { ...bank.queries, dim: bank.dim, model },
+    memories: { ...rest, dim: bank.dim, model, tokens },
+    queries,
+    close: () => tokens.close(),
   };
 }
 
 /** Inputs of {@link runScore}. */
 export interface ScoreRunInput extends ScorerSettings {
-  readonly bank: OpenedBank;
+  readonly bank: ScoreBank;
   readonly benchmark: Benchmark;
   /** Read by the evaluator only. */
   readonly labels: RelevanceLabels;
@@ -121,7 +142,7 @@ export interface ScoreRun {
  *
  * @throws DataError naming both datasets and hashes.
  */
-export function checkBankMatches(bank: OpenedBank, benchmark: Benchmark, bankDir: string): void {
+export function checkBankMatches(bank: ScoreBank, benchmark: Benchmark, bankDir: string): void {
   const hash = benchmarkHash(benchmark);
   if (bank.manifest.benchmarkHash === hash) return;
   throw new DataError(
@@ -160,7 +181,7 @@ function orderedQueries(benchmark: Benchmark, queryIds: ReadonlySet<string> | un
  * @throws ArtifactCorruptError when a memory or query of the benchmark is not in the bank.
  */
 export function groupByCandidates(
-  bank: OpenedBank,
+  bank: ScoreBank,
   benchmark: Benchmark,
   queryIds: ReadonlySet<string> | undefined,
 ): CandidateGroup[] {
@@ -198,10 +219,11 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
   const memoryText = new Map(benchmark.memories.map((m) => [m.id, m.text]));
   const keep = Math.max(50, ...ks);
   const scorer = await openScorer(input);
+  const { close, ...sides } = bankSides(bank);
   let ranked;
   try {
     ranked = await rankSystems(scorer, {
-      ...bankSides(bank),
+      ...sides,
       memoryTexts: bank.memories.ids.map((id) => memoryText.get(id) ?? ''),
       groups,
       k,
@@ -212,6 +234,7 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
       ...(input.onProgress === undefined ? {} : { onProgress: input.onProgress }),
     });
   } finally {
+    close();
     await scorer.dispose();
   }
 
@@ -265,7 +288,7 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
 
 /** Inputs of {@link evaluateFusionGrid}. */
 export interface FusionGridInput extends ScorerSettings {
-  readonly bank: OpenedBank;
+  readonly bank: ScoreBank;
   readonly benchmark: Benchmark;
   /** Read by the evaluator only. */
   readonly labels: RelevanceLabels;
@@ -287,10 +310,11 @@ export async function evaluateFusionGrid(input: FusionGridInput): Promise<Map<nu
   const groups = groupByCandidates(bank, benchmark, input.queryIds);
   const keep = Math.max(50, ...ks);
   const scorer = await openScorer(input);
+  const { close, ...sides } = bankSides(bank);
   let grid;
   try {
     grid = await rankFusionGrid(scorer, {
-      ...bankSides(bank),
+      ...sides,
       groups,
       k,
       alphas,
@@ -298,6 +322,7 @@ export async function evaluateFusionGrid(input: FusionGridInput): Promise<Map<nu
       ...(input.queryTokens === undefined ? {} : { queryTokens: input.queryTokens }),
     });
   } finally {
+    close();
     await scorer.dispose();
   }
   const { candidates, subtaskOf } = evaluationScope(groups);
