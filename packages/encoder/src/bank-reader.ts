@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
-import { open, readFile } from 'node:fs/promises';
+import { open, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FixedSizeList, Float32, Int32, Table, Vector } from 'apache-arrow';
 import { ArtifactCorruptError, DataMissingError, flatListValues, readArrowFile } from '@bfe/core';
 import { BANK_MANIFEST_FILE, bankManifestSchema, type BankManifest } from './bank-manifest.js';
 import { bankFileNames, type BankRole } from './bank-files.js';
+import { hashFile, readTokenFileColumns, type VectorFileLayout } from './bank-token-file.js';
 
 /** One role's tables, as zero-copy typed views. */
 export interface BankSide {
@@ -24,11 +25,31 @@ export interface BankSide {
   readonly tokenOffsets: Int32Array;
 }
 
-export interface OpenedBank {
+/**
+ * A memory side whose token vectors stay in `memory-tokens.arrow` (`openBank`'s
+ * `memoryTokens: 'file'`): `tokenFile` says where they lie, for `@bfe/index`'s `fileTokenStore`.
+ */
+export interface FileBankSide extends Omit<BankSide, 'tokenVectors'> {
+  readonly tokenFile: VectorFileLayout;
+}
+
+export interface OpenedBank<M extends BankSide | FileBankSide = BankSide> {
   readonly manifest: BankManifest;
   readonly dim: number;
-  readonly memories: BankSide;
+  readonly memories: M;
   readonly queries: BankSide;
+}
+
+/** Options of {@link openBank}. */
+export interface OpenBankOptions {
+  /** Check every file's SHA-256 against the manifest (default true; sizes are always checked). */
+  readonly verifyHashes?: boolean;
+  /**
+   * `memory` (default): the memory token vectors are read into one `Float32Array`. `file`: they
+   * are not read at all — `memories.tokenFile` locates them in the file (hashed in slices when
+   * `verifyHashes`, nothing kept), so a bank larger than RAM can be opened.
+   */
+  readonly memoryTokens?: 'memory' | 'file';
 }
 
 /**
@@ -37,10 +58,18 @@ export interface OpenedBank {
  * corrupted or half-written bank is refused, never half-read. Float16 files are widened to
  * float32 on read.
  */
+export function openBank(
+  dir: string,
+  options?: OpenBankOptions & { readonly memoryTokens?: 'memory' },
+): Promise<OpenedBank>;
+export function openBank(
+  dir: string,
+  options: OpenBankOptions & { readonly memoryTokens: 'file' },
+): Promise<OpenedBank<FileBankSide>>;
 export async function openBank(
   dir: string,
-  options: { verifyHashes?: boolean } = {},
-): Promise<OpenedBank> {
+  options: OpenBankOptions = {},
+): Promise<OpenedBank<BankSide | FileBankSide>> {
   let manifestText: string;
   try {
     manifestText = await readFile(join(dir, BANK_MANIFEST_FILE), 'utf8');
@@ -57,26 +86,58 @@ export async function openBank(
   if (!parsed.success)
     throw new ArtifactCorruptError(`${join(dir, BANK_MANIFEST_FILE)}: ${parsed.error.message}`);
   const manifest = parsed.data;
+  const verify = options.verifyHashes ?? true;
+  const streamed = options.memoryTokens === 'file' ? bankFileNames('memories').tokens : undefined;
   const buffers = new Map<string, Uint8Array>();
   for (const f of manifest.files) {
-    const { bytes, sha256 } = await readWhole(
-      join(dir, f.path),
-      f.bytes,
-      options.verifyHashes ?? true,
-    );
+    const path = join(dir, f.path);
+    if (f.path === streamed) {
+      await checkStreamed(path, f.bytes, verify ? f.sha256 : undefined);
+      continue;
+    }
+    const { bytes, sha256 } = await readWhole(path, f.bytes, verify);
     if (sha256 !== undefined && sha256 !== f.sha256) {
-      throw new ArtifactCorruptError(`${join(dir, f.path)}: SHA-256 does not match the manifest`);
+      throw new ArtifactCorruptError(`${path}: SHA-256 does not match the manifest`);
     }
     buffers.set(f.path, bytes);
   }
   const dim = manifest.model.dimension;
-  const side = (role: BankRole): BankSide => {
-    const names = bankFileNames(role);
-    const rows = readArrowFile(need(buffers, names.rows, dir), names.rows);
-    const tokens = readArrowFile(need(buffers, names.tokens, dir), names.tokens);
-    return readSide(role, rows, tokens, dim, manifest);
+  const rowsOf = (role: BankRole): Table => {
+    const name = bankFileNames(role).rows;
+    return readArrowFile(need(buffers, name, dir), name);
   };
-  return { manifest, dim, memories: side('memories'), queries: side('queries') };
+  const side = (role: BankRole): BankSide => {
+    const name = bankFileNames(role).tokens;
+    const tokens = tableColumns(readArrowFile(need(buffers, name, dir), name), role, dim);
+    const { tokenVectors, ...rest } = tokens;
+    return { ...readSide(role, rowsOf(role), rest, dim, manifest), tokenVectors };
+  };
+  if (streamed === undefined)
+    return { manifest, dim, memories: side('memories'), queries: side('queries') };
+  const file = await readTokenFileColumns(join(dir, streamed), 'memory_index', dim);
+  if (file.vectors.dtype !== manifest.dtype)
+    throw new ArtifactCorruptError(
+      `${streamed}: ${file.vectors.dtype}, bank.json says ${manifest.dtype}`,
+    );
+  const memories: FileBankSide = {
+    ...readSide('memories', rowsOf('memories'), file, dim, manifest),
+    tokenFile: file.vectors,
+  };
+  return { manifest, dim, memories, queries: side('queries') };
+}
+
+/** A streamed file's size, and its SHA-256 when `sha256` is given (read in slices). */
+async function checkStreamed(path: string, bytes: number, sha256: string | undefined) {
+  let size: number;
+  try {
+    size = (await stat(path)).size;
+  } catch (cause) {
+    throw new ArtifactCorruptError(`${path}: missing from the bank`, { cause });
+  }
+  if (size !== bytes)
+    throw new ArtifactCorruptError(`${path}: ${size} bytes, manifest says ${bytes}`);
+  if (sha256 !== undefined && (await hashFile(path)).sha256 !== sha256)
+    throw new ArtifactCorruptError(`${path}: SHA-256 does not match the manifest`);
 }
 
 /**
@@ -120,27 +181,51 @@ function need(buffers: Map<string, Uint8Array>, name: string, dir: string): Uint
   return b;
 }
 
+/** A token table's columns; the vectors are the caller's (in memory, or left in the file). */
+interface TokenColumns {
+  readonly rows: number;
+  readonly metadata: Map<string, string>;
+  readonly owner: Int32Array;
+  readonly position: Int32Array;
+  readonly tokenId: Int32Array;
+}
+
+function tableColumns(
+  tokens: Table,
+  role: BankRole,
+  dim: number,
+): TokenColumns & { tokenVectors: Float32Array } {
+  return {
+    rows: tokens.numRows,
+    metadata: tokens.schema.metadata,
+    owner: int32Column(tokens, role === 'memories' ? 'memory_index' : 'query_index'),
+    position: int32Column(tokens, 'position'),
+    tokenId: int32Column(tokens, 'token_id'),
+    tokenVectors: floatColumn(tokens, 'vector', dim),
+  };
+}
+
 function readSide(
   role: BankRole,
   rows: Table,
-  tokens: Table,
+  tokens: TokenColumns,
   dim: number,
   manifest: BankManifest,
-): BankSide {
+): Omit<BankSide, 'tokenVectors'> {
   const expected = role === 'memories' ? manifest.memories : manifest.queries;
   const name = bankFileNames(role);
-  if (rows.numRows !== expected.rows || tokens.numRows !== expected.tokens) {
+  if (rows.numRows !== expected.rows || tokens.rows !== expected.tokens) {
     throw new ArtifactCorruptError(
-      `${role}: ${rows.numRows} rows / ${tokens.numRows} tokens, manifest says ${expected.rows} / ${expected.tokens}`,
+      `${role}: ${rows.numRows} rows / ${tokens.rows} tokens, manifest says ${expected.rows} / ${expected.tokens}`,
     );
   }
-  for (const [file, t] of [
-    [name.rows, rows],
-    [name.tokens, tokens],
+  for (const [file, metadata] of [
+    [name.rows, rows.schema.metadata],
+    [name.tokens, tokens.metadata],
   ] as const) {
     if (
-      t.schema.metadata.get('bfe.dim') !== String(dim) ||
-      t.schema.metadata.get('bfe.model_sha256') !== manifest.model.sha256
+      metadata.get('bfe.dim') !== String(dim) ||
+      metadata.get('bfe.model_sha256') !== manifest.model.sha256
     ) {
       throw new ArtifactCorruptError(
         `${file}: its metadata names another model or dimension than bank.json`,
@@ -148,14 +233,13 @@ function readSide(
     }
   }
   const idName = role === 'memories' ? 'memory_id' : 'query_id';
-  const indexName = role === 'memories' ? 'memory_index' : 'query_index';
   const nTokens = int32Column(rows, 'n_tokens');
-  const tokenOwner = int32Column(tokens, indexName);
+  const tokenOwner = tokens.owner;
   const offsets = new Int32Array(rows.numRows + 1);
   for (let i = 0; i < rows.numRows; i++) offsets[i + 1] = offsets[i]! + nTokens[i]!;
-  if (offsets[rows.numRows] !== tokens.numRows) {
+  if (offsets[rows.numRows] !== tokens.rows) {
     throw new ArtifactCorruptError(
-      `${role}: n_tokens sum to ${offsets[rows.numRows]}, tokens table has ${tokens.numRows} rows`,
+      `${role}: n_tokens sum to ${offsets[rows.numRows]}, tokens table has ${tokens.rows} rows`,
     );
   }
   for (let i = 0; i < rows.numRows; i++) {
@@ -172,9 +256,8 @@ function readSide(
     nTokens,
     pooled: floatColumn(rows, 'pooled', dim),
     tokenOwner,
-    tokenPosition: int32Column(tokens, 'position'),
-    tokenId: int32Column(tokens, 'token_id'),
-    tokenVectors: floatColumn(tokens, 'vector', dim),
+    tokenPosition: tokens.position,
+    tokenId: tokens.tokenId,
     tokenOffsets: offsets,
   };
 }

@@ -11,7 +11,8 @@ import {
   LabelLeakError,
   type Benchmark,
 } from '@bfe/core';
-import { openBank } from './bank-reader.js';
+import { halfToFloat, openBank } from './bank-reader.js';
+import { readTokenFileColumns, type VectorFileLayout } from './bank-token-file.js';
 import { encodeBenchmark } from './encode-benchmark.js';
 import type { Encoder } from './encoder.js';
 import type { ModelManifest } from '@bfe/models';
@@ -154,5 +155,74 @@ describe('openBank', () => {
     await expect(openBank(out)).rejects.toThrow(ArtifactCorruptError);
     unlinkSync(join(out, 'bank.json'));
     await expect(openBank(out)).rejects.toThrow(DataMissingError);
+  });
+});
+
+describe("openBank with memoryTokens: 'file'", () => {
+  /** The layout's rows, read straight from the file and widened like the in-memory reader. */
+  function rowsFromLayout(layout: VectorFileLayout): Float32Array {
+    const file = readFileSync(layout.path);
+    const width = layout.dtype === 'float32' ? 4 : 2;
+    const out: number[] = [];
+    for (const s of layout.segments) {
+      for (let i = 0; i < s.rows * layout.dim; i++) {
+        const at = s.offset + i * width;
+        out.push(width === 4 ? file.readFloatLE(at) : halfToFloat(file.readUInt16LE(at)));
+      }
+    }
+    return Float32Array.from(out);
+  }
+
+  it.each(['float32', 'float16'] as const)(
+    'gives the same %s side without the vectors, and their exact place in the file',
+    async (dtype) => {
+      const out = join(root, 'bank');
+      await encodeBenchmark(benchmark, fakeEncoder(), out, { dtype, chunkSize: 2 });
+      const whole = await openBank(out);
+      const streamed = await openBank(out, { memoryTokens: 'file' });
+      expect('tokenVectors' in streamed.memories).toBe(false);
+      const { tokenVectors, ...rest } = whole.memories;
+      const { tokenFile, ...same } = streamed.memories;
+      expect(same).toEqual(rest);
+      expect(streamed.queries).toEqual(whole.queries);
+      expect(tokenFile.dtype).toBe(dtype);
+      expect(tokenFile.dim).toBe(DIM);
+      expect(tokenFile.segments.map((s) => s.rows)).toEqual([8, 2]); // chunks of 2 memories
+      expect(Array.from(rowsFromLayout(tokenFile))).toEqual(Array.from(tokenVectors));
+    },
+  );
+
+  it('still checks the size and the SHA-256 of the file it does not load', async () => {
+    const out = join(root, 'bank');
+    await encodeBenchmark(benchmark, fakeEncoder(), out);
+    const tokens = join(out, 'memory-tokens.arrow');
+    const bytes = readFileSync(tokens);
+    const at = bytes.length >> 1;
+    bytes[at] = bytes[at]! ^ 0xff;
+    writeFileSync(tokens, bytes);
+    await expect(openBank(out, { memoryTokens: 'file' })).rejects.toThrow(/SHA-256/);
+    // Without hashing, a changed byte in the vectors goes unseen, but a truncation does not.
+    await expect(
+      openBank(out, { memoryTokens: 'file', verifyHashes: false }),
+    ).resolves.toBeDefined();
+    truncateSync(tokens, bytes.length - 8);
+    await expect(openBank(out, { memoryTokens: 'file', verifyHashes: false })).rejects.toThrow(
+      /bytes, manifest says/,
+    );
+  });
+
+  it('refuses a file whose footer or magic is damaged, naming it', async () => {
+    const out = join(root, 'bank');
+    await encodeBenchmark(benchmark, fakeEncoder(), out);
+    const tokens = join(out, 'memory-tokens.arrow');
+    const bytes = readFileSync(tokens);
+    bytes[bytes.length - 1] = 0; // the trailing magic
+    writeFileSync(tokens, bytes);
+    await expect(readTokenFileColumns(tokens, 'memory_index', DIM)).rejects.toThrow(
+      /memory-tokens\.arrow: not a complete Arrow IPC file/,
+    );
+    await expect(readTokenFileColumns(tokens, 'memory_index', DIM)).rejects.toThrow(
+      ArtifactCorruptError,
+    );
   });
 });

@@ -13,4 +13,6 @@ export type { BankMetadata, BankRole, VectorDtype, WrittenCounts } from './bank-
 export { BANK_MANIFEST_FILE, bankContentHash, bankManifestSchema } from './bank-manifest.js';
 export type { BankManifest } from './bank-manifest.js';
 export { openBank } from './bank-reader.js';
-export type { BankSide, OpenedBank } from './bank-reader.js';
+export type { BankSide, FileBankSide, OpenBankOptions, OpenedBank } from './bank-reader.js';
+export { hashFile, readTokenFileColumns } from './bank-token-file.js';
+export type { TokenFileColumns, VectorFileLayout } from './bank-token-file.js';

@@ -2,6 +2,8 @@ export { ExactTokenIndex } from './token-index.js';
 export type { TokenHits, TokenIndex, TokenSearchOptions, TokenSide } from './token-index.js';
 export { flatTokenStore } from './token-store.js';
 export type { TokenStore } from './token-store.js';
+export { fileTokenStore, matrixFileLayoutSchema } from './file-store.js';
+export type { FileTokenStoreOptions, MatrixFileLayout } from './file-store.js';
 export { TIE_DEPTH, TIE_SEED, TieTally, tieKey, tieOrder, tiedPositions } from './ties.js';
 export type { TieCounts, TieOrder } from './ties.js';
 export {

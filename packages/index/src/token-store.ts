@@ -4,7 +4,7 @@ import { dotsInto, scratchOffsets } from './dots.js';
  * A bank's token vectors `[size × dim]` as the index reads them: ranges in order (the streamed
  * search) and a few rows at random (the float64 rescoring of the proposals). A store may hold
  * the vectors in memory ({@link flatTokenStore}) or read them from a file on demand
- * (`openArrowTokenStore`), so a bank never has to fit in RAM.
+ * (`fileTokenStore`: rows read by position from a float32/float16 matrix file), so a bank never has to fit in RAM.
  */
 export interface TokenStore {
   readonly size: number;

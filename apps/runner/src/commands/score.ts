@@ -74,7 +74,8 @@ export function scoreCommand(): Command {
         import('../score/pipeline.js'),
       ]);
       const { join } = await import('node:path');
-      const bank = await encoder.openBank(o.bank);
+      // Memory token vectors stay in their file, read by position as the scorer asks (bounded RSS).
+      const bank = await encoder.openBank(o.bank, { memoryTokens: 'file' });
       const { benchmark, labels } = await datasets.loadDataset(o.dataset, {
         location: datasets.dataLocationFromEnv(),
         options: parseSetOptions(opts.set),

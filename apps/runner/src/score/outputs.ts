@@ -1,9 +1,9 @@
 import type { Benchmark } from '@bfe/core';
-import { bankContentHash, type OpenedBank } from '@bfe/encoder';
+import { bankContentHash } from '@bfe/encoder';
 import { buildResults, type Results } from '@bfe/eval';
 import { BM25_PARAMS } from '@bfe/scorer';
 import { buildKSweep, type KSweep } from './k-sweep.js';
-import type { ScoreRun } from './pipeline.js';
+import type { ScoreBank, ScoreRun } from './pipeline.js';
 import { tiesMeta } from './ties.js';
 
 /** The split facts a results file records (absent when every query is evaluated). */
@@ -21,7 +21,7 @@ export interface SplitMeta {
 export interface ScoreOutputsInput {
   readonly run: ScoreRun;
   readonly benchmark: Benchmark;
-  readonly bank: OpenedBank;
+  readonly bank: ScoreBank;
   /** `all`, or the evaluated split part. */
   readonly splitName: string;
   readonly split?: SplitMeta | undefined;

@@ -1,6 +1,7 @@
 import { DataError, ArtifactCorruptError, benchmarkHash } from '@bfe/core';
 import type { Benchmark, Query, RelevanceLabels } from '@bfe/core';
-import type { OpenedBank } from '@bfe/encoder';
+import type { BankSide, FileBankSide, OpenedBank } from '@bfe/encoder';
+import { fileTokenStore } from '@bfe/index';
 import { evaluate } from '@bfe/eval';
 import type { Evaluation } from '@bfe/eval';
 import {
@@ -79,18 +80,38 @@ function openScorer(settings: ScorerSettings): Promise<SparseScorer> {
   });
 }
 
-/** The bank's two sides as the scorer's ranking takes them. */
-function bankSides(bank: OpenedBank): { memories: RankingSide; queries: RankingSide } {
+/**
+ * A bank as scoring reads it: memory token vectors in memory, or left in their Arrow file
+ * (`openBank(dir, { memoryTokens: 'file' })`, read through `@bfe/index`'s `fileTokenStore`).
+ */
+export type ScoreBank = OpenedBank<BankSide | FileBankSide>;
+
+/**
+ * The bank's two sides as the scorer's ranking takes them; `close` releases the memory token
+ * file, if the tokens are read from one.
+ */
+function bankSides(bank: ScoreBank): {
+  memories: RankingSide;
+  queries: RankingSide;
+  close: () => void;
+} {
   const model = bank.manifest.model.sha256;
+  const queries = { ...bank.queries, dim: bank.dim, model };
+  const m = bank.memories;
+  if (!('tokenFile' in m))
+    return { memories: { ...m, dim: bank.dim, model }, queries, close: () => {} };
+  const { tokenFile, ...rest } = m;
+  const tokens = fileTokenStore(tokenFile);
   return {
-    memories: { ...bank.memories, dim: bank.dim, model },
-    queries: { ...bank.queries, dim: bank.dim, model },
+    memories: { ...rest, dim: bank.dim, model, tokens },
+    queries,
+    close: () => tokens.close(),
   };
 }
 
 /** Inputs of {@link runScore}. */
 export interface ScoreRunInput extends ScorerSettings {
-  readonly bank: OpenedBank;
+  readonly bank: ScoreBank;
   readonly benchmark: Benchmark;
   /** Read by the evaluator only. */
   readonly labels: RelevanceLabels;
@@ -149,7 +170,7 @@ export interface ScoreRun {
  *
  * @throws DataError naming both datasets and hashes.
  */
-export function checkBankMatches(bank: OpenedBank, benchmark: Benchmark, bankDir: string): void {
+export function checkBankMatches(bank: ScoreBank, benchmark: Benchmark, bankDir: string): void {
   const hash = benchmarkHash(benchmark);
   if (bank.manifest.benchmarkHash === hash) return;
   throw new DataError(
@@ -188,7 +209,7 @@ function orderedQueries(benchmark: Benchmark, queryIds: ReadonlySet<string> | un
  * @throws ArtifactCorruptError when a memory or query of the benchmark is not in the bank.
  */
 export function groupByCandidates(
-  bank: OpenedBank,
+  bank: ScoreBank,
   benchmark: Benchmark,
   queryIds: ReadonlySet<string> | undefined,
 ): CandidateGroup[] {
@@ -225,20 +246,26 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
   const groups = groupByCandidates(bank, benchmark, input.queryIds);
   const memoryText = new Map(benchmark.memories.map((m) => [m.id, m.text]));
   const keep = Math.max(50, ...ks);
-  const ranked = await withScorer(input, (scorer, index) =>
-    rankSystems(scorer, {
-      ...bankSides(bank),
-      ...index,
-      memoryTexts: bank.memories.ids.map((id) => memoryText.get(id) ?? ''),
-      groups,
-      k,
-      alpha,
-      kSweep: input.kSweep,
-      top: keep,
-      ...(input.adapted === undefined ? {} : { adapted: input.adapted }),
-      ...(input.onProgress === undefined ? {} : { onProgress: input.onProgress }),
-    }),
-  );
+  const { close, ...sides } = bankSides(bank);
+  let ranked;
+  try {
+    ranked = await withScorer(input, (scorer, index) =>
+      rankSystems(scorer, {
+        ...sides,
+        ...index,
+        memoryTexts: bank.memories.ids.map((id) => memoryText.get(id) ?? ''),
+        groups,
+        k,
+        alpha,
+        kSweep: input.kSweep,
+        top: keep,
+        ...(input.adapted === undefined ? {} : { adapted: input.adapted }),
+        ...(input.onProgress === undefined ? {} : { onProgress: input.onProgress }),
+      }),
+    );
+  } finally {
+    close();
+  }
 
   const t0 = performance.now();
   const { candidates, subtaskOf } = evaluationScope(groups);
@@ -290,7 +317,7 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
 
 /** Inputs of {@link evaluateFusionGrid}. */
 export interface FusionGridInput extends ScorerSettings {
-  readonly bank: OpenedBank;
+  readonly bank: ScoreBank;
   readonly benchmark: Benchmark;
   /** Read by the evaluator only. */
   readonly labels: RelevanceLabels;
@@ -311,17 +338,23 @@ export async function evaluateFusionGrid(input: FusionGridInput): Promise<Map<nu
   const { bank, benchmark, labels, k, alphas, ks } = input;
   const groups = groupByCandidates(bank, benchmark, input.queryIds);
   const keep = Math.max(50, ...ks);
-  const grid = await withScorer(input, (scorer, index) =>
-    rankFusionGrid(scorer, {
-      ...bankSides(bank),
-      ...index,
-      groups,
-      k,
-      alphas,
-      top: keep,
-      ...(input.queryTokens === undefined ? {} : { queryTokens: input.queryTokens }),
-    }),
-  );
+  const { close, ...sides } = bankSides(bank);
+  let grid;
+  try {
+    grid = await withScorer(input, (scorer, index) =>
+      rankFusionGrid(scorer, {
+        ...sides,
+        ...index,
+        groups,
+        k,
+        alphas,
+        top: keep,
+        ...(input.queryTokens === undefined ? {} : { queryTokens: input.queryTokens }),
+      }),
+    );
+  } finally {
+    close();
+  }
   const { candidates, subtaskOf } = evaluationScope(groups);
   return new Map(
     alphas.map((alpha) => [
