@@ -7,7 +7,7 @@ import { groupByCandidates, type RankQuery } from './ranking/groups.js';
 import { rankSystems } from './ranking/rank-systems.js';
 import type { RankingSide } from './ranking/sides.js';
 import { SparseScorer } from './scorer.js';
-import { rng, unitVectors } from './testing/random.js';
+import { rng, unitVectors } from '@bfe/index/testing';
 
 const DIM = 16;
 const scorers = await Promise.all([

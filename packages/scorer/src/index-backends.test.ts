@@ -9,7 +9,7 @@ import {
 } from '@bfe/index';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SparseScorer } from './scorer.js';
-import { randomBank, rng } from './testing/random.js';
+import { randomBank, rng } from '@bfe/index/testing';
 
 const DIM = 16;
 const scorer = await SparseScorer.open({ threads: 1 });

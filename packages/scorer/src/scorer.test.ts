@@ -5,7 +5,7 @@ import { ScorerInputError } from '@bfe/index';
 import { rankCandidates } from './fusion.js';
 import { tieOrder } from '@bfe/index';
 import { SparseScorer, type QueryScores, type ScoreRequest } from './scorer.js';
-import { randomBank, rng, unitVectors } from './testing/random.js';
+import { randomBank, rng, unitVectors } from '@bfe/index/testing';
 import { referenceScores, type ReferenceBank } from './testing/reference.js';
 import type { TokenBank } from './validate.js';
 

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { SparseScorer } from '../scorer.js';
-import { rng, unitVectors } from '../testing/random.js';
+import { rng, unitVectors } from '@bfe/index/testing';
 import { groupByCandidates, type RankQuery } from './groups.js';
 import { rankSystems, type SystemRankings } from './rank-systems.js';
 import type { RankingSide } from './sides.js';

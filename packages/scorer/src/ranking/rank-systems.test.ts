@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { bm25Scores } from '../bm25.js';
 import { fuse } from '../fusion.js';
 import { SparseScorer } from '../scorer.js';
-import { rng, unitVectors } from '../testing/random.js';
+import { rng, unitVectors } from '@bfe/index/testing';
 import { referenceScores } from '../testing/reference.js';
 import { tieOrder } from '@bfe/index';
 import { rankFusionGrid } from './fusion-grid.js';

@@ -1,0 +1,3 @@
+export { randomBank, rng, unitVectors } from './random.js';
+export { referenceDot, referenceTopK } from './reference.js';
+export type { ReferenceBank } from './reference.js';
