@@ -1,29 +1,18 @@
-import { copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { suiteTmpDir, tmpDir } from '@bfe/core/testing';
 import { openBank } from '@bfe/encoder';
 import { mirror, repoRoot, runBfe } from './helpers.ts';
+import { writeTinyModelSource } from '../apps/runner/src/experiment/testing/tiny-model.ts';
 
 const tmp = (): string => tmpDir('bfe-e2e-');
-const fixtures = join(repoRoot, 'packages/encoder/fixtures');
 
 /** A model directory in Hugging Face layout around a given graph and the tiny tokenizer. */
 function tinyModelDir(graph: string): string {
   const dir = tmp();
-  copyFileSync(join(fixtures, graph), join(dir, 'model.onnx'));
-  copyFileSync(join(fixtures, 'tiny-tokenizer.json'), join(dir, 'tokenizer.json'));
-  writeFileSync(
-    join(dir, 'config.json'),
-    JSON.stringify({
-      model_type: 'bert',
-      vocab_size: 18,
-      hidden_size: 4,
-      max_position_embeddings: 16,
-      pad_token_id: 0,
-    }),
-  );
+  writeTinyModelSource(dir, graph);
   return dir;
 }
 

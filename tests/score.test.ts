@@ -6,6 +6,7 @@ import { bankContentHash, type BankManifest } from '@bfe/encoder';
 import { readPerQueryJsonl, resultsSchema } from '@bfe/eval';
 import type { Results } from '@bfe/eval';
 import { repoRoot, runBfe } from './helpers.ts';
+import { writeTinyModelSource } from '../apps/runner/src/experiment/testing/tiny-model.ts';
 
 const SYSTEMS = [
   'pooled',
@@ -27,21 +28,8 @@ let bank: string;
 
 beforeAll(async () => {
   root = suiteRoot();
-  const fixtures = join(repoRoot, 'packages/encoder/fixtures');
   const modelDir = join(root, 'tiny-model');
-  mkdirSync(modelDir);
-  copyFileSync(join(fixtures, 'tiny-encoder.onnx'), join(modelDir, 'model.onnx'));
-  copyFileSync(join(fixtures, 'tiny-tokenizer.json'), join(modelDir, 'tokenizer.json'));
-  writeFileSync(
-    join(modelDir, 'config.json'),
-    JSON.stringify({
-      model_type: 'bert',
-      vocab_size: 18,
-      hidden_size: 4,
-      max_position_embeddings: 16,
-      pad_token_id: 0,
-    }),
-  );
+  writeTinyModelSource(modelDir);
   env = { BFE_MODEL_DIR: join(root, 'models'), BFE_DATA_DIR: join(root, 'data') };
   const imported = await runBfe(
     ['model', 'fetch', 'tiny', '--model-dir', modelDir, '--pooling', 'mean', '--max-length', '16'],

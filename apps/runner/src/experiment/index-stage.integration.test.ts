@@ -1,45 +1,20 @@
-import { copyFile, mkdir, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { suiteTmpDir } from '@bfe/core/testing';
-import { importModelDir } from '@bfe/models';
+import { documentTask, installTinyModel } from './testing/tiny-model.js';
 import { parseExperiment, type Experiment } from './config.js';
 import { runExperiment, type RunOutcome } from './run-experiment.js';
 
 // The experiment's `index` section, in process on the tiny encoder graph (dim 4) and the LMEB
 // fixture: the default path unchanged, the index stage's artifact and cache, meta.index.
 
-const repoRoot = fileURLToPath(new URL('../../../../', import.meta.url));
-const documentTask = join(repoRoot, 'packages/datasets/fixtures/lmeb-document');
-
 const suiteRoot = suiteTmpDir('bfe-index-stage-');
 let root = '';
 let modelDir = '';
 beforeAll(async () => {
   root = suiteRoot();
-  const source = join(root, 'model-source');
-  await mkdir(source);
-  const fixtures = join(repoRoot, 'packages/encoder/fixtures');
-  await copyFile(join(fixtures, 'tiny-encoder.onnx'), join(source, 'model.onnx'));
-  await copyFile(join(fixtures, 'tiny-tokenizer.json'), join(source, 'tokenizer.json'));
-  await writeFile(
-    join(source, 'config.json'),
-    JSON.stringify({
-      model_type: 'bert',
-      vocab_size: 18,
-      hidden_size: 4,
-      max_position_embeddings: 16,
-      pad_token_id: 0,
-    }),
-  );
-  const imported = await importModelDir(source, {
-    cacheDir: join(root, 'models'),
-    name: 'tiny',
-    pooling: 'mean',
-    maxLength: 16,
-  });
-  modelDir = imported.dir;
+  modelDir = await installTinyModel(root);
 });
 
 function experiment(raw: Record<string, unknown> = {}): Experiment {

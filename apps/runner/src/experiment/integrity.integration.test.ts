@@ -1,11 +1,10 @@
-import { copyFile, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Benchmark, RelevanceLabels } from '@bfe/core';
 import { suiteTmpDir } from '@bfe/core/testing';
 import type { Results } from '@bfe/eval';
-import { importModelDir } from '@bfe/models';
+import { installTinyModel, repoRoot } from './testing/tiny-model.js';
 import { parseExperiment, type Experiment } from './config.js';
 import { runExperiment, type RunOutcome } from './run-experiment.js';
 import { parseRunResults } from './run-results.js';
@@ -22,7 +21,6 @@ import { runSplitStage } from './stages/split.js';
 // marks: runExperiment in process on the tiny encoder graph and the shared-bank LMEB fixture
 // (12 labelled queries over 3 candidate lists of 10 memories).
 
-const repoRoot = fileURLToPath(new URL('../../../../', import.meta.url));
 const sharedTask = join(repoRoot, 'tests/fixtures/run/lmeb-shared');
 
 const suiteRoot = suiteTmpDir('bfe-run-seeds-');
@@ -30,29 +28,7 @@ let root = '';
 let modelDir = '';
 beforeAll(async () => {
   root = suiteRoot();
-  const source = join(root, 'model-source');
-  await mkdir(source);
-  const fixtures = join(repoRoot, 'packages/encoder/fixtures');
-  await copyFile(join(fixtures, 'tiny-encoder.onnx'), join(source, 'model.onnx'));
-  await copyFile(join(fixtures, 'tiny-tokenizer.json'), join(source, 'tokenizer.json'));
-  await writeFile(
-    join(source, 'config.json'),
-    JSON.stringify({
-      model_type: 'bert',
-      vocab_size: 18,
-      hidden_size: 4,
-      max_position_embeddings: 16,
-      pad_token_id: 0,
-    }),
-  );
-  modelDir = (
-    await importModelDir(source, {
-      cacheDir: join(root, 'models'),
-      name: 'tiny',
-      pooling: 'mean',
-      maxLength: 16,
-    })
-  ).dir;
+  modelDir = await installTinyModel(root);
 });
 
 /** The shared-bank fixture, split 60/20/20, the adapter on (rank 2, two epochs). */

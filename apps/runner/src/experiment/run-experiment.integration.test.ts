@@ -1,17 +1,14 @@
-import { copyFile, mkdir, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { suiteTmpDir } from '@bfe/core/testing';
-import { importModelDir } from '@bfe/models';
+import { documentTask, installTinyModel, repoRoot } from './testing/tiny-model.js';
 import { parseExperiment, type Experiment } from './config.js';
 import { runExperiment, type RunOutcome } from './run-experiment.js';
 
 // runExperiment in process, on the tiny encoder graph and the LMEB fixtures: the run folder's
 // naming, the log it reports through, and the test failpoint.
 
-const repoRoot = fileURLToPath(new URL('../../../../', import.meta.url));
-const documentTask = join(repoRoot, 'packages/datasets/fixtures/lmeb-document');
 const sharedTask = join(repoRoot, 'tests/fixtures/run/lmeb-shared');
 
 const suiteRoot = suiteTmpDir('bfe-run-experiment-');
@@ -19,28 +16,7 @@ let root = '';
 let modelDir = '';
 beforeAll(async () => {
   root = suiteRoot();
-  const source = join(root, 'model-source');
-  await mkdir(source);
-  const fixtures = join(repoRoot, 'packages/encoder/fixtures');
-  await copyFile(join(fixtures, 'tiny-encoder.onnx'), join(source, 'model.onnx'));
-  await copyFile(join(fixtures, 'tiny-tokenizer.json'), join(source, 'tokenizer.json'));
-  await writeFile(
-    join(source, 'config.json'),
-    JSON.stringify({
-      model_type: 'bert',
-      vocab_size: 18,
-      hidden_size: 4,
-      max_position_embeddings: 16,
-      pad_token_id: 0,
-    }),
-  );
-  const imported = await importModelDir(source, {
-    cacheDir: join(root, 'models'),
-    name: 'tiny',
-    pooling: 'mean',
-    maxLength: 16,
-  });
-  modelDir = imported.dir;
+  modelDir = await installTinyModel(root);
 });
 afterEach(() => {
   vi.useRealTimers();
