@@ -2,9 +2,8 @@ import { mkdtemp, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { suiteTmpDir } from '@bfe/core/testing';
-import { documentTask, installTinyModel } from './testing/tiny-model.js';
-import { parseExperiment, type Experiment } from './config.js';
-import { runExperiment, type RunOutcome } from './run-experiment.js';
+import { installTinyModel, runIn, tinyExperiment } from './testing/tiny-model.js';
+import type { Experiment } from './config.js';
 
 // The experiment's `index` section, in process on the tiny encoder graph (dim 4) and the LMEB
 // fixture: the default path unchanged, the index stage's artifact and cache, meta.index.
@@ -17,28 +16,8 @@ beforeAll(async () => {
   modelDir = await installTinyModel(root);
 });
 
-function experiment(raw: Record<string, unknown> = {}): Experiment {
-  return parseExperiment({
-    name: 'tiny',
-    dataset: { name: `lmeb:${documentTask}` },
-    split: { policy: 'none' },
-    model: { name: 'tiny', dir: modelDir },
-    scorer: { k: 4, kSweep: [2, 4] },
-    eval: { resamples: 50 },
-    ...raw,
-  });
-}
-
-async function run(dir: string, e: Experiment, log?: (line: string) => void): Promise<RunOutcome> {
-  return runExperiment({
-    experiment: e,
-    configPath: join(dir, 'experiment.yaml'),
-    argv: ['run', 'experiment.yaml'],
-    cacheDir: join(dir, 'cache'),
-    runsDir: join(dir, 'runs'),
-    ...(log === undefined ? {} : { log }),
-  });
-}
+const experiment = (raw: Record<string, unknown> = {}): Experiment => tinyExperiment(modelDir, raw);
+const run = runIn;
 
 const text = (dir: string, file: string): Promise<string> => readFile(join(dir, file), 'utf8');
 

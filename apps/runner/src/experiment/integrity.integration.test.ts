@@ -4,9 +4,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { Benchmark, RelevanceLabels } from '@bfe/core';
 import { suiteTmpDir } from '@bfe/core/testing';
 import type { Results } from '@bfe/eval';
-import { installTinyModel, repoRoot } from './testing/tiny-model.js';
+import { installTinyModel, repoRoot, runIn } from './testing/tiny-model.js';
 import { parseExperiment, type Experiment } from './config.js';
-import { runExperiment, type RunOutcome } from './run-experiment.js';
+import type { RunOutcome } from './run-experiment.js';
 import { parseRunResults } from './run-results.js';
 import { ArtifactStore } from '../cache/store.js';
 import { scoreAndWrite } from '../score/write.js';
@@ -46,14 +46,7 @@ function experiment(raw: Record<string, unknown> = {}): Experiment {
 }
 
 async function run(e: Experiment, dir?: string): Promise<RunOutcome> {
-  const at = dir ?? (await mkdtemp(join(root, 'run-')));
-  return runExperiment({
-    experiment: e,
-    configPath: join(at, 'experiment.yaml'),
-    argv: ['run', 'experiment.yaml'],
-    cacheDir: join(at, 'cache'),
-    runsDir: join(at, 'runs'),
-  });
+  return runIn(dir ?? (await mkdtemp(join(root, 'run-'))), e);
 }
 
 const readJson = async <T>(path: string): Promise<T> =>

@@ -2,9 +2,8 @@ import { mkdtemp, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { suiteTmpDir } from '@bfe/core/testing';
-import { documentTask, installTinyModel, repoRoot } from './testing/tiny-model.js';
-import { parseExperiment, type Experiment } from './config.js';
-import { runExperiment, type RunOutcome } from './run-experiment.js';
+import { installTinyModel, repoRoot, runIn, tinyExperiment } from './testing/tiny-model.js';
+import type { Experiment } from './config.js';
 
 // runExperiment in process, on the tiny encoder graph and the LMEB fixtures: the run folder's
 // naming, the log it reports through, and the test failpoint.
@@ -23,28 +22,8 @@ afterEach(() => {
   delete process.env.BFE_FAULT_STAGE_DELAY;
 });
 
-function experiment(raw: Record<string, unknown> = {}): Experiment {
-  return parseExperiment({
-    name: 'tiny',
-    dataset: { name: `lmeb:${documentTask}` },
-    split: { policy: 'none' },
-    model: { name: 'tiny', dir: modelDir },
-    scorer: { k: 4, kSweep: [2, 4] },
-    eval: { resamples: 50 },
-    ...raw,
-  });
-}
-
-async function run(dir: string, e: Experiment, log?: (line: string) => void): Promise<RunOutcome> {
-  return runExperiment({
-    experiment: e,
-    configPath: join(dir, 'experiment.yaml'),
-    argv: ['run', 'experiment.yaml'],
-    cacheDir: join(dir, 'cache'),
-    runsDir: join(dir, 'runs'),
-    ...(log === undefined ? {} : { log }),
-  });
-}
+const experiment = (raw: Record<string, unknown> = {}): Experiment => tinyExperiment(modelDir, raw);
+const run = runIn;
 
 describe('runExperiment', () => {
   it('gives two runs finishing in the same second with the same stages two run folders', async () => {

@@ -3,24 +3,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RelevanceLabels, type Benchmark, type Memory, type Query } from '@bfe/core';
 import { tmpDir } from '@bfe/core/testing';
+import { rng } from '@bfe/index/testing';
 import type { OpenedBank } from '@bfe/encoder';
 import { resultsSchema } from '@bfe/eval';
 import { tiesMetaSchema } from './ties.js';
 import { scoreAndWrite } from './write.js';
 
 const DIM = 8;
-
-/** mulberry32: a small seeded generator for the synthetic vectors. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function unit(random: () => number): number[] {
   const v = Array.from({ length: DIM }, () => random() * 2 - 1);

@@ -54,19 +54,29 @@ export interface OpenedTokenIndex {
   readonly dispose: () => void;
 }
 
-/** Runs `body` with the scorer and, when asked for, the index; releases both. */
+/**
+ * Runs `body` with the scorer, the bank's two sides (memory tokens possibly read from their
+ * file) and, when asked for, the index; releases all three.
+ */
 async function withScorer<T>(
   settings: ScorerSettings,
-  body: (scorer: SparseScorer, index: { index?: TokenIndex }) => Promise<T>,
+  bank: ScoreBank,
+  body: (
+    scorer: SparseScorer,
+    sides: { memories: RankingSide; queries: RankingSide; index?: TokenIndex },
+  ) => Promise<T>,
 ): Promise<T> {
-  const scorer = await openScorer(settings);
+  const { close, ...sides } = bankSides(bank);
+  let scorer: SparseScorer | undefined;
   let opened: OpenedTokenIndex | undefined;
   try {
+    scorer = await openScorer(settings);
     opened = await settings.openIndex?.(scorer.kernel);
-    return await body(scorer, opened === undefined ? {} : { index: opened.index });
+    return await body(scorer, opened === undefined ? sides : { ...sides, index: opened.index });
   } finally {
     opened?.dispose();
-    await scorer.dispose();
+    await scorer?.dispose();
+    close();
   }
 }
 
@@ -246,26 +256,19 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
   const groups = groupByCandidates(bank, benchmark, input.queryIds);
   const memoryText = new Map(benchmark.memories.map((m) => [m.id, m.text]));
   const keep = Math.max(50, ...ks);
-  const { close, ...sides } = bankSides(bank);
-  let ranked;
-  try {
-    ranked = await withScorer(input, (scorer, index) =>
-      rankSystems(scorer, {
-        ...sides,
-        ...index,
-        memoryTexts: bank.memories.ids.map((id) => memoryText.get(id) ?? ''),
-        groups,
-        k,
-        alpha,
-        kSweep: input.kSweep,
-        top: keep,
-        ...(input.adapted === undefined ? {} : { adapted: input.adapted }),
-        ...(input.onProgress === undefined ? {} : { onProgress: input.onProgress }),
-      }),
-    );
-  } finally {
-    close();
-  }
+  const ranked = await withScorer(input, bank, (scorer, sides) =>
+    rankSystems(scorer, {
+      ...sides,
+      memoryTexts: bank.memories.ids.map((id) => memoryText.get(id) ?? ''),
+      groups,
+      k,
+      alpha,
+      kSweep: input.kSweep,
+      top: keep,
+      ...(input.adapted === undefined ? {} : { adapted: input.adapted }),
+      ...(input.onProgress === undefined ? {} : { onProgress: input.onProgress }),
+    }),
+  );
 
   const t0 = performance.now();
   const { candidates, subtaskOf } = evaluationScope(groups);
@@ -338,23 +341,16 @@ export async function evaluateFusionGrid(input: FusionGridInput): Promise<Map<nu
   const { bank, benchmark, labels, k, alphas, ks } = input;
   const groups = groupByCandidates(bank, benchmark, input.queryIds);
   const keep = Math.max(50, ...ks);
-  const { close, ...sides } = bankSides(bank);
-  let grid;
-  try {
-    grid = await withScorer(input, (scorer, index) =>
-      rankFusionGrid(scorer, {
-        ...sides,
-        ...index,
-        groups,
-        k,
-        alphas,
-        top: keep,
-        ...(input.queryTokens === undefined ? {} : { queryTokens: input.queryTokens }),
-      }),
-    );
-  } finally {
-    close();
-  }
+  const grid = await withScorer(input, bank, (scorer, sides) =>
+    rankFusionGrid(scorer, {
+      ...sides,
+      groups,
+      k,
+      alphas,
+      top: keep,
+      ...(input.queryTokens === undefined ? {} : { queryTokens: input.queryTokens }),
+    }),
+  );
   const { candidates, subtaskOf } = evaluationScope(groups);
   return new Map(
     alphas.map((alpha) => [
