@@ -1,0 +1,1 @@
+export type { BankView, EncodedTexts, Embedder, MemoryMeta } from './types.js';

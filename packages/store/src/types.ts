@@ -1,0 +1,57 @@
+/**
+ * The contract between the store's storage (WAL, segments, snapshots) and its search (scorer,
+ * index, evidence). Storage produces {@link BankView}s; search reads them and never writes.
+ */
+
+/** One encoder pass over texts (memories as passages, or queries), content tokens only. */
+export interface EncodedTexts {
+  readonly count: number;
+  readonly dim: number;
+  /** Native pooled vectors `[count × dim]`. */
+  readonly pooled: Float32Array;
+  /** `[count + 1]`: text `i` owns tokens `tokenOffsets[i]..tokenOffsets[i+1]-1`. */
+  readonly tokenOffsets: Int32Array;
+  /** L2-normalised content-token states `[tokens × dim]`. */
+  readonly tokenVectors: Float32Array;
+  /** Vocabulary id of each content token `[tokens]`. */
+  readonly tokenIds: Int32Array;
+  /** Position of each content token in the model input (0 = first special token) `[tokens]`. */
+  readonly tokenPositions: Int32Array;
+  /** 1 where truncation dropped tokens `[count]`. */
+  readonly truncated: Uint8Array;
+}
+
+/** Turns texts into {@link EncodedTexts}: the store's only route to the encoder. */
+export interface Embedder {
+  /** The encoder's identity (its manifest's model hash): a store refuses another model's memories. */
+  readonly model: string;
+  readonly dim: number;
+  encode(texts: readonly string[], role: 'passage' | 'query'): Promise<EncodedTexts>;
+  /** The vocabulary piece of a token id (for evidence), e.g. `'##ing'`. */
+  tokenText(id: number): string;
+  dispose(): Promise<void>;
+}
+
+/** JSON-safe metadata a caller attaches to a memory. */
+export type MemoryMeta = Record<string, unknown>;
+
+/**
+ * The live memories of one bank at one snapshot: immutable, consistent (a writer's later adds,
+ * deletes and compactions never show through), rows in a stable order (oldest segment first).
+ */
+export interface BankView {
+  readonly bank: string;
+  readonly model: string;
+  readonly dim: number;
+  readonly ids: readonly string[];
+  readonly texts: readonly string[];
+  readonly metas: readonly (MemoryMeta | undefined)[];
+  /** `[memories × dim]`. */
+  readonly pooled: Float32Array;
+  /** `[memories + 1]`. */
+  readonly tokenOffsets: Int32Array;
+  /** `[tokens × dim]`. */
+  readonly tokenVectors: Float32Array;
+  readonly tokenIds: Int32Array;
+  readonly tokenPositions: Int32Array;
+}
