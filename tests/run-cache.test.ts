@@ -275,6 +275,15 @@ describe('bfe run on the tiny model: cached stages, run folder, receipt', () => 
       },
     ]);
     expect(readJsonFile(join(seedDir, 'adapter.json'))).toMatchObject({ rank: 2 });
+    // After training on the bank in memory, the score stage read the memory tokens from the file.
+    const scoreManifest = readJsonFile<{ meta: Record<string, unknown> }>(
+      join(dirs.cache, 'objects', 'score', keyByStage(first.out)['score@42']!, 'artifact.json'),
+    );
+    expect(scoreManifest.meta).toMatchObject({
+      memoryTokens: 'file',
+      memoryTokenFileReads: { bytes: expect.any(Number), reads: expect.any(Number) },
+    });
+    expect((scoreManifest.meta.memoryTokenFileReads as { bytes: number }).bytes).toBeGreaterThan(0);
     const report = readFileSync(join(runDir, 'report.md'), 'utf8');
     expect(report).toContain('adapted');
     expect(report).toContain('shared-unlabelled-memory');

@@ -292,7 +292,7 @@ describe('test labels cannot reach training or selection', () => {
         experiment: e,
         seed: 42,
         split,
-        bank,
+        banks: encode,
         dataset: { ...loaded, labels },
         progress: () => {},
       });
@@ -393,7 +393,7 @@ describe('test labels cannot reach training or selection', () => {
         experiment: e,
         seed: 42,
         split,
-        bank: await encode.bank(),
+        banks: encode,
         dataset: { ...loaded, labels },
         progress: () => {},
       });

@@ -2,7 +2,16 @@ import { mkdtemp, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { suiteTmpDir } from '@bfe/core/testing';
-import { installTinyModel, repoRoot, runIn, tinyExperiment } from './testing/tiny-model.js';
+import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
+import { openBank } from '@bfe/encoder';
+import { scoreAndWrite } from '../score/write.js';
+import {
+  documentTask,
+  installTinyModel,
+  repoRoot,
+  runIn,
+  tinyExperiment,
+} from './testing/tiny-model.js';
 import type { Experiment } from './config.js';
 
 // runExperiment in process, on the tiny encoder graph and the LMEB fixtures: the run folder's
@@ -104,5 +113,53 @@ describe('runExperiment', () => {
     expect(split?.cached).toBe(false);
     // A lower bound only: the stage slept at least that long before computing.
     expect(split!.seconds).toBeGreaterThanOrEqual(0.4);
+  }, 60_000);
+
+  it('scores through the memory token file: reads counted, the same files as the bank in memory', async () => {
+    const dir = await mkdtemp(join(root, 'token-file-'));
+    const e = experiment();
+    const outcome = await run(dir, e);
+    const key = (stage: string): string => outcome.stages.find((s) => s.name === stage)!.key;
+    const scoreDir = join(dir, 'cache', 'objects', 'score', key('score'));
+    const manifest = JSON.parse(await readFile(join(scoreDir, 'artifact.json'), 'utf8')) as {
+      meta: { memoryTokens: string; memoryTokenFileReads: { bytes: number; reads: number } };
+    };
+    // The bank with every memory token vector in memory, scored the same way by hand.
+    const bank = await openBank(join(dir, 'cache', 'objects', 'encode', key('encode'), 'bank'));
+    const rowBytes = bank.dim * 4;
+    expect(manifest.meta.memoryTokens).toBe('file');
+    const reads = manifest.meta.memoryTokenFileReads;
+    expect(reads.reads).toBeGreaterThan(0);
+    expect(reads.bytes).toBeGreaterThanOrEqual(rowBytes);
+    expect(reads.bytes % rowBytes).toBe(0);
+
+    const { benchmark, labels } = await loadDataset(`lmeb:${documentTask}`, {
+      location: dataLocationFromEnv(),
+    });
+    const out = await mkdtemp(join(root, 'in-memory-'));
+    const { run: inMemory } = await scoreAndWrite({
+      out,
+      bank,
+      benchmark,
+      labels,
+      queryIds: undefined,
+      k: e.scorer.k,
+      alpha: e.scorer.alpha,
+      ks: e.eval.ks,
+      kSweep: e.scorer.kSweep,
+      executionProvider: e.scorer.executionProvider,
+      backend: e.scorer.backend,
+      splitName: 'all',
+      split: undefined,
+      resamples: e.eval.resamples,
+      seed: e.eval.seed,
+      extraMeta: { selectionData: false },
+    });
+    expect(inMemory.stats.memoryTokenFile).toBeNull();
+    for (const file of ['results.json', 'per-query.jsonl', 'k-sweep.json']) {
+      expect(await readFile(join(scoreDir, file), 'utf8')).toBe(
+        await readFile(join(out, file), 'utf8'),
+      );
+    }
   }, 60_000);
 });

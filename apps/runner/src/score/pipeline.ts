@@ -54,9 +54,15 @@ export interface OpenedTokenIndex {
   readonly dispose: () => void;
 }
 
+/** Bytes and `pread` calls a scoring run took from the memory token file. */
+export interface TokenFileReads {
+  bytes: number;
+  reads: number;
+}
+
 /**
  * Runs `body` with the scorer, the bank's two sides (memory tokens possibly read from their
- * file) and, when asked for, the index; releases all three.
+ * file, counted into `reads`) and, when asked for, the index; releases all three.
  */
 async function withScorer<T>(
   settings: ScorerSettings,
@@ -65,8 +71,9 @@ async function withScorer<T>(
     scorer: SparseScorer,
     sides: { memories: RankingSide; queries: RankingSide; index?: TokenIndex },
   ) => Promise<T>,
+  reads?: TokenFileReads,
 ): Promise<T> {
-  const { close, ...sides } = bankSides(bank);
+  const { close, ...sides } = bankSides(bank, reads);
   let scorer: SparseScorer | undefined;
   let opened: OpenedTokenIndex | undefined;
   try {
@@ -100,7 +107,10 @@ export type ScoreBank = OpenedBank<BankSide | FileBankSide>;
  * The bank's two sides as the scorer's ranking takes them; `close` releases the memory token
  * file, if the tokens are read from one.
  */
-function bankSides(bank: ScoreBank): {
+function bankSides(
+  bank: ScoreBank,
+  reads: TokenFileReads | undefined,
+): {
   memories: RankingSide;
   queries: RankingSide;
   close: () => void;
@@ -111,7 +121,7 @@ function bankSides(bank: ScoreBank): {
   if (!('tokenFile' in m))
     return { memories: { ...m, dim: bank.dim, model }, queries, close: () => {} };
   const { tokenFile, ...rest } = m;
-  const tokens = fileTokenStore(tokenFile);
+  const tokens = fileTokenStore(tokenFile, reads === undefined ? {} : { stats: reads });
   return {
     memories: { ...rest, dim: bank.dim, model, tokens },
     queries,
@@ -166,6 +176,8 @@ export interface ScoreRun {
     readonly pooledOnlyQueries: number;
     /** Groups of 1–2 candidates, where BM25 used its direct engine (wink needs ≥ 3). */
     readonly bm25DirectGroups: number;
+    /** What was read from the memory token file; null: the bank's tokens were in memory. */
+    readonly memoryTokenFile: Readonly<TokenFileReads> | null;
     readonly seconds: {
       readonly scoring: number;
       readonly bm25: number;
@@ -256,18 +268,23 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
   const groups = groupByCandidates(bank, benchmark, input.queryIds);
   const memoryText = new Map(benchmark.memories.map((m) => [m.id, m.text]));
   const keep = Math.max(50, ...ks);
-  const ranked = await withScorer(input, bank, (scorer, sides) =>
-    rankSystems(scorer, {
-      ...sides,
-      memoryTexts: bank.memories.ids.map((id) => memoryText.get(id) ?? ''),
-      groups,
-      k,
-      alpha,
-      kSweep: input.kSweep,
-      top: keep,
-      ...(input.adapted === undefined ? {} : { adapted: input.adapted }),
-      ...(input.onProgress === undefined ? {} : { onProgress: input.onProgress }),
-    }),
+  const reads: TokenFileReads | null = 'tokenFile' in bank.memories ? { bytes: 0, reads: 0 } : null;
+  const ranked = await withScorer(
+    input,
+    bank,
+    (scorer, sides) =>
+      rankSystems(scorer, {
+        ...sides,
+        memoryTexts: bank.memories.ids.map((id) => memoryText.get(id) ?? ''),
+        groups,
+        k,
+        alpha,
+        kSweep: input.kSweep,
+        top: keep,
+        ...(input.adapted === undefined ? {} : { adapted: input.adapted }),
+        ...(input.onProgress === undefined ? {} : { onProgress: input.onProgress }),
+      }),
+    reads ?? undefined,
   );
 
   const t0 = performance.now();
@@ -313,6 +330,7 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
       clampedGroups: stats.clampedGroups,
       pooledOnlyQueries: stats.pooledOnlyQueries,
       bm25DirectGroups: stats.bm25DirectGroups,
+      memoryTokenFile: reads,
       seconds: { ...stats.seconds, evaluation: (performance.now() - t0) / 1000 },
     },
   };

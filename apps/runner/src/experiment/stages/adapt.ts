@@ -9,7 +9,7 @@ import {
   type CandidateSet,
   type TrainingQuery,
 } from '@bfe/adapter';
-import type { OpenedBank } from '@bfe/encoder';
+import type { BankSide, FileBankSide, OpenedBank } from '@bfe/encoder';
 import { assertNoLeak } from '@bfe/split';
 import { z } from 'zod';
 import type { ArtifactSpec } from '../../cache/key.js';
@@ -106,7 +106,12 @@ export interface AdaptInput {
   readonly experiment: Experiment;
   readonly seed: number;
   readonly split: Split;
-  readonly bank: OpenedBank;
+  /**
+   * The encoded bank, both ways (the encode stage): the training and validation sets are copied
+   * out of the bank in memory, which is then released; validation is scored, and query tokens
+   * adapted, through the bank whose memory tokens stay in their file.
+   */
+  readonly banks: Pick<EncodeStage, 'bank' | 'fileBank' | 'releaseBank'>;
   readonly dataset: LoadedDataset;
   readonly progress: (label: string, done: number, total: number, extra?: string) => void;
   /** The token index the validation grid scores through (the experiment's `index`). */
@@ -122,7 +127,8 @@ export interface AdaptInput {
  * Writes `adapter.json` (the selected snapshot) and `training.json`.
  */
 export async function computeAdapt(input: AdaptInput): Promise<Record<string, unknown>> {
-  const { experiment: e, seed, split, bank, dataset } = input;
+  const { experiment: e, seed, split, dataset } = input;
+  const bank = await input.banks.fileBank();
   const { benchmark } = dataset;
   // Only train and validation labels enter: test labels are not in the object training and
   // selection read (label-isolation test: changing them leaves this artifact byte-identical).
@@ -141,7 +147,7 @@ export async function computeAdapt(input: AdaptInput): Promise<Record<string, un
     validation: [],
   };
 
-  const build = (part: 'train' | 'validation'): TrainingQuery[] => {
+  const build = (memory: OpenedBank, part: 'train' | 'validation'): TrainingQuery[] => {
     const ids = new Set(split.queries[part]);
     const out: TrainingQuery[] = [];
     for (const group of groupByCandidates(bank, benchmark, ids)) {
@@ -153,7 +159,7 @@ export async function computeAdapt(input: AdaptInput): Promise<Record<string, un
       const tokenVectors = new Float32Array(memoryOffsets[rows.length]! * dim);
       rows.forEach((r, i) =>
         tokenVectors.set(
-          bank.memories.tokenVectors.subarray(mOffsets[r]! * dim, mOffsets[r + 1]! * dim),
+          memory.memories.tokenVectors.subarray(mOffsets[r]! * dim, mOffsets[r + 1]! * dim),
           memoryOffsets[i]! * dim,
         ),
       );
@@ -179,8 +185,9 @@ export async function computeAdapt(input: AdaptInput): Promise<Record<string, un
   const tokensOf = (row: number): Float32Array =>
     bank.queries.tokenVectors.slice(qOffsets[row]! * dim, qOffsets[row + 1]! * dim);
 
-  const train = build('train');
-  const validation = build('validation');
+  // The only read of the memory token vectors in memory: the sets are copies, so the bank can
+  // be let go before training (validation below scores through the file).
+  const { train, validation } = await copySets(input.banks, build);
   const t0 = performance.now();
   const steps = Math.ceil(train.length / e.adapter.batchSize) * e.adapter.epochs;
   let done = 0;
@@ -282,9 +289,20 @@ export async function computeAdapt(input: AdaptInput): Promise<Record<string, un
   };
 }
 
+/** Builds both sets from the bank in memory, then releases it (no reference is kept here). */
+async function copySets(
+  banks: AdaptInput['banks'],
+  build: (memory: OpenedBank, part: 'train' | 'validation') => TrainingQuery[],
+): Promise<{ train: TrainingQuery[]; validation: TrainingQuery[] }> {
+  const memory = await banks.bank();
+  const sets = { train: build(memory, 'train'), validation: build(memory, 'validation') };
+  banks.releaseBank();
+  return sets;
+}
+
 /** Every query content token of the bank through the adapter (rows stay aligned). */
 function adaptAll(
-  bank: OpenedBank,
+  bank: OpenedBank<BankSide | FileBankSide>,
   adapter: Parameters<typeof adapterQueryTransform>[0],
 ): Float32Array {
   const rows = bank.queries.tokenVectors.length / bank.dim;
@@ -307,7 +325,7 @@ export async function readTrainingRecord(dir: string): Promise<TrainingRecord> {
  */
 export async function loadSelectedAdapter(
   dir: string,
-  bank: OpenedBank,
+  bank: OpenedBank<BankSide | FileBankSide>,
 ): Promise<{ queryTokens: Float32Array; alpha: number; meta: Record<string, unknown> }> {
   const [adapter, record] = await Promise.all([
     loadAdapter(join(dir, 'adapter.json')),
@@ -359,12 +377,12 @@ export async function runAdaptStage(
         experiment: e,
         seed,
         split: split.split,
-        bank: await encode.bank(),
+        banks: encode,
         dataset: await dataset.load(),
         progress: ctx.progress,
         ...(index === undefined
           ? {}
-          : { openIndex: async (kernel) => index.open(await encode.bank(), kernel) }),
+          : { openIndex: async (kernel) => index.open(await encode.fileBank(), kernel) }),
       }),
   );
 }

@@ -5,6 +5,7 @@ import {
   encodeBenchmark,
   openBank,
   openEncoder,
+  type FileBankSide,
   type OpenedBank,
 } from '@bfe/encoder';
 import { loadModelManifest, resolveModelDir, type ModelManifest } from '@bfe/models';
@@ -14,13 +15,26 @@ import type { Experiment } from '../config.js';
 import type { StageContext } from '../stage.js';
 import type { DatasetStage } from './dataset.js';
 
-/** The encode stage's outcome: its artifact, the model and the bank (opened on first use). */
+/**
+ * The encode stage's outcome: its artifact, the model and the bank, opened on first use in one
+ * of two forms: every memory token vector in memory (the adapter's training, the codec's
+ * fitting), or the memory token vectors left in their Arrow file (scoring: read by position
+ * through `@bfe/index`'s `fileTokenStore`, so a bank larger than RAM is scored with bounded RSS).
+ */
 export interface EncodeStage {
   readonly artifact: ArtifactResult;
   readonly modelManifest: ModelManifest;
   /** SHA-256 of the bank's `bank.json`, for the receipt. */
   readonly bankManifestSha256: string;
+  /** The bank with every memory token vector in memory (opened once, kept until released). */
   readonly bank: () => Promise<OpenedBank>;
+  /** The bank with its memory token vectors left in `memory-tokens.arrow` (opened once). */
+  readonly fileBank: () => Promise<OpenedBank<FileBankSide>>;
+  /**
+   * Forgets the in-memory bank, so its token vectors can be collected once no caller holds
+   * them (before scoring); a later {@link EncodeStage.bank} opens it again.
+   */
+  readonly releaseBank: () => void;
 }
 
 /**
@@ -73,6 +87,7 @@ export async function runEncodeStage(
   );
   const bankDir = join(artifact.dir, 'bank');
   let opened: Promise<OpenedBank> | undefined;
+  let streamed: Promise<OpenedBank<FileBankSide>> | undefined;
   return {
     artifact,
     modelManifest,
@@ -80,5 +95,9 @@ export async function runEncodeStage(
     // The store has just checked every bank file's SHA-256 against artifact.json (on this hit,
     // or when it wrote them on this miss): openBank need not hash them a second time.
     bank: () => (opened ??= openBank(bankDir, { verifyHashes: false })),
+    fileBank: () => (streamed ??= openBank(bankDir, { verifyHashes: false, memoryTokens: 'file' })),
+    releaseBank: () => {
+      opened = undefined;
+    },
   };
 }

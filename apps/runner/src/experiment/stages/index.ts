@@ -1,6 +1,6 @@
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { OpenedBank } from '@bfe/encoder';
+import type { BankSide, FileBankSide, OpenedBank } from '@bfe/encoder';
 import {
   CodecExactTokenIndex,
   HnswTokenIndex,
@@ -33,6 +33,9 @@ export interface IndexMeta {
   readonly totalBytes: number;
 }
 
+/** A bank either way: the index reads its memory ids, banks and token offsets only. */
+type AnyBank = OpenedBank<BankSide | FileBankSide>;
+
 /** The index stage's outcome. */
 export interface IndexStage {
   /** Undefined for exact float32: the scorer's own exact search, no stage at all. */
@@ -41,7 +44,7 @@ export interface IndexStage {
   /** The score stage's part of the cache key. */
   readonly keyConfig: Record<string, unknown>;
   /** Opens the index on the scorer's kernel; undefined: the scorer's default exact search. */
-  readonly open: (bank: OpenedBank, kernel: SimilarityKernel) => Promise<OpenedIndex | undefined>;
+  readonly open: (bank: AnyBank, kernel: SimilarityKernel) => Promise<OpenedIndex | undefined>;
 }
 
 /** An opened index and how to release it. */
@@ -74,7 +77,7 @@ function metaParams(c: IndexConfig): Record<string, number> {
 }
 
 /** `[memories]` a dense bank number per memory row (bank ids in sorted order). */
-function memoryBanks(bank: OpenedBank): Int32Array | undefined {
+function memoryBanks(bank: AnyBank): Int32Array | undefined {
   const ids = bank.memories.bankIds;
   if (ids === undefined) return undefined;
   const numbers = new Map([...new Set(ids)].sort().map((id, i) => [id, i] as const));
@@ -95,7 +98,8 @@ export async function runIndexStage(
 ): Promise<IndexStage | undefined> {
   const c = e.index;
   if (c === undefined) return undefined;
-  const { dim, memories } = await encode.bank();
+  // Dimension and token count from the file-backed bank: a hit never reads the token vectors.
+  const { dim, memories } = await encode.fileBank();
   const tokens = memories.tokenOffsets[memories.tokenOffsets.length - 1]!;
   const bytesPerToken = codecShape(c.codec, dim).bytesPerToken;
   const keyConfig = {
@@ -169,7 +173,7 @@ export async function runIndexStage(
   };
 }
 
-function hnswSide(bank: OpenedBank, model: CodecModel, codes: Uint8Array): HnswSide {
+function hnswSide(bank: AnyBank, model: CodecModel, codes: Uint8Array): HnswSide {
   const memoryBank = memoryBanks(bank);
   return {
     model,

@@ -22,7 +22,9 @@ export const SCORE_STAGE_FILES = [
 /**
  * score: every system on the evaluated part (all queries without a split), the adapted one too
  * when an adapter was trained; the artifact is `results.json`, `per-query.jsonl` and
- * `k-sweep.json`, written by the same function as `bfe score`.
+ * `k-sweep.json`, written by the same function as `bfe score`. Like `bfe score`, it reads the
+ * memory token vectors from the bank's file (`memoryTokens: 'file'` in its manifest, with the
+ * bytes and reads it took).
  */
 export async function runScoreStage(
   ctx: StageContext,
@@ -64,7 +66,12 @@ export async function runScoreStage(
       },
     },
     async (dir) => {
-      const bank = await encode.bank();
+      // Memory token vectors stay in the bank's Arrow file, read by position as the scorer asks
+      // (`fileTokenStore`): the scores are those of the in-memory bank, bit for bit, and RSS is
+      // bounded by the search's chunk, not the bank. The in-memory bank (if the adapter or the
+      // index stage opened it) is let go first.
+      encode.releaseBank();
+      const bank = await encode.fileBank();
       const { benchmark, labels } = await dataset.load();
       const part = e.split.evaluate;
       let adapted: { queryTokens: Float32Array; alpha: number } | undefined;
@@ -102,7 +109,12 @@ export async function runScoreStage(
           ...(index === undefined ? {} : { index: index.meta }),
         },
       });
-      return { queries: run.stats.queries, scoringSeconds: run.stats.seconds.scoring };
+      return {
+        queries: run.stats.queries,
+        scoringSeconds: run.stats.seconds.scoring,
+        memoryTokens: 'tokenFile' in bank.memories ? 'file' : 'memory',
+        memoryTokenFileReads: run.stats.memoryTokenFile,
+      };
     },
   );
 }
