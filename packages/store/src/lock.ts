@@ -1,4 +1,4 @@
-import { open, readFile, rm } from 'node:fs/promises';
+import { mkdir, open, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BfeError, isProcessAlive, toStorageError } from '@bfe/core';
 
@@ -25,6 +25,11 @@ export class StoreLockedError extends BfeError {
  */
 export async function acquireLock(dir: string): Promise<() => Promise<void>> {
   const path = join(dir, LOCK_FILE);
+  try {
+    await mkdir(dir, { recursive: true });
+  } catch (error) {
+    throw await toStorageError(error, dir);
+  }
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       const handle = await open(path, 'wx');

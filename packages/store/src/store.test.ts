@@ -89,4 +89,138 @@ describe('MemoryStore', () => {
     expect(again.recovery.records).toBe(0);
     await again.close();
   });
+
+  it('refuses bad input with a typed error and leaves the store unchanged', async () => {
+    const dir = tmpDir();
+    const store = await open(dir);
+    await store.add([{ id: 'kept', bank: 'b', text: 'kept memory' }]);
+    const before = { view: viewOf(store, 'b'), wal: readFileSync(join(dir, 'wal-000001.log')) };
+    const bad: [string, unknown[], RegExp][] = [
+      ['empty text', [{ id: 'e', bank: 'b', text: '' }], /text: empty/],
+      ['blank text', [{ id: 'e', bank: 'b', text: ' \n ' }], /text: empty/],
+      ['empty id', [{ id: '', bank: 'b', text: 'x' }], /empty id/],
+      [
+        'duplicate ids in a batch',
+        [
+          { id: 'd', bank: 'b', text: 'x' },
+          { id: 'd', bank: 'b', text: 'y' },
+        ],
+        /appears twice/,
+      ],
+      ['bad bank name', [{ id: 'n', bank: '../etc', text: 'x' }], /bank/],
+      [
+        'a 1 MB memory',
+        [{ id: 'big', bank: 'b', text: 'word '.repeat(200_000) }],
+        /over the limit/,
+      ],
+      [
+        'non-UTF-8 bytes',
+        [{ id: 'u', bank: 'b', text: new Uint8Array([0x68, 0xff, 0x69]) }],
+        /not valid UTF-8/,
+      ],
+      ['a lone surrogate', [{ id: 's', bank: 'b', text: 'a\uD800b' }], /well-formed/],
+      ['an existing id', [{ id: 'kept', bank: 'b', text: 'again' }], /already exists/],
+      [
+        'metadata that is not JSON',
+        [{ id: 'm', bank: 'b', text: 'x', meta: { f: () => 1 } }],
+        /meta/,
+      ],
+      ['an empty batch', [], /non-empty array/],
+    ];
+    for (const [what, items, message] of bad) {
+      const call = store.add(items as never);
+      await expect(call, what).rejects.toThrow(MemoryInputError);
+      await expect(store.add(items as never), what).rejects.toThrow(message);
+    }
+    await expect(store.update([{ id: 'nope', bank: 'b', text: 'x' }])).rejects.toThrow(
+      /does not exist/,
+    );
+    await expect(store.delete([], { bank: 'b' })).rejects.toThrow(MemoryInputError);
+    await expect(store.search({ bank: 'unknown', query: 'x' })).rejects.toThrow(/unknown bank/);
+    expect(viewOf(store, 'b')).toEqual(before.view);
+    expect(readFileSync(join(dir, 'wal-000001.log'))).toEqual(before.wal);
+    // Valid UTF-8 bytes are accepted and decoded.
+    await store.add([{ id: 'bytes', bank: 'b', text: new TextEncoder().encode('caf\u00e9 ok') }]);
+    expect(store.get('b', 'bytes')?.text).toBe('caf\u00e9 ok');
+    await store.close();
+  });
+
+  it('admits one writer per directory, and takes over the lock of a dead process', async () => {
+    const dir = tmpDir();
+    const store = await open(dir);
+    await expect(open(dir)).rejects.toThrow(StoreLockedError);
+    await expect(open(dir)).rejects.toThrow(`by process ${process.pid}`);
+    await store.close();
+    writeFileSync(join(dir, 'LOCK'), '999999999\n'); // no such process
+    const again = await open(dir);
+    expect(readFileSync(join(dir, 'LOCK'), 'utf8')).toBe(`${process.pid}\n`);
+    await again.close();
+  });
+
+  it('gives snapshots that later writes, flushes and compactions never change', async () => {
+    const store = await open(tmpDir());
+    await store.add([{ id: 'a', bank: 'b', text: 'first one' }]);
+    await store.flush();
+    await store.add([{ id: 'c', bank: 'b', text: 'second one' }]);
+    const snap = store.snapshot();
+    const seen = plain(snap.bank('b'));
+    await store.update([{ id: 'a', bank: 'b', text: 'changed' }]);
+    await store.delete(['c'], { bank: 'b' });
+    await store.add([{ id: 'd', bank: 'b', text: 'third' }]);
+    await store.flush();
+    await store.compact();
+    expect(plain(snap.bank('b'))).toEqual(seen);
+    expect(seen.ids).toEqual(['a', 'c']);
+    await snap.release();
+    expect(() => snap.bank('b')).toThrow(/released/);
+    expect(viewOf(store, 'b').ids).toEqual(['a', 'd']);
+    await store.close();
+  });
+
+  it('names a corrupt segment at open', async () => {
+    const dir = tmpDir();
+    const store = await open(dir);
+    await store.add([{ id: 'a', bank: 'b', text: 'some words here' }]);
+    await store.close();
+    const [file] = readdirSync(join(dir, 'segments'));
+    const path = join(dir, 'segments', file!);
+    const bytes = readFileSync(path);
+    bytes[bytes.length >> 1] = bytes[bytes.length >> 1]! ^ 0xff;
+    writeFileSync(path, bytes);
+    await expect(open(dir)).rejects.toThrow(ArtifactCorruptError);
+    await expect(open(dir)).rejects.toThrow(`store segment ${path} is corrupt`);
+    // A failed open leaves the lock free.
+    expect(readdirSync(dir)).not.toContain('LOCK');
+  });
+
+  it("refuses to open another model's store", async () => {
+    const dir = tmpDir();
+    await (await open(dir)).close();
+    await expect(MemoryStore.open(dir, { embedder: fakeEmbedder(8, 'other') })).rejects.toThrow(
+      ConfigError,
+    );
+    await expect(MemoryStore.open(dir, { embedder: fakeEmbedder(4) })).rejects.toThrow(/8-d/);
+  });
+
+  it('flushes by itself past the memtable size, and removes garbage at open', async () => {
+    const dir = tmpDir();
+    const store = await open(dir, { flushBytes: 1024 });
+    for (let i = 0; i < 10; i++)
+      await store.add([{ id: `m${i}`, bank: 'b', text: 'many words in this memory text' }]);
+    const stats = await store.stats();
+    expect(stats.segments).toBeGreaterThan(1);
+    expect(stats.memories).toBe(10);
+    await store.close();
+    writeFileSync(join(dir, 'segments', '999999.arrow'), 'left by a crash');
+    writeFileSync(join(dir, '.MANIFEST.json.1.abcd.tmp'), '{');
+    writeFileSync(join(dir, 'wal-000000.log'), 'old');
+    const again = await open(dir);
+    expect([...again.recovery.removed].sort()).toEqual([
+      '.MANIFEST.json.1.abcd.tmp',
+      'segments/999999.arrow',
+      'wal-000000.log',
+    ]);
+    expect(again.list('b').total).toBe(10);
+    await again.close();
+  });
 });
