@@ -1,9 +1,18 @@
 import { bankSources, banksOf, type StoreState } from './state.js';
 import { gatherRows, liveRows } from './live-rows.js';
+import type { SegmentRows } from './segment.js';
 import type { BankView } from './types.js';
 
-// Views are cached per state: snapshots of an unchanged store share them.
+// Views are cached per state (snapshots of an unchanged store share them) and, across states,
+// per bank: a write to one bank leaves the other banks' sources and tombstones the same objects,
+// so their views are reused. Keyed by the bank's first source, an object unique to one store.
 const views = new WeakMap<StoreState, Map<string, BankView>>();
+interface BankCache {
+  readonly sources: readonly SegmentRows[];
+  readonly stones: ReadonlyMap<string, number> | undefined;
+  readonly view: BankView;
+}
+const byFirstSource = new WeakMap<SegmentRows, BankCache>();
 
 /** The live memories of `bank` in state `s`, as one contiguous {@link BankView}. */
 export function bankView(s: StoreState, bank: string, model: string, dim: number): BankView {
@@ -14,12 +23,32 @@ export function bankView(s: StoreState, bank: string, model: string, dim: number
   }
   const cached = cache.get(bank);
   if (cached !== undefined) return cached;
-  const rows = gatherRows(liveRows(bankSources(s, bank), s.tombstones.get(bank)), bank, dim);
+  const sources = bankSources(s, bank);
+  const stones = s.tombstones.get(bank);
+  const first = sources[0];
+  const previous = first === undefined ? undefined : byFirstSource.get(first);
+  let view: BankView;
+  if (
+    previous !== undefined &&
+    previous.stones === stones &&
+    previous.sources.length === sources.length &&
+    previous.sources.every((src, i) => src === sources[i])
+  )
+    view = previous.view;
+  else {
+    view = buildView(gatherRows(liveRows(sources, stones), bank, dim), model);
+    if (first !== undefined) byFirstSource.set(first, { sources, stones, view });
+  }
+  cache.set(bank, view);
+  return view;
+}
+
+function buildView(rows: SegmentRows, model: string): BankView {
   const e = rows.encoded;
-  const view: BankView = Object.freeze({
-    bank,
+  return Object.freeze({
+    bank: rows.bank,
     model,
-    dim,
+    dim: e.dim,
     ids: Object.freeze(rows.ids),
     texts: Object.freeze(rows.texts),
     metas: Object.freeze(rows.metas),
@@ -29,8 +58,6 @@ export function bankView(s: StoreState, bank: string, model: string, dim: number
     tokenIds: e.tokenIds,
     tokenPositions: e.tokenPositions,
   });
-  cache.set(bank, view);
-  return view;
 }
 
 /**

@@ -177,6 +177,26 @@ describe('MemoryStore', () => {
     await store.close();
   });
 
+  it("reuses a bank's view across writes to other banks, and rebuilds it after its own", async () => {
+    const store = await open(tmpDir());
+    await store.add([
+      { id: 'a', bank: 'one', text: 'first' },
+      { id: 'b', bank: 'two', text: 'second' },
+    ]);
+    const first = store.snapshot();
+    await store.add([{ id: 'c', bank: 'one', text: 'third' }]);
+    const second = store.snapshot();
+    expect(second.bank('two')).toBe(first.bank('two'));
+    expect(second.bank('one')).not.toBe(first.bank('one'));
+    expect(second.bank('one').ids).toEqual(['a', 'c']);
+    await store.delete(['a'], { bank: 'one' });
+    const third = store.snapshot();
+    expect(third.bank('two')).toBe(first.bank('two'));
+    expect(third.bank('one').ids).toEqual(['c']);
+    for (const snap of [first, second, third]) await snap.release();
+    await store.close();
+  });
+
   it('names a corrupt segment at open', async () => {
     const dir = tmpDir();
     const store = await open(dir);

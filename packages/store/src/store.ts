@@ -1,5 +1,5 @@
 import { stat } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { DataError } from '@bfe/core';
 import type { CompactionReport } from './compaction.js';
 import { checkEncoded } from './encoded.js';
@@ -11,6 +11,7 @@ import {
   type MemoryInput,
 } from './input.js';
 import { acquireLock } from './lock.js';
+import { MANIFEST_FILE } from './manifest.js';
 import { recover } from './recovery.js';
 import { searchView, type SearchOptions, type SearchResult, type SparseScorer } from './search.js';
 import { Snapshot } from './snapshot.js';
@@ -264,7 +265,7 @@ export class MemoryStore {
       tokens += c.tokens;
       segmentBytes += bytes;
     }
-    const manifestBytes = (await stat(`${this.dir}/MANIFEST.json`)).size;
+    const manifestBytes = (await stat(join(this.dir, MANIFEST_FILE))).size;
     const walBytes = this.#writer.walBytes;
     return {
       memories,
