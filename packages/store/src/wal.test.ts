@@ -31,6 +31,16 @@ describe('WAL records', () => {
     expect(back.records).toEqual(rs);
   });
 
+  it('decode the same from aligned bytes (views) and misaligned bytes (copies)', async () => {
+    const rs = await records();
+    const bytes = Buffer.concat(rs.map(encodeRecord));
+    for (const shift of [0, 1, 2, 3]) {
+      const host = new Uint8Array(new ArrayBuffer(bytes.length + shift), shift, bytes.length);
+      host.set(bytes);
+      expect(decodeRecords(host).records).toEqual(rs);
+    }
+  });
+
   it('stop at a torn tail cut at any byte, keeping every whole record before it', async () => {
     const rs = await records();
     const first = encodeRecord(rs[0]!);

@@ -1,7 +1,7 @@
 import { open, readFile, truncate, type FileHandle } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import { toStorageError } from '@bfe/core';
-import { emptyEncoded, tokenCount } from './encoded.js';
+import { tokenCount } from './encoded.js';
 import { failpoint } from './faults.js';
 import type { EncodedTexts, MemoryMeta } from './types.js';
 
@@ -146,21 +146,48 @@ function decodePayload(payload: Buffer): WalRecord | undefined {
     const count = h.ids.length;
     const dim = h.dim!;
     const tokens = h.tokens!;
-    const e = emptyEncoded(count, tokens, dim);
     let at = 4 + pad4(jsonBytes);
-    for (const target of [
-      e.pooled,
-      e.tokenOffsets,
-      e.tokenVectors,
-      e.tokenIds,
-      e.tokenPositions,
-      e.truncated,
-    ]) {
-      const bytes = target.byteLength;
+    // Views into the file's bytes where aligned (a frame starts at a multiple of 4 and every
+    // section is padded to 4), copies otherwise: replay of a large WAL copies nothing.
+    const take = <T extends Float32Array | Int32Array | Uint8Array>(
+      make: { new (b: ArrayBufferLike, o: number, n: number): T; new (n: number): T },
+      n: number,
+      size: number,
+    ): T | undefined => {
+      const bytes = n * size;
       if (at + bytes > payload.length) return undefined;
-      new Uint8Array(target.buffer).set(payload.subarray(at, at + bytes));
+      const offset = payload.byteOffset + at;
       at += pad4(bytes);
-    }
+      if (offset % size === 0) return new make(payload.buffer, offset, n);
+      const out = new make(n);
+      new Uint8Array(out.buffer).set(payload.subarray(at - pad4(bytes), at - pad4(bytes) + bytes));
+      return out;
+    };
+    const pooled = take(Float32Array, count * dim, 4);
+    const tokenOffsets = take(Int32Array, count + 1, 4);
+    const tokenVectors = take(Float32Array, tokens * dim, 4);
+    const tokenIds = take(Int32Array, tokens, 4);
+    const tokenPositions = take(Int32Array, tokens, 4);
+    const truncated = take(Uint8Array, count, 1);
+    if (
+      pooled === undefined ||
+      tokenOffsets === undefined ||
+      tokenVectors === undefined ||
+      tokenIds === undefined ||
+      tokenPositions === undefined ||
+      truncated === undefined
+    )
+      return undefined;
+    const e: EncodedTexts = {
+      count,
+      dim,
+      pooled,
+      tokenOffsets,
+      tokenVectors,
+      tokenIds,
+      tokenPositions,
+      truncated,
+    };
     return {
       kind: 'add',
       seq: h.seq,
@@ -223,7 +250,11 @@ export class WalWriter {
   async append(record: WalRecord): Promise<void> {
     const frame = encodeRecord(record);
     try {
-      await this.handle.write(frame);
+      // write(2) may write less than asked (a signal, a nearly full disk): loop to the end.
+      for (let at = 0; at < frame.length;) {
+        const { bytesWritten } = await this.handle.write(frame, at, frame.length - at);
+        at += bytesWritten;
+      }
       failpoint('wal-written');
       await this.handle.datasync();
     } catch (error) {

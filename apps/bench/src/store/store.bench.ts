@@ -35,6 +35,7 @@ const { values } = parseArgs({
     work: { type: 'string' },
     model: { type: 'string', default: 'all-minilm-l6-v2' },
     markdown: { type: 'boolean', default: false },
+    'skip-add': { type: 'boolean', default: false },
   },
 });
 const memories = positive('--memories', values.memories);
@@ -129,7 +130,7 @@ async function main(): Promise<void> {
   const rows: string[][] = [];
   try {
     await embedder.encode(texts.slice(0, 32), 'passage'); // warm-up
-    for (const batch of [32, 1]) {
+    for (const batch of values['skip-add'] ? [] : [32, 1]) {
       const subset = batch === 1 ? texts.slice(0, singles) : texts;
       let bare = { seconds: Infinity, tokens: 0 };
       let store = { seconds: Infinity, tokens: 0 };
@@ -202,7 +203,7 @@ async function main(): Promise<void> {
       'measure',
       'memories',
       'store',
-      'store tokens/s | bytes',
+      'store tokens/s or bytes',
       'peer',
       'peer/store time',
       'load',
