@@ -213,6 +213,11 @@ describe('MemoryStore', () => {
     expect(readdirSync(dir)).not.toContain('LOCK');
   });
 
+  it('refuses invalid options with a ConfigError', async () => {
+    await expect(open(tmpDir(), { flushBytes: 0 })).rejects.toThrow(ConfigError);
+    await expect(open(tmpDir(), { compactSegments: -1 })).rejects.toThrow(/compactSegments/);
+  });
+
   it("refuses to open another model's store", async () => {
     const dir = tmpDir();
     await (await open(dir)).close();

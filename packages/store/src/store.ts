@@ -1,6 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { DataError } from '@bfe/core';
+import { z } from 'zod';
+import { ConfigError, DataError } from '@bfe/core';
 import type { CompactionReport } from './compaction.js';
 import { checkEncoded } from './encoded.js';
 import type { ModelChoice } from './embedder.js';
@@ -36,6 +37,14 @@ export interface StoreOptions {
   /** The sparse scorer `search` ranks with (wired by the search side of the store). */
   readonly scorer?: SparseScorer;
 }
+
+const limitsSchema = z.object({
+  maxLength: z.number().int().min(2).optional(),
+  threads: z.number().int().positive().optional(),
+  flushBytes: z.number().int().positive().optional(),
+  compactSegments: z.number().int().nonnegative().optional(),
+  maxTextBytes: z.number().int().positive().optional(),
+});
 
 /** A stored memory as `get` and `list` return it. */
 export interface StoredMemory {
@@ -107,6 +116,9 @@ export class MemoryStore {
    * @throws ConfigError when the store holds another model's vectors
    */
   static async open(dir: string, options: StoreOptions = {}): Promise<MemoryStore> {
+    const limits = limitsSchema.safeParse(options);
+    if (!limits.success)
+      throw new ConfigError(`MemoryStore.open: ${z.prettifyError(limits.error)}`);
     const root = resolve(dir);
     const owns = options.embedder === undefined;
     // The encoder (onnxruntime) loads only when the store opens a model itself.
