@@ -3,6 +3,7 @@ import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { tmpDir } from '@bfe/core/testing';
+import { StoreLockedError } from './lock.js';
 import { readManifest, walGenerationOf } from './manifest.js';
 import { MemoryStore } from './store.js';
 import { mulberry32, textOf, type WorkerArgs } from './testing/crash-worker.js';
@@ -28,7 +29,12 @@ interface Outcome {
 }
 
 /** Runs a worker; kills it `killAfterMs` after READY (or lets a failpoint kill it). */
-function runWorker(args: WorkerArgs, killAfterMs: number | undefined, fault?: string) {
+function runWorker(
+  args: WorkerArgs,
+  killAfterMs: number | undefined,
+  fault?: string,
+  onReady?: (pid: number) => Promise<void>,
+) {
   return new Promise<Outcome>((resolve, reject) => {
     const env = { ...process.env };
     if (fault !== undefined) env.BFE_STORE_FAULT_KILL = fault;
@@ -43,7 +49,13 @@ function runWorker(args: WorkerArgs, killAfterMs: number | undefined, fault?: st
       const ready = !stdout.includes('READY');
       stdout += d.toString();
       if (ready && stdout.includes('READY') && killAfterMs !== undefined)
-        setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+        void (onReady?.(child.pid!) ?? Promise.resolve()).then(
+          () => setTimeout(() => child.kill('SIGKILL'), killAfterMs),
+          (error: unknown) => {
+            child.kill('SIGKILL');
+            reject(error as Error);
+          },
+        );
     });
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('error', reject);
@@ -157,6 +169,26 @@ describe('crash safety (SIGKILL)', () => {
     // The kills landed after real work, not only before the first write.
     expect(acked.reduce((a, b) => a + b, 0)).toBeGreaterThan(100);
   }, 240_000);
+
+  it('refuses a second writer while the first process lives, and takes over after its kill', async () => {
+    const dir = tmpDir('bfe-crash-lock-');
+    let refused: unknown;
+    const outcome = await runWorker(
+      { dir, prefix: 'k', seed: 3, mode: 'write' },
+      50,
+      undefined,
+      async (pid) => {
+        refused = await MemoryStore.open(dir, { embedder: fakeEmbedder() }).then(
+          (s) => s.close(),
+          (error: unknown) => error,
+        );
+        expect(refused).toBeInstanceOf(StoreLockedError);
+        expect((refused as StoreLockedError).pid).toBe(pid);
+      },
+    );
+    expect(refused).toBeInstanceOf(StoreLockedError);
+    await verify(dir, new Map(), outcome, 'lock');
+  });
 
   it.each([
     'wal-written',
