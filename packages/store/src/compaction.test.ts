@@ -1,7 +1,8 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tmpDir } from '@bfe/core/testing';
+import { readManifest } from './manifest.js';
 import { MemoryStore } from './store.js';
 import { mulberry32 } from './testing/crash-worker.js';
 import { fakeEmbedder } from './testing/index.js';
@@ -110,5 +111,21 @@ describe('compaction', () => {
     await store.compact(); // queued behind the automatic one
     expect((await store.stats()).banks.a).toMatchObject({ segments: 1, memories: 3 });
     await store.close();
+  });
+
+  it('starts no compaction from the flush of close (it would outlive the lock)', async () => {
+    const dir = tmpDir();
+    const store = await open(dir, 2);
+    await store.add([{ id: 'a', bank: 'b', text: 'one' }]);
+    await store.flush();
+    await store.add([{ id: 'c', bank: 'b', text: 'two' }]);
+    await store.close();
+    await new Promise((wake) => setTimeout(wake, 50));
+    const manifest = (await readManifest(dir))!;
+    expect(manifest.segments).toHaveLength(2);
+    expect(readdirSync(join(dir, 'segments')).sort()).toEqual(
+      manifest.segments.map((s) => s.file.slice('segments/'.length)).sort(),
+    );
+    expect(existsSync(join(dir, 'LOCK'))).toBe(false);
   });
 });

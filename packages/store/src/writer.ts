@@ -43,6 +43,7 @@ export class Writer {
   #compactions: Promise<unknown> = Promise.resolve();
   #background: Promise<void> = Promise.resolve();
   #backgroundError: unknown;
+  #closing = false;
 
   constructor(
     readonly dir: string,
@@ -216,7 +217,7 @@ export class Writer {
 
   #maybeCompact(banks: readonly string[]): void {
     const every = this.config.compactSegments;
-    if (every <= 0) return;
+    if (every <= 0 || this.#closing) return;
     for (const bank of banks) {
       const count = this.#state.segments.filter((seg) => seg.bank === bank).length;
       if (count >= every)
@@ -298,6 +299,7 @@ export class Writer {
 
   /** Waits for compactions, flushes (when asked), closes the WAL, releases the lock. */
   async close(flush: boolean): Promise<void> {
+    this.#closing = true; // the closing flush starts no compaction that would outlive the lock
     try {
       await this.#background;
       await this.#compactions;
