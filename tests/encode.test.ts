@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { suiteTmpDir, tmpDir } from '@bfe/core/testing';
 import { openBank } from '@bfe/encoder';
 import { mirror, repoRoot, runBfe } from './helpers.ts';
-import { writeTinyModelSource } from '../apps/runner/src/experiment/testing/tiny-model.ts';
+import { writeTinyModelSource } from '@bfe/encoder/testing';
 
 const tmp = (): string => tmpDir('bfe-e2e-');
 

@@ -6,7 +6,7 @@ import { bankContentHash, type BankManifest } from '@bfe/encoder';
 import { readPerQueryJsonl, resultsSchema } from '@bfe/eval';
 import type { Results } from '@bfe/eval';
 import { repoRoot, runBfe } from './helpers.ts';
-import { writeTinyModelSource } from '../apps/runner/src/experiment/testing/tiny-model.ts';
+import { writeTinyModelSource } from '@bfe/encoder/testing';
 
 const SYSTEMS = [
   'pooled',

@@ -15,6 +15,7 @@ export type BfeErrorCode =
   | 'LABEL_LEAK'
   | 'ARTIFACT_CORRUPT'
   | 'DATASET_EMPTY'
+  | 'STORE_LOCKED'
   | 'STORAGE_FULL'
   | 'STORAGE_DENIED'
   | 'STORAGE_IO';

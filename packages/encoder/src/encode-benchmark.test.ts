@@ -68,6 +68,7 @@ function fakeEncoder(failAfter = Infinity): Encoder {
         ...options,
         prefix: role === 'query' ? 'query: ' : '',
       }),
+    tokenText: (id) => tokenizer.tokenText(id),
     dispose: () => Promise.resolve(),
   };
 }

@@ -15,6 +15,8 @@ export interface Encoder {
     role: 'passage' | 'query',
     options?: Omit<PassOptions, 'prefix'>,
   ): AsyncGenerator<EncodedChunk>;
+  /** The vocabulary piece of a token id, `undefined` outside the vocabulary. */
+  tokenText(id: number): string | undefined;
   dispose(): Promise<void>;
 }
 
@@ -48,6 +50,7 @@ export async function openEncoder(
       const prefix = role === 'query' ? manifest.prefixes.query : manifest.prefixes.passage;
       return encodePass(session, tokenizer, spec, texts, { ...passOptions, prefix });
     },
+    tokenText: (id) => tokenizer.tokenText(id),
     dispose: () => session.dispose(),
   };
 }

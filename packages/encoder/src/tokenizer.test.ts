@@ -44,6 +44,13 @@ describe('TextTokenizer', () => {
     );
   });
 
+  it('names the vocabulary piece of an id, and nothing outside the vocabulary', () => {
+    const t = new TextTokenizer(tiny, 16);
+    expect(t.tokenText(2)).toBe('[CLS]');
+    expect(t.tokenText(4)).toBe('hello');
+    expect(t.tokenText(1000)).toBeUndefined();
+  });
+
   it('reports its vocabulary size', () => {
     expect(new TextTokenizer(tiny, 16).vocabSize).toBe(18);
   });

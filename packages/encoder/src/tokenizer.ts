@@ -44,6 +44,15 @@ export class TextTokenizer {
   }
 
   /**
+   * The vocabulary piece of token `id` (`'##ing'`, `'[CLS]'`), or `undefined` for an id outside
+   * the vocabulary: what token evidence shows beside a similarity.
+   * @example tokenizer.tokenText(2023) // 'this' (MiniLM)
+   */
+  tokenText(id: number): string | undefined {
+    return this.#tokenizer.idToToken(id) ?? undefined;
+  }
+
+  /**
    * Tokenises a batch. With a `prefix` (e5's `query: `), the prefix is prepended — so the
    * pooled vector sees it, as the model expects — and its tokens are marked non-content.
    * @throws {DataError} for a non-string input.

@@ -1,1 +1,19 @@
 export type { BankView, EncodedTexts, Embedder, MemoryMeta } from './types.js';
+export { MemoryStore } from './store.js';
+export type { BankStats, SearchRequest, StoreOptions, StoreStats, StoredMemory } from './store.js';
+export { Snapshot } from './snapshot.js';
+export { openEmbedder } from './embedder.js';
+export type { EmbedderOptions, ModelChoice } from './embedder.js';
+export {
+  BANK_NAME,
+  DEFAULT_MAX_TEXT_BYTES,
+  MAX_META_BYTES,
+  MemoryInputError,
+  bankNameSchema,
+} from './input.js';
+export type { MemoryInput } from './input.js';
+export { StoreLockedError, LOCK_FILE } from './lock.js';
+export { MANIFEST_FILE, manifestSchema } from './manifest.js';
+export type { Manifest } from './manifest.js';
+export type { CompactionReport } from './compaction.js';
+export type { SearchOptions, SearchResult, SparseScorer } from './search.js';

@@ -1,0 +1,223 @@
+/**
+ * `pnpm bench:store`: a benchmark, not a test. Measures, in one run on the same memories
+ * (LoCoMo's turns, as bfe's loader builds them) and the same MiniLM embedder:
+ * - add throughput: `MemoryStore.add` (encode + WAL append + fdatasync + memtable) in batches
+ *   of 32 and of 1, against the bare embedder encoding the same batches (the peer), in
+ *   memories/s and content tokens/s, best of `--rounds` interleaved rounds;
+ * - recovery: reopening a store of `--recovery-memories` memories (the measured memories
+ *   repeated under new ids across banks, so no further encoding is needed) from its WAL alone
+ *   and from flushed segments, against reading the same bytes from disk (the peer).
+ * Search latency is added by the search side of the store.
+ *
+ * Timings on a shared machine are noisy: the load average is printed beside them.
+ *
+ * @example
+ * BFE_DATA_MIRROR=../shared/data pnpm bench:store --memories 1024 --work /work/scratch/x
+ */
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
+import { MemoryStore, openEmbedder, type EncodedTexts, type Embedder } from '@bfe/store';
+import { positive } from '../shared/args.js';
+import { note, out } from '../shared/output.js';
+import { terminalTable } from '../shared/table.js';
+
+const { values } = parseArgs({
+  options: {
+    memories: { type: 'string', default: '1024' },
+    'single-memories': { type: 'string', default: '128' },
+    'recovery-memories': { type: 'string', default: '10240' },
+    rounds: { type: 'string', default: '2' },
+    threads: { type: 'string' },
+    work: { type: 'string' },
+    model: { type: 'string', default: 'all-minilm-l6-v2' },
+    markdown: { type: 'boolean', default: false },
+    'skip-add': { type: 'boolean', default: false },
+  },
+});
+const memories = positive('--memories', values.memories);
+const singles = positive('--single-memories', values['single-memories']);
+const recoveryMemories = positive('--recovery-memories', values['recovery-memories']);
+const rounds = positive('--rounds', values.rounds);
+const threads = values.threads === undefined ? undefined : positive('--threads', values.threads);
+
+const seconds = (t0: bigint): number => Number(process.hrtime.bigint() - t0) / 1e9;
+const load = (): string => loadavg()[0]!.toFixed(2);
+
+/** An embedder that returns precomputed encodings by text: recovery stores without encoding. */
+function replayEmbedder(real: Embedder, texts: readonly string[], e: EncodedTexts): Embedder {
+  const at = new Map(texts.map((t, i) => [t, i]));
+  const { dim } = e;
+  return {
+    model: real.model,
+    dim,
+    tokenText: (id) => real.tokenText(id),
+    dispose: () => Promise.resolve(),
+    encode(batch) {
+      const rows = batch.map((t) => at.get(t)!);
+      let tokens = 0;
+      for (const r of rows) tokens += e.tokenOffsets[r + 1]! - e.tokenOffsets[r]!;
+      const o: { -readonly [K in keyof EncodedTexts]: EncodedTexts[K] } = {
+        count: rows.length,
+        dim,
+        pooled: new Float32Array(rows.length * dim),
+        tokenOffsets: new Int32Array(rows.length + 1),
+        tokenVectors: new Float32Array(tokens * dim),
+        tokenIds: new Int32Array(tokens),
+        tokenPositions: new Int32Array(tokens),
+        truncated: new Uint8Array(rows.length),
+      };
+      let w = 0;
+      rows.forEach((r, i) => {
+        const a = e.tokenOffsets[r]!;
+        const b = e.tokenOffsets[r + 1]!;
+        o.pooled.set(e.pooled.subarray(r * dim, (r + 1) * dim), i * dim);
+        o.tokenVectors.set(e.tokenVectors.subarray(a * dim, b * dim), w * dim);
+        o.tokenIds.set(e.tokenIds.subarray(a, b), w);
+        o.tokenPositions.set(e.tokenPositions.subarray(a, b), w);
+        o.truncated[i] = e.truncated[r]!;
+        w += b - a;
+        o.tokenOffsets[i + 1] = w;
+      });
+      return Promise.resolve(o);
+    },
+  };
+}
+
+async function bareEncode(embedder: Embedder, texts: readonly string[], batch: number) {
+  const t0 = process.hrtime.bigint();
+  let tokens = 0;
+  for (let i = 0; i < texts.length; i += batch) {
+    const e = await embedder.encode(texts.slice(i, i + batch), 'passage');
+    tokens += e.tokenOffsets[e.count]!;
+  }
+  return { seconds: seconds(t0), tokens };
+}
+
+async function storeAdd(embedder: Embedder, dir: string, texts: readonly string[], batch: number) {
+  const store = await MemoryStore.open(dir, { embedder, compactSegments: 0 });
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < texts.length; i += batch)
+    await store.add(
+      texts.slice(i, i + batch).map((text, j) => ({ id: `m${i + j}`, bank: 'bench', text })),
+    );
+  const s = seconds(t0);
+  const { tokens } = await store.stats();
+  await store.close({ flush: false });
+  await rm(dir, { recursive: true, force: true });
+  return { seconds: s, tokens };
+}
+
+async function dirBytes(dir: string): Promise<number> {
+  let total = 0;
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true }))
+    if (e.isFile()) total += (await readFile(join(e.parentPath, e.name))).byteLength;
+  return total;
+}
+
+async function main(): Promise<void> {
+  const work = await mkdtemp(join(values.work ?? tmpdir(), 'bfe-bench-store-'));
+  const loaded = await loadDataset('locomo', { location: dataLocationFromEnv() });
+  const texts = [...new Set(loaded.benchmark.memories.map((m) => m.text))].slice(0, memories);
+  const embedder = await openEmbedder({
+    model: values.model,
+    ...(threads === undefined ? {} : { threads }),
+  });
+  note(`${texts.length} LoCoMo memories, model ${values.model}, work ${work}`);
+  const rows: string[][] = [];
+  try {
+    await embedder.encode(texts.slice(0, 32), 'passage'); // warm-up
+    for (const batch of values['skip-add'] ? [] : [32, 1]) {
+      const subset = batch === 1 ? texts.slice(0, singles) : texts;
+      let bare = { seconds: Infinity, tokens: 0 };
+      let store = { seconds: Infinity, tokens: 0 };
+      for (let r = 0; r < rounds; r++) {
+        const b = await bareEncode(embedder, subset, batch);
+        if (b.seconds < bare.seconds) bare = b;
+        const s = await storeAdd(embedder, join(work, `add-${batch}-${r}`), subset, batch);
+        if (s.seconds < store.seconds) store = s;
+        note(
+          `batch ${batch} round ${r}: bare ${b.seconds.toFixed(2)} s, store ${s.seconds.toFixed(2)} s`,
+        );
+      }
+      const n = subset.length;
+      rows.push([
+        `add, batch ${batch}`,
+        String(n),
+        (n / store.seconds).toFixed(1),
+        (store.tokens / store.seconds).toFixed(0),
+        (n / bare.seconds).toFixed(1),
+        (bare.seconds / store.seconds).toFixed(2),
+        load(),
+      ]);
+    }
+    // Recovery: a store of `recoveryMemories` memories built from the measured encodings.
+    const all = await embedder.encode(texts, 'passage');
+    const replay = replayEmbedder(embedder, texts, all);
+    const dir = join(work, 'recovery');
+    const store = await MemoryStore.open(dir, {
+      embedder: replay,
+      compactSegments: 0,
+      flushBytes: 2 ** 40,
+    });
+    for (let i = 0; i < recoveryMemories; i += 256) {
+      const items = [];
+      for (let j = i; j < Math.min(recoveryMemories, i + 256); j++)
+        items.push({ id: `m${j}`, bank: `conv-${j % 10}`, text: texts[j % texts.length]! });
+      await store.add(items);
+    }
+    const stats = await store.stats();
+    await store.close({ flush: false });
+    for (const from of ['WAL', 'segments'] as const) {
+      if (from === 'segments') await (await MemoryStore.open(dir, { embedder: replay })).close();
+      const bytes = await dirBytes(dir); // the peer: reading the same bytes
+      const t1 = process.hrtime.bigint();
+      for (const name of await readdir(dir, { recursive: true }))
+        if (name.endsWith('.log') || name.endsWith('.arrow')) readFileSync(join(dir, name));
+      const raw = seconds(t1);
+      const t0 = process.hrtime.bigint();
+      const reopened = await MemoryStore.open(dir, { embedder: replay, compactSegments: 0 });
+      const s = seconds(t0);
+      const check = await reopened.stats();
+      await reopened.close({ flush: false });
+      if (check.memories !== stats.memories) throw new Error('recovery lost memories');
+      rows.push([
+        `reopen from ${from}`,
+        String(stats.memories),
+        `${s.toFixed(2)} s`,
+        `${(bytes / 2 ** 20).toFixed(0)} MiB`,
+        `${raw.toFixed(2)} s read`,
+        (raw / s).toFixed(2),
+        load(),
+      ]);
+    }
+  } finally {
+    await embedder.dispose();
+    await rm(work, { recursive: true, force: true });
+  }
+  const table = terminalTable({
+    head: [
+      'measure',
+      'memories',
+      'store',
+      'store tokens/s or bytes',
+      'peer',
+      'peer/store time',
+      'load',
+    ],
+    align: ['left', 'right', 'right', 'right', 'right', 'right', 'right'],
+    rows,
+    style: values.markdown ? 'markdown' : 'plain',
+  });
+  for (const line of table) out(line);
+}
+
+try {
+  await main();
+} catch (error) {
+  note(`bench:store: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  process.exitCode = 1;
+}

@@ -1,0 +1,1 @@
+export { installTinyModel, writeTinyModelSource } from './tiny-model.js';

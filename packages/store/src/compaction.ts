@@ -1,0 +1,82 @@
+import { gatherRows, liveRows } from './live-rows.js';
+import type { SegmentRows } from './segment.js';
+import type { Segment, StoreState } from './state.js';
+
+/** What one compaction of one bank did. */
+export interface CompactionReport {
+  readonly bank: string;
+  /** Segments merged (and retired). */
+  readonly segmentsIn: number;
+  /** 1, or 0 when nothing of the bank survived. */
+  readonly segmentsOut: number;
+  readonly rowsIn: number;
+  readonly rowsOut: number;
+  /** Tombstones dropped: every row they deleted is gone from the segments. */
+  readonly tombstonesDropped: number;
+}
+
+/** The inputs of one bank's compaction, captured at its start. */
+export interface CompactionPlan {
+  readonly bank: string;
+  readonly segments: readonly Segment[];
+  /**
+   * The bank's flushed tombstones (sequence below the checkpoint): every row they can delete
+   * is in `segments`, so after the merge they delete nothing and can go. Tombstones of the
+   * memtable are not taken: they may still delete memtable rows.
+   */
+  readonly tombstones: ReadonlyMap<string, number>;
+}
+
+/**
+ * Plans the compaction of `bank` in state `s`: its segments and flushed tombstones, or
+ * `undefined` when there is nothing to gain (one segment or none, and no flushed tombstone).
+ */
+export function planCompaction(
+  s: StoreState,
+  bank: string,
+  checkpointSeq: number,
+): CompactionPlan | undefined {
+  const segments = s.segments.filter((seg) => seg.bank === bank);
+  const tombstones = new Map<string, number>();
+  for (const [id, seq] of s.tombstones.get(bank) ?? [])
+    if (seq < checkpointSeq) tombstones.set(id, seq);
+  if (segments.length === 0 || (segments.length < 2 && tombstones.size === 0)) return undefined;
+  return { bank, segments, tombstones };
+}
+
+/**
+ * The merged rows of a plan: the live rows of its segments (the latest version of each id,
+ * unless a planned tombstone deleted it), in write order, with their original sequences — so a
+ * row superseded or deleted later, outside the plan, is still recognised as such.
+ */
+export function mergeSegments(plan: CompactionPlan, dim: number): SegmentRows {
+  const sources = plan.segments.map((seg) => seg.rows);
+  return gatherRows(liveRows(sources, plan.tombstones), plan.bank, dim);
+}
+
+/**
+ * State `s` (current, possibly changed since the plan by flushes and deletes) with the plan's
+ * segments replaced by `merged` (at the place of the first) and its tombstones dropped.
+ */
+export function swapCompacted(
+  s: StoreState,
+  plan: CompactionPlan,
+  merged: Segment | undefined,
+): StoreState {
+  const retired = new Set(plan.segments);
+  const segments: Segment[] = [];
+  let placed = merged === undefined;
+  for (const seg of s.segments) {
+    if (!retired.has(seg)) segments.push(seg);
+    else if (!placed) {
+      segments.push(merged!);
+      placed = true;
+    }
+  }
+  const tombstones = new Map(s.tombstones);
+  const stones = new Map(s.tombstones.get(plan.bank));
+  for (const [id, seq] of plan.tombstones) if (stones.get(id) === seq) stones.delete(id);
+  if (stones.size === 0) tombstones.delete(plan.bank);
+  else tombstones.set(plan.bank, stones);
+  return { ...s, segments, tombstones };
+}

@@ -1,0 +1,18 @@
+// Test failpoints of the store, read from the environment (never set outside tests):
+//
+// `BFE_STORE_FAULT_KILL=<point>` ends the process with SIGKILL (no clean-up of any kind) when
+// the store reaches `<point>`:
+//   `wal-written`          an add's record is written to the WAL, not yet fsynced;
+//   `flush-segments`       a flush wrote its segments, the manifest not yet swapped;
+//   `flush-manifest`       a flush swapped the manifest, the old WAL not yet removed;
+//   `compact-segment`      a compaction wrote its merged segment, the manifest not yet swapped;
+//   `compact-manifest`     a compaction swapped the manifest, old segments not yet removed.
+
+/** Ends the process with SIGKILL when `BFE_STORE_FAULT_KILL` names `point` (see above). */
+export function failpoint(point: string): void {
+  const wanted = process.env.BFE_STORE_FAULT_KILL;
+  if (wanted !== undefined && wanted !== '' && wanted === point) {
+    process.stderr.write(`fault: killed at ${point}\n`);
+    process.kill(process.pid, 'SIGKILL');
+  }
+}

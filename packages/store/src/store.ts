@@ -1,0 +1,325 @@
+import { stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+import { ConfigError, DataError } from '@bfe/core';
+import type { CompactionReport } from './compaction.js';
+import { checkEncoded } from './encoded.js';
+import type { ModelChoice } from './embedder.js';
+import {
+  DEFAULT_MAX_TEXT_BYTES,
+  validateIds,
+  validateMemories,
+  type MemoryInput,
+} from './input.js';
+import { acquireLock } from './lock.js';
+import { MANIFEST_FILE } from './manifest.js';
+import { recover } from './recovery.js';
+import { searchView, type SearchOptions, type SearchResult, type SparseScorer } from './search.js';
+import { Snapshot } from './snapshot.js';
+import { banksOf, type StoreState } from './state.js';
+import type { Embedder, MemoryMeta } from './types.js';
+import { Writer } from './writer.js';
+
+/** Options of {@link MemoryStore.open}. */
+export interface StoreOptions {
+  /** The model, by registry name (model cache) or directory; ignored when `embedder` is given. */
+  readonly model?: ModelChoice;
+  /** An embedder to use instead (the caller keeps ownership: the store never disposes it). */
+  readonly embedder?: Embedder;
+  readonly maxLength?: number;
+  readonly threads?: number;
+  /** Memtable bytes (vectors) past which an add also flushes. Default 32 MiB. */
+  readonly flushBytes?: number;
+  /** A bank with this many segments is compacted in the background. Default 8; 0 disables. */
+  readonly compactSegments?: number;
+  /** Largest memory text in UTF-8 bytes. Default 64 KiB. */
+  readonly maxTextBytes?: number;
+  /** The sparse scorer `search` ranks with (wired by the search side of the store). */
+  readonly scorer?: SparseScorer;
+}
+
+const limitsSchema = z.object({
+  maxLength: z.number().int().min(2).optional(),
+  threads: z.number().int().positive().optional(),
+  flushBytes: z.number().int().positive().optional(),
+  compactSegments: z.number().int().nonnegative().optional(),
+  maxTextBytes: z.number().int().positive().optional(),
+});
+
+/** A stored memory as `get` and `list` return it. */
+export interface StoredMemory {
+  readonly id: string;
+  readonly bank: string;
+  readonly text: string;
+  readonly meta: MemoryMeta | undefined;
+}
+
+/** What `stats` reports of one bank. */
+export interface BankStats {
+  readonly memories: number;
+  readonly tokens: number;
+  readonly segments: number;
+  /** Bytes of the bank's segment files. */
+  readonly segmentBytes: number;
+  /** Rows written since the last flush (live or superseded). */
+  readonly memtableRows: number;
+}
+
+/** What `stats` reports of the store. */
+export interface StoreStats {
+  readonly memories: number;
+  readonly tokens: number;
+  readonly segments: number;
+  readonly walBytes: number;
+  /** Segments, WAL and manifest. */
+  readonly bytesOnDisk: number;
+  readonly banks: Readonly<Record<string, BankStats>>;
+}
+
+/** A search request: the bank, the query text, and the ranking options. */
+export type SearchRequest = SearchOptions & { readonly bank: string; readonly query: string };
+
+/**
+ * An incremental, crash-safe memory store: memories (id, bank, text, metadata) with their
+ * encoded pooled and content-token vectors. Writes go to a write-ahead log (fsync before they
+ * are acknowledged) and a memtable; flushes write immutable Arrow segments per bank; deletes
+ * are tombstones; compaction merges a bank's segments in the background; reads go through
+ * immutable snapshots. One process writes a store directory at a time (a `LOCK` file holding
+ * its pid). See README.md for the files and guarantees.
+ * @example
+ * const store = await MemoryStore.open('/data/memories', { model: 'all-minilm-l6-v2' });
+ * await store.add([{ id: 'm1', bank: 'alice', text: 'Alice adopted a cat in May.' }]);
+ * store.get('alice', 'm1')?.text; // 'Alice adopted a cat in May.'
+ * await store.close();
+ */
+export class MemoryStore {
+  readonly #writer: Writer;
+  readonly #embedder: Embedder;
+  readonly #ownsEmbedder: boolean;
+  readonly #maxTextBytes: number;
+  readonly #scorer: SparseScorer | undefined;
+  #closed = false;
+
+  private constructor(writer: Writer, embedder: Embedder, owns: boolean, options: StoreOptions) {
+    this.#writer = writer;
+    this.#embedder = embedder;
+    this.#ownsEmbedder = owns;
+    this.#maxTextBytes = options.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES;
+    this.#scorer = options.scorer;
+  }
+
+  /**
+   * Opens (creating) the store in `dir`: takes the writer lock, loads and verifies the
+   * segments, removes garbage of interrupted writes and replays the WAL.
+   * @throws StoreLockedError when another live process (or store) has it open
+   * @throws ArtifactCorruptError naming a corrupt segment or manifest
+   * @throws ConfigError when the store holds another model's vectors
+   */
+  static async open(dir: string, options: StoreOptions = {}): Promise<MemoryStore> {
+    const limits = limitsSchema.safeParse(options);
+    if (!limits.success)
+      throw new ConfigError(`MemoryStore.open: ${z.prettifyError(limits.error)}`);
+    const root = resolve(dir);
+    const owns = options.embedder === undefined;
+    // The encoder (onnxruntime) loads only when the store opens a model itself.
+    const embedder =
+      options.embedder ??
+      (await (
+        await import('./embedder.js')
+      ).openEmbedder({
+        model: options.model ?? 'all-minilm-l6-v2',
+        ...(options.maxLength === undefined ? {} : { maxLength: options.maxLength }),
+        ...(options.threads === undefined ? {} : { threads: options.threads }),
+      }));
+    let release: (() => Promise<void>) | undefined;
+    try {
+      release = await acquireLock(root);
+      const recovered = await recover(root, embedder.model, embedder.dim);
+      const writer = new Writer(root, recovered, release, {
+        model: embedder.model,
+        dim: embedder.dim,
+        flushBytes: options.flushBytes ?? 32 * 1024 * 1024,
+        compactSegments: options.compactSegments ?? 8,
+      });
+      return new MemoryStore(writer, embedder, owns, options);
+    } catch (error) {
+      await release?.();
+      if (owns) await embedder.dispose();
+      throw error;
+    }
+  }
+
+  /** The store's directory. */
+  get dir(): string {
+    return this.#writer.dir;
+  }
+
+  /** What the last open recovered: WAL records replayed, torn bytes cut, garbage removed. */
+  get recovery(): Writer['recovery'] {
+    return this.#writer.recovery;
+  }
+
+  /**
+   * Adds new memories (any banks; the call is atomic). Resolves once they are durable.
+   * @throws MemoryInputError for invalid input or an id that already exists (store unchanged)
+   */
+  async add(items: readonly MemoryInput[]): Promise<{ ids: string[] }> {
+    return this.#write(items, false);
+  }
+
+  /**
+   * Replaces existing memories (text, metadata and vectors) atomically.
+   * @throws MemoryInputError for invalid input or an id that does not exist (store unchanged)
+   */
+  async update(items: readonly MemoryInput[]): Promise<{ ids: string[] }> {
+    return this.#write(items, true);
+  }
+
+  async #write(items: readonly MemoryInput[], update: boolean): Promise<{ ids: string[] }> {
+    this.#open();
+    const memories = validateMemories(items, this.#maxTextBytes);
+    this.#writer.checkExistence(memories, update); // fail before encoding; rechecked at commit
+    const encoded = await this.#embedder.encode(
+      memories.map((m) => m.text),
+      'passage',
+    );
+    checkEncoded(encoded, memories.length, this.#embedder.dim);
+    await this.#writer.commitAdd(memories, encoded, update);
+    return { ids: memories.map((m) => m.id) };
+  }
+
+  /** Deletes memories of one bank; ids it does not hold are reported, not an error. */
+  async delete(
+    ids: readonly string[],
+    options: { readonly bank: string },
+  ): Promise<{ deleted: string[]; unknown: string[] }> {
+    this.#open();
+    const valid = validateIds(ids, options.bank);
+    return this.#writer.commitDelete(valid.bank, valid.ids);
+  }
+
+  /** The current version of a memory, or `undefined`. */
+  get(bank: string, id: string): StoredMemory | undefined {
+    this.#open();
+    const ref = this.#writer.live.get(bank, id);
+    if (ref === undefined) return undefined;
+    const { source, row } = ref;
+    return { id, bank, text: source.texts[row]!, meta: source.metas[row] };
+  }
+
+  /** A page of a bank's memories in write order, and the bank's total. */
+  list(
+    bank: string,
+    options: { readonly offset?: number; readonly limit?: number } = {},
+  ): { items: StoredMemory[]; total: number } {
+    this.#open();
+    const offset = options.offset ?? 0;
+    const limit = options.limit ?? 100;
+    if (!Number.isInteger(offset) || offset < 0 || !Number.isInteger(limit) || limit < 0)
+      throw new DataError(`list: offset and limit must be non-negative integers`);
+    const snap = new Snapshot(this.#writer.state, this.#embedder.model, this.#embedder.dim);
+    const view = snap.bank(bank);
+    void snap.release();
+    const items: StoredMemory[] = [];
+    for (let i = offset; i < Math.min(view.ids.length, offset + limit); i++)
+      items.push({ id: view.ids[i]!, bank, text: view.texts[i]!, meta: view.metas[i] });
+    return { items, total: view.ids.length };
+  }
+
+  /** Banks that hold at least one live memory. */
+  banks(): string[] {
+    this.#open();
+    return banksOf(this.#writer.state).filter((b) => this.#writer.live.count(b).memories > 0);
+  }
+
+  /** An immutable view of the store now (see {@link Snapshot}); release it when done. */
+  snapshot(): Snapshot {
+    this.#open();
+    return new Snapshot(this.#writer.state, this.#embedder.model, this.#embedder.dim);
+  }
+
+  /**
+   * Ranks a bank's memories for a query: encodes the query (`role: 'query'`) and ranks the
+   * bank's snapshot with the search side of the store.
+   * @throws DataError for a bank the store does not hold
+   */
+  async search(request: SearchRequest): Promise<SearchResult[]> {
+    this.#open();
+    const { bank, query, ...options } = request;
+    const snap = this.snapshot();
+    try {
+      if (!snap.banks().includes(bank)) throw new DataError(`search: unknown bank '${bank}'`);
+      const view = snap.bank(bank);
+      const encoded = await this.#embedder.encode([query], 'query');
+      if (this.#scorer === undefined)
+        throw new Error('search: the store was opened without a scorer');
+      return await searchView(view, encoded, options, this.#scorer);
+    } finally {
+      await snap.release();
+    }
+  }
+
+  /** Counts and sizes, per bank and in total. */
+  async stats(): Promise<StoreStats> {
+    this.#open();
+    const s: StoreState = this.#writer.state;
+    const banks: Record<string, BankStats> = {};
+    let memories = 0;
+    let tokens = 0;
+    let segmentBytes = 0;
+    for (const bank of banksOf(s)) {
+      const c = this.#writer.live.count(bank);
+      const segs = s.segments.filter((seg) => seg.bank === bank);
+      const bytes = segs.reduce((a, seg) => a + seg.entry.bytes, 0);
+      const memtableRows = s.memtable.reduce((a, b) => a + (b.bank === bank ? b.ids.length : 0), 0);
+      banks[bank] = { ...c, segments: segs.length, segmentBytes: bytes, memtableRows };
+      memories += c.memories;
+      tokens += c.tokens;
+      segmentBytes += bytes;
+    }
+    const manifestBytes = (await stat(join(this.dir, MANIFEST_FILE))).size;
+    const walBytes = this.#writer.walBytes;
+    return {
+      memories,
+      tokens,
+      segments: s.segments.length,
+      walBytes,
+      bytesOnDisk: segmentBytes + walBytes + manifestBytes,
+      banks,
+    };
+  }
+
+  /** Writes the memtable to segments and advances the WAL checkpoint. */
+  async flush(): Promise<void> {
+    this.#open();
+    await this.#writer.flush();
+  }
+
+  /**
+   * Compacts `bank` (or every bank worth it) in the background of readers and writers: merges
+   * its segments, dropping superseded and deleted rows, and swaps the manifest.
+   */
+  async compact(options: { readonly bank?: string } = {}): Promise<CompactionReport[]> {
+    this.#open();
+    return this.#writer.compact(options.bank);
+  }
+
+  /**
+   * Waits for background compaction, flushes (unless `flush: false`: the WAL keeps the
+   * memtable, replayed at the next open), closes the WAL and releases the lock (and the
+   * embedder when the store opened it). Rethrows a background compaction's failure.
+   */
+  async close(options: { readonly flush?: boolean } = {}): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      await this.#writer.close(options.flush ?? true);
+    } finally {
+      if (this.#ownsEmbedder) await this.#embedder.dispose();
+    }
+  }
+
+  #open(): void {
+    if (this.#closed) throw new Error('MemoryStore: the store is closed');
+  }
+}

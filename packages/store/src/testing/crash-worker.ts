@@ -1,0 +1,92 @@
+// A writer process for the crash tests (src/crash.integration.test.ts), run with
+// `node --conditions=@bfe/source --import tsx crash-worker.ts '<json args>'`. It writes until it
+// is killed, printing one line per operation: `BEGIN <json>` before the call and `ACK` once the
+// call resolved (acknowledged: durable). The parent kills it with SIGKILL and checks the store.
+import { MemoryStore } from '../store.js';
+import { fakeEmbedder } from './fake-embedder.js';
+
+export interface WorkerArgs {
+  readonly dir: string;
+  readonly prefix: string;
+  readonly seed: number;
+  /** `write`: adds, updates and deletes forever; `compact`: build segments, then compact. */
+  readonly mode: 'write' | 'compact';
+}
+
+/** Seeded uniform [0, 1) (mulberry32). */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The text a memory gets at its `version`: the parent recomputes vectors from it. */
+export function textOf(id: string, version: number): string {
+  return `${id} v${version} ${id.length % 2 === 0 ? 'even' : 'odd'} words ${version % 3}`;
+}
+
+const BANKS = ['alpha', 'beta', 'gamma'];
+
+async function main(args: WorkerArgs): Promise<void> {
+  const rand = mulberry32(args.seed);
+  const store = await MemoryStore.open(args.dir, {
+    embedder: fakeEmbedder(),
+    flushBytes: 16 * 1024,
+    compactSegments: 3,
+  });
+  const say = (line: string): boolean => process.stdout.write(`${line}\n`);
+  const mine: { bank: string; id: string; version: number }[] = [];
+  let n = 0;
+  say('READY');
+  const addBatch = async (): Promise<void> => {
+    const size = 1 + Math.floor(rand() * 8);
+    const items = Array.from({ length: size }, () => {
+      const id = `${args.prefix}-${n++}`;
+      return { id, bank: BANKS[Math.floor(rand() * BANKS.length)]!, version: 0 };
+    });
+    say(`BEGIN ${JSON.stringify({ op: 'add', items })}`);
+    await store.add(items.map((m) => ({ id: m.id, bank: m.bank, text: textOf(m.id, 0) })));
+    say('ACK');
+    mine.push(...items);
+  };
+  if (args.mode === 'compact') {
+    for (let i = 0; i < 6; i++) {
+      await addBatch();
+      await store.flush();
+    }
+    say('COMPACTING');
+    await store.compact();
+    say('COMPACTED');
+  }
+  for (;;) {
+    const r = rand();
+    if (r < 0.7 || mine.length < 4) await addBatch();
+    else if (r < 0.85) {
+      const m = mine[Math.floor(rand() * mine.length)]!;
+      const item = { ...m, version: m.version + 1 };
+      say(`BEGIN ${JSON.stringify({ op: 'update', items: [item] })}`);
+      await store.update([{ id: m.id, bank: m.bank, text: textOf(m.id, item.version) }]);
+      say('ACK');
+      m.version = item.version;
+    } else {
+      const at = Math.floor(rand() * mine.length);
+      const m = mine[at]!;
+      say(`BEGIN ${JSON.stringify({ op: 'delete', items: [m] })}`);
+      await store.delete([m.id], { bank: m.bank });
+      say('ACK');
+      mine.splice(at, 1);
+    }
+  }
+}
+
+if (process.argv[2] !== undefined) {
+  main(JSON.parse(process.argv[2]) as WorkerArgs).catch((error: unknown) => {
+    process.stderr.write(`worker failed: ${String((error as Error).stack)}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,1 @@
+export { fakeEmbedder } from './fake-embedder.js';
