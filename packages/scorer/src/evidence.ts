@@ -19,8 +19,13 @@ export interface ExplainInput {
   readonly queryTokens: Float32Array;
   /** The token-level score the system fuses: see {@link EvidenceMatching}. */
   readonly matching: EvidenceMatching;
-  /** The system's α (0 for `no-fusion`; 1 ranks by pooled alone). */
+  /** The system's α (0 for `no-fusion`). */
   readonly alpha: number;
+  /**
+   * The system fuses (default true); false: it ranks by the raw token-level score (the
+   * `maxsim` system), so `score = sparsePart = sparse` and `alpha` is 0.
+   */
+  readonly fused?: boolean;
 }
 
 /** One query token's part in a memory's token-level score (METHOD.md §2, Appendix D). */
@@ -143,6 +148,21 @@ export function explainCandidates(
       };
     }
     const tokens = tokenEvidence(input, g, memoryRow, sparseAll[g]!);
+    if (input.fused === false) {
+      const sp = sparseAll[g]!;
+      return {
+        ...base,
+        tokens,
+        pooled: pooled[g]!,
+        sparse: sp,
+        zPooled: zp[g]!,
+        zSparse: zs[g]!,
+        alpha: 0,
+        pooledPart: 0,
+        sparsePart: sp,
+        score: sp,
+      };
+    }
     const pooledPart = alpha * zp[g]!;
     const sparsePart = (1 - alpha) * zs[g]!;
     return {
