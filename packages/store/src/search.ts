@@ -125,8 +125,11 @@ export interface EvidenceToken extends TokenEvidence {
   readonly bestPiece: string | undefined;
 }
 
-/** Why a memory was returned: the scorer's {@link MemoryEvidence} with token pieces. */
-export interface SearchEvidence extends Omit<MemoryEvidence, 'tokens' | 'candidate' | 'memoryRow'> {
+/**
+ * Why a memory was returned: the scorer's {@link MemoryEvidence} (its `memoryRow` is the row in
+ * the searched view) with token pieces.
+ */
+export interface SearchEvidence extends Omit<MemoryEvidence, 'tokens'> {
   readonly system: SearchSystem;
   readonly tokens: readonly EvidenceToken[];
 }
@@ -274,7 +277,8 @@ function withPieces(
   view: BankView,
   query: EncodedTexts,
 ): SearchEvidence {
-  const { candidate: _c, memoryRow, tokens, ...rest } = e;
+  const { tokens, ...rest } = e;
+  const { memoryRow } = e;
   const piece = (id: number): string | undefined =>
     id < 0 || opts.tokenText === undefined ? undefined : opts.tokenText(id);
   const start = view.tokenOffsets[memoryRow]!;
