@@ -52,18 +52,17 @@ async function main(): Promise<void> {
       ['all ten conversations', benchmark.memories.map((_, i) => i)],
     ];
     const rows = [];
+    log(`encoding ${benchmark.memories.length} memories …`);
+    const texts = benchmark.memories.map((m) => m.text);
+    const all = await encodedTexts(encoder, texts, 'passage');
     for (const [name, memoryRows] of banks) {
-      log(`encoding ${memoryRows.length} memories (${name}) …`);
-      const texts = memoryRows.map((i) => benchmark.memories[i]!.text);
-      const encoded = await encodedTexts(encoder, texts, 'passage');
-      const view: BankView = {
-        ...encoded,
-        bank: name,
-        model: 'all-minilm-l6-v2',
-        ids: memoryRows.map((i) => benchmark.memories[i]!.id),
+      const view = sliceView(
+        all,
+        memoryRows,
+        name,
+        benchmark.memories.map((m) => m.id),
         texts,
-        metas: texts.map(() => undefined),
-      };
+      );
       const times = {
         explain: [] as number[],
         plain: [] as number[],
@@ -129,6 +128,44 @@ async function main(): Promise<void> {
     await scorer.dispose();
     await encoder.dispose();
   }
+}
+
+/** The rows `memoryRows` of one encoding as a bank's view. */
+function sliceView(
+  all: EncodedTexts,
+  memoryRows: readonly number[],
+  bank: string,
+  ids: readonly string[],
+  texts: readonly string[],
+): BankView {
+  const { dim } = all;
+  const offsets = new Int32Array(memoryRows.length + 1);
+  memoryRows.forEach((r, i) => {
+    offsets[i + 1] = offsets[i]! + all.tokenOffsets[r + 1]! - all.tokenOffsets[r]!;
+  });
+  const tokens = offsets[memoryRows.length]!;
+  const view = {
+    bank,
+    model: 'all-minilm-l6-v2',
+    dim,
+    ids: memoryRows.map((r) => ids[r]!),
+    texts: memoryRows.map((r) => texts[r]!),
+    metas: memoryRows.map(() => undefined),
+    pooled: new Float32Array(memoryRows.length * dim),
+    tokenOffsets: offsets,
+    tokenVectors: new Float32Array(tokens * dim),
+    tokenIds: new Int32Array(tokens),
+    tokenPositions: new Int32Array(tokens),
+  };
+  memoryRows.forEach((r, i) => {
+    const from = all.tokenOffsets[r]!;
+    const to = all.tokenOffsets[r + 1]!;
+    view.pooled.set(all.pooled.subarray(r * dim, (r + 1) * dim), i * dim);
+    view.tokenVectors.set(all.tokenVectors.subarray(from * dim, to * dim), offsets[i]! * dim);
+    view.tokenIds.set(all.tokenIds.subarray(from, to), offsets[i]!);
+    view.tokenPositions.set(all.tokenPositions.subarray(from, to), offsets[i]!);
+  });
+  return view;
 }
 
 /** The scorer request a search makes, minus ranking and evidence (the peer). */
