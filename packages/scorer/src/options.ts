@@ -15,6 +15,11 @@ export const scoreOptionsSchema = z.strictObject({
   clampK: z.boolean().default(false),
   /** Also compute the exhaustive token MaxSim baseline (from the same products). */
   maxsim: z.boolean().default(true),
+  /**
+   * Keep each query's token proposals (`QueryScores.hits`) for token evidence
+   * (`explainCandidates`); off by default, since they cost `n_q × k` entries per query.
+   */
+  keepHits: z.boolean().default(false),
   /** Bank tokens per kernel call. */
   chunkSize: z.number().int().min(1).default(DEFAULT_CHUNK_SIZE),
   /** Cap on one call's `rows × chunk` score matrix, in floats. */

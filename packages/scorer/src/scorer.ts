@@ -11,6 +11,7 @@ import {
   type TokenIndex,
 } from '@bfe/index';
 import { fuse } from './fusion.js';
+import { keepHits, type QueryHits } from './hits.js';
 import { parseScoreOptions, type ScoreOptions } from './options.js';
 import {
   checkBank,
@@ -63,6 +64,11 @@ export interface QueryScores {
   /** `s_sparse(q, m)` with `t_i = 0`, unstandardised. */
   readonly sparseZeroFloor: Float64Array;
   readonly systems: SystemScores;
+  /**
+   * The token proposals the scores were computed from; present when `keepHits` was asked for
+   * and the query has content tokens (see {@link QueryHits}).
+   */
+  readonly hits?: QueryHits;
 }
 
 /** One scoring pass: queries that share one candidate set of memories. */
@@ -270,6 +276,7 @@ export class SparseScorer {
         sparseZeroFloor[g] = gainZero[g]! / nq;
       }
       const maxsim = best === undefined ? undefined : maxSimScores(best, rowStart, nq, m, givenOf);
+      const kept = opts.keepHits ? keepHits(hits, rowStart, nq, m, givenOf) : undefined;
       results.push({
         queryRow,
         candidates: given,
@@ -288,6 +295,7 @@ export class SparseScorer {
           'zero-floor': fuse(pooled, sparseZeroFloor, opts.alpha),
           'no-fusion': fuse(pooled, sparse, 0),
         },
+        ...(kept === undefined ? {} : { hits: kept }),
       });
     }
     return results;

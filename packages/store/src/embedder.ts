@@ -1,8 +1,8 @@
 import { resolve } from 'node:path';
-import { openEncoder, type EncodedChunk } from '@bfe/encoder';
+import { openEncoder } from '@bfe/encoder';
 import { loadModelManifest, resolveModelDir } from '@bfe/models';
-import { concatEncoded, emptyEncoded } from './encoded.js';
-import type { EncodedTexts, Embedder } from './types.js';
+import { encodedTexts } from './encode.js';
+import type { Embedder } from './types.js';
 
 /** Which model: an installed one by registry name (the model cache), or a model directory. */
 export type ModelChoice = string | { readonly dir: string };
@@ -18,7 +18,7 @@ export interface EmbedderOptions {
 /**
  * Opens the encoder of an installed model (resolved as the runner resolves it: a name in the
  * model cache, `$BFE_MODEL_DIR` or `~/.cache/bfe/models`, or an explicit directory) as an
- * {@link Embedder}: one pass per call, the chunks collected into one {@link EncodedTexts}.
+ * {@link Embedder}: one pass per call ({@link encodedTexts}, the experiment's pass).
  * @throws DataMissingError when the model is not installed (suggests `bfe model fetch`)
  * @example
  * const embedder = await openEmbedder({ model: 'all-minilm-l6-v2' });
@@ -37,29 +37,8 @@ export async function openEmbedder(options: EmbedderOptions): Promise<Embedder> 
   return {
     model: manifest.modelSha256,
     dim,
-    async encode(texts, role) {
-      const parts: EncodedTexts[] = [];
-      for await (const chunk of encoder.encode(texts, role)) parts.push(fromChunk(chunk));
-      if (parts.length === 0) return emptyEncoded(0, 0, dim);
-      return parts.length === 1 ? parts[0]! : concatEncoded(parts, dim);
-    },
+    encode: (texts, role) => encodedTexts(encoder, texts, role),
     tokenText: (id) => encoder.tokenText(id) ?? `[${id}]`,
     dispose: () => encoder.dispose(),
-  };
-}
-
-/** An encoder chunk as {@link EncodedTexts}: token offsets from the per-text token counts. */
-function fromChunk(c: EncodedChunk): EncodedTexts {
-  const tokenOffsets = new Int32Array(c.count + 1);
-  for (let i = 0; i < c.count; i++) tokenOffsets[i + 1] = tokenOffsets[i]! + c.nTokens[i]!;
-  return {
-    count: c.count,
-    dim: c.dim,
-    pooled: c.pooled,
-    tokenOffsets,
-    tokenVectors: c.tokenVectors,
-    tokenIds: c.tokenId,
-    tokenPositions: c.tokenPosition,
-    truncated: c.truncated,
   };
 }

@@ -28,35 +28,6 @@ export function tokenCount(e: EncodedTexts): number {
   return e.tokenOffsets[e.count]!;
 }
 
-/**
- * Concatenates encoded parts (each `dim`-dimensional) into one {@link EncodedTexts}, rows in
- * part order; offsets are rebased.
- * @example concatEncoded([a, b], 384).count === a.count + b.count
- */
-export function concatEncoded(parts: readonly EncodedTexts[], dim: number): EncodedTexts {
-  let count = 0;
-  let tokens = 0;
-  for (const p of parts) {
-    count += p.count;
-    tokens += tokenCount(p);
-  }
-  const out = emptyEncoded(count, tokens, dim);
-  let row = 0;
-  let tok = 0;
-  for (const p of parts) {
-    out.pooled.set(p.pooled, row * dim);
-    out.truncated.set(p.truncated, row);
-    const n = tokenCount(p);
-    out.tokenVectors.set(p.tokenVectors.subarray(0, n * dim), tok * dim);
-    out.tokenIds.set(p.tokenIds.subarray(0, n), tok);
-    out.tokenPositions.set(p.tokenPositions.subarray(0, n), tok);
-    for (let i = 0; i < p.count; i++) out.tokenOffsets[row + i + 1] = tok + p.tokenOffsets[i + 1]!;
-    row += p.count;
-    tok += n;
-  }
-  return out;
-}
-
 /** Zeroed arrays for `count` texts with `tokens` content tokens in total. */
 export function emptyEncoded(count: number, tokens: number, dim: number): MutableEncoded {
   return {

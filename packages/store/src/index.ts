@@ -16,4 +16,15 @@ export { StoreLockedError, LOCK_FILE } from './lock.js';
 export { MANIFEST_FILE, manifestSchema } from './manifest.js';
 export type { Manifest } from './manifest.js';
 export type { CompactionReport } from './compaction.js';
-export type { SearchOptions, SearchResult, SparseScorer } from './search.js';
+export { encodedTexts } from './encode.js';
+export { SEARCH_SYSTEMS, parseSearchOptions, searchOptionsSchema, searchView } from './search.js';
+export type {
+  EvidenceToken,
+  ResolvedSearchOptions,
+  SearchEvidence,
+  SearchOptions,
+  SearchResult,
+  SearchSystem,
+  TokenIndexFactory,
+} from './search.js';
+export { renderEvidence } from './render.js';

@@ -14,7 +14,13 @@ import {
 import { acquireLock } from './lock.js';
 import { MANIFEST_FILE } from './manifest.js';
 import { recover } from './recovery.js';
-import { searchView, type SearchOptions, type SearchResult, type SparseScorer } from './search.js';
+import type { SparseScorer } from '@bfe/scorer';
+import {
+  searchView,
+  type SearchOptions,
+  type SearchResult,
+  type TokenIndexFactory,
+} from './search.js';
 import { Snapshot } from './snapshot.js';
 import { banksOf, type StoreState } from './state.js';
 import type { Embedder, MemoryMeta } from './types.js';
@@ -34,8 +40,16 @@ export interface StoreOptions {
   readonly compactSegments?: number;
   /** Largest memory text in UTF-8 bytes. Default 64 KiB. */
   readonly maxTextBytes?: number;
-  /** The sparse scorer `search` ranks with (wired by the search side of the store). */
+  /**
+   * The sparse scorer `search` ranks with (the caller keeps ownership). Default: the store opens
+   * the onnxruntime CPU scorer at its first search and disposes it at `close`.
+   */
   readonly scorer?: SparseScorer;
+  /**
+   * The token index searches use unless a request names its own (a factory per bank view, e.g.
+   * HNSW for large banks). Default: the exact backend on the scorer's kernel.
+   */
+  readonly index?: TokenIndexFactory;
 }
 
 const limitsSchema = z.object({
@@ -97,7 +111,9 @@ export class MemoryStore {
   readonly #embedder: Embedder;
   readonly #ownsEmbedder: boolean;
   readonly #maxTextBytes: number;
-  readonly #scorer: SparseScorer | undefined;
+  readonly #index: TokenIndexFactory | undefined;
+  #scorer: Promise<SparseScorer> | undefined;
+  readonly #ownsScorer: boolean;
   #closed = false;
 
   private constructor(writer: Writer, embedder: Embedder, owns: boolean, options: StoreOptions) {
@@ -105,7 +121,9 @@ export class MemoryStore {
     this.#embedder = embedder;
     this.#ownsEmbedder = owns;
     this.#maxTextBytes = options.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES;
-    this.#scorer = options.scorer;
+    this.#scorer = options.scorer === undefined ? undefined : Promise.resolve(options.scorer);
+    this.#ownsScorer = options.scorer === undefined;
+    this.#index = options.index;
   }
 
   /**
@@ -240,8 +258,14 @@ export class MemoryStore {
 
   /**
    * Ranks a bank's memories for a query: encodes the query (`role: 'query'`) and ranks the
-   * bank's snapshot with the search side of the store.
+   * bank's snapshot with {@link searchView} — the experiment's systems, token evidence for the
+   * top `k` (token pieces included) unless `explain: false`.
    * @throws DataError for a bank the store does not hold
+   * @throws ConfigError for bad search options
+   * @example
+   * const [top] = await store.search({ bank: 'alice', query: 'what pet does Alice have?', k: 3 });
+   * top.id; // 'm1'
+   * console.log(renderEvidence([top])); // query token → memory token, similarity, floored, share
    */
   async search(request: SearchRequest): Promise<SearchResult[]> {
     this.#open();
@@ -251,12 +275,25 @@ export class MemoryStore {
       if (!snap.banks().includes(bank)) throw new DataError(`search: unknown bank '${bank}'`);
       const view = snap.bank(bank);
       const encoded = await this.#embedder.encode([query], 'query');
-      if (this.#scorer === undefined)
-        throw new Error('search: the store was opened without a scorer');
-      return await searchView(view, encoded, options, this.#scorer);
+      const embedder = this.#embedder;
+      return await searchView(
+        view,
+        encoded,
+        {
+          tokenText: (id: number) => embedder.tokenText(id),
+          ...(this.#index === undefined ? {} : { index: this.#index }),
+          ...options,
+        },
+        await this.#sparseScorer(),
+      );
     } finally {
       await snap.release();
     }
+  }
+
+  #sparseScorer(): Promise<SparseScorer> {
+    this.#scorer ??= import('@bfe/scorer').then(({ SparseScorer }) => SparseScorer.open());
+    return this.#scorer;
   }
 
   /** Counts and sizes, per bank and in total. */
@@ -316,6 +353,7 @@ export class MemoryStore {
       await this.#writer.close(options.flush ?? true);
     } finally {
       if (this.#ownsEmbedder) await this.#embedder.dispose();
+      if (this.#ownsScorer && this.#scorer !== undefined) await (await this.#scorer).dispose();
     }
   }
 

@@ -1,0 +1,78 @@
+import type { EvidenceToken, SearchResult } from './search.js';
+
+/** `'##ing'`, or `#id` when the search had no `tokenText`; `—` for none. */
+function pieceOf(piece: string | undefined, id: number): string {
+  if (id < 0) return '—';
+  return piece ?? `#${id}`;
+}
+
+function fixed(x: number, digits = 3): string {
+  return Number.isNaN(x) ? '—' : x.toFixed(digits);
+}
+
+/** Left-aligned columns, two spaces apart (the store's only table: kept small on purpose). */
+function columns(rows: readonly (readonly string[])[]): string[] {
+  const widths: number[] = [];
+  for (const row of rows)
+    row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
+  return rows.map((row) =>
+    row
+      .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd(),
+  );
+}
+
+function tokenRow(t: EvidenceToken): string[] {
+  const best =
+    t.floored && t.best !== undefined
+      ? `(best ${pieceOf(t.bestPiece, t.bestTokenId)} ${fixed(t.best.similarity)}, unused)`
+      : '';
+  return [
+    pieceOf(t.queryPiece, t.queryTokenId),
+    '→',
+    t.floored ? `floor t=${fixed(t.floor)}` : pieceOf(t.memoryPiece, t.memoryTokenId),
+    fixed(t.similarity),
+    t.floored ? '*' : '',
+    `${(t.share * 100).toFixed(1)}%`,
+    best,
+  ];
+}
+
+/**
+ * Search results with their token evidence as plain text for a terminal: per result a header
+ * (rank, id, score and its fused parts) and a compact table, one line per query token:
+ * query token → memory token, similarity, `*` where the memory got the floor `t_i` instead of
+ * a match (with its true best, which the score does not use), and the token's share of the
+ * token-level score.
+ *
+ * @example
+ * console.log(renderEvidence(await searchView(view, query, { k: 3, tokenText }, scorer)));
+ * // #1 conv-1:D3:4  score 1.932 = 0.5·z(pooled) 0.781 + 0.5·z(sparse) 1.151  (pooled 0.612, sparse 0.583)
+ * //   hiking  →  hike  0.812     14.2%
+ * //   caroline → floor t=0.401  —  *  9.1%  (best caroline 0.388, unused)
+ */
+export function renderEvidence(results: readonly SearchResult[]): string {
+  const out: string[] = [];
+  for (const r of results) {
+    const e = r.evidence;
+    const parts =
+      e === undefined
+        ? ''
+        : e.tokens.length === 0 && e.sparsePart === 0
+          ? ' (pooled cosine)'
+          : ` = ${fixed(e.alpha, 2)}·z(pooled) ${fixed(e.pooledPart)} + ${fixed(1 - e.alpha, 2)}·z(sparse) ${fixed(e.sparsePart)}`;
+    out.push(
+      `#${r.rank} ${r.id}  score ${fixed(r.score)}${parts}  (pooled ${fixed(r.pooled)}, sparse ${fixed(r.sparse)})`,
+    );
+    if (e === undefined) continue;
+    if (e.tokens.length === 0) {
+      out.push(
+        e.nQueryTokens === 0 ? '  (the query has no content tokens)' : '  (no token evidence)',
+      );
+      continue;
+    }
+    for (const line of columns(e.tokens.map(tokenRow))) out.push(`  ${line}`);
+  }
+  return out.join('\n');
+}
