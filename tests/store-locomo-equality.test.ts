@@ -8,8 +8,9 @@ import { encodeBenchmark, openBank, openEncoder, type BankSide, type Encoder } f
 import { loadModelManifest, resolveModelDir } from '@bfe/models';
 import { SparseScorer, rankSystems, type Rankings } from '@bfe/scorer';
 import {
+  MemoryStore,
   SEARCH_SYSTEMS,
-  encodedTexts,
+  openEmbedder,
   searchView,
   type BankView,
   type EncodedTexts,
@@ -91,6 +92,8 @@ describe.skipIf((mirror === undefined || !hasModel) && !required)(
     let experiment: ReadonlyMap<string, Rankings>;
     /** Conversation → its memory rows in the experiment's bank and its queries' rows. */
     const conversations = new Map<string, { rows: number[]; queries: number[] }>();
+    /** Memory id → its row in the experiment's bank. */
+    const memoryRow = new Map<string, number>();
 
     beforeAll(async () => {
       const dir = suiteDir();
@@ -117,6 +120,7 @@ describe.skipIf((mirror === undefined || !hasModel) && !required)(
       });
       experiment = ranked.systems;
       const queryRow = new Map(bank.queries.ids.map((id, r) => [id, r]));
+      bank.memories.ids.forEach((id, r) => memoryRow.set(id, r));
       bank.memories.bankIds!.forEach((b, r) => {
         const c = conversations.get(b) ?? { rows: [], queries: [] };
         c.rows.push(r);
@@ -139,100 +143,103 @@ describe.skipIf((mirror === undefined || !hasModel) && !required)(
       expect(benchmark.queries.every((q) => q.candidateBankIds?.length === 1)).toBe(true);
     });
 
-    it('from the experiment’s vectors: every query, every system, the full ranking', async () => {
-      const textOf = new Map(benchmark.memories.map((m) => [m.id, m.text]));
-      let compared = 0;
-      const differing: string[] = [];
-      for (const [name, c] of conversations) {
-        // Rows in the bank's order, reversed: a store's row order must not matter.
-        const rows = c.rows.slice().reverse();
-        const texts = rows.map((r) => textOf.get(bank.memories.ids[r]!)!);
-        const view = viewOf(name, rows, bank.memories, texts, bank.dim, model);
-        for (const r of c.queries) {
-          const query = queryOf(bank.queries, r, bank.dim);
-          const id = bank.queries.ids[r]!;
-          for (const system of SEARCH_SYSTEMS) {
-            const results = await searchView(
-              view,
-              query,
-              { k: rows.length, system, explain: false },
-              scorer,
-            );
-            compared += 1;
-            const expected = experiment.get(system)!.get(id)!;
-            expect(expected).toHaveLength(rows.length);
-            if (results.map((x) => x.id).join('\n') !== expected.join('\n'))
-              differing.push(`${system} ${id}`);
-          }
-        }
-      }
-      expect(compared).toBe(benchmark.queries.length * SEARCH_SYSTEMS.length);
-      expect(differing).toEqual([]);
-    }, 1_800_000);
-
-    it('from the store’s own encoding: one add batch per conversation, one query per search', async () => {
+    it('through a MemoryStore: every query, every system, the full ranking', async () => {
       const textOf = new Map(benchmark.memories.map((m) => [m.id, m.text]));
       const queryText = new Map(benchmark.queries.map((q) => [q.id, q.text]));
       const stats = new Map<SearchSystem, { differing: number; maxDelta: number }>(
         SEARCH_SYSTEMS.map((s) => [s, { differing: 0, maxDelta: 0 }]),
       );
-      let maxVectorDelta = 0;
-      let queries = 0;
-      for (const [name, c] of conversations) {
-        const texts = c.rows.map((r) => textOf.get(bank.memories.ids[r]!)!);
-        const encoded = await encodedTexts(encoder, texts, 'passage');
-        const view: BankView = {
-          ...encoded,
-          bank: name,
-          model,
-          ids: c.rows.map((r) => bank.memories.ids[r]!),
-          texts,
-          metas: texts.map(() => undefined),
-        };
-        // The experiment's vectors of the same memories, for the score differences.
-        const same = viewOf(name, c.rows, bank.memories, texts, bank.dim, model);
-        expect(Array.from(view.tokenOffsets)).toEqual(Array.from(same.tokenOffsets));
-        expect(Array.from(view.tokenIds)).toEqual(Array.from(same.tokenIds));
-        maxVectorDelta = Math.max(
-          maxVectorDelta,
-          maxAbsDelta(view.tokenVectors, same.tokenVectors),
-          maxAbsDelta(view.pooled, same.pooled),
-        );
-        for (const r of c.queries) {
-          const id = bank.queries.ids[r]!;
-          const query = await encodedTexts(encoder, [queryText.get(id)!], 'query');
-          maxVectorDelta = Math.max(
-            maxVectorDelta,
-            maxAbsDelta(query.tokenVectors, queryOf(bank.queries, r, bank.dim).tokenVectors),
-          );
-          queries += 1;
-          for (const system of SEARCH_SYSTEMS) {
-            const options = { k: c.rows.length, system, explain: false };
-            const store = await searchView(view, query, options, scorer);
-            const reference = await searchView(
-              same,
-              queryOf(bank.queries, r, bank.dim),
-              options,
-              scorer,
-            );
-            const s = stats.get(system)!;
-            if (store.map((x) => x.id).join('\n') !== experiment.get(system)!.get(id)!.join('\n'))
-              s.differing += 1;
-            const refScore = new Map(reference.map((x) => [x.id, x.score]));
-            for (const x of store)
-              s.maxDelta = Math.max(s.maxDelta, Math.abs(x.score - refScore.get(x.id)!));
+      const embedder = await openEmbedder({ model: { dir: modelDir } });
+      const store = await MemoryStore.open(join(suiteDir(), 'store'), { embedder, scorer });
+      try {
+        // Each conversation a bank, its memories added in reverse bank order (a store's row
+        // order must not matter) in batches of 64; the first half flushed to segments, the rest
+        // left in the memtable (the WAL), so views read both.
+        for (const half of [0, 1]) {
+          for (const [name, c] of conversations) {
+            const rows = c.rows.slice().reverse();
+            const mid = Math.ceil(rows.length / 2);
+            const part = half === 0 ? rows.slice(0, mid) : rows.slice(mid);
+            for (let i = 0; i < part.length; i += 64) {
+              await store.add(
+                part.slice(i, i + 64).map((r) => {
+                  const id = bank.memories.ids[r]!;
+                  return { id, bank: name, text: textOf.get(id)! };
+                }),
+              );
+            }
           }
+          if (half === 0) await store.flush();
         }
+        let maxVectorDelta = 0;
+        let queries = 0;
+        let storeSearches = 0;
+        const snapshot = store.snapshot();
+        try {
+          for (const [name, c] of conversations) {
+            const view = snapshot.bank(name);
+            const rows = view.ids.map((id) => memoryRow.get(id)!);
+            // The experiment's vectors of the same memories in the view's order.
+            const same = viewOf(name, rows, bank.memories, view.texts, bank.dim, model);
+            expect(Array.from(view.tokenOffsets)).toEqual(Array.from(same.tokenOffsets));
+            expect(Array.from(view.tokenIds)).toEqual(Array.from(same.tokenIds));
+            maxVectorDelta = Math.max(
+              maxVectorDelta,
+              maxAbsDelta(view.tokenVectors, same.tokenVectors),
+              maxAbsDelta(view.pooled, same.pooled),
+            );
+            for (const r of c.queries) {
+              const id = bank.queries.ids[r]!;
+              const query = await embedder.encode([queryText.get(id)!], 'query');
+              const reference = queryOf(bank.queries, r, bank.dim);
+              maxVectorDelta = Math.max(
+                maxVectorDelta,
+                maxAbsDelta(query.tokenVectors, reference.tokenVectors),
+              );
+              queries += 1;
+              for (const system of SEARCH_SYSTEMS) {
+                const options = { k: rows.length, system, explain: false };
+                const got = await searchView(view, query, options, scorer);
+                const expected = experiment.get(system)!.get(id)!;
+                expect(expected).toHaveLength(rows.length);
+                const s = stats.get(system)!;
+                if (got.map((x) => x.id).join('\n') !== expected.join('\n')) s.differing += 1;
+                const refScore = new Map(
+                  (await searchView(same, reference, options, scorer)).map((x) => [x.id, x.score]),
+                );
+                for (const x of got)
+                  s.maxDelta = Math.max(s.maxDelta, Math.abs(x.score - refScore.get(x.id)!));
+              }
+              // And the store's own search (query text in, default system), every 8th query.
+              if (queries % 8 === 1) {
+                const got = await store.search({
+                  bank: name,
+                  query: queryText.get(id)!,
+                  k: rows.length,
+                  explain: false,
+                });
+                storeSearches += 1;
+                expect(got.map((x) => x.id)).toEqual(experiment.get('sparse-fusion')!.get(id));
+              }
+            }
+          }
+        } finally {
+          await snapshot.release();
+        }
+        const figures = {
+          queries,
+          storeSearches,
+          maxVectorDelta,
+          systems: Object.fromEntries(stats),
+        };
+        // The figures go to the result notes; the test's claim is the equality of the rankings.
+        console.log(`store-locomo-equality: ${JSON.stringify(figures)}`);
+        expect(queries).toBe(benchmark.queries.length);
+        for (const [system, s] of stats) expect(s.differing, system).toBe(0);
+      } finally {
+        await store.close();
+        await embedder.dispose();
       }
-      const figures = {
-        queries,
-        maxVectorDelta,
-        systems: Object.fromEntries(stats),
-      };
-      // The figures go to the result notes; the test's claim is the equality of the rankings.
-      console.log(`store-locomo-equality (store encoding): ${JSON.stringify(figures)}`);
-      expect(queries).toBe(benchmark.queries.length);
-      for (const [system, s] of stats) expect(s.differing, system).toBe(0);
     }, 1_800_000);
   },
 );
