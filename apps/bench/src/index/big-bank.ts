@@ -63,6 +63,7 @@ const { values } = parseArgs({
     filtering: { type: 'boolean', default: false },
     shapes: { type: 'string', default: 'locomo,longmemeval,1000-banks' },
     'filter-queries': { type: 'string', default: '10' },
+    'filter-tokens': { type: 'string' },
     nprobe: { type: 'string', default: '4,8,16,32,64' },
     python: { type: 'string', default: '/tmp/bfe-bench-venv/bin/python' },
     index: { type: 'string', default: '/work/scratch/scale/tiled' },

@@ -12,6 +12,7 @@
  *     --ef-search 64,96,128,192,256
  */
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { locomoBank } from './banks.js';
@@ -106,14 +107,22 @@ export async function runScale(v: Values): Promise<void> {
       ? [Number(v.tokens)]
       : meta.checkpoints.map((c) => c.tokens);
   for (const n of which) {
-    process.stdout.write(`${JSON.stringify(child(v, 'hnsw', n))}\n`);
+    // The exact reference (and exact fp32 latency) once per checkpoint, if the build did not.
+    if (!existsSync(join(dir, `exact-${n}.json`))) {
+      process.stdout.write(`${JSON.stringify(child(v, 'exact', n))}\n`);
+    }
+    // One process per efSearch: a disposed usearch graph is freed only by the GC.
+    for (const ef of nums(str(v, 'ef-search'))) {
+      process.stdout.write(
+        `${JSON.stringify(child({ ...v, 'ef-search': String(ef) }, 'hnsw', n))}\n`,
+      );
+    }
   }
 }
 
 /** The tiled bank cut into `banks` banks of whole 20-token memories; `queries` of its queries. */
-function tiledShape(dir: string, tokensPerBank: number, queries: number): ShapeBank {
+function tiledShape(dir: string, n: number, tokensPerBank: number, queries: number): ShapeBank {
   const meta = readMeta(dir);
-  const n = meta.tokens;
   const { dim, rows } = meta;
   const perMemory = meta.memoryTokens;
   const memories = Math.ceil(n / perMemory);
@@ -168,14 +177,17 @@ async function filtering(v: Values, dir: string): Promise<void> {
     print(await filterShape('locomo', b, params, K, { threads, work, sampleBanks: false }));
   }
   const meta = readMeta(dir);
-  const globalDir = join(dir, `hnsw-${meta.tokens}`);
-  const global = meta.checkpoints.find((c) => c.tokens === meta.tokens)!;
+  // The filtered graph: a saved checkpoint (`--filter-tokens`, default the largest).
+  const n = Number(v['filter-tokens'] ?? meta.tokens);
+  const globalDir = join(dir, `hnsw-${n}`);
+  const global = meta.checkpoints.find((c) => c.tokens === n);
+  if (global === undefined) throw new Error(`no saved checkpoint of ${n} tokens in ${dir}`);
   for (const [shape, perBank] of [
     ['longmemeval', 3700],
-    ['1000-banks', Math.round(meta.tokens / 1000)],
+    ['1000-banks', Math.round(n / 1000)],
   ] as const) {
     if (!shapes.includes(shape)) continue;
-    const b = tiledShape(dir, perBank, Number(str(v, 'filter-queries')));
+    const b = tiledShape(dir, n, perBank, Number(str(v, 'filter-queries')));
     const rows = await filterShape(shape, b, params, K, {
       threads,
       work,
