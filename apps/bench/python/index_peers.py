@@ -2,6 +2,9 @@
 efSearch as bfe) and IndexIVFPQ on the same float32 vectors, one thread. Prints one JSON line.
 
 usage: index_peers.py BANK.f32 QUERIES.f32 DIM K M EF_CONSTRUCTION EF_SEARCH
+       index_peers.py --sweep BANK.f32 QUERIES.f32 EXACT.i32 DIM K M EF_CONSTRUCTION EF_LIST NPROBE_LIST
+(the sweep: one build each, then every efSearch / nprobe; recall@K against EXACT.i32, the
+caller's exact top-K per query row, so both sides are scored against one reference)
 """
 import json
 import sys
@@ -49,5 +52,52 @@ def main():
     print(json.dumps(out))
 
 
+def timed_search(index, q, k, repeats=3):
+    """Best of `repeats` passes over all query rows (the machine is shared): (qps, ids)."""
+    best, got = None, None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        _, got = index.search(q, k)
+        secs = time.perf_counter() - t
+        best = secs if best is None else min(best, secs)
+    return q.shape[0] / best, got
+
+
+def sweep():
+    bank_path, query_path, exact_path, dim, k, m, efc, efs, nprobes = sys.argv[2:11]
+    dim, k, m, efc = int(dim), int(k), int(m), int(efc)
+    x = np.fromfile(bank_path, dtype=np.float32).reshape(-1, dim)
+    q = np.fromfile(query_path, dtype=np.float32).reshape(-1, dim)
+    want = np.fromfile(exact_path, dtype=np.int32).reshape(-1, k)
+    faiss.omp_set_num_threads(1)
+    out = {"tokens": int(x.shape[0]), "rows": int(q.shape[0]), "faiss": faiss.__version__, "threads": 1}
+    t = time.perf_counter()
+    hnsw = faiss.IndexHNSWFlat(dim, m, faiss.METRIC_INNER_PRODUCT)
+    hnsw.hnsw.efConstruction = efc
+    hnsw.add(x)
+    out["hnsw_build_s"] = time.perf_counter() - t
+    out["hnsw"] = []
+    for ef in [int(e) for e in efs.split(",")]:
+        hnsw.hnsw.efSearch = ef
+        qps, got = timed_search(hnsw, q, k)
+        out["hnsw"].append({"ef": ef, "qps": qps, "recall": recall(got, want)})
+    nlist = max(1, int(4 * np.sqrt(x.shape[0])))
+    t = time.perf_counter()
+    ivf = faiss.IndexIVFPQ(faiss.IndexFlatIP(dim), dim, nlist, 48, 8, faiss.METRIC_INNER_PRODUCT)
+    ivf.train(x)
+    ivf.add(x)
+    out["ivfpq_build_s"] = time.perf_counter() - t
+    out["ivfpq_nlist"] = nlist
+    out["ivfpq"] = []
+    for nprobe in [int(p) for p in nprobes.split(",")]:
+        ivf.nprobe = nprobe
+        qps, got = timed_search(ivf, q, k)
+        out["ivfpq"].append({"nprobe": nprobe, "qps": qps, "recall": recall(got, want)})
+    print(json.dumps(out))
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1] == "--sweep":
+        sweep()
+    else:
+        main()

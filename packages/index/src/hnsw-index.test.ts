@@ -150,6 +150,27 @@ describe('HnswTokenIndex', () => {
     },
   );
 
+  it('every memory: the exact hits, unfiltered, whether or not the global graph exists', async () => {
+    const b = bank(16);
+    const { model, codes } = coded('fp32', b);
+    const side = { model, codes, tokenOffsets: b.tokenOffsets, ids: b.ids };
+    const q = unitVectors(5, DIM, rng(17));
+    const every = Int32Array.from({ length: 48 }, (_, m) => m);
+    const ref = await new CodecExactTokenIndex(side, ort).search(q, 5, 8, { memories: every });
+    const flat = await HnswTokenIndex.build(side, PARAMS, { threads: 1 });
+    same(await flat.search(q, 5, 8, { memories: every }), ref);
+    const banked = await HnswTokenIndex.build({ ...side, memoryBank: b.memoryBank }, PARAMS, {
+      threads: 1,
+    });
+    same(await banked.search(q, 5, 8, { memories: every }), ref);
+    // A filtered search builds the global graph; every memory still searches the banks' graphs
+    // once each (no token proposed twice, so the same hits).
+    await banked.search(q, 5, 8, { memories: Int32Array.of(0, 1, 7, 9, 20) });
+    same(await banked.search(q, 5, 8, { memories: every }), ref);
+    flat.dispose();
+    banked.dispose();
+  });
+
   it('the tail floor input: the k-th returned value is the minimum of the row', async () => {
     const b = bank(8);
     const { model, codes } = coded('sq4', b);

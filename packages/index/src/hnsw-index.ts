@@ -176,8 +176,8 @@ export class HnswTokenIndex implements TokenIndex {
     const fetch = Math.min(kk + HNSW_MARGIN, candidateTokens);
     const proposals = await this.#propose(q, rows, fetch, memories);
 
-    const slotOf = new Map<number, number>();
-    memories.forEach((m, s) => slotOf.set(m, s));
+    const slotOf = new Int32Array(offsets.length - 1).fill(-1);
+    memories.forEach((m, s) => (slotOf[m] = s));
     const rank = this.#side.ids === undefined ? undefined : tieOrder(this.#side.ids).rank;
     const before = (a: number, b: number): number => {
       if (rank === undefined) return a - b;
@@ -207,7 +207,7 @@ export class HnswTokenIndex implements TokenIndex {
       }
     }
     const memOf = tokens.map((t) => this.#tokenMemory[t]!);
-    const slots = memOf.map((m) => slotOf.get(m)!);
+    const slots = memOf.map((m) => slotOf[m]!);
     let best: Float32Array | undefined;
     if (options.bestPerMemory === true && this.#exhaustive !== undefined) {
       best = (await this.#exhaustive.search(queries, rows, kk, { ...options, clampK: true })).best;
@@ -233,7 +233,11 @@ export class HnswTokenIndex implements TokenIndex {
     memories: Int32Array,
   ): Promise<Int32Array[]> {
     const out: number[][] = Array.from({ length: rows }, () => []);
-    const banks = this.#wholeBanks(memories);
+    const everything = isEveryMemory(memories, this.#side.tokenOffsets.length - 1);
+    // Every memory: each graph whole, no filter (the global graph when there is no memoryBank).
+    const banks = everything
+      ? [...this.#parts.keys()].filter((b) => b !== GLOBAL || this.#side.memoryBank === undefined)
+      : this.#wholeBanks(memories);
     const collect = (part: Part, res: { indices: Int32Array; k: number }, local: boolean): void => {
       for (let r = 0; r < rows; r++) {
         for (let j = 0; j < res.k; j++) {
@@ -319,6 +323,13 @@ async function buildPart(
   }
   const threads = options.threads === undefined ? {} : { threads: options.threads };
   return { index: await buildHnsw(vectors, tokens.length, codeDim, params, threads), tokens };
+}
+
+/** Whether `memories` (ascending, distinct) is every memory row `0..count-1`: no filter needed. */
+function isEveryMemory(memories: Int32Array, count: number): boolean {
+  if (memories.length !== count) return false;
+  for (let i = 0; i < count; i++) if (memories[i] !== i) return false;
+  return true;
 }
 
 function candidateTokenList(

@@ -13,6 +13,8 @@
  * The file is deleted at the end unless `--keep`.
  *
  * pnpm bench:big-bank --tokens 1000000
+ *
+ * `--hnsw-build` / `--hnsw-latency`: the HNSW scale bench of `scale-cli.ts` instead.
  */
 import { spawnSync } from 'node:child_process';
 import {
@@ -40,6 +42,7 @@ import {
   type TokenStore,
 } from '@bfe/index';
 import { terminalTable } from '../shared/table.js';
+import { runScale } from './scale-cli.js';
 
 const { values } = parseArgs({
   options: {
@@ -53,6 +56,26 @@ const { values } = parseArgs({
     keep: { type: 'boolean', default: false },
     json: { type: 'boolean', default: false },
     phase: { type: 'string' },
+    // The HNSW scale bench (scale.ts): build once, then measure from the saved files.
+    'hnsw-build': { type: 'boolean', default: false },
+    'hnsw-latency': { type: 'boolean', default: false },
+    'peer-sweep': { type: 'boolean', default: false },
+    filtering: { type: 'boolean', default: false },
+    shapes: { type: 'string', default: 'locomo,longmemeval,1000-banks' },
+    'filter-queries': { type: 'string', default: '10' },
+    'filter-tokens': { type: 'string' },
+    nprobe: { type: 'string', default: '4,8,16,32,64' },
+    python: { type: 'string', default: '/tmp/bfe-bench-venv/bin/python' },
+    index: { type: 'string', default: '/work/scratch/scale/tiled' },
+    bank: { type: 'string' },
+    checkpoints: { type: 'string', default: '100000,1000000,2000000' },
+    M: { type: 'string', default: '16' },
+    'ef-construction': { type: 'string', default: '64' },
+    'ef-search': { type: 'string', default: '32,64,128' },
+    threads: { type: 'string', default: '2' },
+    queries: { type: 'string', default: '20' },
+    rows: { type: 'string', default: '24' },
+    noise: { type: 'string', default: '0.35' },
   },
 });
 const N = Number(values.tokens);
@@ -259,7 +282,9 @@ function child(phase: string): Record<string, number> {
   return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, number>;
 }
 
-if (values.phase !== undefined) {
+if (values['hnsw-build'] || values['hnsw-latency'] || values['peer-sweep'] || values.filtering) {
+  await runScale(values);
+} else if (values.phase !== undefined) {
   const run = { write: writeBank, fp32: searchFp32, sq4: searchSq4 }[values.phase];
   if (run === undefined) throw new Error(`unknown phase ${values.phase}`);
   process.stdout.write(`${JSON.stringify(await run())}\n`);
