@@ -50,6 +50,9 @@ export interface TokenFigures {
   readonly graphBytes: number;
   readonly queries: number;
   readonly queryTokens: number;
+  /** The bank's memory tokens and their float32 bytes (the exact fp32 row's storage). */
+  readonly bankTokens: number;
+  readonly fp32Bytes: number;
 }
 
 interface Probe {
@@ -223,6 +226,8 @@ export async function measureTokenColumns(
           graphBytes,
           queries: items.length,
           queryTokens: tokens,
+          bankTokens: bank.memories.tokenOffsets[bank.memories.tokenOffsets.length - 1]!,
+          fp32Bytes: bank.memories.tokenVectors.byteLength,
         };
         options.log?.(`${dir}: ${JSON.stringify(figures)}`);
         out.push(figures);

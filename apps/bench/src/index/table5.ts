@@ -85,6 +85,10 @@ function cell(run: Run, base: Run, system: string, metric: MetricName): string {
   return `${value} (${signed(boot.meanDiff)} [${signed(boot.ci95[0])}, ${signed(boot.ci95[1])}])`;
 }
 
+/** The exact fp32 row's storage (no index section): the bank's float32 token states. */
+const fp32Cell = (t: TokenFigures | undefined, f: (t: TokenFigures) => string): string =>
+  t === undefined ? '—' : f(t);
+
 function tokenCells(t: TokenFigures): string[] {
   return [
     t.graphBytes === 0 ? '—' : (t.graphBytes / 1e6).toFixed(1),
@@ -127,8 +131,12 @@ async function main(): Promise<void> {
     return [
       ix?.codec ?? 'fp32',
       ix?.backend ?? 'exact',
-      ix === undefined ? '—' : String(ix.bytesPerToken),
-      ix === undefined ? '—' : (ix.totalBytes / 1e6).toFixed(1),
+      ix === undefined
+        ? fp32Cell(tokens?.[i], (t) => String(t.fp32Bytes / t.bankTokens))
+        : String(ix.bytesPerToken),
+      ix === undefined
+        ? fp32Cell(tokens?.[i], (t) => (t.fp32Bytes / 1e6).toFixed(1))
+        : (ix.totalBytes / 1e6).toFixed(1),
       build,
       ...(tokens === undefined ? [] : tokenCells(tokens[i]!)),
       ...SYSTEMS.flatMap((s) => METRICS.map((m) => cell(run, base, s, m))),
