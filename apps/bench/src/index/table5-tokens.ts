@@ -53,6 +53,11 @@ export interface TokenFigures {
   /** The bank's memory tokens and their float32 bytes (the exact fp32 row's storage). */
   readonly bankTokens: number;
   readonly fp32Bytes: number;
+  /**
+   * HNSW rows: recall@64 against the exact backend over the same codec (a run folder of this
+   * call), the graph's own loss apart from the codec's; undefined without such a row.
+   */
+  readonly recallVsCodecExact?: number;
 }
 
 interface Probe {
@@ -113,7 +118,7 @@ async function openRunIndex(
   runDir: string,
   bank: OpenedBank,
   kernel: OrtSimilarityKernel,
-): Promise<{ index: TokenIndex; graphBytes: number }> {
+): Promise<{ index: TokenIndex; graphBytes: number; name: string }> {
   const results = JSON.parse(await readFile(join(runDir, 'results.json'), 'utf8')) as {
     runs: { results: { meta: { index?: unknown } } }[];
   };
@@ -123,7 +128,7 @@ async function openRunIndex(
   if (c === undefined || (c.backend === 'exact' && c.codec === 'fp32')) {
     const tokens = flatTokenStore(memories.tokenVectors, bank.dim);
     const side = { tokens, tokenOffsets: memories.tokenOffsets, ids: memories.ids };
-    return { index: new ExactTokenIndex(side, kernel), graphBytes: 0 };
+    return { index: new ExactTokenIndex(side, kernel), graphBytes: 0, name: 'fp32 exact' };
   }
   const dir = stageDir(await receiptOf(runDir), 'index');
   if (dir === undefined) throw new Error(`${runDir}: no index stage in the receipt`);
@@ -140,7 +145,11 @@ async function openRunIndex(
     ...(memoryBank === undefined ? {} : { memoryBank }),
   };
   if (c.backend === 'exact')
-    return { index: new CodecExactTokenIndex(side, kernel), graphBytes: 0 };
+    return {
+      index: new CodecExactTokenIndex(side, kernel),
+      graphBytes: 0,
+      name: `${c.codec} exact`,
+    };
   const params = {
     M: c.params.M!,
     efConstruction: c.params.efConstruction!,
@@ -150,7 +159,27 @@ async function openRunIndex(
   let graphBytes = 0;
   for (const f of await readdir(join(dir, 'hnsw')))
     graphBytes += (await stat(join(dir, 'hnsw', f))).size;
-  return { index, graphBytes };
+  return { index, graphBytes, name: `${c.codec} hnsw` };
+}
+
+/** Mean over query tokens of |a's top-k ∩ b's top-k| / k; `ks[i]`: query i's k (clamped). */
+function overlap(a: Int32Array[], b: Int32Array[], ks: readonly number[]): number {
+  let sum = 0;
+  let tokens = 0;
+  for (let i = 0; i < ks.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.length !== y.length) throw new Error('rows searched with different k');
+    const k = ks[i]!;
+    for (let r = 0; r < x.length / k; r++) {
+      const want = new Set(y.subarray(r * k, (r + 1) * k));
+      let hit = 0;
+      for (const t of x.subarray(r * k, (r + 1) * k)) if (want.has(t)) hit++;
+      sum += hit / k;
+      tokens++;
+    }
+  }
+  return sum / tokens;
 }
 
 const quantile = (sorted: number[], p: number): number =>
@@ -195,8 +224,13 @@ export async function measureTokenColumns(
       refK.push(hits.k);
     }
     const out: TokenFigures[] = [];
+    const names: string[] = [];
+    const kept: Int32Array[][] = [];
     for (const dir of runDirs) {
-      const { index, graphBytes } = await openRunIndex(dir, bank, kernel);
+      const { index, graphBytes, name } = await openRunIndex(dir, bank, kernel);
+      const found: Int32Array[] = [];
+      names.push(name);
+      kept.push(found);
       try {
         await search(index, items[0]!.row, items[0]!.memories); // warm-up, untimed
         const times: number[] = [];
@@ -207,6 +241,7 @@ export async function measureTokenColumns(
           const t0 = performance.now();
           const hits = await search(index, it.row, it.memories);
           times.push(performance.now() - t0);
+          found.push(hits.tokens);
           const k = refK[i]!;
           const ref = reference[i]!;
           for (let r = 0; r < hits.rows; r++) {
@@ -235,7 +270,11 @@ export async function measureTokenColumns(
         (index as { dispose?: () => void }).dispose?.();
       }
     }
-    return out;
+    return out.map((figures, i) => {
+      const j = names.indexOf(names[i]!.replace(/ hnsw$/, ' exact'));
+      if (!names[i]!.endsWith(' hnsw') || j < 0) return figures;
+      return { ...figures, recallVsCodecExact: overlap(kept[i]!, kept[j]!, refK) };
+    });
   } finally {
     kernel.dispose();
   }

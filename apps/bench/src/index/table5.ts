@@ -93,6 +93,7 @@ function tokenCells(t: TokenFigures): string[] {
   return [
     t.graphBytes === 0 ? '—' : (t.graphBytes / 1e6).toFixed(1),
     t.recall.toFixed(4),
+    t.recallVsCodecExact === undefined ? '—' : t.recallVsCodecExact.toFixed(4),
     t.p50Ms.toFixed(1),
     t.p90Ms.toFixed(1),
   ];
@@ -120,7 +121,9 @@ async function main(): Promise<void> {
     });
   }
   const head = ['codec', 'backend', 'B/token', 'total MB', 'build s'];
-  if (tokens !== undefined) head.push('graph MB', 'token R@64', 'p50 ms', 'p90 ms');
+  if (tokens !== undefined) {
+    head.push('graph MB', 'token R@64', 'vs codec exact', 'p50 ms', 'p90 ms');
+  }
   for (const s of SYSTEMS) for (const m of METRICS) head.push(`${s} ${m.replace('recall', 'R')}`);
   const rows = runs.map((run, i) => {
     const ix = run.index;
