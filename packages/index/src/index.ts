@@ -44,6 +44,7 @@ export type {
   HnswScalarKind,
 } from './hnsw/hnsw.js';
 export { CodecExactTokenIndex, codecTokenStore } from './codec-index.js';
+export { readCodesFile } from './codes-file.js';
 export type { CodecSide } from './codec-index.js';
 export { graphKindOf, HNSW_MARGIN, HnswTokenIndex } from './hnsw-index.js';
 export type { HnswSide, HnswTokenIndexOptions } from './hnsw-index.js';

@@ -18,6 +18,7 @@ import {
   OrtSimilarityKernel,
   codecModelSchema,
   flatTokenStore,
+  readCodesFile,
   type CodecModel,
   type HnswSide,
   type TokenIndex,
@@ -135,7 +136,7 @@ async function openRunIndex(
   const model = codecModelSchema.parse(
     JSON.parse(await readFile(join(dir, 'codec.json'), 'utf8')),
   ) as CodecModel;
-  const codes = new Uint8Array(await readFile(join(dir, 'codes.bin')));
+  const codes = await readCodesFile(join(dir, 'codes.bin'));
   const memoryBank = memoryBanks(bank);
   const side: HnswSide = {
     model,
