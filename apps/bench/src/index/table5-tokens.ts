@@ -136,7 +136,13 @@ async function openRunIndex(
   const model = codecModelSchema.parse(
     JSON.parse(await readFile(join(dir, 'codec.json'), 'utf8')),
   ) as CodecModel;
-  const codes = await readCodesFile(join(dir, 'codes.bin'));
+  // fp32 codes are the bank's float32 states, byte for byte (`encodeTokens`): a view of the
+  // bank instead of a second 2.8 GB copy on LongMemEval-S.
+  const v = memories.tokenVectors;
+  const codes =
+    model.name === 'fp32'
+      ? new Uint8Array(v.buffer, v.byteOffset, v.byteLength)
+      : await readCodesFile(join(dir, 'codes.bin'));
   const memoryBank = memoryBanks(bank);
   const side: HnswSide = {
     model,
