@@ -5,7 +5,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { CodecExactTokenIndex } from './codec-index.js';
 import { decodeTokens, encodeTokens, prepareQuery, trainCodec } from './codecs/codec.js';
 import type { CodecName } from './codecs/model.js';
-import { HnswTokenIndex } from './hnsw-index.js';
+import { graphKindOf, HnswTokenIndex } from './hnsw-index.js';
+import { hnswFileKind } from './hnsw/hnsw.js';
 import { JsSimilarityKernel } from './js-kernel.js';
 import { OrtSimilarityKernel } from './ort-kernel.js';
 import { rng, unitVectors } from './testing/random.js';
@@ -170,6 +171,54 @@ describe('HnswTokenIndex', () => {
     flat.dispose();
     banked.dispose();
   });
+
+  it.each(CODECS)(
+    "%s: the graph stores the codec's kind, saves and loads it, proposes valid hits on a 3,000-token bank",
+    async (name) => {
+      const dir = await mkdtemp(join(tmpdir(), 'hnsw-kind-'));
+      try {
+        const random = rng(21);
+        const n = 3000;
+        const rows = 300;
+        const tokenOffsets = Int32Array.from({ length: rows + 1 }, (_, m) => m * 10);
+        const vectors = unitVectors(n, DIM, random);
+        const model = trainCodec(name, vectors, n, DIM, { seed: 7 });
+        const side = { model, codes: encodeTokens(model, vectors, n), tokenOffsets };
+        const built = await HnswTokenIndex.build(side, PARAMS, { threads: 1 });
+        const kind = { fp32: 'f32', fp16: 'f16', sq8: 'i8', sq4: 'i8', 'rp128+sq4': 'i8' }[name];
+        expect(graphKindOf(name)).toBe(kind);
+        expect(built.graphKind).toBe(kind);
+        const files = await built.save(dir);
+        expect(files).toEqual(['all.usearch']);
+        expect(await hnswFileKind(join(dir, 'all.usearch'))).toBe(kind);
+        const loaded = await HnswTokenIndex.load(dir, side, PARAMS, { threads: 1 });
+        expect(loaded.graphKind).toBe(kind);
+        // Another kind than the codec's is refused at load.
+        await expect(
+          HnswTokenIndex.load(dir, side, PARAMS, { kind: kind === 'f32' ? 'i8' : 'f32' }),
+        ).rejects.toThrow(/expected/);
+        const q = unitVectors(8, DIM, rng(22));
+        const memories = Int32Array.from({ length: rows }, (_, m) => m);
+        const hits = await loaded.search(q, 8, 32, { memories });
+        same(hits, await built.search(q, 8, 32, { memories }));
+        const ref = await new CodecExactTokenIndex(side, ort).search(q, 8, 32, { memories });
+        let found = 0;
+        for (let r = 0; r < 8; r++) {
+          const want = new Set(ref.tokens.subarray(r * 32, (r + 1) * 32));
+          const row = hits.tokens.subarray(r * 32, (r + 1) * 32);
+          expect(new Set(row).size).toBe(32); // distinct bank tokens
+          for (const t of row) if (want.has(t)) found++;
+        }
+        // Rescored from the codes: every returned value is the exact codec similarity.
+        expect(found / (8 * 32)).toBeGreaterThan(0.9);
+        expect(hits.values[0]).toBe(ref.values[0]);
+        built.dispose();
+        loaded.dispose();
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('the tail floor input: the k-th returned value is the minimum of the row', async () => {
     const b = bank(8);

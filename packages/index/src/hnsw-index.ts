@@ -4,7 +4,8 @@ import { decodeTokens, prepareQuery } from './codecs/codec.js';
 import { CodecExactTokenIndex, codecTokenStore, type CodecSide } from './codec-index.js';
 import { ScorerInputError } from './errors.js';
 import { buildHnsw, loadHnsw } from './hnsw/hnsw.js';
-import type { HnswIndex, HnswOptions, HnswParams } from './hnsw/hnsw.js';
+import type { HnswIndex, HnswOptions, HnswParams, HnswScalarKind } from './hnsw/hnsw.js';
+import type { CodecName } from './codecs/model.js';
 import type { SimilarityKernel } from './kernel.js';
 import { tieOrder } from './ties.js';
 import type { TokenHits, TokenIndex, TokenSearchOptions } from './token-index.js';
@@ -12,6 +13,16 @@ import type { TokenStore } from './token-store.js';
 
 /** Proposals fetched per query row beyond `k` from the graph, all rescored in float64. */
 export const HNSW_MARGIN = 16;
+
+/**
+ * The cheapest usearch scalar kind that matches a codec, the kind {@link HnswTokenIndex} stores
+ * its graph vectors in: fp32 → f32, fp16 → f16 (the decoded halves, exactly), sq8 / sq4 /
+ * rp128+sq4 → i8 (usearch has no 4-bit kind: the graph holds usearch's int8 cast of the decoded
+ * codec values, 128-dimensional for rp128+sq4).
+ */
+export function graphKindOf(codec: CodecName): HnswScalarKind {
+  return codec === 'fp32' ? 'f32' : codec === 'fp16' ? 'f16' : 'i8';
+}
 
 /** The memory side of an HNSW index: the codec side plus each memory's bank. */
 export interface HnswSide extends CodecSide {
@@ -38,7 +49,8 @@ const GLOBAL = -1;
 const fileOf = (bank: number): string => (bank === GLOBAL ? 'all.usearch' : `bank-${bank}.usearch`);
 
 /**
- * The HNSW backend (usearch, inner product) over a codec's decoded vectors. A search proposes
+ * The HNSW backend (usearch, inner product) over a codec's decoded vectors, stored in the graph
+ * as {@link graphKindOf} the codec (f32 / f16 / i8). A search proposes
  * `k + HNSW_MARGIN` tokens per query row from the graphs — one graph per bank when the
  * candidate memories are whole banks (LoCoMo: a conversation), else one graph over every token
  * searched with the candidates as a filter (built on first need) — and rescores every proposal
@@ -60,6 +72,8 @@ export class HnswTokenIndex implements TokenIndex {
   readonly dim: number;
   readonly size: number;
   readonly params: HnswParams;
+  /** The scalar kind of the graphs' vectors (`options.kind`, else {@link graphKindOf} the codec). */
+  readonly graphKind: HnswScalarKind;
   readonly #side: HnswSide;
   readonly #store: TokenStore;
   readonly #options: HnswTokenIndexOptions;
@@ -82,7 +96,8 @@ export class HnswTokenIndex implements TokenIndex {
     this.#store = codecTokenStore(side.model, side.codes);
     this.size = this.#store.size;
     this.#parts = parts;
-    this.#options = options;
+    this.graphKind = options.kind ?? graphKindOf(side.model.name);
+    this.#options = { ...options, kind: this.graphKind };
     const memories = side.tokenOffsets.length - 1;
     this.#tokenMemory = new Int32Array(this.size);
     for (let m = 0; m < memories; m++) {
@@ -108,14 +123,17 @@ export class HnswTokenIndex implements TokenIndex {
     options: HnswTokenIndexOptions = {},
   ): Promise<HnswTokenIndex> {
     const parts = new Map<number, Part>();
-    const groups = bankTokens(side);
-    for (const [bank, tokens] of groups) {
-      parts.set(bank, await buildPart(side, tokens, params, options));
+    const kind = options.kind ?? graphKindOf(side.model.name);
+    for (const [bank, tokens] of bankTokens(side)) {
+      parts.set(bank, await buildPart(side, tokens, params, { ...options, kind }));
     }
     return new HnswTokenIndex(side, params, parts, options);
   }
 
-  /** Loads the graphs {@link save} wrote to `dir` (the same side: codes and layout). */
+  /**
+   * Loads the graphs {@link save} wrote to `dir` (the same side: codes and layout; the files
+   * must store the same graph kind).
+   */
   static async load(
     dir: string,
     side: HnswSide,
@@ -123,8 +141,12 @@ export class HnswTokenIndex implements TokenIndex {
     options: HnswTokenIndexOptions = {},
   ): Promise<HnswTokenIndex> {
     const parts = new Map<number, Part>();
+    const kind = options.kind ?? graphKindOf(side.model.name);
     for (const [bank, tokens] of bankTokens(side)) {
-      const index = await loadHnsw(join(dir, fileOf(bank)), side.model.codeDim, params, options);
+      const index = await loadHnsw(join(dir, fileOf(bank)), side.model.codeDim, params, {
+        ...options,
+        kind,
+      });
       if (index.size !== tokens.length) {
         throw new Error(`${fileOf(bank)} holds ${index.size} tokens, expected ${tokens.length}`);
       }
@@ -321,8 +343,7 @@ async function buildPart(
       vectors.subarray(j * codeDim, (j + 1) * codeDim),
     );
   }
-  const threads = options.threads === undefined ? {} : { threads: options.threads };
-  return { index: await buildHnsw(vectors, tokens.length, codeDim, params, threads), tokens };
+  return { index: await buildHnsw(vectors, tokens.length, codeDim, params, options), tokens };
 }
 
 /** Whether `memories` (ascending, distinct) is every memory row `0..count-1`: no filter needed. */

@@ -32,11 +32,19 @@ export type { TrainCodecOptions } from './codecs/codec.js';
 export { codecModelSchema, codecNameSchema, codecShape } from './codecs/model.js';
 export type { CodecModel, CodecName } from './codecs/model.js';
 export type { ScalarRange } from './codecs/scalar.js';
-export { buildHnsw, loadHnsw } from './hnsw/hnsw.js';
+export { buildHnsw, hnswFileKind, loadHnsw } from './hnsw/hnsw.js';
 export { buildBankedHnsw } from './hnsw/banked.js';
 export type { BankedHnsw } from './hnsw/banked.js';
-export type { HnswFilter, HnswIndex, HnswOptions, HnswParams, HnswResult } from './hnsw/hnsw.js';
+export type {
+  HnswFilter,
+  HnswIndex,
+  HnswOptions,
+  HnswParams,
+  HnswResult,
+  HnswScalarKind,
+} from './hnsw/hnsw.js';
 export { CodecExactTokenIndex, codecTokenStore } from './codec-index.js';
+export { readCodesFile } from './codes-file.js';
 export type { CodecSide } from './codec-index.js';
-export { HNSW_MARGIN, HnswTokenIndex } from './hnsw-index.js';
+export { graphKindOf, HNSW_MARGIN, HnswTokenIndex } from './hnsw-index.js';
 export type { HnswSide, HnswTokenIndexOptions } from './hnsw-index.js';

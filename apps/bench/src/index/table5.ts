@@ -4,9 +4,13 @@
  * the receipt: a cached stage shows its hit time, so use a fresh cache), and sparse-fusion and
  * no-fusion R@10 / NDCG@10 with the paired difference to the base run (the first folder, exact
  * fp32): mean and 95% bootstrap CI over queries, stratified by subtask (@bfe/eval's
- * `pairedBootstrap`, 10,000 resamples, seed 42), from each run's per-query.jsonl.
+ * `pairedBootstrap`, 10,000 resamples, seed 42), from each run's per-query.jsonl. With
+ * `--tokens` (default on; `--no-tokens` to skip) the same run also measures, in this process,
+ * each row's usearch graph bytes, token top-k recall@64 against the base run's exact fp32
+ * search and per-query latency p50 / p90 (`table5-tokens.ts`).
  *
- * node --conditions=@bfe/source --import tsx apps/bench/src/index/table5.ts [--markdown] <base-run> <run>…
+ * node --conditions=@bfe/source --import tsx apps/bench/src/index/table5.ts [--markdown]
+ *   [--no-tokens] [--threads N] <base-run> <run>…
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -21,6 +25,7 @@ import {
 } from '@bfe/eval';
 import { z } from 'zod';
 import { terminalTable } from '../shared/table.js';
+import { measureTokenColumns, TOKEN_K, type TokenFigures } from './table5-tokens.js';
 
 const SYSTEMS = ['sparse-fusion', 'no-fusion'] as const;
 const METRICS: MetricName[] = ['recall@10', 'ndcg@10'];
@@ -80,17 +85,47 @@ function cell(run: Run, base: Run, system: string, metric: MetricName): string {
   return `${value} (${signed(boot.meanDiff)} [${signed(boot.ci95[0])}, ${signed(boot.ci95[1])}])`;
 }
 
+/** The exact fp32 row's storage (no index section): the bank's float32 token states. */
+const fp32Cell = (t: TokenFigures | undefined, f: (t: TokenFigures) => string): string =>
+  t === undefined ? '—' : f(t);
+
+function tokenCells(t: TokenFigures): string[] {
+  return [
+    t.graphBytes === 0 ? '—' : (t.graphBytes / 1e6).toFixed(1),
+    t.recall.toFixed(4),
+    t.recallVsCodecExact === undefined ? '—' : t.recallVsCodecExact.toFixed(4),
+    t.p50Ms.toFixed(1),
+    t.p90Ms.toFixed(1),
+  ];
+}
+
 async function main(): Promise<void> {
   const { values, positionals } = parseArgs({
-    options: { markdown: { type: 'boolean', default: false } },
+    options: {
+      markdown: { type: 'boolean', default: false },
+      tokens: { type: 'boolean', default: true },
+      threads: { type: 'string' },
+    },
+    allowNegative: true,
     allowPositionals: true,
   });
   if (positionals.length < 1) throw new Error('give the base run folder, then the others');
   const runs = await Promise.all(positionals.map(readRun));
   const base = runs[0]!;
+  let tokens: TokenFigures[] | undefined;
+  if (values.tokens) {
+    const threads = values.threads === undefined ? {} : { threads: Number(values.threads) };
+    tokens = await measureTokenColumns(positionals, {
+      ...threads,
+      log: (line) => process.stderr.write(`${line}\n`),
+    });
+  }
   const head = ['codec', 'backend', 'B/token', 'total MB', 'build s'];
+  if (tokens !== undefined) {
+    head.push('graph MB', 'token R@64', 'vs codec exact', 'p50 ms', 'p90 ms');
+  }
   for (const s of SYSTEMS) for (const m of METRICS) head.push(`${s} ${m.replace('recall', 'R')}`);
-  const rows = runs.map((run) => {
+  const rows = runs.map((run, i) => {
     const ix = run.index;
     const build =
       run.buildSeconds === undefined
@@ -99,9 +134,14 @@ async function main(): Promise<void> {
     return [
       ix?.codec ?? 'fp32',
       ix?.backend ?? 'exact',
-      ix === undefined ? '—' : String(ix.bytesPerToken),
-      ix === undefined ? '—' : (ix.totalBytes / 1e6).toFixed(1),
+      ix === undefined
+        ? fp32Cell(tokens?.[i], (t) => String(t.fp32Bytes / t.bankTokens))
+        : String(ix.bytesPerToken),
+      ix === undefined
+        ? fp32Cell(tokens?.[i], (t) => (t.fp32Bytes / 1e6).toFixed(1))
+        : (ix.totalBytes / 1e6).toFixed(1),
       build,
+      ...(tokens === undefined ? [] : tokenCells(tokens[i]!)),
       ...SYSTEMS.flatMap((s) => METRICS.map((m) => cell(run, base, s, m))),
     ];
   });
@@ -111,8 +151,12 @@ async function main(): Promise<void> {
     rows,
     style: values.markdown ? 'markdown' : 'plain',
   });
+  const probe =
+    tokens === undefined
+      ? ''
+      : `Token columns: ${tokens[0]!.queries} queries, ${tokens[0]!.queryTokens} query tokens, k ${TOKEN_K}, load ${(await readFile('/proc/loadavg', 'utf8').catch(() => '?')).trim()}.\n`;
   process.stdout.write(
-    `${table.join('\n')}\n\nΔ vs ${base.dir} in points: mean [95% paired bootstrap CI], stratified by subtask.\n`,
+    `${table.join('\n')}\n\nΔ vs ${base.dir} in points: mean [95% paired bootstrap CI], stratified by subtask.\n${probe}`,
   );
 }
 

@@ -1,11 +1,11 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
 import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildBankedHnsw } from './banked.js';
-import { buildHnsw, loadHnsw } from './hnsw.js';
+import { buildHnsw, hnswFileKind, loadHnsw } from './hnsw.js';
 
 const DIM = 32;
 const N = 2000;
@@ -93,6 +93,56 @@ describe('hnsw', () => {
     expect(loaded.size).toBe(N);
     expect(loaded.search(q, 3, 5).indices).toEqual(index.search(q, 3, 5).indices);
     await expect(loadHnsw(join(dir, 'x.usearch'), DIM + 1, params)).rejects.toThrow(/dim/);
+  });
+
+  it.each(['f32', 'f16', 'i8'] as const)(
+    '%s graphs: the file stores that kind, loads back the same, scores near the dot products',
+    async (kind) => {
+      const dir = await mkdtemp(join(tmpdir(), 'bfe-hnsw-'));
+      dirs.push(dir);
+      const index = await buildHnsw(x, N, DIM, params, { threads: 1, kind });
+      expect(index.kind).toBe(kind);
+      const res = index.search(q, 20, 10);
+      expect(
+        recall(
+          res.indices,
+          10,
+          exactTopK(x, q, 20, 10, () => true),
+        ),
+      ).toBeGreaterThan(0.9);
+      for (let r = 0; r < 20; r++) {
+        const t = res.indices[r * 10]!;
+        let dot = 0;
+        for (let d = 0; d < DIM; d++) dot += q[r * DIM + d]! * x[t * DIM + d]!;
+        // i8: the cosine of the int8 casts, within a few rounding units of 1/127.
+        expect(Math.abs(res.scores[r * 10]! - dot)).toBeLessThan(kind === 'i8' ? 0.05 : 1e-3);
+      }
+      const path = join(dir, `${kind}.usearch`);
+      await index.save(path);
+      expect(await hnswFileKind(path)).toBe(kind);
+      const loaded = await loadHnsw(path, DIM, params, { threads: 1, kind });
+      expect(loaded.kind).toBe(kind);
+      expect(loaded.search(q, 20, 10).indices).toEqual(res.indices);
+    },
+  );
+
+  it('smaller kinds give smaller files; loadHnsw refuses a file of another kind', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'bfe-hnsw-'));
+    dirs.push(dir);
+    const bytes: Record<string, number> = {};
+    for (const kind of ['f32', 'f16', 'i8'] as const) {
+      const path = join(dir, `${kind}.usearch`);
+      await (await buildHnsw(x, N, DIM, params, { threads: 1, kind })).save(path);
+      bytes[kind] = (await stat(path)).size;
+    }
+    // The vectors shrink by 2 · N · DIM and N · DIM bytes; the graph links stay.
+    expect(bytes.f32! - bytes.f16!).toBeGreaterThanOrEqual(2 * N * DIM);
+    expect(bytes.f16! - bytes.i8!).toBeGreaterThanOrEqual(N * DIM);
+    await expect(loadHnsw(join(dir, 'i8.usearch'), DIM, params)).rejects.toThrow(/stores i8/);
+    await expect(loadHnsw(join(dir, 'f32.usearch'), DIM, params, { kind: 'f16' })).rejects.toThrow(
+      /stores f32 vectors, expected f16/,
+    );
+    await expect(hnswFileKind(join(dir, 'missing.usearch'))).rejects.toThrow();
   });
 
   it('a filter returns only allowed tokens, k of them, with high recall', async () => {

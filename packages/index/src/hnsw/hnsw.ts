@@ -1,3 +1,4 @@
+import { open } from 'node:fs/promises';
 import usearch from 'usearch';
 
 const { Index, MetricKind, ScalarKind } = usearch;
@@ -10,10 +11,26 @@ export interface HnswParams {
   readonly efSearch: number;
 }
 
-/** Options that change speed, never results' meaning. */
+/**
+ * The scalar kind the usearch graph stores its vectors in: `f32`, `f16` (half floats) or `i8`
+ * (usearch's own cast: each vector scaled by 127 / its L2 norm and rounded, so the graph ranks
+ * by the cosine of the int8 vectors; for the L2-normalised token states of bfe's banks that is
+ * the inner product up to rounding). usearch has no 4-bit kind.
+ */
+export type HnswScalarKind = 'f32' | 'f16' | 'i8';
+
+/** usearch's `scalar_kind_t` codes, byte 14 of an index file's header. */
+const KIND_CODE: Record<HnswScalarKind, number> = { f32: 11, f16: 12, i8: 23 };
+/** 127², the i8 cast's unit of an inner product. */
+const I8_UNIT = 127 * 127;
+const KIND_OF = { f32: ScalarKind.F32, f16: ScalarKind.F16, i8: ScalarKind.I8 } as const;
+
+/** Options of {@link buildHnsw} and {@link loadHnsw}. */
 export interface HnswOptions {
-  /** Threads usearch uses to add and to search (default 0: its own choice, all cores). */
+  /** Threads usearch uses to add and to search (default 0: its own choice, all cores). Speed only. */
   readonly threads?: number;
+  /** The graph's stored scalar kind (default `f32`); {@link loadHnsw} refuses a file of another. */
+  readonly kind?: HnswScalarKind;
 }
 
 /** A search restriction: tokens whose memory row is in `allowedMemories`. */
@@ -44,10 +61,12 @@ export interface HnswIndex {
   save(path: string): Promise<void>;
   readonly size: number;
   readonly dim: number;
+  /** The scalar kind the graph stores its vectors in. */
+  readonly kind: HnswScalarKind;
   dispose(): void;
 }
 
-function makeIndex(dim: number, params: HnswParams): UsearchIndex {
+function makeIndex(dim: number, params: HnswParams, kind: HnswScalarKind): UsearchIndex {
   for (const [name, v] of Object.entries(params)) {
     if (!Number.isInteger(v) || v < 1)
       throw new Error(`HNSW ${name} must be a positive integer, got ${v}.`);
@@ -55,7 +74,7 @@ function makeIndex(dim: number, params: HnswParams): UsearchIndex {
   return new Index({
     dimensions: dim,
     metric: MetricKind.IP,
-    quantization: ScalarKind.F32,
+    quantization: KIND_OF[kind],
     connectivity: params.M,
     expansion_add: params.efConstruction,
     expansion_search: params.efSearch,
@@ -64,8 +83,9 @@ function makeIndex(dim: number, params: HnswParams): UsearchIndex {
 }
 
 /**
- * Builds an inner-product HNSW index (usearch, float32 vectors) over `n × dim` rows; a row's
- * key is its row index.
+ * Builds an inner-product HNSW index (usearch; vectors stored as `options.kind`, default f32)
+ * over `n × dim` float32 rows, cast by usearch; a row's key is its row index. Queries are given
+ * as float32 and cast the same way.
  *
  * @example
  * const index = await buildHnsw(vectors, n, 384, { M: 16, efConstruction: 128, efSearch: 128 });
@@ -80,18 +100,42 @@ export async function buildHnsw(
 ): Promise<HnswIndex> {
   if (vectors.length < n * dim)
     throw new Error(`Vectors hold ${vectors.length} values, need ${n * dim}.`);
-  const index = makeIndex(dim, params);
+  const kind = options.kind ?? 'f32';
+  const index = makeIndex(dim, params, kind);
   if (n > 0) {
     const keys = new BigUint64Array(n);
     for (let i = 0; i < n; i++) keys[i] = BigInt(i);
     index.add(keys, vectors.subarray(0, n * dim), options.threads ?? 0);
   }
-  return Promise.resolve(new UsearchHnsw(index, dim, options.threads ?? 0));
+  return Promise.resolve(new UsearchHnsw(index, dim, kind, options.threads ?? 0));
+}
+
+/**
+ * The scalar kind stored in a usearch index file, from its header (undefined: another kind). A
+ * file is the vectors (`u32` rows, `u32` bytes per row, the rows), then the header (`usearch`,
+ * three `u16` versions, the metric, then the scalar kind), then the graph.
+ */
+export async function hnswFileKind(path: string): Promise<HnswScalarKind | undefined> {
+  const file = await open(path, 'r');
+  try {
+    const head = Buffer.alloc(16);
+    await file.read(head, 0, 8, 0);
+    const at = 8 + head.readUInt32LE(0) * head.readUInt32LE(4);
+    const { bytesRead } = await file.read(head, 0, 16, at);
+    if (bytesRead < 16 || head.subarray(0, 7).toString('latin1') !== 'usearch') {
+      throw new Error(`${path} is not a usearch index file.`);
+    }
+    const code = head[14];
+    return (Object.keys(KIND_CODE) as HnswScalarKind[]).find((k) => KIND_CODE[k] === code);
+  } finally {
+    await file.close();
+  }
 }
 
 /**
  * Loads an index file written by {@link HnswIndex.save}; `params.efSearch` applies to the
- * loaded index (M and efConstruction are read from the file).
+ * loaded index (M and efConstruction are read from the file). The file must store
+ * `options.kind` (default f32).
  *
  * @example
  * const index = await loadHnsw('bank.usearch', 384, params);
@@ -102,12 +146,17 @@ export async function loadHnsw(
   params: HnswParams,
   options: HnswOptions = {},
 ): Promise<HnswIndex> {
-  const index = makeIndex(dim, params);
+  const kind = options.kind ?? 'f32';
+  const stored = await hnswFileKind(path);
+  if (stored !== kind) {
+    throw new Error(`${path} stores ${stored ?? 'another'} vectors, expected ${kind}.`);
+  }
+  const index = makeIndex(dim, params, kind);
   index.load(path);
   if (index.dimensions() !== dim) {
     throw new Error(`${path} holds ${index.dimensions()}-dim vectors, expected ${dim}.`);
   }
-  return Promise.resolve(new UsearchHnsw(index, dim, options.threads ?? 0));
+  return new UsearchHnsw(index, dim, kind, options.threads ?? 0);
 }
 
 class UsearchHnsw implements HnswIndex {
@@ -116,6 +165,7 @@ class UsearchHnsw implements HnswIndex {
   constructor(
     index: UsearchIndex,
     readonly dim: number,
+    readonly kind: HnswScalarKind,
     private readonly threads: number,
   ) {
     this.#index = index;
@@ -187,8 +237,10 @@ class UsearchHnsw implements HnswIndex {
         const token = Number(keys[j * fetch + c]);
         if (!keep(token)) continue;
         indices[r * k + w] = token;
-        // usearch's inner-product distance is 1 − ⟨q, x⟩.
-        scores[r * k + w] = 1 - dist[j * fetch + c]!;
+        // usearch's inner-product distance is 1 − ⟨q, x⟩; for i8 it is −⟨q8, x8⟩ of the cast
+        // vectors, so the score is that over 127² (their cosine, to the rounding).
+        const d = dist[j * fetch + c]!;
+        scores[r * k + w] = this.kind === 'i8' ? -d / I8_UNIT : 1 - d;
         w++;
       }
       if (w < k) short.push(r);

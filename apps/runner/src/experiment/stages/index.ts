@@ -7,6 +7,7 @@ import {
   codecModelSchema,
   codecShape,
   encodeTokens,
+  readCodesFile,
   trainCodec,
   type CodecModel,
   type HnswSide,
@@ -159,8 +160,9 @@ export async function runIndexStage(
       const model = codecModelSchema.parse(
         JSON.parse(await readFile(join(artifact.dir, CODEC_FILE), 'utf8')),
       ) as CodecModel;
-      // A fresh, aligned copy: float32/float16 codes are read as typed-array views.
-      const codes = new Uint8Array(await readFile(join(artifact.dir, CODES_FILE)));
+      // A fresh, aligned copy (float32/float16 codes are read as typed-array views), read in
+      // pieces: LongMemEval-S's fp32 codes are over readFile's 2 GiB.
+      const codes = await readCodesFile(join(artifact.dir, CODES_FILE));
       const side = hnswSide(bank, model, codes);
       if (c.backend === 'exact') {
         return { index: new CodecExactTokenIndex(side, kernel), dispose: () => {} };

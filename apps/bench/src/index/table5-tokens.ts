@@ -1,0 +1,288 @@
+/**
+ * Table 5's token columns, measured in one process over the run folders' own cached artifacts:
+ * per row (codec × backend), token top-k recall@64 against exact fp32 search over the bank's
+ * float32 states, and per-query latency (one query, all its content tokens, k 64, against its
+ * own candidate memories: the whole `TokenIndex.search` call, rescoring included) p50 / p90.
+ * The bank comes from the base run's encode artifact, each row's codes and graphs from its
+ * index artifact (the cache root and keys in `receipt.json`), the evaluated queries from the
+ * base run's `per-query.jsonl` and their candidates from the dataset (`BFE_DATA_MIRROR`).
+ */
+import { readFile, readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
+import { openBank, type OpenedBank } from '@bfe/encoder';
+import {
+  CodecExactTokenIndex,
+  ExactTokenIndex,
+  HnswTokenIndex,
+  OrtSimilarityKernel,
+  codecModelSchema,
+  flatTokenStore,
+  readCodesFile,
+  type CodecModel,
+  type HnswSide,
+  type TokenIndex,
+} from '@bfe/index';
+import { groupByCandidates } from '@bfe/scorer';
+import { z } from 'zod';
+
+export const TOKEN_K = 64;
+
+const receiptSchema = z.object({
+  cacheRoot: z.string(),
+  config: z.object({
+    dataset: z.object({ name: z.string(), options: z.record(z.string(), z.unknown()).optional() }),
+  }),
+  stages: z.array(z.object({ name: z.string(), key: z.string() })),
+});
+const indexConfigSchema = z.object({
+  backend: z.enum(['exact', 'hnsw']),
+  codec: z.string(),
+  params: z.record(z.string(), z.number()),
+});
+
+/** One Table 5 row's token figures. */
+export interface TokenFigures {
+  /** Mean over the evaluated queries' content tokens of |top-64 ∩ exact fp32 top-64| / 64. */
+  readonly recall: number;
+  readonly p50Ms: number;
+  readonly p90Ms: number;
+  /** Bytes of the usearch graph files (0 without). */
+  readonly graphBytes: number;
+  readonly queries: number;
+  readonly queryTokens: number;
+  /** The bank's memory tokens and their float32 bytes (the exact fp32 row's storage). */
+  readonly bankTokens: number;
+  readonly fp32Bytes: number;
+  /**
+   * HNSW rows: recall@64 against the exact backend over the same codec (a run folder of this
+   * call), the graph's own loss apart from the codec's; undefined without such a row.
+   */
+  readonly recallVsCodecExact?: number;
+}
+
+interface Probe {
+  /** Query rows of the bank, with their candidate memory rows (ascending). */
+  readonly items: { readonly row: number; readonly memories: Int32Array }[];
+  readonly bank: OpenedBank;
+}
+
+async function receiptOf(dir: string): Promise<z.infer<typeof receiptSchema>> {
+  return receiptSchema.parse(JSON.parse(await readFile(join(dir, 'receipt.json'), 'utf8')));
+}
+
+const stageDir = (r: z.infer<typeof receiptSchema>, stage: string): string | undefined => {
+  const key = r.stages.find((s) => s.name === stage)?.key;
+  return key === undefined ? undefined : join(r.cacheRoot, 'objects', stage, key);
+};
+
+/** The evaluated queries (with content tokens) of the base run and their candidates. */
+async function probe(baseDir: string): Promise<Probe> {
+  const receipt = await receiptOf(baseDir);
+  const bank = await openBank(join(stageDir(receipt, 'encode')!, 'bank'), { verifyHashes: false });
+  const ids = new Set<string>();
+  for (const line of (await readFile(join(baseDir, 'per-query.jsonl'), 'utf8')).split('\n')) {
+    if (line.trim() === '') continue;
+    const parsed = z.object({ system: z.string(), queryId: z.string() }).parse(JSON.parse(line));
+    if (parsed.system === 'sparse-fusion') ids.add(parsed.queryId);
+  }
+  const { name, options } = receipt.config.dataset;
+  const loaded = await loadDataset(name, {
+    location: dataLocationFromEnv(),
+    options: options ?? {},
+  });
+  const queries = loaded.benchmark.queries.filter((q) => ids.has(q.id));
+  const queryRow = new Map(bank.queries.ids.map((id, r) => [id, r] as const));
+  const offsets = bank.queries.tokenOffsets;
+  const items: Probe['items'][number][] = [];
+  for (const group of groupByCandidates(bank.memories, queries)) {
+    const memories = Int32Array.from(group.rows).sort();
+    for (const q of group.queries) {
+      const row = queryRow.get(q.id);
+      if (row === undefined) throw new Error(`query ${q.id} is not in the bank`);
+      if (offsets[row + 1]! > offsets[row]!) items.push({ row, memories });
+    }
+  }
+  return { items, bank };
+}
+
+/** A dense bank number per memory row (bank ids in sorted order), as the index stage does. */
+function memoryBanks(bank: OpenedBank): Int32Array | undefined {
+  const ids = bank.memories.bankIds;
+  if (ids === undefined) return undefined;
+  const numbers = new Map([...new Set(ids)].sort().map((id, i) => [id, i] as const));
+  return Int32Array.from(ids, (id) => numbers.get(id)!);
+}
+
+/** Opens a run's index from its index artifact, as the experiment's index stage does. */
+async function openRunIndex(
+  runDir: string,
+  bank: OpenedBank,
+  kernel: OrtSimilarityKernel,
+): Promise<{ index: TokenIndex; graphBytes: number; name: string }> {
+  const results = JSON.parse(await readFile(join(runDir, 'results.json'), 'utf8')) as {
+    runs: { results: { meta: { index?: unknown } } }[];
+  };
+  const raw = results.runs[0]?.results.meta.index;
+  const c = raw === undefined ? undefined : indexConfigSchema.parse(raw);
+  const { memories } = bank;
+  if (c === undefined || (c.backend === 'exact' && c.codec === 'fp32')) {
+    const tokens = flatTokenStore(memories.tokenVectors, bank.dim);
+    const side = { tokens, tokenOffsets: memories.tokenOffsets, ids: memories.ids };
+    return { index: new ExactTokenIndex(side, kernel), graphBytes: 0, name: 'fp32 exact' };
+  }
+  const dir = stageDir(await receiptOf(runDir), 'index');
+  if (dir === undefined) throw new Error(`${runDir}: no index stage in the receipt`);
+  const model = codecModelSchema.parse(
+    JSON.parse(await readFile(join(dir, 'codec.json'), 'utf8')),
+  ) as CodecModel;
+  // fp32 codes are the bank's float32 states, byte for byte (`encodeTokens`): a view of the
+  // bank instead of a second 2.8 GB copy on LongMemEval-S.
+  const v = memories.tokenVectors;
+  const codes =
+    model.name === 'fp32'
+      ? new Uint8Array(v.buffer, v.byteOffset, v.byteLength)
+      : await readCodesFile(join(dir, 'codes.bin'));
+  const memoryBank = memoryBanks(bank);
+  const side: HnswSide = {
+    model,
+    codes,
+    tokenOffsets: memories.tokenOffsets,
+    ids: memories.ids,
+    ...(memoryBank === undefined ? {} : { memoryBank }),
+  };
+  if (c.backend === 'exact')
+    return {
+      index: new CodecExactTokenIndex(side, kernel),
+      graphBytes: 0,
+      name: `${c.codec} exact`,
+    };
+  const params = {
+    M: c.params.M!,
+    efConstruction: c.params.efConstruction!,
+    efSearch: c.params.efSearch!,
+  };
+  const index = await HnswTokenIndex.load(join(dir, 'hnsw'), side, params, { kernel });
+  let graphBytes = 0;
+  for (const f of await readdir(join(dir, 'hnsw')))
+    graphBytes += (await stat(join(dir, 'hnsw', f))).size;
+  return { index, graphBytes, name: `${c.codec} hnsw` };
+}
+
+/** Mean over query tokens of |a's top-k ∩ b's top-k| / k; `ks[i]`: query i's k (clamped). */
+function overlap(a: Int32Array[], b: Int32Array[], ks: readonly number[]): number {
+  let sum = 0;
+  let tokens = 0;
+  for (let i = 0; i < ks.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.length !== y.length) throw new Error('rows searched with different k');
+    const k = ks[i]!;
+    for (let r = 0; r < x.length / k; r++) {
+      const want = new Set(y.subarray(r * k, (r + 1) * k));
+      let hit = 0;
+      for (const t of x.subarray(r * k, (r + 1) * k)) if (want.has(t)) hit++;
+      sum += hit / k;
+      tokens++;
+    }
+  }
+  return sum / tokens;
+}
+
+const quantile = (sorted: number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
+
+/**
+ * Measures every run folder (the first: the base run, whose bank, queries and exact fp32
+ * search are the reference) and returns one {@link TokenFigures} per folder, in order.
+ */
+export async function measureTokenColumns(
+  runDirs: readonly string[],
+  options: { readonly threads?: number; readonly log?: (line: string) => void } = {},
+): Promise<TokenFigures[]> {
+  const { items, bank } = await probe(runDirs[0]!);
+  const kernel = new OrtSimilarityKernel(
+    options.threads === undefined ? {} : { threads: options.threads },
+  );
+  const dim = bank.dim;
+  const qv = bank.queries.tokenVectors;
+  const qo = bank.queries.tokenOffsets;
+  const search = (index: TokenIndex, row: number, memories: Int32Array) => {
+    const rows = qo[row + 1]! - qo[row]!;
+    return index.search(qv.subarray(qo[row]! * dim, qo[row + 1]! * dim), rows, TOKEN_K, {
+      memories,
+      clampK: true,
+    });
+  };
+  try {
+    const exact = new ExactTokenIndex(
+      {
+        tokens: flatTokenStore(bank.memories.tokenVectors, dim),
+        tokenOffsets: bank.memories.tokenOffsets,
+        ids: bank.memories.ids,
+      },
+      kernel,
+    );
+    const reference: Int32Array[] = [];
+    const refK: number[] = [];
+    for (const it of items) {
+      const hits = await search(exact, it.row, it.memories);
+      reference.push(hits.tokens);
+      refK.push(hits.k);
+    }
+    const out: TokenFigures[] = [];
+    const names: string[] = [];
+    const kept: Int32Array[][] = [];
+    for (const dir of runDirs) {
+      const { index, graphBytes, name } = await openRunIndex(dir, bank, kernel);
+      const found: Int32Array[] = [];
+      names.push(name);
+      kept.push(found);
+      try {
+        await search(index, items[0]!.row, items[0]!.memories); // warm-up, untimed
+        const times: number[] = [];
+        let sum = 0;
+        let tokens = 0;
+        for (let i = 0; i < items.length; i++) {
+          const it = items[i]!;
+          const t0 = performance.now();
+          const hits = await search(index, it.row, it.memories);
+          times.push(performance.now() - t0);
+          found.push(hits.tokens);
+          const k = refK[i]!;
+          const ref = reference[i]!;
+          for (let r = 0; r < hits.rows; r++) {
+            const want = new Set(ref.subarray(r * k, (r + 1) * k));
+            let found = 0;
+            for (const t of hits.tokens.subarray(r * hits.k, (r + 1) * hits.k))
+              if (want.has(t)) found++;
+            sum += found / k;
+            tokens++;
+          }
+        }
+        times.sort((a, b) => a - b);
+        const figures = {
+          recall: sum / tokens,
+          p50Ms: quantile(times, 0.5),
+          p90Ms: quantile(times, 0.9),
+          graphBytes,
+          queries: items.length,
+          queryTokens: tokens,
+          bankTokens: bank.memories.tokenOffsets[bank.memories.tokenOffsets.length - 1]!,
+          fp32Bytes: bank.memories.tokenVectors.byteLength,
+        };
+        options.log?.(`${dir}: ${JSON.stringify(figures)}`);
+        out.push(figures);
+      } finally {
+        (index as { dispose?: () => void }).dispose?.();
+      }
+    }
+    return out.map((figures, i) => {
+      const j = names.indexOf(names[i]!.replace(/ hnsw$/, ' exact'));
+      if (!names[i]!.endsWith(' hnsw') || j < 0) return figures;
+      return { ...figures, recallVsCodecExact: overlap(kept[i]!, kept[j]!, refK) };
+    });
+  } finally {
+    kernel.dispose();
+  }
+}
