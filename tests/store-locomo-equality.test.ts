@@ -195,6 +195,7 @@ describe.skipIf((mirror === undefined || !hasModel) && !required)(
               maxVectorDelta = Math.max(
                 maxVectorDelta,
                 maxAbsDelta(query.tokenVectors, reference.tokenVectors),
+                maxAbsDelta(query.pooled, reference.pooled),
               );
               queries += 1;
               for (const system of SEARCH_SYSTEMS) {
