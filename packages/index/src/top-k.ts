@@ -1,5 +1,6 @@
 import { ScorerInputError } from './errors.js';
-import { dotsInto, firstNonFinite, scratchOffsets } from './dots.js';
+import { dotsInto, scratchOffsets } from './dots.js';
+import { nonFiniteError, readChunk } from './chunk-errors.js';
 import { NonFiniteScoresError, type ChunkTopK, type SimilarityKernel } from './kernel.js';
 import { RunningTopK } from './running-top-k.js';
 
@@ -345,55 +346,6 @@ async function streamTopK(
   }
   return running;
 }
-async function readChunk(
-  source: BankChunkSource,
-  start: number,
-  end: number,
-): Promise<Float32Array> {
-  const vectors = await source.read(start, end);
-  if (vectors.length !== (end - start) * source.dim) {
-    throw new Error(
-      `exactTopK: source returned ${vectors.length} floats for ${end - start} × ${source.dim}`,
-    );
-  }
-  return vectors;
-}
-
-function nonFiniteError(
-  queries: Float32Array,
-  rows: number,
-  vectors: Float32Array,
-  n: number,
-  dim: number,
-  start: number,
-  describe: (index: number) => string,
-): ScorerInputError {
-  for (let r = 0; r < rows; r++) {
-    const bad = firstNonFinite(queries, r * dim, dim);
-    if (bad >= 0) {
-      return new ScorerInputError(
-        'non-finite',
-        `query row ${r} has a non-finite component (${queries[r * dim + bad]} at dimension ${bad})`,
-      );
-    }
-  }
-  for (let j = 0; j < n; j++) {
-    const bad = firstNonFinite(vectors, j * dim, dim);
-    if (bad >= 0) {
-      return new ScorerInputError(
-        'non-finite',
-        `${describe(start + j)} has a non-finite component (${vectors[j * dim + bad]} at dimension ${bad})`,
-        { suggestion: 'Re-encode the bank; token vectors must be finite unit vectors.' },
-      );
-    }
-  }
-  return new ScorerInputError(
-    'non-finite',
-    `inner products of tokens ${start}..${start + n - 1} overflow float32 although every component is finite`,
-    { suggestion: 'Token vectors must be L2-normalised.' },
-  );
-}
-
 /**
  * A source over one flat row-major `Float32Array` `[size * dim]`: chunks are zero-copy views.
  *
