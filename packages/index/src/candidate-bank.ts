@@ -117,26 +117,38 @@ export class CandidateBank implements BankChunkSource {
   read(start: number, end: number): Float32Array {
     const dim = this.dim;
     const rv = this.#runVirtual;
-    const rb = this.#runBank;
-    let run = this.#runOf(start);
+    const run = this.#runOf(start);
     if (end <= rv[run + 1]!) {
-      const at = rb[run]! + (start - rv[run]!);
+      const at = this.#runBank[run]! + (start - rv[run]!);
       return this.#store.read(at, at + end - start);
     }
     const need = (end - start) * dim;
     if (this.#scratch.length < need) this.#scratch = new Float32Array(need);
     const out = this.#scratch.subarray(0, need);
-    let v = start;
     let o = 0;
+    this.forEachRun(start, end, (a, b) => {
+      out.set(this.#store.read(a, b), o);
+      o += (b - a) * dim;
+    });
+    return out;
+  }
+
+  /**
+   * The bank token ranges `[a, b)` holding virtual tokens `start..end-1`, in order: what a
+   * reader of another form of the tokens (a codec's codes) gathers for one chunk.
+   */
+  forEachRun(start: number, end: number, visit: (a: number, b: number) => void): void {
+    const rv = this.#runVirtual;
+    const rb = this.#runBank;
+    let run = this.#runOf(start);
+    let v = start;
     while (v < end) {
       const runEnd = Math.min(end, rv[run + 1]!);
       const at = rb[run]! + (v - rv[run]!);
-      out.set(this.#store.read(at, at + runEnd - v), o);
-      o += (runEnd - v) * dim;
+      visit(at, at + runEnd - v);
       v = runEnd;
       run++;
     }
-    return out;
   }
 
   #runOf(v: number): number {

@@ -1,7 +1,9 @@
 import { decodeTokens, prepareQuery } from './codecs/codec.js';
 import type { CodecModel } from './codecs/model.js';
+import { codecChunkScoring } from './codec-scan.js';
 import { dotsInto, scratchOffsets } from './dots.js';
 import type { SimilarityKernel } from './kernel.js';
+import { OrtSimilarityKernel } from './ort-kernel.js';
 import { ExactTokenIndex } from './token-index.js';
 import type { TokenHits, TokenIndex, TokenSearchOptions } from './token-index.js';
 import type { TokenStore } from './token-store.js';
@@ -58,8 +60,10 @@ export interface CodecSide {
 }
 
 /**
- * The exact backend over a codec's stored codes: every candidate token is decoded and scored
- * by the kernel ({@link ExactTokenIndex}'s streamed top-k, float64 rescoring and widening),
+ * The exact backend over a codec's stored codes: every candidate token is scored by the kernel
+ * ({@link ExactTokenIndex}'s streamed top-k, float64 rescoring and widening) — with the
+ * onnxruntime CPU kernel straight from the codes ({@link codecChunkScoring}: cast to float in
+ * the graph, scalar codes as `q · lo + (q ⊙ step) · c`), with any other kernel by decoding them —,
  * queries in the codec's search space ({@link prepareQuery}: projected for `rp128+sq4`,
  * never quantised). Float64 rescoring reads the decoded stored codes, so the returned
  * similarities are those of the compressed bank; ties as {@link ExactTokenIndex}.
@@ -92,6 +96,9 @@ export class CodecExactTokenIndex implements TokenIndex {
         ...(side.ids === undefined ? {} : { ids: side.ids }),
       },
       kernel,
+      kernel instanceof OrtSimilarityKernel && kernel.executionProvider === 'cpu'
+        ? codecChunkScoring(side.model, side.codes, kernel)
+        : undefined,
     );
   }
 

@@ -1,5 +1,11 @@
 export { ExactTokenIndex } from './token-index.js';
-export type { TokenHits, TokenIndex, TokenSearchOptions, TokenSide } from './token-index.js';
+export type {
+  ChunkScoring,
+  TokenHits,
+  TokenIndex,
+  TokenSearchOptions,
+  TokenSide,
+} from './token-index.js';
 export { flatTokenStore } from './token-store.js';
 export type { TokenStore } from './token-store.js';
 export { fileTokenStore, matrixFileLayoutSchema } from './file-store.js';
@@ -14,7 +20,7 @@ export {
   exactTopK,
   flatBankSource,
 } from './top-k.js';
-export type { BankChunkSource, ExactTopKOptions, TopKResult } from './top-k.js';
+export type { BankChunkSource, ChunkScorer, ExactTopKOptions, TopKResult } from './top-k.js';
 export { RunningTopK } from './running-top-k.js';
 export { dot64, dotsInto, firstNonFinite } from './dots.js';
 export { CandidateBank } from './candidate-bank.js';
@@ -25,6 +31,9 @@ export { OrtSimilarityKernel } from './ort-kernel.js';
 export type { ExecutionProvider, OrtKernelOptions } from './ort-kernel.js';
 export { GRAPH_NAMES, MAX_RESIDENT_BANK_BYTES, similarityGraph } from './onnx-graph.js';
 export type { SimilarityGraphSpec } from './onnx-graph.js';
+export { CODEC_GRAPH_NAMES, codecSimilarityGraph } from './codec-graph.js';
+export type { CodecGraphSpec, CodeElement } from './codec-graph.js';
+export { codecChunkScoring } from './codec-scan.js';
 export { ScorerInputError } from './errors.js';
 export type { ScorerInputReason } from './errors.js';
 export { trainCodec, encodeTokens, decodeTokens, prepareQuery } from './codecs/codec.js';

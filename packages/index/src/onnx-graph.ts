@@ -47,6 +47,7 @@ const ONNX_SUBSET = {
             type: { type: 'int32', id: 20 },
             f: { type: 'float', id: 2 },
             i: { type: 'int64', id: 3 },
+            s: { type: 'bytes', id: 4 },
             ints: { rule: 'repeated', type: 'int64', id: 8 },
           },
         },
@@ -86,14 +87,16 @@ const INT64 = 7;
 const ATTR_INT = 2;
 
 let modelType: protobuf.Type | undefined;
-function modelProto(): protobuf.Type {
+/** The protobufjs type of `onnx.ModelProto` (the subset above). */
+export function modelProto(): protobuf.Type {
   modelType ??= protobuf.Root.fromJSON(ONNX_SUBSET).lookupType('onnx.ModelProto');
   return modelType;
 }
 
-type Dim = number | string;
+export type Dim = number | string;
 
-function valueInfo(name: string, elemType: number, dims: readonly Dim[]): object {
+/** A `ValueInfoProto`: a named tensor of `elemType` and `dims` (numbers or symbolic names). */
+export function valueInfo(name: string, elemType: number, dims: readonly Dim[]): object {
   return {
     name,
     type: {
@@ -107,7 +110,8 @@ function valueInfo(name: string, elemType: number, dims: readonly Dim[]): object
   };
 }
 
-function intAttr(name: string, value: number): object {
+/** An int attribute. */
+export function intAttr(name: string, value: number): object {
   return { name, type: ATTR_INT, i: value };
 }
 

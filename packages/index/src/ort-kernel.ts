@@ -1,4 +1,5 @@
 import * as ort from 'onnxruntime-node';
+import { codecSimilarityGraph, CODEC_GRAPH_NAMES, type CodeElement } from './codec-graph.js';
 import { GRAPH_NAMES, similarityGraph, type SimilarityGraphSpec } from './onnx-graph.js';
 import {
   NonFiniteScoresError,
@@ -150,6 +151,57 @@ export class OrtSimilarityKernel implements SimilarityKernel {
     return { kOut, values, indices, scores };
   }
 
+  /**
+   * Top-k over one chunk of stored codes `[n × width]` ({@link codecSimilarityGraph}): the
+   * codes are cast to float in the graph and multiplied by `queries [rows × d]` (already
+   * transformed by the caller: `q ⊙ step` in the graph's column order), plus `bias [rows]`.
+   * CPU provider only.
+   * @throws {NonFiniteScoresError} when any score is NaN or ±Inf.
+   */
+  async codecTopK(
+    element: CodeElement,
+    width: number,
+    queries: Float32Array,
+    bias: Float32Array,
+    rows: number,
+    codes: Float32Array | Uint16Array | Uint8Array,
+    n: number,
+    k: number,
+    withScores = false,
+  ): Promise<ChunkTopK> {
+    if (this.executionProvider !== 'cpu') {
+      throw new Error('OrtSimilarityKernel: codec graphs run on the CPU provider only');
+    }
+    const d = element === 'nibbles' ? 2 * width : width;
+    if (queries.length !== rows * d || bias.length !== rows || codes.length !== n * width) {
+      throw new Error(
+        `OrtSimilarityKernel: codec feeds of ${queries.length}/${bias.length}/${codes.length} values do not fit ${rows} rows × ${d}, ${n} tokens × ${width}`,
+      );
+    }
+    if (!Number.isInteger(k) || k <= 0) throw new Error(`kernel: k must be > 0, got ${k}`);
+    const kOut = Math.min(k, n);
+    const type = element === 'float' ? 'float32' : element === 'float16' ? 'float16' : 'uint8';
+    const key = `codec:${element}:${width}:${withScores}`;
+    let session = this.#sessions.get(key);
+    if (session === undefined) {
+      if (this.#disposed) throw new Error('OrtSimilarityKernel: used after dispose()');
+      session = this.#createFromBytes(codecSimilarityGraph({ element, width, scores: withScores }));
+      this.#sessions.set(key, session);
+    }
+    const out = await this.#runSession(await session, {
+      [GRAPH_NAMES.queries]: new ort.Tensor('float32', queries, [rows, d]),
+      [CODEC_GRAPH_NAMES.bias]: new ort.Tensor('float32', bias, [rows, 1]),
+      [CODEC_GRAPH_NAMES.codes]: new ort.Tensor(type, codes, [n, width]),
+      [GRAPH_NAMES.k]: new ort.Tensor('int64', BigInt64Array.of(BigInt(kOut)), [1]),
+    });
+    const values = tensorData(out, GRAPH_NAMES.values, 'float32', rows * kOut) as Float32Array;
+    const indices = tensorData(out, GRAPH_NAMES.indices, 'int32', rows * kOut) as Int32Array;
+    const scores = withScores
+      ? (tensorData(out, GRAPH_NAMES.scores, 'float32', rows * n) as Float32Array)
+      : undefined;
+    return { kOut, values, indices, scores };
+  }
+
   async scores(
     queries: Float32Array,
     rows: number,
@@ -228,9 +280,13 @@ export class OrtSimilarityKernel implements SimilarityKernel {
    * indices stay int64 (the provider has no int64→int32 Cast).
    */
   #createSession(spec: Omit<SimilarityGraphSpec, 'indices'>): Promise<ort.InferenceSession> {
-    const { threads, spin } = this.#options;
     const indices = this.executionProvider === 'webgpu' ? 'int64' : 'int32';
-    return ort.InferenceSession.create(similarityGraph({ ...spec, indices }), {
+    return this.#createFromBytes(similarityGraph({ ...spec, indices }));
+  }
+
+  #createFromBytes(graph: Uint8Array): Promise<ort.InferenceSession> {
+    const { threads, spin } = this.#options;
+    return ort.InferenceSession.create(graph, {
       executionProviders: [this.executionProvider],
       graphOptimizationLevel: 'all',
       ...(threads === undefined ? {} : { intraOpNumThreads: threads }),

@@ -1,6 +1,6 @@
 import { CandidateBank } from './candidate-bank.js';
 import type { SimilarityKernel } from './kernel.js';
-import { exactTopK } from './top-k.js';
+import { exactTopK, type ExactTopKOptions } from './top-k.js';
 import type { TokenStore } from './token-store.js';
 
 /** The memory side of a bank as the index reads it. */
@@ -54,6 +54,15 @@ export interface TokenHits {
 }
 
 /**
+ * How a search scores its candidates' chunks when not by `kernel.topK` over the store's
+ * float32 rows: {@link ExactTopKOptions.chunkTopK} and its error bound, for one search's
+ * {@link CandidateBank}.
+ */
+export type ChunkScoring = (
+  bank: CandidateBank,
+) => Pick<ExactTopKOptions, 'chunkTopK' | 'queryBound'>;
+
+/**
  * Bank-wide per-query-token top-k over a candidate set of memories: what the sparse scorer
  * proposes from (METHOD.md §2). Equal similarities rank by the memories' tie order (a seeded
  * hash of each memory id, METHOD.md §8 "Ties") and then by token position — never by bank row.
@@ -96,10 +105,13 @@ export class ExactTokenIndex implements TokenIndex {
   readonly size: number;
   readonly side: TokenSide;
   readonly kernel: SimilarityKernel;
+  readonly #scoring: ChunkScoring | undefined;
 
-  constructor(side: TokenSide, kernel: SimilarityKernel) {
+  /** `scoring`: score chunks another way (a codec's codes, {@link ChunkScoring}). */
+  constructor(side: TokenSide, kernel: SimilarityKernel, scoring?: ChunkScoring) {
     this.side = side;
     this.kernel = kernel;
+    this.#scoring = scoring;
     this.dim = side.tokens.dim;
     this.size = side.tokens.size;
   }
@@ -119,6 +131,7 @@ export class ExactTokenIndex implements TokenIndex {
       k,
       // equal token scores: by the memories' tie order, never bank order (at the k-th place)
       tieOrder: bank.tokenPlaces(this.side.ids),
+      ...this.#scoring?.(bank),
       ...(options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize }),
       ...(options.maxScoreFloats === undefined ? {} : { maxScoreFloats: options.maxScoreFloats }),
       ...(options.clampK === undefined ? {} : { clampK: options.clampK }),

@@ -1,5 +1,6 @@
 import { ScorerInputError } from './errors.js';
-import { dotsInto, firstNonFinite, scratchOffsets } from './dots.js';
+import { dotsInto, scratchOffsets } from './dots.js';
+import { nonFiniteError, readChunk } from './chunk-errors.js';
 import { NonFiniteScoresError, type ChunkTopK, type SimilarityKernel } from './kernel.js';
 import { RunningTopK } from './running-top-k.js';
 
@@ -71,7 +72,30 @@ export interface ExactTopKOptions {
   readonly tieOrder?: Int32Array | undefined;
   /** Called with each chunk's full `[rows × n]` float32 scores (first pass only). */
   readonly onScores?: (scores: Float32Array, start: number, n: number) => void;
+  /**
+   * Scores tokens `start..end-1` of the source itself instead of `kernel.topK` over
+   * `source.read` (a codec's codes searched without decoding them); `queries` are the pending
+   * rows. Must return what `kernel.topK` would: per row the float32 top-`k`, and with
+   * `withScores` the full scores; throws {@link NonFiniteScoresError} on NaN/Inf.
+   */
+  readonly chunkTopK?: ChunkScorer;
+  /**
+   * Row `r`'s bound `B` on the float32 scores' error, `|float32 − exact| ≤ 2(d + 2)·2⁻²⁴·B`
+   * (default `‖q_r‖`: a plain float32 GEMM over unit bank rows). A `chunkTopK` that computes
+   * its scores another way gives its own.
+   */
+  readonly queryBound?: (queries: Float32Array, row: number) => number;
 }
+
+/** {@link ExactTopKOptions.chunkTopK}. */
+export type ChunkScorer = (
+  queries: Float32Array,
+  rows: number,
+  start: number,
+  end: number,
+  k: number,
+  withScores: boolean,
+) => Promise<ChunkTopK>;
 
 export const DEFAULT_CHUNK_SIZE = 65_536;
 export const DEFAULT_MAX_SCORE_FLOATS = 2 ** 24;
@@ -155,7 +179,7 @@ export async function exactTopK(
   if (options.tieOrder !== undefined && options.tieOrder.length !== size) {
     throw new Error(`exactTopK: tieOrder has ${options.tieOrder.length} places for ${size} tokens`);
   }
-  const rerank = new Reranker(k, dim, options.tieOrder);
+  const rerank = new Reranker(k, dim, options.tieOrder, options.queryBound);
   let fetch = Math.min(size, k + margin);
   let pending = Int32Array.from({ length: rows }, (_, r) => r);
   let q = queries;
@@ -166,6 +190,7 @@ export async function exactTopK(
       chunk: effectiveChunkSize(pending.length, options.chunkSize, options.maxScoreFloats),
       describe,
       onScores: passes === 0 ? options.onScores : undefined,
+      chunkTopK: options.chunkTopK,
     });
     passes++;
     const again: number[] = [];
@@ -191,11 +216,18 @@ class Reranker {
   readonly #k: number;
   readonly #dim: number;
   readonly #place: Int32Array | undefined;
+  readonly #bound: ((queries: Float32Array, row: number) => number) | undefined;
   #score = new Float64Array(0);
   #index = new Int32Array(0);
   #fresh = new Float64Array(0);
 
-  constructor(k: number, dim: number, place: Int32Array | undefined) {
+  constructor(
+    k: number,
+    dim: number,
+    place: Int32Array | undefined,
+    bound: ((queries: Float32Array, row: number) => number) | undefined,
+  ) {
+    this.#bound = bound;
     this.#k = k;
     this.#dim = dim;
     this.#place = place;
@@ -226,9 +258,13 @@ class Reranker {
     const score = this.#score;
     const index = this.#index;
     const qAt = r * dim;
-    let qNorm = 0;
-    for (let d = 0; d < dim; d++) qNorm += queries[qAt + d]! * queries[qAt + d]!;
-    const epsilon = 2 * (dim + 2) * U32 * Math.sqrt(qNorm);
+    let bound: number;
+    if (this.#bound === undefined) {
+      let qNorm = 0;
+      for (let d = 0; d < dim; d++) qNorm += queries[qAt + d]! * queries[qAt + d]!;
+      bound = Math.sqrt(qNorm);
+    } else bound = this.#bound(queries, r);
+    const epsilon = 2 * (dim + 2) * U32 * bound;
     const f32 = found.values;
     const base = j * found.k;
     // A fetched entry whose float32 score is 2ε below the k-th float32 score cannot reach the
@@ -275,23 +311,27 @@ async function streamTopK(
     chunk: number;
     describe: (index: number) => string;
     onScores: ((scores: Float32Array, start: number, n: number) => void) | undefined;
+    chunkTopK: ChunkScorer | undefined;
   },
 ): Promise<RunningTopK> {
   const { size, dim } = source;
-  const { chunk, describe, onScores } = pass;
+  const { chunk, describe, onScores, chunkTopK } = pass;
   const running = new RunningTopK(rows, k);
   for (let start = 0; start < size; start += chunk) {
     const end = Math.min(size, start + chunk);
     const n = end - start;
-    const vectors = await source.read(start, end);
-    if (vectors.length !== n * dim) {
-      throw new Error(`exactTopK: source returned ${vectors.length} floats for ${n} × ${dim}`);
-    }
+    const withScores = onScores !== undefined;
     let top: ChunkTopK;
     try {
-      top = await kernel.topK(queries, rows, vectors, n, dim, k, onScores !== undefined);
+      if (chunkTopK !== undefined) {
+        top = await chunkTopK(queries, rows, start, end, k, withScores);
+      } else {
+        const vectors = await readChunk(source, start, end);
+        top = await kernel.topK(queries, rows, vectors, n, dim, k, withScores);
+      }
     } catch (error) {
       if (error instanceof NonFiniteScoresError) {
+        const vectors = await readChunk(source, start, end);
         throw nonFiniteError(queries, rows, vectors, n, dim, start, describe);
       }
       throw error;
@@ -306,41 +346,6 @@ async function streamTopK(
   }
   return running;
 }
-function nonFiniteError(
-  queries: Float32Array,
-  rows: number,
-  vectors: Float32Array,
-  n: number,
-  dim: number,
-  start: number,
-  describe: (index: number) => string,
-): ScorerInputError {
-  for (let r = 0; r < rows; r++) {
-    const bad = firstNonFinite(queries, r * dim, dim);
-    if (bad >= 0) {
-      return new ScorerInputError(
-        'non-finite',
-        `query row ${r} has a non-finite component (${queries[r * dim + bad]} at dimension ${bad})`,
-      );
-    }
-  }
-  for (let j = 0; j < n; j++) {
-    const bad = firstNonFinite(vectors, j * dim, dim);
-    if (bad >= 0) {
-      return new ScorerInputError(
-        'non-finite',
-        `${describe(start + j)} has a non-finite component (${vectors[j * dim + bad]} at dimension ${bad})`,
-        { suggestion: 'Re-encode the bank; token vectors must be finite unit vectors.' },
-      );
-    }
-  }
-  return new ScorerInputError(
-    'non-finite',
-    `inner products of tokens ${start}..${start + n - 1} overflow float32 although every component is finite`,
-    { suggestion: 'Token vectors must be L2-normalised.' },
-  );
-}
-
 /**
  * A source over one flat row-major `Float32Array` `[size * dim]`: chunks are zero-copy views.
  *
