@@ -73,8 +73,7 @@ export function openBackend(options: RetrieverOptions): {
     const errors = [base.error, where.error].filter((e) => e !== undefined);
     throw new Error(`retriever options: ${errors.map((e) => z.prettifyError(e)).join('\n')}`);
   }
-  const backend =
-    hasStore ? storeBackend(options.store) : new HttpBackend(options as HttpOptions);
+  const backend = hasStore ? storeBackend(options.store) : new HttpBackend(options as HttpOptions);
   const { bank, k, system } = options;
   return {
     backend,

@@ -112,7 +112,10 @@ describe('openBackend and hitMetadata', () => {
       expect(meta.score).toBe(spoof.score);
       expect(meta).toMatchObject({ id: 'a4', bank: 'alice', rank: spoof.rank });
       expect(meta.evidence).toBe(spoof.evidence);
-      const pets = hitMetadata(hits.find((h) => h.id === 'a1')!, 'alice');
+      const pets = hitMetadata(
+        hits.find((h) => h.id === 'a1')!,
+        'alice',
+      );
       expect(pets.topic).toBe('pets');
     } finally {
       await store.close();

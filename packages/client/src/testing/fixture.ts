@@ -4,7 +4,12 @@ import { fakeEmbedder } from '@bfe/store/testing';
 
 /** The fixture's memories: two banks, metadata on some, one key that shadows a search field. */
 export const FIXTURE_MEMORIES = [
-  { id: 'a1', bank: 'alice', text: 'alice adopted a grey cat called miso', meta: { topic: 'pets' } },
+  {
+    id: 'a1',
+    bank: 'alice',
+    text: 'alice adopted a grey cat called miso',
+    meta: { topic: 'pets' },
+  },
   { id: 'a2', bank: 'alice', text: 'alice runs a half marathon every autumn' },
   { id: 'a3', bank: 'alice', text: 'her brother bob is allergic to cats', meta: { who: 'bob' } },
   { id: 'a4', bank: 'alice', text: 'the grey cat sleeps on the sofa', meta: { score: 'spoof' } },
