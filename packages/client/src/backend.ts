@@ -47,8 +47,8 @@ export const retrieverOptionsSchema = z.object({
 /** A retriever's settings: the bank, `k`, `system`, and a store or the service's address. */
 export type RetrieverOptions = {
   readonly bank: string;
-  readonly k?: number;
-  readonly system?: SearchSystem;
+  readonly k?: number | undefined;
+  readonly system?: SearchSystem | undefined;
 } & BackendOptions;
 
 /**

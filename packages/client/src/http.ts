@@ -10,11 +10,11 @@ export interface HttpOptions {
   /** The service's base URL, e.g. `http://127.0.0.1:8080` (the line `bfe serve` prints). */
   readonly url: string;
   /** Sent as `Authorization: Bearer <apiKey>`; omit for a server without `--keys` (loopback). */
-  readonly apiKey?: string;
+  readonly apiKey?: string | undefined;
   /** Milliseconds per request. Default {@link DEFAULT_TIMEOUT_MS}. */
-  readonly timeoutMs?: number;
+  readonly timeoutMs?: number | undefined;
   /** The `fetch` to use (tests, proxies). Default: the global `fetch`. */
-  readonly fetch?: typeof fetch;
+  readonly fetch?: typeof fetch | undefined;
 }
 
 export const httpOptionsSchema = z.object({
