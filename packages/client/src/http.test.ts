@@ -85,6 +85,16 @@ describe('HttpBackend against the stub of the documented contract', () => {
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     const unreachable = new HttpBackend({ url: `http://127.0.0.1:${port}` }).search(query);
     await expect(unreachable).rejects.toMatchObject({ status: undefined, code: 'UNREACHABLE' });
+    // A server that never answers: the client gives up after timeoutMs.
+    const silent = createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    onTestFinished(() => {
+      silent.closeAllConnections();
+      silent.close();
+    });
+    const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const timedOut = new HttpBackend({ url, timeoutMs: 50 }).search(query);
+    await expect(timedOut).rejects.toMatchObject({ code: 'UNREACHABLE', message: /timeout/ });
   });
 });
 
