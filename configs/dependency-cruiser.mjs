@@ -16,6 +16,12 @@ const ALLOWED = {
   adapter: ['core'],
   eval: ['core'],
   store: ['core', 'models', 'encoder', 'index', 'scorer', 'adapter'],
+  // The one home of the search backends (a store in process, or bfe serve over HTTP) that both
+  // retrievers share: the store's types, and core's temporary directories in its test fixture.
+  client: ['core', 'store'],
+  // Thin retrievers: the shared client only (besides their framework's core, from npm).
+  langchain: ['client'],
+  llamaindex: ['client'],
 };
 
 const packageRules = Object.entries(ALLOWED).map(([name, allowed]) => ({

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -43,4 +44,12 @@ export function runBfe(
     child.on('error', reject);
     child.on('close', (code) => resolvePromise({ code, stdout, stderr }));
   });
+}
+
+/** The ```ts block between `<!-- example:start -->` and `<!-- example:end -->` of a README. */
+export function readmeExample(path: string): string {
+  const text = readFileSync(path, 'utf8');
+  const m = /<!-- example:start -->\s*```ts\n([\s\S]*?)```\s*<!-- example:end -->/.exec(text);
+  if (m === null) throw new Error(`${path}: no example block`);
+  return m[1]!;
 }

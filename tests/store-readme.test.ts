@@ -1,21 +1,13 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { resolveModelDir } from '@bfe/models';
-import { repoRoot } from './helpers.ts';
+import { readmeExample, repoRoot } from './helpers.ts';
 
 const hasModel = existsSync(join(resolveModelDir('all-minilm-l6-v2'), 'bfe-model.json'));
 /** CI sets BFE_REQUIRE_MODEL=1: a missing model then fails instead of skipping. */
 const required = process.env.BFE_REQUIRE_MODEL === '1';
-
-/** The ```ts block between `<!-- example:start -->` and `<!-- example:end -->` of a README. */
-function readmeExample(path: string): string {
-  const text = readFileSync(path, 'utf8');
-  const m = /<!-- example:start -->\s*```ts\n([\s\S]*?)```\s*<!-- example:end -->/.exec(text);
-  if (m === null) throw new Error(`${path}: no example block`);
-  return m[1]!;
-}
 
 describe.skipIf(!hasModel && !required)(
   'packages/store/README.md’s example runs as written (needs the MiniLM model)',

@@ -1,0 +1,160 @@
+import { z } from 'zod';
+import type { SearchEvidence, SearchResult } from '@bfe/store';
+import type { SearchBackend, SearchQuery } from './types.js';
+
+/** How long a search may take before the client gives up, in milliseconds. */
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
+/** The service's address and credentials. */
+export interface HttpOptions {
+  /** The service's base URL, e.g. `http://127.0.0.1:8080` (the line `bfe serve` prints). */
+  readonly url: string;
+  /** Sent as `Authorization: Bearer <apiKey>`; omit for a server without `--keys` (loopback). */
+  readonly apiKey?: string | undefined;
+  /** Milliseconds per request. Default {@link DEFAULT_TIMEOUT_MS}. */
+  readonly timeoutMs?: number | undefined;
+  /** The `fetch` to use (tests, proxies). Default: the global `fetch`. */
+  readonly fetch?: typeof fetch | undefined;
+}
+
+export const httpOptionsSchema = z.object({
+  url: z.url({ protocol: /^https?$/ }),
+  apiKey: z.string().min(1).optional(),
+  timeoutMs: z.number().int().positive().optional(),
+  fetch: z.custom<typeof fetch>((v) => typeof v === 'function', 'a function').optional(),
+});
+
+/** What a non-2xx answer carries (the service's error body). */
+const errorBodySchema = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
+
+/**
+ * A search answer as the service sends it: the store's `SearchResult`s as JSON. Evidence is
+ * the store's, checked here only for being an object (its shape has one home, `@bfe/store`).
+ */
+const searchResponseSchema = z.object({
+  results: z.array(
+    z.object({
+      id: z.string(),
+      rank: z.number().int().min(1),
+      score: z.number(),
+      pooled: z.number(),
+      sparse: z.number(),
+      text: z.string(),
+      meta: z.record(z.string(), z.unknown()).nullish(),
+      evidence: z.record(z.string(), z.unknown()).nullish(),
+    }),
+  ),
+});
+
+/**
+ * The service refused or failed a request, or could not be reached. `status` is the HTTP
+ * status (undefined when no answer came), `code` the service's error code (`error.code` of its
+ * body) or one of the client's own: `UNREACHABLE` (no answer, or a timeout), `BAD_RESPONSE`
+ * (an answer that is not the documented JSON), `HTTP_<status>` (an error without a JSON body).
+ */
+export class BfeServiceError extends Error {
+  constructor(
+    readonly status: number | undefined,
+    readonly code: string,
+    message: string,
+    options: { cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'BfeServiceError';
+  }
+}
+
+/**
+ * The client of `bfe serve`'s search route: `POST /v1/banks/{bank}/search` with
+ * `{ query, k?, system? }` → `{ results: [...] }`, through the global `fetch`.
+ * @example
+ * const http = new HttpBackend({ url: 'http://127.0.0.1:8080', apiKey: 'key-alice' });
+ * const results = await http.search({ bank: 'alice', query: 'what pet?', k: 3 });
+ * results[0]; // { id: 'm1', rank: 1, score: 1.9, pooled: 0.6, sparse: 0.5, text, meta, evidence }
+ */
+export class HttpBackend implements SearchBackend {
+  readonly #base: string;
+  readonly #apiKey: string | undefined;
+  readonly #timeoutMs: number;
+  readonly #fetch: typeof fetch;
+
+  constructor(options: HttpOptions) {
+    const parsed = httpOptionsSchema.safeParse(options);
+    if (!parsed.success) {
+      throw new Error(`bfe service options: ${z.prettifyError(parsed.error)}`);
+    }
+    this.#base = options.url.replace(/\/+$/, '');
+    this.#apiKey = options.apiKey;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#fetch = options.fetch ?? globalThis.fetch;
+  }
+
+  /**
+   * @throws {BfeServiceError} for a non-2xx answer (with the service's code and message), no
+   *   answer, or an answer that is not the documented JSON.
+   */
+  async search({ bank, query, k, system }: SearchQuery): Promise<SearchResult[]> {
+    const path = `/v1/banks/${encodeURIComponent(bank)}/search`;
+    const what = `POST ${path}`;
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (this.#apiKey !== undefined) headers.authorization = `Bearer ${this.#apiKey}`;
+    let response: Response;
+    try {
+      response = await this.#fetch(`${this.#base}${path}`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ query, k, system }),
+        signal: AbortSignal.timeout(this.#timeoutMs),
+      });
+    } catch (cause) {
+      const why = cause instanceof Error ? cause.message : String(cause);
+      throw new BfeServiceError(undefined, 'UNREACHABLE', `${what}: ${this.#base}: ${why}`, {
+        cause,
+      });
+    }
+    const body = await response.text();
+    if (!response.ok) throw errorOf(response.status, what, body);
+    let json: unknown;
+    try {
+      json = JSON.parse(body);
+    } catch (cause) {
+      throw new BfeServiceError(response.status, 'BAD_RESPONSE', `${what}: not JSON`, { cause });
+    }
+    const parsed = searchResponseSchema.safeParse(json);
+    if (!parsed.success) {
+      const why = z.prettifyError(parsed.error);
+      throw new BfeServiceError(response.status, 'BAD_RESPONSE', `${what}: ${why}`);
+    }
+    return parsed.data.results.map((r) => ({
+      id: r.id,
+      rank: r.rank,
+      score: r.score,
+      pooled: r.pooled,
+      sparse: r.sparse,
+      text: r.text,
+      meta: r.meta ?? undefined,
+      ...(r.evidence == null ? {} : { evidence: r.evidence as unknown as SearchEvidence }),
+    }));
+  }
+}
+
+/** A non-2xx answer as an error: the service's `{ error: { code, message } }` when it sent one. */
+function errorOf(status: number, what: string, body: string): BfeServiceError {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    json = undefined;
+  }
+  const parsed = errorBodySchema.safeParse(json);
+  if (parsed.success) {
+    const { code, message } = parsed.data.error;
+    return new BfeServiceError(status, code, `${what}: ${status} ${code}: ${message}`);
+  }
+  const text = body.trim().slice(0, 200);
+  return new BfeServiceError(
+    status,
+    `HTTP_${status}`,
+    `${what}: ${status}${text === '' ? '' : `: ${text}`}`,
+  );
+}
