@@ -171,4 +171,6 @@ for (const ef of efs) {
     });
   process.stderr.write(`ef ${ef} done (${loadavg()})\n`);
 }
-console.log(JSON.stringify({ tokens: n, rows: R, k: K, threads: 1, rounds, result }));
+process.stdout.write(
+  `${JSON.stringify({ tokens: n, rows: R, k: K, threads: 1, rounds, result })}\n`,
+);
