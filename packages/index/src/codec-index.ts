@@ -12,7 +12,8 @@ import type { TokenStore } from './token-store.js';
  * A token store over a codec's stored codes `[size × bytesPerToken]`: reads decode a range to
  * float32 (`codeDim` per token, into a scratch buffer), `dots` decodes the asked tokens and sums
  * in float64 with {@link dotsInto}, so equal decoded vectors score bit-identically, as in
- * {@link flatTokenStore}. For `fp32` the decoded vectors are the original ones.
+ * {@link flatTokenStore}. For `fp32` the decoded vectors are the original ones (aligned fp32
+ * codes are read in place by `dots`, not copied).
  *
  * @example
  * const store = codecTokenStore(model, codes); // store.dim === model.codeDim
@@ -24,6 +25,12 @@ export function codecTokenStore(model: CodecModel, codes: Uint8Array): TokenStor
     throw new Error(`codecTokenStore: ${codes.length} bytes are not codes of ${bytesPerToken}`);
   }
   const size = codes.length / bytesPerToken;
+  // fp32 codes on a 4-byte boundary are the vectors themselves: `dots` reads them in place
+  // (no per-token decode and copy; the same floats, so the same float64 sums).
+  const direct =
+    model.name === 'fp32' && codes.byteOffset % 4 === 0
+      ? new Float32Array(codes.buffer, codes.byteOffset, size * codeDim)
+      : undefined;
   let scratch: Float32Array = new Float32Array(0);
   let rowScratch: Float32Array = new Float32Array(0);
   const grow = (buf: Float32Array, need: number): Float32Array =>
@@ -36,6 +43,12 @@ export function codecTokenStore(model: CodecModel, codes: Uint8Array): TokenStor
       return decodeTokens(model, codes, start, end, scratch.subarray(0, (end - start) * codeDim));
     },
     dots: (tokens, count, query, at, out) => {
+      if (direct !== undefined) {
+        const offsets = scratchOffsets(count);
+        for (let h = 0; h < count; h++) offsets[h] = tokens[h]! * codeDim;
+        dotsInto(direct, offsets, count, query, at, out, codeDim);
+        return;
+      }
       rowScratch = grow(rowScratch, count * codeDim);
       const offsets = scratchOffsets(count);
       for (let h = 0; h < count; h++) {
