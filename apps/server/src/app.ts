@@ -108,6 +108,16 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
         verdict === 'no-key' ? 'missing Authorization: Bearer <key>' : 'unknown API key',
       );
   });
+  // Graceful close: Fastify closes idle keep-alive sockets when it starts closing; a socket
+  // busy with an in-flight request is told to close after its response, so close() does not
+  // wait out the keep-alive timeout.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) void reply.header('connection', 'close');
+  });
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';
     metrics.observe(route, request.method, reply.statusCode, reply.elapsedTime / 1000);

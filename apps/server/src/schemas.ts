@@ -9,6 +9,8 @@ import { SEARCH_SYSTEMS, bankNameSchema } from '@bfe/store';
 
 /** Most memories one `POST …/memories` may carry (predeclared; larger batches get a 400). */
 export const MAX_BATCH = 256;
+/** Shortest API key a keys file may hold. */
+export const MIN_KEY_LENGTH = 16;
 /** Most results one search may return. */
 export const MAX_K = 1000;
 /** Most memories one list page may return. */
@@ -145,13 +147,17 @@ export const banksResponseSchema = z.strictObject({
 /** The `--keys FILE` document: API key → the banks it may see, and whether it may write. */
 export const keysFileSchema = z
   .record(
-    z.string().min(16, 'an API key is at least 16 characters'),
+    z.string(),
     z.strictObject({
       banks: z.array(bankNameSchema),
       write: z.boolean().default(false),
     }),
   )
-  .refine((keys) => Object.keys(keys).length > 0, 'at least one key');
+  .refine((keys) => Object.keys(keys).length > 0, 'at least one key')
+  .refine(
+    (keys) => Object.keys(keys).every((k) => k.length >= MIN_KEY_LENGTH && !/\s/.test(k)),
+    `every API key is at least ${MIN_KEY_LENGTH} characters without whitespace`,
+  );
 
 /** A parsed keys file. */
 export type KeysFile = z.output<typeof keysFileSchema>;
