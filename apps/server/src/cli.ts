@@ -7,7 +7,7 @@ const USAGE =
   'usage: bfe serve --store DIR [--host 127.0.0.1] [--port 8080] [--keys FILE] [--model NAME]';
 
 const argsSchema = z.strictObject({
-  store: z.string().min(1, '--store DIR is required'),
+  store: z.string({ error: '--store DIR is required' }).min(1, '--store DIR is required'),
   host: z.string().min(1).default('127.0.0.1'),
   port: z.coerce.number().int().min(0).max(65535).default(8080),
   keys: z.string().min(1).optional(),
@@ -60,9 +60,11 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
   }
   process.stderr.write(`bfe serve: ${server.accessNote}\n`);
   process.stdout.write(`listening on ${server.url}\n`);
+  // Handlers stay installed: a second signal (a terminal's Ctrl-C reaches `bfe serve` and this
+  // child both) must not kill the process mid-close.
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGTERM', resolve);
-    process.once('SIGINT', resolve);
+    process.on('SIGTERM', resolve);
+    process.on('SIGINT', resolve);
   });
   process.stderr.write(`bfe serve: ${signal}: finishing in-flight requests, closing the store\n`);
   try {
