@@ -1,4 +1,5 @@
-import type { MemoryStore } from '@bfe/store';
+import type { z } from 'zod';
+import type { MemoryInput, MemoryStore } from '@bfe/store';
 import { reachBank, type App } from './access.js';
 import { HttpError } from './http-errors.js';
 import {
@@ -13,9 +14,15 @@ import {
   memorySchema,
 } from './schemas.js';
 
+type Body = z.output<typeof addBodySchema>['memories'];
+const inputs = (bank: string, memories: Body): MemoryInput[] =>
+  memories.map(({ id, text, meta }) =>
+    meta === undefined ? { id, bank, text } : { id, bank, text, meta },
+  );
+
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema };
 
-/** Add, get, list and delete memories of a bank. */
+/** Add, update, get, list and delete memories of a bank. */
 export function memoryRoutes(app: App, store: MemoryStore): void {
   app.post(
     '/v1/banks/:bank/memories',
@@ -30,10 +37,25 @@ export function memoryRoutes(app: App, store: MemoryStore): void {
     async (request) => {
       const { bank } = request.params;
       reachBank(request, store, bank, { write: true });
-      const memories = request.body.memories.map(({ id, text, meta }) =>
-        meta === undefined ? { id, bank, text } : { id, bank, text, meta },
-      );
-      const { ids } = await store.add(memories);
+      const { ids } = await store.add(inputs(bank, request.body.memories));
+      return { ids };
+    },
+  );
+
+  app.put(
+    '/v1/banks/:bank/memories',
+    {
+      schema: {
+        summary: 'Replace existing memories: text, metadata, vectors (atomic; 200 once durable)',
+        params: bankParams,
+        body: addBodySchema,
+        response: { 200: addResponseSchema, ...errors, 413: errorSchema, 415: errorSchema },
+      },
+    },
+    async (request) => {
+      const { bank } = request.params;
+      reachBank(request, store, bank, { write: true, exists: true });
+      const { ids } = await store.update(inputs(bank, request.body.memories));
       return { ids };
     },
   );

@@ -75,6 +75,19 @@ describe('routes, happy paths (fake embedder, loopback)', () => {
     expect(body(plain).results).toHaveLength(3);
     expect(body(plain).results[0].evidence).toBeUndefined();
 
+    const put = await h.app.inject({
+      method: 'PUT',
+      url: '/v1/banks/alice/memories',
+      payload: { memories: [{ id: 'm1', text: 'alice adopted a black cat', meta: { v: 2 } }] },
+    });
+    expect(put.statusCode).toBe(200);
+    expect(h.store.get('alice', 'm1')).toEqual({
+      id: 'm1',
+      bank: 'alice',
+      text: 'alice adopted a black cat',
+      meta: { v: 2 },
+    });
+
     const del = await h.app.inject({ method: 'DELETE', url: '/v1/banks/alice/memories/m3' });
     expect(del.statusCode).toBe(200);
     expect(body(del)).toEqual({ deleted: ['m3'] });
@@ -115,6 +128,7 @@ describe('routes, happy paths (fake embedder, loopback)', () => {
         'GET /openapi.json',
         'GET /v1/banks',
         'POST /v1/banks/{bank}/memories',
+        'PUT /v1/banks/{bank}/memories',
         'GET /v1/banks/{bank}/memories',
         'GET /v1/banks/{bank}/memories/{id}',
         'DELETE /v1/banks/{bank}/memories/{id}',
@@ -205,14 +219,14 @@ describe('bad input: a clear 4xx and nothing changes', () => {
       () => add('alice', [{ id: 'long', text: 'a '.repeat(40 * 1024) }]),
       400,
       'INVALID_MEMORIES',
-      /64|size|bytes/i,
+      /over the limit of 65536/,
     ],
     [
       'an empty text',
       () => add('alice', [{ id: 'e', text: '' }]),
       400,
       'INVALID_MEMORIES',
-      /empty|blank/i,
+      /\[0\]\.text: empty/,
     ],
     [
       'a blank text',
@@ -230,14 +244,38 @@ describe('bad input: a clear 4xx and nothing changes', () => {
         ]),
       400,
       'INVALID_MEMORIES',
-      /d/,
+      /id 'd' appears twice/,
     ],
     [
       'an id that exists',
       () => add('alice', [{ id: 'm1', text: 'again' }]),
       400,
       'INVALID_MEMORIES',
-      /m1/,
+      /id 'm1' already exists/,
+    ],
+    [
+      'update: an id that does not exist',
+      () =>
+        h.app.inject({
+          method: 'PUT',
+          url: '/v1/banks/alice/memories',
+          payload: { memories: [{ id: 'ghost', text: 'boo' }] },
+        }),
+      400,
+      'INVALID_MEMORIES',
+      /id 'ghost' does not exist/,
+    ],
+    [
+      'search: a query over the limit',
+      () =>
+        h.app.inject({
+          method: 'POST',
+          url: '/v1/banks/alice/search',
+          payload: { query: 'cat '.repeat(5000) },
+        }),
+      400,
+      'BAD_REQUEST',
+      /query over 16384 characters/,
     ],
     [
       'a 10k-memory batch',

@@ -11,6 +11,8 @@ import { SEARCH_SYSTEMS, bankNameSchema } from '@bfe/store';
 export const MAX_BATCH = 256;
 /** Shortest API key a keys file may hold. */
 export const MIN_KEY_LENGTH = 16;
+/** Longest query, in UTF-16 code units (the encoder truncates far below it). */
+export const MAX_QUERY_CHARS = 16 * 1024;
 /** Most results one search may return. */
 export const MAX_K = 1000;
 /** Most memories one list page may return. */
@@ -73,7 +75,10 @@ export const listResponseSchema = z.strictObject({
 export const deleteResponseSchema = z.strictObject({ deleted: z.array(z.string()) });
 
 export const searchBodySchema = z.strictObject({
-  query: z.string().min(1, 'empty query'),
+  query: z
+    .string()
+    .min(1, 'empty query')
+    .max(MAX_QUERY_CHARS, `query over ${MAX_QUERY_CHARS} characters`),
   k: z.number().int().min(1).max(MAX_K).default(10),
   system: z.enum(SEARCH_SYSTEMS).default('sparse-fusion'),
   alpha: z.number().min(0).max(1).optional().describe('weight of the pooled branch (default 0.5)'),

@@ -42,6 +42,12 @@ const endpoints = (bank: string) =>
       payload: { memories: [{ id: 'x', text: 'intruder' }] },
       write: true,
     },
+    {
+      method: 'PUT',
+      url: `/v1/banks/${bank}/memories`,
+      payload: { memories: [{ id: `${bank[0]}1`, text: 'overwritten' }] },
+      write: true,
+    },
     { method: 'GET', url: `/v1/banks/${bank}/memories` },
     { method: 'GET', url: `/v1/banks/${bank}/memories/${bank[0]}1` },
     { method: 'DELETE', url: `/v1/banks/${bank}/memories/${bank[0]}1`, write: true },
@@ -105,7 +111,7 @@ describe('tenant isolation', () => {
   });
 
   it("each owner reads and writes its own bank, and search never returns another bank's memory", async () => {
-    const search = await send(endpoints('alice')[4], ALICE);
+    const search = await send(endpoints('alice')[5], ALICE);
     expect(body(search).results.map((r: { id: string }) => r.id)).toEqual(['a1']);
     const added = await h.app.inject({
       method: 'POST',
