@@ -1,3 +1,4 @@
+import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { body, harness, storeState, type Harness } from './testing/harness.js';
 import { MAX_BATCH } from './schemas.js';
@@ -118,6 +119,10 @@ describe('routes, happy paths (fake embedder, loopback)', () => {
     expect(res.statusCode).toBe(200);
     const doc = body(res);
     expect(doc.openapi).toMatch(/^3\./);
+    // Validated against the OpenAPI 3.1 schema, with every $ref resolved.
+    await expect(SwaggerParser.validate(structuredClone(doc))).resolves.toMatchObject({
+      openapi: doc.openapi,
+    });
     const ops = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(
       ([path, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`),
     );
