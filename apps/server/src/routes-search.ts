@@ -90,7 +90,7 @@ export function searchRoutes(app: App, store: MemoryStore): void {
     async (request) => {
       const { bank } = request.params;
       reachBank(request, store, bank, { exists: true });
-      const { query, k, system, alpha, explain } = request.body;
+      const { query, k, system, alpha, explain, tokenK } = request.body;
       const results = await store.search({
         bank,
         query,
@@ -98,6 +98,7 @@ export function searchRoutes(app: App, store: MemoryStore): void {
         system,
         explain,
         ...(alpha === undefined ? {} : { alpha }),
+        ...(tokenK === undefined ? {} : { tokenK }),
       });
       return { results: results.map(resultBody) };
     },

@@ -68,6 +68,28 @@ describe('routes, happy paths (fake embedder, loopback)', () => {
     );
     expect(sum).toBeCloseTo(top.sparse, 9);
 
+    // With one proposal per query token, the lower memories get the floor: null similarity.
+    const narrow = await h.app.inject({
+      method: 'POST',
+      url: '/v1/banks/alice/search',
+      payload: { query: 'what cat did alice adopt', k: 3, tokenK: 1 },
+    });
+    const narrowDirect = await h.store.search({
+      bank: 'alice',
+      query: 'what cat did alice adopt',
+      k: 3,
+      tokenK: 1,
+    });
+    const tokens = body(narrow).results.flatMap(
+      (r: { evidence: { tokens: unknown[] } }) => r.evidence.tokens,
+    );
+    const floored = tokens.filter((t: { floored: boolean }) => t.floored);
+    expect(floored.length).toBe(
+      narrowDirect.flatMap((r) => r.evidence!.tokens).filter((t) => t.floored).length,
+    );
+    expect(floored.length).toBeGreaterThan(0);
+    for (const t of floored) expect(t).toMatchObject({ similarity: null, memoryToken: -1 });
+
     const plain = await h.app.inject({
       method: 'POST',
       url: '/v1/banks/alice/search',
@@ -142,7 +164,14 @@ describe('routes, happy paths (fake embedder, loopback)', () => {
     );
     const search = doc.paths['/v1/banks/{bank}/search'].post;
     const req = search.requestBody.content['application/json'].schema;
-    expect(Object.keys(req.properties)).toEqual(['query', 'k', 'system', 'alpha', 'explain']);
+    expect(Object.keys(req.properties)).toEqual([
+      'query',
+      'k',
+      'system',
+      'alpha',
+      'explain',
+      'tokenK',
+    ]);
     expect(search.responses['200']).toBeDefined();
     expect(search.responses['404']).toBeDefined();
     expect(doc.components.securitySchemes.bearer).toEqual({ type: 'http', scheme: 'bearer' });

@@ -13,6 +13,8 @@ export const MAX_BATCH = 256;
 export const MIN_KEY_LENGTH = 16;
 /** Longest query, in UTF-16 code units (the encoder truncates far below it). */
 export const MAX_QUERY_CHARS = 16 * 1024;
+/** Most bank tokens one query token may propose. */
+export const MAX_TOKEN_K = 4096;
 /** Most results one search may return. */
 export const MAX_K = 1000;
 /** Most memories one list page may return. */
@@ -83,6 +85,13 @@ export const searchBodySchema = z.strictObject({
   system: z.enum(SEARCH_SYSTEMS).default('sparse-fusion'),
   alpha: z.number().min(0).max(1).optional().describe('weight of the pooled branch (default 0.5)'),
   explain: z.boolean().default(true).describe('attach token evidence to each result'),
+  tokenK: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_TOKEN_K)
+    .optional()
+    .describe('bank tokens proposed per query token (default 64, clamped to the bank)'),
 });
 
 const bestSchema = z.strictObject({
