@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
+import { MemoryStore } from '@bfe/store';
 import { positive } from '../shared/args.js';
 import { note, out } from '../shared/output.js';
 import { terminalTable } from '../shared/table.js';
@@ -195,6 +196,35 @@ try {
   child.kill('SIGTERM');
   const code = await new Promise<number | null>((r) => child.once('exit', r));
   note(`bfe serve exited ${code}`);
+}
+// Peer: the same searches through `MemoryStore.search` in this process, one at a time, on the
+// store the server just closed (no HTTP, no JSON, same evidence).
+try {
+  note(`store.search in process: ${seconds} s`);
+  const store = await MemoryStore.open(join(work, 'store'));
+  const times: number[] = [];
+  const end = performance.now() + seconds * 1000;
+  for (let i = 0; performance.now() < end; i++) {
+    const q = queries[i % queries.length]!;
+    const t = performance.now();
+    await store.search({ bank: q.bank, query: q.text, k: 10 });
+    times.push(performance.now() - t);
+  }
+  await store.close();
+  times.sort((a, b) => a - b);
+  const at = (p: number): number =>
+    times[Math.min(times.length - 1, Math.floor(p * times.length))]!;
+  rows.push({
+    name: 'store.search in process, 1 at a time (peer)',
+    rps: times.length / seconds,
+    p50: at(0.5),
+    p99: at(0.99),
+    errors: 0,
+    non2xx: 0,
+    adds: '',
+    load: loadavg()[0]!,
+  });
+} finally {
   if (values.work === undefined) await rm(work, { recursive: true, force: true });
 }
 for (const line of terminalTable({
