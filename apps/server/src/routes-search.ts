@@ -87,9 +87,10 @@ export function searchRoutes(app: App, store: MemoryStore): void {
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { bank } = request.params;
       reachBank(request, store, bank, { exists: true });
+      const t0 = performance.now();
       const { query, k, system, alpha, explain, tokenK } = request.body;
       const results = await store.search({
         bank,
@@ -100,6 +101,8 @@ export function searchRoutes(app: App, store: MemoryStore): void {
         ...(alpha === undefined ? {} : { alpha }),
         ...(tokenK === undefined ? {} : { tokenK }),
       });
+      // The store's share of the request (encode + rank + explain), for clients and load runs.
+      void reply.header('server-timing', `store;dur=${(performance.now() - t0).toFixed(2)}`);
       return { results: results.map(resultBody) };
     },
   );

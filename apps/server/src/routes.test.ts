@@ -48,6 +48,7 @@ describe('routes, happy paths (fake embedder, loopback)', () => {
       payload: { query: 'what cat did alice adopt', k: 2 },
     });
     expect(search.statusCode).toBe(200);
+    expect(search.headers['server-timing']).toMatch(/^store;dur=\d+\.\d\d$/);
     const results = body(search).results;
     expect(results).toHaveLength(2);
     expect(results.map((r: { rank: number }) => r.rank)).toEqual([1, 2]);
