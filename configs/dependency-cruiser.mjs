@@ -46,6 +46,16 @@ export default {
     },
     ...packageRules,
     {
+      name: 'server-imports-only-store-scorer-core',
+      comment: 'apps/server may import only @bfe/store, @bfe/scorer and @bfe/core (HOUSE.md)',
+      severity: 'error',
+      from: { path: '^apps/server/' },
+      to: {
+        path: '^(packages|apps)/',
+        pathNot: ['^apps/server/', '^packages/(store|scorer|core)/'],
+      },
+    },
+    {
       name: 'apps-are-never-imported',
       comment:
         'An app composes; nothing imports an app except the app itself (and e2e tests of the runner).',

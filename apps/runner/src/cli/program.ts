@@ -9,6 +9,7 @@ import { evalCommand } from '../commands/eval.js';
 import { modelFetchCommand } from '../commands/model-fetch.js';
 import { runCommand } from '../commands/run.js';
 import { scoreCommand } from '../commands/score.js';
+import { serveCommand } from '../commands/serve.js';
 import { debugRequested, handleError } from './errors.js';
 
 /** Builds the `bfe` program. Each subcommand imports its heavy modules lazily in its action. */
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
   program.addCommand(evalCommand());
   program.command('model').description('sentence encoders: fetch').addCommand(modelFetchCommand());
   program.addCommand(cacheCommand());
+  program.addCommand(serveCommand());
   return program;
 }
 

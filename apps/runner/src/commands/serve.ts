@@ -1,0 +1,59 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Command } from 'commander';
+
+/**
+ * The server's entry point in this workspace. Apps never import each other, so `bfe serve`
+ * runs apps/server's own bin as a child process: its TypeScript source when the runner runs
+ * from source (through tsx, with the workspace's source condition), its build otherwise.
+ */
+export function serverEntry(): { script: string; execArgv: string[] } {
+  const fromSource = import.meta.url.endsWith('.ts');
+  const script = fileURLToPath(
+    new URL(
+      fromSource ? '../../../server/src/bin.ts' : '../../../server/dist/bin.js',
+      import.meta.url,
+    ),
+  );
+  if (!existsSync(script))
+    throw new Error(`bfe serve: the server's entry point ${script} is missing`);
+  const execArgv = fromSource
+    ? ['--conditions=@bfe/source', '--import', import.meta.resolve('tsx')]
+    : [];
+  return { script, execArgv };
+}
+
+/**
+ * `bfe serve`: starts apps/server (`--store DIR --host --port --keys --model`), forwarding the
+ * arguments, stdio and SIGTERM/SIGINT, and exits with the server's exit code.
+ */
+export function serveCommand(): Command {
+  return new Command('serve')
+    .description(
+      'serve a memory store over HTTP: bfe serve --store DIR [--host 127.0.0.1] [--port 8080] [--keys FILE] [--model NAME]',
+    )
+    .helpOption(false)
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .argument('[args...]', 'arguments of the server (see apps/server/README.md)')
+    .action(async (_args: string[], _opts: unknown, command: Command) => {
+      const { script, execArgv } = serverEntry();
+      const child = spawn(process.execPath, [...execArgv, script, ...command.args], {
+        stdio: 'inherit',
+      });
+      const forward = (signal: NodeJS.Signals): void => {
+        child.kill(signal);
+      };
+      process.on('SIGTERM', forward);
+      process.on('SIGINT', forward);
+      const code = await new Promise<number>((resolve, reject) => {
+        child.once('error', reject);
+        child.once('exit', (exitCode, signal) => resolve(exitCode ?? (signal === null ? 1 : 128)));
+      });
+      process.off('SIGTERM', forward);
+      process.off('SIGINT', forward);
+      // The server's own code (0 after a graceful stop, 2 for bad arguments), not the runner's.
+      process.exit(code);
+    });
+}

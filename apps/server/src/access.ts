@@ -1,0 +1,32 @@
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { MemoryStore } from '@bfe/store';
+import { HttpError, noBank } from './http-errors.js';
+import { canSee } from './keys.js';
+
+/** The Fastify instance routes are declared on: zod schemas through the type provider. */
+export type App = FastifyInstance<
+  Server,
+  IncomingMessage,
+  ServerResponse,
+  FastifyBaseLogger,
+  ZodTypeProvider
+>;
+
+/**
+ * Checks a request may reach `bank`: a bank its key does not list is answered exactly like a
+ * bank the store does not hold (404 `no bank`); `write` needs a key with `write: true` (403);
+ * `exists` needs the bank to hold at least one memory.
+ */
+export function reachBank(
+  request: FastifyRequest,
+  store: MemoryStore,
+  bank: string,
+  need: { readonly write?: boolean; readonly exists?: boolean },
+): void {
+  if (!canSee(request.grant, bank)) throw noBank(bank);
+  if (need.write === true && !request.grant.write)
+    throw new HttpError(403, 'FORBIDDEN', 'this key may not write');
+  if (need.exists === true && !store.banks().includes(bank)) throw noBank(bank);
+}

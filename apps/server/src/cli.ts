@@ -1,0 +1,77 @@
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { BfeError } from '@bfe/core';
+import { serve } from './serve.js';
+
+const USAGE =
+  'usage: bfe serve --store DIR [--host 127.0.0.1] [--port 8080] [--keys FILE] [--model NAME]';
+
+const argsSchema = z.strictObject({
+  store: z.string({ error: '--store DIR is required' }).min(1, '--store DIR is required'),
+  host: z.string().min(1).default('127.0.0.1'),
+  port: z.coerce.number().int().min(0).max(65535).default(8080),
+  keys: z.string().min(1).optional(),
+  model: z.string().min(1).optional(),
+});
+
+/**
+ * `bfe serve`: opens the store, listens, prints exactly one line `listening on http://HOST:PORT`
+ * on stdout once ready (the access note and errors go to stderr), and on SIGTERM or SIGINT
+ * stops gracefully (in-flight requests finish, the store is flushed and its lock released)
+ * and exits 0. Returns the exit code: 0, 1 (internal error) or 2 (bad arguments or config).
+ */
+export async function runServeCli(argv: readonly string[]): Promise<number> {
+  let args: z.output<typeof argsSchema>;
+  try {
+    const { values } = parseArgs({
+      args: [...argv],
+      options: {
+        store: { type: 'string' },
+        host: { type: 'string' },
+        port: { type: 'string' },
+        keys: { type: 'string' },
+        model: { type: 'string' },
+      },
+      strict: true,
+      allowPositionals: false,
+    });
+    const parsed = argsSchema.safeParse(values);
+    if (!parsed.success) throw new Error(z.prettifyError(parsed.error));
+    args = parsed.data;
+  } catch (error) {
+    process.stderr.write(`bfe serve: ${(error as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  let server;
+  try {
+    server = await serve({
+      store: args.store,
+      host: args.host,
+      port: args.port,
+      ...(args.keys === undefined ? {} : { keys: args.keys }),
+      storeOptions: args.model === undefined ? {} : { model: args.model },
+      logger: { level: 'warn', stream: process.stderr },
+    });
+  } catch (error) {
+    const user = error instanceof BfeError;
+    process.stderr.write(`bfe serve: ${(error as Error).message}\n`);
+    if (user && error.suggestion !== undefined) process.stderr.write(`  ${error.suggestion}\n`);
+    return user ? 2 : 1;
+  }
+  process.stderr.write(`bfe serve: ${server.accessNote}\n`);
+  process.stdout.write(`listening on ${server.url}\n`);
+  // Handlers stay installed: a second signal (a terminal's Ctrl-C reaches `bfe serve` and this
+  // child both) must not kill the process mid-close.
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.on('SIGTERM', resolve);
+    process.on('SIGINT', resolve);
+  });
+  process.stderr.write(`bfe serve: ${signal}: finishing in-flight requests, closing the store\n`);
+  try {
+    await server.close();
+    return 0;
+  } catch (error) {
+    process.stderr.write(`bfe serve: closing failed: ${(error as Error).message}\n`);
+    return 1;
+  }
+}

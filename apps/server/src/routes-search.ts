@@ -1,0 +1,109 @@
+import type { z } from 'zod';
+import type { MemoryStore, SearchEvidence, SearchResult } from '@bfe/store';
+import { reachBank, type App } from './access.js';
+import {
+  bankParams,
+  errorSchema,
+  searchBodySchema,
+  searchResponseSchema,
+  type searchResultSchema,
+} from './schemas.js';
+
+type ResultBody = z.output<typeof searchResultSchema>;
+type EvidenceBody = NonNullable<ResultBody['evidence']>;
+
+const finite = (x: number): number | null => (Number.isFinite(x) ? x : null);
+
+/** The store's evidence as JSON: NaN (a floored similarity) becomes null, pieces null if unknown. */
+export function evidenceBody(e: SearchEvidence): EvidenceBody {
+  return {
+    system: e.system,
+    matching: e.matching,
+    nQueryTokens: e.nQueryTokens,
+    k: e.k,
+    tokens: e.tokens.map((t) => ({
+      queryToken: t.queryToken,
+      queryTokenId: t.queryTokenId,
+      queryPiece: t.queryPiece ?? null,
+      memoryToken: t.memoryToken,
+      memoryTokenId: t.memoryTokenId,
+      memoryPiece: t.memoryPiece ?? null,
+      similarity: t.floored ? null : finite(t.similarity),
+      floored: t.floored,
+      floor: t.floor,
+      best:
+        t.best === undefined
+          ? null
+          : {
+              memoryToken: t.best.memoryToken,
+              tokenId: t.bestTokenId,
+              piece: t.bestPiece ?? null,
+              similarity: t.best.similarity,
+            },
+      contribution: t.contribution,
+      share: t.share,
+    })),
+    pooled: e.pooled,
+    sparse: e.sparse,
+    zPooled: e.zPooled,
+    zSparse: e.zSparse,
+    alpha: e.alpha,
+    pooledPart: e.pooledPart,
+    sparsePart: e.sparsePart,
+    score: e.score,
+  };
+}
+
+/** A search result as JSON. */
+export function resultBody(r: SearchResult): ResultBody {
+  return {
+    id: r.id,
+    rank: r.rank,
+    score: r.score,
+    pooled: r.pooled,
+    sparse: r.sparse,
+    text: r.text,
+    ...(r.meta === undefined ? {} : { meta: r.meta as ResultBody['meta'] }),
+    ...(r.evidence === undefined ? {} : { evidence: evidenceBody(r.evidence) }),
+  };
+}
+
+/** `POST /v1/banks/{bank}/search`: ranked memories with token evidence. */
+export function searchRoutes(app: App, store: MemoryStore): void {
+  app.post(
+    '/v1/banks/:bank/search',
+    {
+      schema: {
+        summary: 'Rank the bank’s memories for a query, with token evidence',
+        params: bankParams,
+        body: searchBodySchema,
+        response: {
+          200: searchResponseSchema,
+          400: errorSchema,
+          401: errorSchema,
+          404: errorSchema,
+          413: errorSchema,
+          415: errorSchema,
+        },
+      },
+    },
+    async (request, reply) => {
+      const { bank } = request.params;
+      reachBank(request, store, bank, { exists: true });
+      const t0 = performance.now();
+      const { query, k, system, alpha, explain, tokenK } = request.body;
+      const results = await store.search({
+        bank,
+        query,
+        k,
+        system,
+        explain,
+        ...(alpha === undefined ? {} : { alpha }),
+        ...(tokenK === undefined ? {} : { tokenK }),
+      });
+      // The store's share of the request (encode + rank + explain), for clients and load runs.
+      void reply.header('server-timing', `store;dur=${(performance.now() - t0).toFixed(2)}`);
+      return { results: results.map(resultBody) };
+    },
+  );
+}

@@ -1,0 +1,177 @@
+import { z } from 'zod';
+import { SEARCH_SYSTEMS, bankNameSchema } from '@bfe/store';
+
+/**
+ * The HTTP contract: one zod schema per request and response. Routes declare them (Fastify's
+ * `schema` through `fastify-type-provider-zod`), so requests are validated, responses are
+ * serialised through them, and `/openapi.json` is generated from them.
+ */
+
+/** Most memories one `POST …/memories` may carry (predeclared; larger batches get a 400). */
+export const MAX_BATCH = 256;
+/** Shortest API key a keys file may hold. */
+export const MIN_KEY_LENGTH = 16;
+/** Longest query, in UTF-16 code units (the encoder truncates far below it). */
+export const MAX_QUERY_CHARS = 16 * 1024;
+/** Most bank tokens one query token may propose. */
+export const MAX_TOKEN_K = 4096;
+/** Most results one search may return. */
+export const MAX_K = 1000;
+/** Most memories one list page may return. */
+export const MAX_PAGE = 1000;
+
+/** `{ error: { code, message } }`: every 4xx and 5xx body. */
+export const errorSchema = z
+  .strictObject({
+    error: z.strictObject({
+      code: z.string().describe('stable machine-readable code, e.g. NOT_FOUND'),
+      message: z.string(),
+    }),
+  })
+  .meta({ id: 'Error' });
+
+export const bankParams = z.strictObject({ bank: bankNameSchema });
+export const memoryParams = z.strictObject({ bank: bankNameSchema, id: z.string().min(1) });
+
+// The store checks metadata is JSON (and its size); HTTP bodies are JSON already.
+const metaSchema = z.record(z.string(), z.unknown()).describe('JSON metadata of the memory');
+
+export const memoryInputSchema = z.strictObject({
+  id: z.string().min(1),
+  text: z.string().describe('UTF-8 text, non-blank, at most the store’s maxTextBytes'),
+  meta: metaSchema.optional(),
+});
+
+export const addBodySchema = z.strictObject({
+  memories: z
+    .array(memoryInputSchema)
+    .min(1, 'at least one memory')
+    .max(MAX_BATCH, `at most ${MAX_BATCH} memories per request`),
+});
+
+export const addResponseSchema = z.strictObject({
+  ids: z.array(z.string()).describe('the ids written, durable (fsync) before this response'),
+});
+
+export const memorySchema = z
+  .strictObject({
+    id: z.string(),
+    bank: z.string(),
+    text: z.string(),
+    meta: metaSchema.optional(),
+  })
+  .meta({ id: 'Memory' });
+
+export const listQuerySchema = z.strictObject({
+  offset: z.coerce.number().int().min(0).default(0),
+  limit: z.coerce.number().int().min(0).max(MAX_PAGE).default(100),
+});
+
+export const listResponseSchema = z.strictObject({
+  items: z.array(memorySchema),
+  total: z.number().int(),
+  offset: z.number().int(),
+  limit: z.number().int(),
+});
+
+export const deleteResponseSchema = z.strictObject({ deleted: z.array(z.string()) });
+
+export const searchBodySchema = z.strictObject({
+  query: z
+    .string()
+    .min(1, 'empty query')
+    .max(MAX_QUERY_CHARS, `query over ${MAX_QUERY_CHARS} characters`),
+  k: z.number().int().min(1).max(MAX_K).default(10),
+  system: z.enum(SEARCH_SYSTEMS).default('sparse-fusion'),
+  alpha: z.number().min(0).max(1).optional().describe('weight of the pooled branch (default 0.5)'),
+  explain: z.boolean().default(true).describe('attach token evidence to each result'),
+  tokenK: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_TOKEN_K)
+    .optional()
+    .describe('bank tokens proposed per query token (default 64, clamped to the bank)'),
+});
+
+const bestSchema = z.strictObject({
+  memoryToken: z.number().int(),
+  tokenId: z.number().int(),
+  piece: z.string().nullable(),
+  similarity: z.number(),
+});
+
+/** One query token's evidence (METHOD.md §2): what it matched, or the floor it got. */
+export const evidenceTokenSchema = z
+  .strictObject({
+    queryToken: z.number().int(),
+    queryTokenId: z.number().int(),
+    queryPiece: z.string().nullable(),
+    memoryToken: z.number().int().describe('-1 when floored'),
+    memoryTokenId: z.number().int().describe('-1 when floored'),
+    memoryPiece: z.string().nullable(),
+    similarity: z.number().nullable().describe('null when floored'),
+    floored: z.boolean(),
+    floor: z.number(),
+    best: bestSchema.nullable().describe('diagnostic: the true best token, unused by the score'),
+    contribution: z.number(),
+    share: z.number(),
+  })
+  .meta({ id: 'EvidenceToken' });
+
+export const evidenceSchema = z
+  .strictObject({
+    system: z.enum(SEARCH_SYSTEMS),
+    matching: z.string(),
+    nQueryTokens: z.number().int(),
+    k: z.number().int(),
+    tokens: z.array(evidenceTokenSchema),
+    pooled: z.number(),
+    sparse: z.number(),
+    zPooled: z.number(),
+    zSparse: z.number(),
+    alpha: z.number(),
+    pooledPart: z.number(),
+    sparsePart: z.number(),
+    score: z.number(),
+  })
+  .meta({ id: 'Evidence' });
+
+export const searchResultSchema = z
+  .strictObject({
+    id: z.string(),
+    rank: z.number().int(),
+    score: z.number(),
+    pooled: z.number(),
+    sparse: z.number(),
+    text: z.string(),
+    meta: metaSchema.optional(),
+    evidence: evidenceSchema.optional(),
+  })
+  .meta({ id: 'SearchResult' });
+
+export const searchResponseSchema = z.strictObject({ results: z.array(searchResultSchema) });
+
+export const healthSchema = z.strictObject({ status: z.literal('ok') });
+
+export const banksResponseSchema = z.strictObject({
+  banks: z.array(z.string()).describe('the banks this key sees that hold memories'),
+});
+
+/** The `--keys FILE` document: API key → the banks it may see, and whether it may write. */
+export const keysFileSchema = z
+  .record(
+    z.string(),
+    z.strictObject({
+      banks: z.array(bankNameSchema),
+      write: z.boolean().default(false),
+    }),
+  )
+  .refine((keys) => Object.keys(keys).length > 0, 'at least one key')
+  .refine(
+    (keys) => Object.keys(keys).every((k) => k.length >= MIN_KEY_LENGTH && !/\s/.test(k)),
+    `every API key is at least ${MIN_KEY_LENGTH} characters without whitespace`,
+  );
+
+/** A parsed keys file. */
+export type KeysFile = z.output<typeof keysFileSchema>;

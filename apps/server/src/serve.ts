@@ -1,0 +1,76 @@
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import { DEFAULT_MAX_TEXT_BYTES, MemoryStore, type StoreOptions } from '@bfe/store';
+import { buildServer } from './app.js';
+import { keysPolicy, loadKeysFile, loopbackPolicy } from './keys.js';
+
+/** Options of {@link serve}. */
+export interface ServeOptions {
+  /** The store directory (opened, or created, with its writer lock). */
+  readonly store: string;
+  readonly host: string;
+  /** 0: any free port. */
+  readonly port: number;
+  /** A keys file; without one, loopback requests only. */
+  readonly keys?: string;
+  /** Store options: the model (default `all-minilm-l6-v2`) or an injected embedder, limits. */
+  readonly storeOptions?: StoreOptions;
+  readonly logger?: FastifyServerOptions['logger'];
+}
+
+/** A running service: its URL, and `close()` for a graceful stop. */
+export interface RunningServer {
+  readonly url: string;
+  readonly app: FastifyInstance;
+  readonly store: MemoryStore;
+  /** The line `bfe serve` prints about access, e.g. that only loopback requests are served. */
+  readonly accessNote: string;
+  /**
+   * Stops accepting connections, lets in-flight requests finish (an add in flight completes
+   * and is durable), then closes the store (flush, lock released). Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the store, builds the service and listens.
+ * @example
+ * const server = await serve({ store: '/data/memories', host: '127.0.0.1', port: 0 });
+ * server.url; // 'http://127.0.0.1:41234'
+ * await server.close();
+ */
+export async function serve(options: ServeOptions): Promise<RunningServer> {
+  const keys = options.keys === undefined ? undefined : await loadKeysFile(options.keys);
+  const access = keys === undefined ? loopbackPolicy() : keysPolicy(keys);
+  const storeOptions = options.storeOptions ?? {};
+  const store = await MemoryStore.open(options.store, storeOptions);
+  let app: FastifyInstance;
+  try {
+    app = await buildServer({
+      store,
+      access,
+      maxTextBytes: storeOptions.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES,
+      ...(options.logger === undefined ? {} : { logger: options.logger }),
+    });
+    await app.listen({ host: options.host, port: options.port });
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : options.port;
+  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${host}:${port}`,
+    app,
+    store,
+    accessNote:
+      keys === undefined
+        ? 'no --keys file: answering loopback requests only (127.0.0.0/8, ::1)'
+        : `keys: ${Object.keys(keys).length} API key(s) from ${options.keys}`,
+    close() {
+      closing ??= app.close().finally(() => store.close());
+      return closing;
+    },
+  };
+}

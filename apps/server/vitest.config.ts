@@ -1,0 +1,3 @@
+import { packageProject } from '../../configs/vitest.shared.ts';
+
+export default packageProject('server');
