@@ -67,3 +67,5 @@ export { readJsonl, readLines, writeJsonlAtomic } from './jsonl.js';
 export { Utf8Check, decodeUtf8Strict } from './utf8.js';
 export type { LinesRead } from './jsonl.js';
 export { isProcessAlive } from './process.js';
+export { terminalTable, terminalTableLines } from './text-table.js';
+export type { TextTable } from './text-table.js';

@@ -1,3 +1,4 @@
+import { terminalTableLines } from '@bfe/core';
 import type { EvidenceToken, SearchResult } from './search.js';
 
 /** `'##ing'`, or `#id` when the search had no `tokenText`; `—` for none. */
@@ -8,19 +9,6 @@ function pieceOf(piece: string | undefined, id: number): string {
 
 function fixed(x: number, digits = 3): string {
   return Number.isNaN(x) ? '—' : x.toFixed(digits);
-}
-
-/** Left-aligned columns, two spaces apart (the store's only table: kept small on purpose). */
-function columns(rows: readonly (readonly string[])[]): string[] {
-  const widths: number[] = [];
-  for (const row of rows)
-    row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
-  return rows.map((row) =>
-    row
-      .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd(),
-  );
 }
 
 function tokenRow(t: EvidenceToken): string[] {
@@ -72,7 +60,12 @@ export function renderEvidence(results: readonly SearchResult[]): string {
       );
       continue;
     }
-    for (const line of columns(e.tokens.map(tokenRow))) out.push(`  ${line}`);
+    for (const line of terminalTableLines({
+      head: [],
+      rows: e.tokens.map(tokenRow),
+      headless: true,
+    }))
+      out.push(`  ${line}`);
   }
   return out.join('\n');
 }

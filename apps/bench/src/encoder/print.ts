@@ -1,6 +1,6 @@
 /** The human table of `pnpm bench:encoder` (the JSON line follows it). */
 import { out } from '../shared/output.js';
-import { terminalTable } from '../shared/table.js';
+import { terminalTableLines } from '@bfe/core';
 import { CONTENDED_CORES, type Report } from './report.js';
 
 export function printTable(r: Report): void {
@@ -43,7 +43,7 @@ export function printTable(r: Report): void {
   const align = head.map((_, i): 'left' | 'right' =>
     i < 2 || i === head.length - 1 ? 'left' : 'right',
   );
-  for (const line of terminalTable({ head, align, rows })) out(line);
+  for (const line of terminalTableLines({ head, align, rows })) out(line);
   out(
     "seconds: the timed pass after a warm-up, excluding model load; CPU s: the child's CPU time in it (all threads);",
   );

@@ -41,7 +41,7 @@ import {
   type BankChunkSource,
   type TokenStore,
 } from '@bfe/index';
-import { terminalTable } from '../shared/table.js';
+import { terminalTableLines } from '@bfe/core';
 import { runScale } from './scale-cli.js';
 
 const { values } = parseArgs({
@@ -303,7 +303,7 @@ if (values['hnsw-build'] || values['hnsw-latency'] || values['peer-sweep'] || va
     const sq4 = child('sq4');
     const gb = (b: number): string => (b / 1e9).toFixed(2);
     log(`\none query: ${ROWS} tokens, k = ${K}; each search in its own process`);
-    terminalTable({
+    terminalTableLines({
       head: ['search', 'tokens', 'bytes held / read', 'search s', 'peak RSS MB', 'recall@64'],
       align: ['left', 'right', 'right', 'right', 'right', 'right'],
       rows: [

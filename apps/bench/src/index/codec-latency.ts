@@ -25,7 +25,7 @@ import {
 import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
 import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
 import { median, quantile } from '../shared/stats.js';
-import { terminalTable } from '../shared/table.js';
+import { terminalTableLines } from '@bfe/core';
 import { syntheticBank } from './banks.js';
 
 const K = 64;
@@ -138,7 +138,7 @@ await kernel.dispose();
 log(
   `\n24-token query, k ${K}, synthetic banks (memories of ${MEMORY_TOKENS} tokens), dim ${DIM}, ort threads ${values.threads ?? 'default'}`,
 );
-terminalTable({
+terminalTableLines({
   head: ['bank tokens', 'codec', 'path', 'p50 ms', 'p90 ms', '× fp32 p50', 'same hits'],
   align: ['right', 'left', 'left', 'right', 'right', 'right', 'left'],
   rows,

@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { buildHnsw } from '@bfe/index';
 import type { CodecName, HnswParams } from '@bfe/index';
 import { quantile, median } from '../shared/stats.js';
-import { terminalTable } from '../shared/table.js';
+import { terminalTableLines } from '@bfe/core';
 import { locomoBank, syntheticBank } from './banks.js';
 import { filterVsBanked } from './filtering.js';
 import { bankMembers, exactTopK, measureCodec, reference } from './measure.js';
@@ -51,7 +51,7 @@ async function codecTable(bank: BenchBank): Promise<void> {
   log(
     `\n${bank.name}: ${bank.n} tokens, ${members.size} banks, ${bank.queries.length} queries, k = ${K}, HNSW M/efC/efS ${PARAMS.M}/${PARAMS.efConstruction}/${PARAMS.efSearch}, one thread`,
   );
-  const lines = terminalTable({
+  const lines = terminalTableLines({
     head: ['codec', 'search', 'B/token', 'total MB', 'recall@64', 'build s', 'p50 ms', 'p90 ms'],
     align: ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right'],
     rows: rows.map((r) => [
@@ -73,7 +73,7 @@ async function filterTable(banks: BenchBank[]): Promise<void> {
   for (const b of banks)
     rows.push(...(await filterVsBanked(b, reference(b, bankMembers(b), K), PARAMS, K)));
   log('\nper-bank indexes vs one filtered index (fp32, HNSW, one thread)');
-  terminalTable({
+  terminalTableLines({
     head: ['bank', 'banks', 'strategy', 'build s', 'recall@64', 'p50 ms', 'p90 ms'],
     align: ['left', 'right', 'left', 'right', 'right', 'right', 'right'],
     rows: rows.map((r) => [

@@ -24,7 +24,7 @@ import {
   type MetricName,
 } from '@bfe/eval';
 import { z } from 'zod';
-import { terminalTable } from '../shared/table.js';
+import { terminalTableLines } from '@bfe/core';
 import { measureTokenColumns, TOKEN_K, type TokenFigures } from './table5-tokens.js';
 
 const SYSTEMS = ['sparse-fusion', 'no-fusion'] as const;
@@ -145,7 +145,7 @@ async function main(): Promise<void> {
       ...SYSTEMS.flatMap((s) => METRICS.map((m) => cell(run, base, s, m))),
     ];
   });
-  const table = terminalTable({
+  const table = terminalTableLines({
     head,
     align: head.map((_, c) => (c < 2 ? 'left' : 'right')),
     rows,

@@ -1,6 +1,6 @@
 /** The human tables of `pnpm bench:scorer` (Markdown, to paste into BENCHMARKS.md). */
 import { out } from '../shared/output.js';
-import { terminalTable } from '../shared/table.js';
+import { terminalTableLines } from '@bfe/core';
 import type { Cli } from './cli.js';
 import type { ScorerReport } from './report.js';
 
@@ -8,7 +8,7 @@ export function printReport(cli: Cli, report: ScorerReport): void {
   const { machine, throughput, latencyMs, rss, failures } = report;
   const m = (v: number | null | undefined) => (v == null ? '—' : (v / 1e6).toFixed(0));
   const print = (head: string[], rows: string[][], align: ('left' | 'right')[]): void => {
-    for (const line of terminalTable({ head, rows, align, style: 'markdown' })) out(line);
+    for (const line of terminalTableLines({ head, rows, align, style: 'markdown' })) out(line);
   };
   out(
     `\nExact top-${cli.k}, d = ${cli.dim}, ${cli.threads} threads, ${machine.cpu} (${machine.cores} cores)`,

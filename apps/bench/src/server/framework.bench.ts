@@ -29,7 +29,7 @@ import {
 import { z } from 'zod';
 import { positive } from '../shared/args.js';
 import { note, out } from '../shared/output.js';
-import { terminalTable } from '../shared/table.js';
+import { terminalTableLines } from '@bfe/core';
 
 const { values } = parseArgs({
   options: {
@@ -156,7 +156,7 @@ for (let round = 1; round <= rounds; round++) {
   }
 }
 const floor = best.get('node:http')!;
-const table = terminalTable({
+const table = terminalTableLines({
   head: ['peer', 'req/s', '× node:http', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'load'],
   align: ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
   rows: peers.map((p) => {

@@ -27,7 +27,7 @@ import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
 import { MemoryStore } from '@bfe/store';
 import { positive } from '../shared/args.js';
 import { note, out } from '../shared/output.js';
-import { terminalTable } from '../shared/table.js';
+import { terminalTableLines } from '@bfe/core';
 
 const { values } = parseArgs({
   options: {
@@ -227,7 +227,7 @@ try {
 } finally {
   if (values.work === undefined) await rm(work, { recursive: true, force: true });
 }
-for (const line of terminalTable({
+for (const line of terminalTableLines({
   head: ['run', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'adds', 'load'],
   align: ['left', 'right', 'right', 'right', 'right', 'right', 'left', 'right'],
   rows: rows.map((r) => [

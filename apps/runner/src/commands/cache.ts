@@ -30,7 +30,7 @@ export function cacheCommand(): Command {
           console.log(`No artifacts in ${store.root}.`);
           return;
         }
-        const { terminalTable } = await import('../cli/table.js');
+        const { terminalTable } = await import('@bfe/core');
         console.log(
           terminalTable({
             head: ['STAGE', 'KEY', 'SIZE', 'CREATED', 'LAST USED'],

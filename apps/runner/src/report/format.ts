@@ -1,5 +1,5 @@
 import type { PairedDifference } from '@bfe/eval';
-import type { TextTable } from '../cli/table.js';
+import type { TextTable } from '@bfe/core';
 
 /**
  * A table every output format renders the same way: the terminal pads, markdown pipes, HTML

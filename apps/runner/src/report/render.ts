@@ -3,7 +3,7 @@ import type { TopLevelSpec } from 'vega-lite';
 import { loadVegaBundles } from './bundles.js';
 import type { VegaBundles } from './bundles.js';
 import { adapterChart, deltaChart, headlineChart, kSweepChart, subtaskChart } from './charts.js';
-import { terminalTable } from '../cli/table.js';
+import { terminalTable } from '@bfe/core';
 import { htmlTable, htmlText, markdownTable, markdownText } from './format.js';
 import type { Table } from './format.js';
 import { DEFAULT_BASELINE } from './schema.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { comparePaired, systemResult, systemResultSchema } from '@bfe/eval';
 import type { Evaluation } from '@bfe/eval';
-import { terminalTableLines } from '../cli/table.js';
+import { terminalTableLines } from '@bfe/core';
 import type { SweepPoint } from './pipeline.js';
 
 /**

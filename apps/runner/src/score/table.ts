@@ -1,6 +1,6 @@
 import { pairedBootstrap, pairedDifferences, pairedRandomizationTest } from '@bfe/eval';
 import type { Evaluation, MetricName, PairedDifference, Results } from '@bfe/eval';
-import { terminalTableLines } from '../cli/table.js';
+import { terminalTableLines } from '@bfe/core';
 import { budgetTable } from '../report/tables.js';
 
 /** The two headline metrics the tables show. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { TIE_DEPTH, TIE_SEED, type TieCounts } from '@bfe/scorer';
-import { terminalTableLines } from '../cli/table.js';
+import { terminalTableLines } from '@bfe/core';
 
 /** One system's tie counts as `results.json` records them. */
 const systemTiesSchema = z.strictObject({
