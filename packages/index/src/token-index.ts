@@ -96,6 +96,8 @@ export class ExactTokenIndex implements TokenIndex {
   readonly size: number;
   readonly side: TokenSide;
   readonly kernel: SimilarityKernel;
+  /** The last candidate set's token places (a store searches one bank view many times). */
+  #places: { memories: Int32Array; places: Int32Array | undefined } | undefined;
 
   constructor(side: TokenSide, kernel: SimilarityKernel) {
     this.side = side;
@@ -118,7 +120,7 @@ export class ExactTokenIndex implements TokenIndex {
     const top = await exactTopK(this.kernel, queries, rows, bank, {
       k,
       // equal token scores: by the memories' tie order, never bank order (at the k-th place)
-      tieOrder: bank.tokenPlaces(this.side.ids),
+      tieOrder: this.#tokenPlaces(bank, options.memories),
       ...(options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize }),
       ...(options.maxScoreFloats === undefined ? {} : { maxScoreFloats: options.maxScoreFloats }),
       ...(options.clampK === undefined ? {} : { clampK: options.clampK }),
@@ -155,6 +157,19 @@ export class ExactTokenIndex implements TokenIndex {
       passes: top.passes,
       widenedRows: top.widenedRows,
     };
+  }
+
+  #tokenPlaces(bank: CandidateBank, memories: Int32Array): Int32Array | undefined {
+    const last = this.#places;
+    if (
+      last !== undefined &&
+      last.memories.length === memories.length &&
+      last.memories.every((m, i) => m === memories[i])
+    )
+      return last.places;
+    const places = bank.tokenPlaces(this.side.ids);
+    this.#places = { memories: memories.slice(), places };
+    return places;
   }
 }
 

@@ -14,6 +14,7 @@ import {
 import { acquireLock } from './lock.js';
 import { MANIFEST_FILE } from './manifest.js';
 import { recover } from './recovery.js';
+import { residentIndexFactory, type ResidentIndexFactory } from './resident-index.js';
 import type { SparseScorer } from '@bfe/scorer';
 import {
   searchView,
@@ -47,7 +48,8 @@ export interface StoreOptions {
   readonly scorer?: SparseScorer;
   /**
    * The token index searches use unless a request names its own (a factory per bank view, e.g.
-   * HNSW for large banks). Default: the exact backend on the scorer's kernel.
+   * HNSW for large banks). Default: {@link residentIndexFactory} — the exact backend, small
+   * banks resident on their own kernel, larger ones on the scorer's; released at `close`.
    */
   readonly index?: TokenIndexFactory;
 }
@@ -111,7 +113,8 @@ export class MemoryStore {
   readonly #embedder: Embedder;
   readonly #ownsEmbedder: boolean;
   readonly #maxTextBytes: number;
-  readonly #index: TokenIndexFactory | undefined;
+  readonly #index: TokenIndexFactory;
+  readonly #ownIndex: ResidentIndexFactory | undefined;
   #scorer: Promise<SparseScorer> | undefined;
   readonly #ownsScorer: boolean;
   #closed = false;
@@ -123,7 +126,8 @@ export class MemoryStore {
     this.#maxTextBytes = options.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES;
     this.#scorer = options.scorer === undefined ? undefined : Promise.resolve(options.scorer);
     this.#ownsScorer = options.scorer === undefined;
-    this.#index = options.index;
+    this.#ownIndex = options.index === undefined ? residentIndexFactory() : undefined;
+    this.#index = options.index ?? this.#ownIndex!;
   }
 
   /**
@@ -281,7 +285,7 @@ export class MemoryStore {
         encoded,
         {
           tokenText: (id: number) => embedder.tokenText(id),
-          ...(this.#index === undefined ? {} : { index: this.#index }),
+          index: this.#index,
           ...options,
         },
         await this.#sparseScorer(),
@@ -353,6 +357,7 @@ export class MemoryStore {
       await this.#writer.close(options.flush ?? true);
     } finally {
       if (this.#ownsEmbedder) await this.#embedder.dispose();
+      await this.#ownIndex?.dispose();
       if (this.#ownsScorer && this.#scorer !== undefined) await (await this.#scorer).dispose();
     }
   }
