@@ -22,6 +22,8 @@ export interface SearchLatencyOptions {
   readonly sizes: readonly number[];
   /** Queries per sized bank (spread over LoCoMo's queries); the conversation bank uses its own. */
   readonly queries: number;
+  /** onnxruntime intra-op threads of the scorer and the resident kernels (default: its choice). */
+  readonly threads?: number;
 }
 
 const ms = (t0: number): number => performance.now() - t0;
@@ -51,19 +53,22 @@ export async function searchLatency(
   options: SearchLatencyOptions,
 ): Promise<string[][]> {
   const memories = benchmark.memories;
-  const texts = memories.map((m) => m.text);
-  note(`search: encoding ${memories.length} LoCoMo memories …`);
-  const all = await embedder.encode(texts, 'passage');
   const byBank = new Map<string, number[]>();
   memories.forEach((m, i) => byBank.set(m.bankId, [...(byBank.get(m.bankId) ?? []), i]));
   const [conv, convRows] = [...byBank].sort((a, b) => b[1].length - a[1].length)[0]!;
+  // Without sized banks, only the conversation is encoded.
+  const encoded = options.sizes.length === 0 ? convRows : memories.map((_, i) => i);
+  const texts = encoded.map((r) => memories[r]!.text);
+  note(`search: encoding ${texts.length} LoCoMo memories …`);
+  const all = await embedder.encode(texts, 'passage');
+  const at = new Map(encoded.map((r, i) => [r, i]));
   const banks: Array<{ name: string; build: () => BankView; queries: string[] }> = [
     {
       name: `one conversation (${conv})`,
       build: () =>
         sliceView(
           all,
-          convRows,
+          convRows.map((r) => at.get(r)!),
           conv,
           convRows.map((r) => memories[r]!.id),
           texts,
@@ -89,8 +94,9 @@ export async function searchLatency(
       queries: spread,
     });
   }
-  const scorer = await SparseScorer.open();
-  const index = residentIndexFactory();
+  const threads = options.threads === undefined ? {} : { threads: options.threads };
+  const scorer = await SparseScorer.open(threads);
+  const index = residentIndexFactory(threads);
   const out: string[][] = [];
   try {
     for (const { name, build, queries } of banks) {

@@ -17,7 +17,9 @@
  *   exact index), and the peer: the bare `SparseScorer.score` call for the same query and
  *   candidates. The calls rotate their order per query; the first query is an untimed warm-up.
  *
- * `--parts add,reopen,search` selects parts (default all). Timings on a shared machine are
+ * `--parts add,reopen,search` selects parts (default all); `--sizes ''` measures the conversation
+ * bank alone; `--threads` sets onnxruntime's intra-op threads of the embedder, the scorer and the
+ * resident kernels. Timings on a shared machine are
  * noisy: the load average is printed beside them.
  *
  * @example
@@ -57,7 +59,7 @@ const parts = new Set(values.parts.split(',').map((x) => x.trim()));
 for (const part of parts)
   if (!(PARTS as readonly string[]).includes(part))
     throw new Error(`--parts: unknown part '${part}' (${PARTS.join(', ')})`);
-const sizes = intList('--sizes', values.sizes);
+const sizes = values.sizes === '' ? [] : intList('--sizes', values.sizes);
 const queries = positive('--queries', values.queries);
 const memories = positive('--memories', values.memories);
 const singles = positive('--single-memories', values['single-memories']);
@@ -188,7 +190,11 @@ async function main(): Promise<void> {
     }
     if (parts.has('reopen')) rows.push(...(await reopenRows(embedder, texts, work)));
     if (parts.has('search'))
-      searchRows = await searchLatency(loaded.benchmark, embedder, { sizes, queries });
+      searchRows = await searchLatency(loaded.benchmark, embedder, {
+        sizes,
+        queries,
+        ...(threads === undefined ? {} : { threads }),
+      });
   } finally {
     await embedder.dispose();
     await rm(work, { recursive: true, force: true });
