@@ -34,6 +34,11 @@ export interface StoreOptions {
   /** An embedder to use instead (the caller keeps ownership: the store never disposes it). */
   readonly embedder?: Embedder;
   readonly maxLength?: number;
+  /**
+   * onnxruntime intra-op threads of the embedder the store opens, the scorer it opens and its
+   * default index's resident kernels (default: onnxruntime's choice). On a busy machine `1`
+   * keeps one query's latency low (`pnpm bench:store --parts search --threads 1`).
+   */
   readonly threads?: number;
   /** Memtable bytes (vectors) past which an add also flushes. Default 32 MiB. */
   readonly flushBytes?: number;
@@ -115,6 +120,7 @@ export class MemoryStore {
   readonly #maxTextBytes: number;
   readonly #index: TokenIndexFactory;
   readonly #ownIndex: ResidentIndexFactory | undefined;
+  readonly #threads: number | undefined;
   #scorer: Promise<SparseScorer> | undefined;
   readonly #ownsScorer: boolean;
   #closed = false;
@@ -126,7 +132,9 @@ export class MemoryStore {
     this.#maxTextBytes = options.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES;
     this.#scorer = options.scorer === undefined ? undefined : Promise.resolve(options.scorer);
     this.#ownsScorer = options.scorer === undefined;
-    this.#ownIndex = options.index === undefined ? residentIndexFactory() : undefined;
+    const threads = options.threads === undefined ? {} : { threads: options.threads };
+    this.#threads = options.threads;
+    this.#ownIndex = options.index === undefined ? residentIndexFactory(threads) : undefined;
     this.#index = options.index ?? this.#ownIndex!;
   }
 
@@ -296,7 +304,10 @@ export class MemoryStore {
   }
 
   #sparseScorer(): Promise<SparseScorer> {
-    this.#scorer ??= import('@bfe/scorer').then(({ SparseScorer }) => SparseScorer.open());
+    const threads = this.#threads;
+    this.#scorer ??= import('@bfe/scorer').then(({ SparseScorer }) =>
+      SparseScorer.open(threads === undefined ? {} : { threads }),
+    );
     return this.#scorer;
   }
 
