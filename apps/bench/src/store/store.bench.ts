@@ -15,7 +15,8 @@
  *   encoding, the search, both (the issue's target: p50 ≤ 20 ms on a LoCoMo-size bank), the
  *   search without evidence, the search without the resident index (the scorer's per-call
  *   exact index), and the peer: the bare `SparseScorer.score` call for the same query and
- *   candidates. The calls rotate their order per query; the first query is an untimed warm-up.
+ *   candidates. The calls rotate their order per query; the first query is an untimed warm-up
+ *   (after which the resident bank is ready).
  *
  * `--parts add,reopen,search` selects parts (default all); `--sizes ''` measures the conversation
  * bank alone; `--threads` sets onnxruntime's intra-op threads of the embedder, the scorer and the
