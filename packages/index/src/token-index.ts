@@ -106,6 +106,8 @@ export class ExactTokenIndex implements TokenIndex {
   readonly side: TokenSide;
   readonly kernel: SimilarityKernel;
   readonly #scoring: ChunkScoring | undefined;
+  /** The last candidate set's token places (a store searches one bank view many times). */
+  #places: { memories: Int32Array; places: Int32Array | undefined } | undefined;
 
   /** `scoring`: score chunks another way (a codec's codes, {@link ChunkScoring}). */
   constructor(side: TokenSide, kernel: SimilarityKernel, scoring?: ChunkScoring) {
@@ -130,7 +132,7 @@ export class ExactTokenIndex implements TokenIndex {
     const top = await exactTopK(this.kernel, queries, rows, bank, {
       k,
       // equal token scores: by the memories' tie order, never bank order (at the k-th place)
-      tieOrder: bank.tokenPlaces(this.side.ids),
+      tieOrder: this.#tokenPlaces(bank, options.memories),
       ...this.#scoring?.(bank),
       ...(options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize }),
       ...(options.maxScoreFloats === undefined ? {} : { maxScoreFloats: options.maxScoreFloats }),
@@ -168,6 +170,19 @@ export class ExactTokenIndex implements TokenIndex {
       passes: top.passes,
       widenedRows: top.widenedRows,
     };
+  }
+
+  #tokenPlaces(bank: CandidateBank, memories: Int32Array): Int32Array | undefined {
+    const last = this.#places;
+    if (
+      last !== undefined &&
+      last.memories.length === memories.length &&
+      last.memories.every((m, i) => m === memories[i])
+    )
+      return last.places;
+    const places = bank.tokenPlaces(this.side.ids);
+    this.#places = { memories: memories.slice(), places };
+    return places;
   }
 }
 

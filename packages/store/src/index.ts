@@ -28,3 +28,5 @@ export type {
   TokenIndexFactory,
 } from './search.js';
 export { renderEvidence } from './render.js';
+export { DEFAULT_MAX_RESIDENT_TOKENS, residentIndexFactory } from './resident-index.js';
+export type { ResidentIndexFactory, ResidentIndexOptions } from './resident-index.js';

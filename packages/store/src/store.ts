@@ -14,6 +14,7 @@ import {
 import { acquireLock } from './lock.js';
 import { MANIFEST_FILE } from './manifest.js';
 import { recover } from './recovery.js';
+import { residentIndexFactory, type ResidentIndexFactory } from './resident-index.js';
 import type { SparseScorer } from '@bfe/scorer';
 import {
   searchView,
@@ -33,6 +34,11 @@ export interface StoreOptions {
   /** An embedder to use instead (the caller keeps ownership: the store never disposes it). */
   readonly embedder?: Embedder;
   readonly maxLength?: number;
+  /**
+   * onnxruntime intra-op threads of the embedder the store opens, the scorer it opens and its
+   * default index's resident kernels (default: onnxruntime's choice). On a busy machine `1`
+   * keeps one query's latency low (`pnpm bench:store --parts search --threads 1`).
+   */
   readonly threads?: number;
   /** Memtable bytes (vectors) past which an add also flushes. Default 32 MiB. */
   readonly flushBytes?: number;
@@ -47,7 +53,8 @@ export interface StoreOptions {
   readonly scorer?: SparseScorer;
   /**
    * The token index searches use unless a request names its own (a factory per bank view, e.g.
-   * HNSW for large banks). Default: the exact backend on the scorer's kernel.
+   * HNSW for large banks). Default: {@link residentIndexFactory} — the exact backend, small
+   * banks resident on their own kernel, larger ones on the scorer's; released at `close`.
    */
   readonly index?: TokenIndexFactory;
 }
@@ -111,7 +118,9 @@ export class MemoryStore {
   readonly #embedder: Embedder;
   readonly #ownsEmbedder: boolean;
   readonly #maxTextBytes: number;
-  readonly #index: TokenIndexFactory | undefined;
+  readonly #index: TokenIndexFactory;
+  readonly #ownIndex: ResidentIndexFactory | undefined;
+  readonly #threads: number | undefined;
   #scorer: Promise<SparseScorer> | undefined;
   readonly #ownsScorer: boolean;
   #closed = false;
@@ -123,7 +132,10 @@ export class MemoryStore {
     this.#maxTextBytes = options.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES;
     this.#scorer = options.scorer === undefined ? undefined : Promise.resolve(options.scorer);
     this.#ownsScorer = options.scorer === undefined;
-    this.#index = options.index;
+    const threads = options.threads === undefined ? {} : { threads: options.threads };
+    this.#threads = options.threads;
+    this.#ownIndex = options.index === undefined ? residentIndexFactory(threads) : undefined;
+    this.#index = options.index ?? this.#ownIndex!;
   }
 
   /**
@@ -281,7 +293,7 @@ export class MemoryStore {
         encoded,
         {
           tokenText: (id: number) => embedder.tokenText(id),
-          ...(this.#index === undefined ? {} : { index: this.#index }),
+          index: this.#index,
           ...options,
         },
         await this.#sparseScorer(),
@@ -292,7 +304,10 @@ export class MemoryStore {
   }
 
   #sparseScorer(): Promise<SparseScorer> {
-    this.#scorer ??= import('@bfe/scorer').then(({ SparseScorer }) => SparseScorer.open());
+    const threads = this.#threads;
+    this.#scorer ??= import('@bfe/scorer').then(({ SparseScorer }) =>
+      SparseScorer.open(threads === undefined ? {} : { threads }),
+    );
     return this.#scorer;
   }
 
@@ -353,6 +368,7 @@ export class MemoryStore {
       await this.#writer.close(options.flush ?? true);
     } finally {
       if (this.#ownsEmbedder) await this.#embedder.dispose();
+      await this.#ownIndex?.dispose();
       if (this.#ownsScorer && this.#scorer !== undefined) await (await this.#scorer).dispose();
     }
   }

@@ -1,18 +1,31 @@
 /**
- * `pnpm bench:store`: a benchmark, not a test. Measures, in one run on the same memories
- * (LoCoMo's turns, as bfe's loader builds them) and the same MiniLM embedder:
- * - add throughput: `MemoryStore.add` (encode + WAL append + fdatasync + memtable) in batches
- *   of 32 and of 1, against the bare embedder encoding the same batches (the peer), in
- *   memories/s and content tokens/s, best of `--rounds` interleaved rounds;
- * - recovery: reopening a store of `--recovery-memories` memories (the measured memories
+ * `pnpm bench:store`: a benchmark, not a test. Measures, in one run on LoCoMo's turns (as bfe's
+ * loader builds them) and the same MiniLM embedder, each part beside a peer from the same run:
+ * - `add`: `MemoryStore.add` (encode + WAL append + fdatasync + memtable) in batches of 32 and
+ *   of 1, against the bare embedder encoding the same batches (the peer), in memories/s and
+ *   content tokens/s, best of `--rounds` interleaved rounds;
+ * - `reopen`: reopening a store of `--recovery-memories` memories (the measured memories
  *   repeated under new ids across banks, so no further encoding is needed) from its WAL alone
- *   and from flushed segments, against reading the same bytes from disk (the peer).
- * Search latency is added by the search side of the store.
+ *   and from flushed segments, against reading the same bytes from disk (the peer);
+ * - `search`: one query at a time (`searchView`, as `MemoryStore.search` runs it: sparse
+ *   fusion, token k 64, α 0.5, top 10, evidence, the store's default `residentIndexFactory`)
+ *   on a LoCoMo-size bank (the largest conversation, its own queries) and on banks of
+ *   `--sizes` memories (LoCoMo's 5,882 encoded memories; larger banks repeat their real
+ *   vectors under new ids; `--queries` queries spread over LoCoMo's), p50/p90 of: the query's
+ *   encoding, the search, both (the issue's target: p50 ≤ 20 ms on a LoCoMo-size bank), the
+ *   search without evidence, the search without the resident index (the scorer's per-call
+ *   exact index), and the peer: the bare `SparseScorer.score` call for the same query and
+ *   candidates. The calls rotate their order per query; the first query is an untimed warm-up
+ *   (after which the resident bank is ready).
  *
- * Timings on a shared machine are noisy: the load average is printed beside them.
+ * `--parts add,reopen,search` selects parts (default all); `--sizes ''` measures the conversation
+ * bank alone; `--threads` sets onnxruntime's intra-op threads of the embedder, the scorer and the
+ * resident kernels. Timings on a shared machine are
+ * noisy: the load average is printed beside them.
  *
  * @example
- * BFE_DATA_MIRROR=../shared/data pnpm bench:store --memories 1024 --work /work/scratch/x
+ * BFE_DATA_MIRROR=../shared/data pnpm bench:store --work /work/scratch/x
+ * pnpm bench:store --parts search --sizes 1000,10000 --queries 20 --markdown
  */
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
@@ -20,10 +33,12 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
-import { MemoryStore, openEmbedder, type EncodedTexts, type Embedder } from '@bfe/store';
-import { positive } from '../shared/args.js';
+import { MemoryStore, openEmbedder, type Embedder } from '@bfe/store';
+import { SEARCH_HEAD, searchLatency } from './search-latency.js';
+import { intList, positive } from '../shared/args.js';
+import { replayEmbedder } from '../shared/banks.js';
 import { note, out } from '../shared/output.js';
-import { terminalTable } from '../shared/table.js';
+import { terminalTableLines } from '@bfe/core';
 
 const { values } = parseArgs({
   options: {
@@ -35,9 +50,18 @@ const { values } = parseArgs({
     work: { type: 'string' },
     model: { type: 'string', default: 'all-minilm-l6-v2' },
     markdown: { type: 'boolean', default: false },
-    'skip-add': { type: 'boolean', default: false },
+    parts: { type: 'string', default: 'add,reopen,search' },
+    sizes: { type: 'string', default: '1000,10000,100000' },
+    queries: { type: 'string', default: '30' },
   },
 });
+const PARTS = ['add', 'reopen', 'search'] as const;
+const parts = new Set(values.parts.split(',').map((x) => x.trim()));
+for (const part of parts)
+  if (!(PARTS as readonly string[]).includes(part))
+    throw new Error(`--parts: unknown part '${part}' (${PARTS.join(', ')})`);
+const sizes = values.sizes === '' ? [] : intList('--sizes', values.sizes);
+const queries = positive('--queries', values.queries);
 const memories = positive('--memories', values.memories);
 const singles = positive('--single-memories', values['single-memories']);
 const recoveryMemories = positive('--recovery-memories', values['recovery-memories']);
@@ -46,46 +70,6 @@ const threads = values.threads === undefined ? undefined : positive('--threads',
 
 const seconds = (t0: bigint): number => Number(process.hrtime.bigint() - t0) / 1e9;
 const load = (): string => loadavg()[0]!.toFixed(2);
-
-/** An embedder that returns precomputed encodings by text: recovery stores without encoding. */
-function replayEmbedder(real: Embedder, texts: readonly string[], e: EncodedTexts): Embedder {
-  const at = new Map(texts.map((t, i) => [t, i]));
-  const { dim } = e;
-  return {
-    model: real.model,
-    dim,
-    tokenText: (id) => real.tokenText(id),
-    dispose: () => Promise.resolve(),
-    encode(batch) {
-      const rows = batch.map((t) => at.get(t)!);
-      let tokens = 0;
-      for (const r of rows) tokens += e.tokenOffsets[r + 1]! - e.tokenOffsets[r]!;
-      const o: { -readonly [K in keyof EncodedTexts]: EncodedTexts[K] } = {
-        count: rows.length,
-        dim,
-        pooled: new Float32Array(rows.length * dim),
-        tokenOffsets: new Int32Array(rows.length + 1),
-        tokenVectors: new Float32Array(tokens * dim),
-        tokenIds: new Int32Array(tokens),
-        tokenPositions: new Int32Array(tokens),
-        truncated: new Uint8Array(rows.length),
-      };
-      let w = 0;
-      rows.forEach((r, i) => {
-        const a = e.tokenOffsets[r]!;
-        const b = e.tokenOffsets[r + 1]!;
-        o.pooled.set(e.pooled.subarray(r * dim, (r + 1) * dim), i * dim);
-        o.tokenVectors.set(e.tokenVectors.subarray(a * dim, b * dim), w * dim);
-        o.tokenIds.set(e.tokenIds.subarray(a, b), w);
-        o.tokenPositions.set(e.tokenPositions.subarray(a, b), w);
-        o.truncated[i] = e.truncated[r]!;
-        w += b - a;
-        o.tokenOffsets[i + 1] = w;
-      });
-      return Promise.resolve(o);
-    },
-  };
-}
 
 async function bareEncode(embedder: Embedder, texts: readonly string[], batch: number) {
   const t0 = process.hrtime.bigint();
@@ -118,6 +102,56 @@ async function dirBytes(dir: string): Promise<number> {
   return total;
 }
 
+/** Reopen times (from the WAL, from segments) of a store built from `texts`' encodings. */
+async function reopenRows(
+  embedder: Embedder,
+  texts: readonly string[],
+  work: string,
+): Promise<string[][]> {
+  const rows: string[][] = [];
+  // Recovery: a store of `recoveryMemories` memories built from the measured encodings.
+  const all = await embedder.encode(texts, 'passage');
+  const replay = replayEmbedder(embedder, texts, all);
+  const dir = join(work, 'recovery');
+  const store = await MemoryStore.open(dir, {
+    embedder: replay,
+    compactSegments: 0,
+    flushBytes: 2 ** 40,
+  });
+  for (let i = 0; i < recoveryMemories; i += 256) {
+    const items = [];
+    for (let j = i; j < Math.min(recoveryMemories, i + 256); j++)
+      items.push({ id: `m${j}`, bank: `conv-${j % 10}`, text: texts[j % texts.length]! });
+    await store.add(items);
+  }
+  const stats = await store.stats();
+  await store.close({ flush: false });
+  for (const from of ['WAL', 'segments'] as const) {
+    if (from === 'segments') await (await MemoryStore.open(dir, { embedder: replay })).close();
+    const bytes = await dirBytes(dir); // the peer: reading the same bytes
+    const t1 = process.hrtime.bigint();
+    for (const name of await readdir(dir, { recursive: true }))
+      if (name.endsWith('.log') || name.endsWith('.arrow')) readFileSync(join(dir, name));
+    const raw = seconds(t1);
+    const t0 = process.hrtime.bigint();
+    const reopened = await MemoryStore.open(dir, { embedder: replay, compactSegments: 0 });
+    const s = seconds(t0);
+    const check = await reopened.stats();
+    await reopened.close({ flush: false });
+    if (check.memories !== stats.memories) throw new Error('recovery lost memories');
+    rows.push([
+      `reopen from ${from}`,
+      String(stats.memories),
+      `${s.toFixed(2)} s`,
+      `${(bytes / 2 ** 20).toFixed(0)} MiB`,
+      `${raw.toFixed(2)} s read`,
+      (raw / s).toFixed(2),
+      load(),
+    ]);
+  }
+  return rows;
+}
+
 async function main(): Promise<void> {
   const work = await mkdtemp(join(values.work ?? tmpdir(), 'bfe-bench-store-'));
   const loaded = await loadDataset('locomo', { location: dataLocationFromEnv() });
@@ -128,9 +162,10 @@ async function main(): Promise<void> {
   });
   note(`${texts.length} LoCoMo memories, model ${values.model}, work ${work}`);
   const rows: string[][] = [];
+  let searchRows: string[][] = [];
   try {
     await embedder.encode(texts.slice(0, 32), 'passage'); // warm-up
-    for (const batch of values['skip-add'] ? [] : [32, 1]) {
+    for (const batch of parts.has('add') ? [32, 1] : []) {
       const subset = batch === 1 ? texts.slice(0, singles) : texts;
       let bare = { seconds: Infinity, tokens: 0 };
       let store = { seconds: Infinity, tokens: 0 };
@@ -154,51 +189,18 @@ async function main(): Promise<void> {
         load(),
       ]);
     }
-    // Recovery: a store of `recoveryMemories` memories built from the measured encodings.
-    const all = await embedder.encode(texts, 'passage');
-    const replay = replayEmbedder(embedder, texts, all);
-    const dir = join(work, 'recovery');
-    const store = await MemoryStore.open(dir, {
-      embedder: replay,
-      compactSegments: 0,
-      flushBytes: 2 ** 40,
-    });
-    for (let i = 0; i < recoveryMemories; i += 256) {
-      const items = [];
-      for (let j = i; j < Math.min(recoveryMemories, i + 256); j++)
-        items.push({ id: `m${j}`, bank: `conv-${j % 10}`, text: texts[j % texts.length]! });
-      await store.add(items);
-    }
-    const stats = await store.stats();
-    await store.close({ flush: false });
-    for (const from of ['WAL', 'segments'] as const) {
-      if (from === 'segments') await (await MemoryStore.open(dir, { embedder: replay })).close();
-      const bytes = await dirBytes(dir); // the peer: reading the same bytes
-      const t1 = process.hrtime.bigint();
-      for (const name of await readdir(dir, { recursive: true }))
-        if (name.endsWith('.log') || name.endsWith('.arrow')) readFileSync(join(dir, name));
-      const raw = seconds(t1);
-      const t0 = process.hrtime.bigint();
-      const reopened = await MemoryStore.open(dir, { embedder: replay, compactSegments: 0 });
-      const s = seconds(t0);
-      const check = await reopened.stats();
-      await reopened.close({ flush: false });
-      if (check.memories !== stats.memories) throw new Error('recovery lost memories');
-      rows.push([
-        `reopen from ${from}`,
-        String(stats.memories),
-        `${s.toFixed(2)} s`,
-        `${(bytes / 2 ** 20).toFixed(0)} MiB`,
-        `${raw.toFixed(2)} s read`,
-        (raw / s).toFixed(2),
-        load(),
-      ]);
-    }
+    if (parts.has('reopen')) rows.push(...(await reopenRows(embedder, texts, work)));
+    if (parts.has('search'))
+      searchRows = await searchLatency(loaded.benchmark, embedder, {
+        sizes,
+        queries,
+        ...(threads === undefined ? {} : { threads }),
+      });
   } finally {
     await embedder.dispose();
     await rm(work, { recursive: true, force: true });
   }
-  const table = terminalTable({
+  const table = terminalTableLines({
     head: [
       'measure',
       'memories',
@@ -212,7 +214,16 @@ async function main(): Promise<void> {
     rows,
     style: values.markdown ? 'markdown' : 'plain',
   });
-  for (const line of table) out(line);
+  if (rows.length > 0) for (const line of table) out(line);
+  if (searchRows.length === 0) return;
+  out('');
+  const search = terminalTableLines({
+    head: SEARCH_HEAD,
+    align: SEARCH_HEAD.map((_, c) => (c === 0 ? 'left' : 'right')),
+    rows: searchRows,
+    style: values.markdown ? 'markdown' : 'plain',
+  });
+  for (const line of search) out(line);
 }
 
 try {

@@ -1,0 +1,178 @@
+/**
+ * The search part of `pnpm bench:store`: one query at a time against bank views built from
+ * LoCoMo's turns encoded with the store's embedder (see store.bench.ts for what is measured).
+ */
+import { loadavg } from 'node:os';
+import type { LoadedDataset } from '@bfe/core';
+import { SparseScorer } from '@bfe/scorer';
+import {
+  residentIndexFactory,
+  searchView,
+  type BankView,
+  type Embedder,
+  type EncodedTexts,
+} from '@bfe/store';
+import { sliceView } from '../shared/banks.js';
+import { note } from '../shared/output.js';
+import { quantile } from '../shared/stats.js';
+
+/** What the search part measures. */
+export interface SearchLatencyOptions {
+  /** Bank sizes in memories (besides the one-conversation bank). */
+  readonly sizes: readonly number[];
+  /** Queries per sized bank (spread over LoCoMo's queries); the conversation bank uses its own. */
+  readonly queries: number;
+  /** onnxruntime intra-op threads of the scorer and the resident kernels (default: its choice). */
+  readonly threads?: number;
+}
+
+const ms = (t0: number): number => performance.now() - t0;
+const p = (xs: readonly number[]): string =>
+  `${quantile(xs, 0.5).toFixed(2)} / ${quantile(xs, 0.9).toFixed(2)}`;
+
+/** Table head of {@link searchLatency}'s rows. */
+export const SEARCH_HEAD = [
+  'bank',
+  'memories',
+  'tokens',
+  'queries',
+  'encode p50/p90 ms',
+  'search p50/p90',
+  'encode+search p50/p90',
+  'no evidence p50/p90',
+  'non-resident p50/p90',
+  'bare scorer p50/p90',
+  'search/bare p50',
+  'load',
+];
+
+/** One row per bank: latencies of one query's encoding and search, and the bare scorer peer. */
+export async function searchLatency(
+  benchmark: LoadedDataset['benchmark'],
+  embedder: Embedder,
+  options: SearchLatencyOptions,
+): Promise<string[][]> {
+  const memories = benchmark.memories;
+  const byBank = new Map<string, number[]>();
+  memories.forEach((m, i) => byBank.set(m.bankId, [...(byBank.get(m.bankId) ?? []), i]));
+  const [conv, convRows] = [...byBank].sort((a, b) => b[1].length - a[1].length)[0]!;
+  // Without sized banks, only the conversation is encoded.
+  const encoded = options.sizes.length === 0 ? convRows : memories.map((_, i) => i);
+  const texts = encoded.map((r) => memories[r]!.text);
+  note(`search: encoding ${texts.length} LoCoMo memories …`);
+  const all = await embedder.encode(texts, 'passage');
+  const at = new Map(encoded.map((r, i) => [r, i]));
+  const banks: Array<{ name: string; build: () => BankView; queries: string[] }> = [
+    {
+      name: `one conversation (${conv})`,
+      build: () =>
+        sliceView(
+          all,
+          convRows.map((r) => at.get(r)!),
+          conv,
+          convRows.map((r) => memories[r]!.id),
+          texts,
+        ),
+      queries: benchmark.queries.filter((q) => q.candidateBankIds?.[0] === conv).map((q) => q.text),
+    },
+  ];
+  const stride = Math.max(1, Math.floor(benchmark.queries.length / options.queries));
+  const spread = benchmark.queries
+    .filter((_, i) => i % stride === 0)
+    .slice(0, options.queries)
+    .map((q) => q.text);
+  const m = memories.length;
+  for (const size of options.sizes) {
+    const rows = Array.from({ length: size }, (_, i) => i % m);
+    const ids = rows.map((r, i) =>
+      i < m ? memories[r]!.id : `${memories[r]!.id}~${Math.floor(i / m)}`,
+    );
+    banks.push({
+      name: size <= m ? `${size} (real)` : `${size} (${m} real, the rest their copies)`,
+      // Built when measured: one large bank in memory at a time.
+      build: () => sliceView(all, rows, `size-${size}`, ids, texts),
+      queries: spread,
+    });
+  }
+  const threads = options.threads === undefined ? {} : { threads: options.threads };
+  const scorer = await SparseScorer.open(threads);
+  const index = residentIndexFactory(threads);
+  const out: string[][] = [];
+  try {
+    for (const { name, build, queries } of banks) {
+      const view = build();
+      const t = { encode: [] as number[], search: [] as number[], both: [] as number[] };
+      const plain: number[] = [];
+      const nonResident: number[] = [];
+      const bare: number[] = [];
+      let rotate = 0;
+      // The first query warms the caches (resident session, tie order, bank checks): untimed.
+      for (let qi = -1; qi < queries.length; qi++) {
+        const t0 = performance.now();
+        const query = await embedder.encode([queries[Math.max(0, qi)]!], 'query');
+        const encodeMs = ms(t0);
+        const calls: Array<[number[] | 'search', () => Promise<unknown>]> = [
+          ['search', () => searchView(view, query, { k: 10, index }, scorer)],
+          [plain, () => searchView(view, query, { k: 10, index, explain: false }, scorer)],
+          [nonResident, () => searchView(view, query, { k: 10 }, scorer)],
+          [bare, () => scorer.score(bareRequest(view, query), bareOptions)],
+        ];
+        // Rotate the order per query, so no call always runs first after the encoder.
+        for (let c = 0; c < calls.length; c++) {
+          const [into, call] = calls[(c + rotate) % calls.length]!;
+          const t1 = performance.now();
+          await call();
+          const took = ms(t1);
+          if (qi < 0) continue;
+          if (into !== 'search') into.push(took);
+          else {
+            t.search.push(took);
+            t.encode.push(encodeMs);
+            t.both.push(encodeMs + took);
+          }
+        }
+        rotate += 1;
+        // The warm-up's second indexed search started the resident build: measure it ready.
+        if (qi < 0) await index.settled();
+      }
+      const row = [
+        name,
+        String(view.ids.length),
+        String(view.tokenOffsets[view.ids.length]),
+        String(queries.length),
+        p(t.encode),
+        p(t.search),
+        p(t.both),
+        p(plain),
+        p(nonResident),
+        p(bare),
+        `${(quantile(t.search, 0.5) / quantile(bare, 0.5)).toFixed(2)}×`,
+        loadavg()[0]!.toFixed(2),
+      ];
+      note(row.join(' | '));
+      out.push(row);
+    }
+  } finally {
+    await index.dispose();
+    await scorer.dispose();
+  }
+  return out;
+}
+
+const bareOptions = { k: 64, alpha: 0.5, maxsim: false, clampK: true };
+
+/** The scorer request a search makes, minus ranking and evidence (the peer). */
+function bareRequest(view: BankView, query: EncodedTexts) {
+  return {
+    memories: {
+      dim: view.dim,
+      tokenVectors: view.tokenVectors,
+      tokenOffsets: view.tokenOffsets,
+      pooled: view.pooled,
+      ids: view.ids,
+    },
+    queries: query,
+    queryRows: [0],
+    candidates: Array.from(view.ids, (_, i) => i),
+  };
+}
