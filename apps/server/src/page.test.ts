@@ -204,4 +204,65 @@ describe('the page in headless Chromium (network blocked)', () => {
     },
     120_000,
   );
+
+  it.skipIf(SKIP)(
+    'with --keys: the page loads without a key, its calls carry the key typed (kept in sessionStorage)',
+    async () => {
+      if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found (see above)`);
+      const key = 'alice-key-5b0c8e1f3a9d47e2';
+      const h = await harness({ access: keysPolicy({ [key]: { banks: ['alice'], write: true } }) });
+      onTestFinished(() => h.close());
+      const origin = new URL(await h.app.listen({ host: '127.0.0.1', port: 0 })).origin;
+      let browser: Browser | undefined;
+      try {
+        browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+        const page = await browser.newPage();
+        const problems: string[] = [];
+        page.on('console', (m) => {
+          // Chromium logs every 4xx fetch as a console error; the one 401 below is expected.
+          const expected = m.text().includes('status of 401');
+          if ((m.type() === 'error' || m.type() === 'warning') && !expected)
+            problems.push(`console: ${m.text()}`);
+        });
+        page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+        const authorization: (string | undefined)[] = [];
+        await page.route('**', (route) => {
+          if (!route.request().url().startsWith(`${origin}/`))
+            return route.abort('blockedbyclient');
+          if (route.request().url().includes('/v1/'))
+            authorization.push(route.request().headers()['authorization']);
+          return route.continue();
+        });
+
+        await page.goto(`${origin}/`);
+        await page.fill('#bank', 'alice');
+        await page.fill('#memories', 'Alice adopted a grey cat called Miso in May.');
+        await page.click('#add-btn');
+        await page.waitForSelector('#add-status.error');
+        expect(await page.textContent('#add-status')).toContain('401 UNAUTHORIZED');
+        expect(h.store.banks()).toEqual([]);
+
+        await page.fill('#key', key);
+        expect(await page.evaluate(() => sessionStorage.getItem('bfe.apiKey'))).toBe(key);
+        await page.click('#add-btn');
+        await page.waitForFunction(() =>
+          document.getElementById('add-status')!.textContent!.startsWith('Added'),
+        );
+        await page.fill('#query', 'the cat');
+        await page.click('#search-btn');
+        await page.waitForSelector('#ranking tbody tr');
+        expect(await page.locator('#ranking tbody tr').count()).toBe(1);
+        expect(authorization[0]).toBeUndefined();
+        expect(authorization.slice(1).every((a) => a === `Bearer ${key}`)).toBe(true);
+        expect(authorization.length).toBeGreaterThanOrEqual(4);
+        // The key survives a reload of the tab.
+        await page.reload();
+        expect(await page.inputValue('#key')).toBe(key);
+        expect(problems).toEqual([]);
+      } finally {
+        await browser?.close();
+      }
+    },
+    120_000,
+  );
 });

@@ -20,7 +20,7 @@ const CSP =
 /** `src/page/` next to this module (tsx, vitest), or the source tree's when run from `dist/`. */
 function pageDir(): string {
   const here = fileURLToPath(new URL('page/', import.meta.url));
-  if (existsSync(here)) return here;
+  if (existsSync(here + 'index.html')) return here;
   return fileURLToPath(new URL('../src/page/', import.meta.url));
 }
 
