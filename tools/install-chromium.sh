@@ -18,12 +18,12 @@ elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
   as_root=(sudo -n)
 else
   echo "chromium: not installed and cannot install here (needs root or passwordless sudo);" \
-    "tests/report-html.test.ts will fail unless BFE_SKIP_BROWSER=1"
+    "the browser tests (tests/report-html.test.ts, apps/server/src/page.test.ts) fail unless BFE_SKIP_BROWSER=1"
   exit 0
 fi
 if ! command -v apt-get >/dev/null; then
   echo "chromium: not installed and cannot install here (needs apt-get);" \
-    "tests/report-html.test.ts will fail unless BFE_SKIP_BROWSER=1"
+    "the browser tests (tests/report-html.test.ts, apps/server/src/page.test.ts) fail unless BFE_SKIP_BROWSER=1"
   exit 0
 fi
 apt_install() {
@@ -40,5 +40,5 @@ if [ -x "$CHROMIUM" ]; then
   echo "chromium: installed ($("$CHROMIUM" --version 2>/dev/null || echo "$CHROMIUM"))"
 else
   printf '%s\n' "$out" | tail -n 5
-  echo "chromium: installation failed; tests/report-html.test.ts will fail unless BFE_SKIP_BROWSER=1"
+  echo "chromium: installation failed; the browser tests (tests/report-html.test.ts, apps/server/src/page.test.ts) fail unless BFE_SKIP_BROWSER=1"
 fi

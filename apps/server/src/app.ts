@@ -13,6 +13,7 @@ import { HttpError, errorHandler } from './http-errors.js';
 import type { AccessPolicy, Grant } from './keys.js';
 import { createMetrics } from './metrics.js';
 import { memoryRoutes } from './routes-memories.js';
+import { pageRoutes } from './routes-page.js';
 import { serviceRoutes } from './routes-service.js';
 import { searchRoutes } from './routes-search.js';
 import { MAX_BATCH } from './schemas.js';
@@ -145,6 +146,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   serviceRoutes(typed, options.store, metrics.registry);
   memoryRoutes(typed, options.store);
   searchRoutes(typed, options.store);
+  pageRoutes(typed);
   await app.ready();
   return app;
 }
