@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { tmpDir } from '@bfe/core/testing';
 import { readManifest } from './manifest.js';
 import { MemoryStore } from './store.js';
-import { mulberry32 } from './testing/crash-worker.js';
+import { rng } from '@bfe/index/testing';
 import { fakeEmbedder } from './testing/index.js';
 import type { BankView } from './types.js';
 
@@ -36,7 +36,7 @@ describe('compaction', () => {
     for (const seed of [1, 2, 3]) {
       const dir = tmpDir();
       const store = await open(dir);
-      const rand = mulberry32(seed);
+      const rand = rng(seed);
       const live: [string, string][] = [];
       for (let step = 0; step < 120; step++) {
         const r = rand();

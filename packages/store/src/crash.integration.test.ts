@@ -6,7 +6,8 @@ import { tmpDir } from '@bfe/core/testing';
 import { StoreLockedError } from './lock.js';
 import { readManifest, walGenerationOf } from './manifest.js';
 import { MemoryStore } from './store.js';
-import { mulberry32, textOf, type WorkerArgs } from './testing/crash-worker.js';
+import { rng } from '@bfe/index/testing';
+import { textOf, type WorkerArgs } from './testing/crash-worker.js';
 import { fakeEmbedder } from './testing/index.js';
 
 // The issue's crash test: a writer process is killed with SIGKILL at seeded random moments (and
@@ -147,7 +148,7 @@ async function verify(dir: string, model: Model, outcome: Outcome, round: string
 
 describe('crash safety (SIGKILL)', () => {
   it('keeps every acknowledged write and nothing partial across 52 random kills', async () => {
-    const rand = mulberry32(20261201);
+    const rand = rng(20261201);
     // Four stores side by side, 13 rounds each: 52 kills, in a bounded time.
     const lanes = Array.from({ length: 4 }, async (_, lane) => {
       const dir = tmpDir(`bfe-crash-${lane}-`);

@@ -4,6 +4,7 @@
 // call resolved (acknowledged: durable). The parent kills it with SIGKILL and checks the store.
 import { MemoryStore } from '../store.js';
 import { fakeEmbedder } from './fake-embedder.js';
+import { rng } from '@bfe/index/testing';
 
 export interface WorkerArgs {
   readonly dir: string;
@@ -11,18 +12,6 @@ export interface WorkerArgs {
   readonly seed: number;
   /** `write`: adds, updates and deletes forever; `compact`: build segments, then compact. */
   readonly mode: 'write' | 'compact';
-}
-
-/** Seeded uniform [0, 1) (mulberry32). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** The text a memory gets at its `version`: the parent recomputes vectors from it. */
@@ -33,7 +22,7 @@ export function textOf(id: string, version: number): string {
 const BANKS = ['alpha', 'beta', 'gamma'];
 
 async function main(args: WorkerArgs): Promise<void> {
-  const rand = mulberry32(args.seed);
+  const rand = rng(args.seed);
   const store = await MemoryStore.open(args.dir, {
     embedder: fakeEmbedder(),
     flushBytes: 16 * 1024,

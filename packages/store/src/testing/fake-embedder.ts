@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { emptyEncoded } from '../encoded.js';
 import type { EncodedTexts, Embedder } from '../types.js';
 
 /**
@@ -21,16 +22,7 @@ export function fakeEmbedder(dim = 8, model = 'fake-embedder'): Embedder & { cal
       const words = texts.map((t) => t.split(/\s+/).filter((w) => w.length > 0));
       const count = texts.length;
       const tokens = words.reduce((a, w) => a + w.length, 0);
-      const out = {
-        count,
-        dim,
-        pooled: new Float32Array(count * dim),
-        tokenOffsets: new Int32Array(count + 1),
-        tokenVectors: new Float32Array(tokens * dim),
-        tokenIds: new Int32Array(tokens),
-        tokenPositions: new Int32Array(tokens),
-        truncated: new Uint8Array(count),
-      };
+      const out = emptyEncoded(count, tokens, dim);
       let t = 0;
       for (let i = 0; i < count; i++) {
         const ws = words[i]!;
