@@ -1,0 +1,76 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BfeServiceError } from '@bfe/client';
+import { FIXTURE_MEMORIES } from '@bfe/client/testing';
+import { suiteTmpDir } from '@bfe/core/testing';
+import { BfeRetriever as LangchainRetriever } from '@bfe/langchain';
+import { BfeRetriever as LlamaindexRetriever } from '@bfe/llamaindex';
+import { fakeEmbedder } from '@bfe/store/testing';
+import { serve, type RunningServer } from '../apps/server/src/index.ts';
+
+const KEY = 'alice-key-0123456789abcdef';
+
+/** The retrievers' HTTP mode against the real `bfe serve` (in process), not a stub. */
+describe('the LangChain and LlamaIndex retrievers against bfe serve', () => {
+  let server: RunningServer;
+  const dir = suiteTmpDir('bfe-retrievers-server-');
+
+  beforeAll(async () => {
+    const keys = join(dir(), 'keys.json');
+    writeFileSync(keys, JSON.stringify({ [KEY]: { banks: ['alice'], write: true } }));
+    server = await serve({
+      store: join(dir(), 'store'),
+      host: '127.0.0.1',
+      port: 0,
+      keys,
+      storeOptions: { embedder: fakeEmbedder(16), compactSegments: 0 },
+    });
+    await server.store.add(FIXTURE_MEMORIES.map((m) => ({ ...m })));
+  });
+
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('LangChain over HTTP returns what the store returns in process', async () => {
+    const query = 'grey cat sofa';
+    const expected = await server.store.search({ bank: 'alice', query, k: 3 });
+    const retriever = new LangchainRetriever({ url: server.url, apiKey: KEY, bank: 'alice', k: 3 });
+    const docs = await retriever.invoke(query);
+    expect(docs.map((d) => d.metadata.id)).toEqual(expected.map((r) => r.id));
+    expect(docs.map((d) => d.metadata.score)).toEqual(expected.map((r) => r.score));
+    expect(docs.map((d) => d.pageContent)).toEqual(expected.map((r) => r.text));
+    const evidence = docs[0]!.metadata.evidence;
+    expect(evidence?.tokens.length).toBeGreaterThan(0);
+  });
+
+  it('LlamaIndex over HTTP returns what the store returns in process', async () => {
+    const query = 'alice marathon';
+    const expected = await server.store.search({ bank: 'alice', query, k: 2 });
+    const retriever = new LlamaindexRetriever({
+      url: server.url,
+      apiKey: KEY,
+      bank: 'alice',
+      k: 2,
+    });
+    const nodes = await retriever.retrieve({ query });
+    expect(nodes.map((n) => n.node.id_)).toEqual(expected.map((r) => r.id));
+    expect(nodes.map((n) => n.score)).toEqual(expected.map((r) => r.score));
+  });
+
+  it('a wrong key is 401 and another tenant’s bank is 404, as errors', async () => {
+    const wrong = new LangchainRetriever({
+      url: server.url,
+      apiKey: 'x'.repeat(24),
+      bank: 'alice',
+    });
+    await expect(wrong.invoke('cat')).rejects.toSatisfy(
+      (e) => e instanceof BfeServiceError && e.status === 401,
+    );
+    const other = new LlamaindexRetriever({ url: server.url, apiKey: KEY, bank: 'bob' });
+    await expect(other.retrieve({ query: 'lisbon' })).rejects.toSatisfy(
+      (e) => e instanceof BfeServiceError && e.status === 404,
+    );
+  });
+});
