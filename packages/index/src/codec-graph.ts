@@ -1,4 +1,4 @@
-import { GRAPH_NAMES, intAttr, modelProto, valueInfo } from './onnx-graph.js';
+import { GRAPH_NAMES, encodeModel, intAttr, valueInfo } from './onnx-graph.js';
 
 /** `TensorProto.DataType` values used here. */
 const FLOAT = 1;
@@ -131,14 +131,9 @@ export function codecSimilarityGraph(spec: CodecGraphSpec): Uint8Array {
     valueInfo(g.indices, INT32, ['rows', 'k_out']),
   ];
   if (spec.scores) output.push(valueInfo(g.scores, FLOAT, ['rows', 'n']));
-  const model = {
-    irVersion: 8,
-    opsetImport: [{ domain: '', version: 18 }],
-    producerName: '@bfe/index',
-    producerVersion: '0.1.0',
-    docString: 'bfe exact search over codec codes: Cast, Gemm with the transformed queries, TopK',
-    graph: { name: 'bfe_codec_similarity', node, initializer, input, output },
-  };
-  const type = modelProto();
-  return type.encode(type.fromObject(model)).finish();
+  return encodeModel(
+    18,
+    'bfe exact search over codec codes: Cast, Gemm with the transformed queries, TopK',
+    { name: 'bfe_codec_similarity', node, initializer, input, output },
+  );
 }

@@ -88,9 +88,23 @@ const ATTR_INT = 2;
 
 let modelType: protobuf.Type | undefined;
 /** The protobufjs type of `onnx.ModelProto` (the subset above). */
-export function modelProto(): protobuf.Type {
+function modelProto(): protobuf.Type {
   modelType ??= protobuf.Root.fromJSON(ONNX_SUBSET).lookupType('onnx.ModelProto');
   return modelType;
+}
+
+/** A graph's `ModelProto` bytes: IR 8, the default domain at `opset`, produced by `@bfe/index`. */
+export function encodeModel(opset: number, docString: string, graph: object): Uint8Array {
+  const type = modelProto();
+  const model = {
+    irVersion: 8,
+    opsetImport: [{ domain: '', version: opset }],
+    producerName: '@bfe/index',
+    producerVersion: '0.1.0',
+    docString,
+    graph,
+  };
+  return type.encode(type.fromObject(model)).finish();
 }
 
 export type Dim = number | string;
@@ -240,14 +254,9 @@ export function similarityGraph(spec: SimilarityGraphSpec): Uint8Array {
     output.push(valueInfo(n.values, FLOAT, ['rows', 'k_out']));
     output.push(valueInfo(n.indices, int64 ? INT64 : INT32, ['rows', 'k_out']));
   }
-  const model = {
-    irVersion: 8,
-    opsetImport: [{ domain: '', version: 17 }],
-    producerName: '@bfe/scorer',
-    producerVersion: '0.1.0',
-    docString: 'bfe exact sparse scorer: inner products and per-row top-k (METHOD.md §2)',
-    graph: { name: 'bfe_similarity', node, initializer, input, output },
-  };
-  const type = modelProto();
-  return type.encode(type.fromObject(model)).finish();
+  return encodeModel(
+    17,
+    'bfe exact sparse scorer: inner products and per-row top-k (METHOD.md §2)',
+    { name: 'bfe_similarity', node, initializer, input, output },
+  );
 }
