@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import type { Browser } from 'playwright-core';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { fakeEmbedder } from '@bfe/store/testing';
 import { keysPolicy } from './keys.js';
 import { harness } from './testing/harness.js';
 
@@ -198,6 +199,85 @@ describe('the page in headless Chromium (network blocked)', () => {
 
         expect(problems).toEqual([]);
         expect(blocked).toEqual([]);
+      } finally {
+        await browser?.close();
+      }
+    },
+    120_000,
+  );
+
+  it.skipIf(SKIP)(
+    'shows the true pooled rank of a result ranked beyond the top 1000 by pooled score',
+    async () => {
+      if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found (see above)`);
+      const embedder = fakeEmbedder();
+      // The needle matches the query's one token exactly (top by sparse score) while its pooled
+      // vector points away from the query's: the word most opposed to 'zebra' of 2,000, 12 times.
+      const cos = async (a: string, b: string): Promise<number> => {
+        const e = await embedder.encode([a, b], 'passage');
+        let dot = 0;
+        for (let i = 0; i < e.dim; i++) dot += e.pooled[i]! * e.pooled[e.dim + i]!;
+        return dot;
+      };
+      let away = 'x0';
+      let least = Infinity;
+      for (let i = 0; i < 2000; i++) {
+        const c = await cos('zebra', `x${i}`);
+        if (c < least) [least, away] = [c, `x${i}`];
+      }
+      const h = await harness({ embedder });
+      onTestFinished(() => h.close());
+      const others = Array.from({ length: 1100 }, (_, i) => ({
+        id: `o${i}`,
+        bank: 'deep',
+        text: `w${i}`,
+      }));
+      await h.store.add([
+        ...others,
+        { id: 'needle', bank: 'deep', text: ['zebra', ...Array(12).fill(away)].join(' ') },
+      ]);
+      const api = (await (
+        await h.app.inject({
+          method: 'POST',
+          url: '/v1/banks/deep/search',
+          payload: { query: 'zebra', k: 3, tokenK: 2 },
+        })
+      ).json()) as { results: { id: string; rank: number; pooledRank: number }[] };
+      const needle = api.results.find((r) => r.id === 'needle');
+      expect(needle?.pooledRank).toBeGreaterThan(1000);
+      const origin = new URL(await h.app.listen({ host: '127.0.0.1', port: 0 })).origin;
+      let browser: Browser | undefined;
+      try {
+        browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+        const page = await browser.newPage();
+        const problems: string[] = [];
+        page.on('console', (m) => {
+          if (m.type() === 'error' || m.type() === 'warning') problems.push(`console: ${m.text()}`);
+        });
+        page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+        await page.route('**', (route) =>
+          route.request().url().startsWith(`${origin}/`)
+            ? route.continue()
+            : route.abort('blockedbyclient'),
+        );
+        await page.goto(`${origin}/`);
+        await page.fill('#bank', 'deep');
+        await page.fill('#query', 'zebra');
+        await page.fill('#k', '3');
+        await page.fill('#token-k', '2');
+        await page.click('#search-btn');
+        await page.waitForSelector('#ranking tbody tr');
+        const rows = await page.$$eval('#ranking tbody tr', (trs) =>
+          trs.map((tr) => ({
+            id: (tr as HTMLElement).dataset.id,
+            pooled: tr.querySelector('.pooled-rank')!.textContent,
+          })),
+        );
+        expect(rows).toEqual(api.results.map((r) => ({ id: r.id, pooled: String(r.pooledRank) })));
+        expect(await page.textContent(`.result[data-id="needle"] .ranks`)).toContain(
+          `pooled #${needle!.pooledRank}`,
+        );
+        expect(problems).toEqual([]);
       } finally {
         await browser?.close();
       }

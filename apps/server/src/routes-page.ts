@@ -17,11 +17,15 @@ const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
   "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/** `src/page/` next to this module (tsx, vitest), or the source tree's when run from `dist/`. */
+/**
+ * The page's folder beside this module: `src/page/` when run from source (tsx, vitest), and
+ * `dist/page/` in the build (the package's build script copies it there).
+ */
 function pageDir(): string {
-  const here = fileURLToPath(new URL('page/', import.meta.url));
-  if (existsSync(here + 'index.html')) return here;
-  return fileURLToPath(new URL('../src/page/', import.meta.url));
+  const dir = fileURLToPath(new URL('page/', import.meta.url));
+  if (!existsSync(dir + 'index.html'))
+    throw new Error(`the web page's files are missing: ${dir} (rebuild the server: pnpm build)`);
+  return dir;
 }
 
 /**

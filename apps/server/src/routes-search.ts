@@ -61,6 +61,7 @@ export function resultBody(r: SearchResult): ResultBody {
     rank: r.rank,
     score: r.score,
     pooled: r.pooled,
+    pooledRank: r.pooledRank,
     sparse: r.sparse,
     text: r.text,
     ...(r.meta === undefined ? {} : { meta: r.meta as ResultBody['meta'] }),

@@ -143,6 +143,10 @@ export const searchResultSchema = z
     rank: z.number().int(),
     score: z.number(),
     pooled: z.number(),
+    pooledRank: z
+      .number()
+      .int()
+      .describe('rank by pooled score over the whole bank (a pooled search’s rank), however deep'),
     sparse: z.number(),
     text: z.string(),
     meta: metaSchema.optional(),

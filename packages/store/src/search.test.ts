@@ -76,6 +76,36 @@ describe('searchView', () => {
     }
   });
 
+  it('gives each result its pooled rank over the whole bank, beyond the top 1000 and through ties', async () => {
+    const big = view(3, 1200);
+    const pooled = big.pooled.slice();
+    // Ties: rows 0–99 share row 100's pooled vector, so the tie order decides among them.
+    for (let r = 0; r < 100; r++) pooled.copyWithin(r * DIM, 100 * DIM, 101 * DIM);
+    const tied = { ...big, pooled };
+    const byPooled = await searchView(
+      tied,
+      q,
+      { k: 1200, system: 'pooled', explain: false },
+      scorer,
+    );
+    const pooledRank = new Map(byPooled.map((r) => [r.id, r.rank]));
+    expect(byPooled.every((r) => r.pooledRank === r.rank)).toBe(true);
+    for (const system of SEARCH_SYSTEMS) {
+      const all = await searchView(tied, q, { k: 1200, system, explain: false }, scorer);
+      expect(
+        all.map((r) => r.pooledRank),
+        system,
+      ).toEqual(all.map((r) => pooledRank.get(r.id)));
+      const top = await searchView(tied, q, { k: 5, system, tokenK: 3 }, scorer);
+      expect(
+        top.map((r) => r.pooledRank),
+        system,
+      ).toEqual(top.map((r) => pooledRank.get(r.id)));
+    }
+    // Deep ranks are reported, not capped.
+    expect(Math.max(...byPooled.map((r) => r.pooledRank))).toBe(1200);
+  });
+
   it('explains each result with terms that sum to its sparse score and parts to its score', async () => {
     let floored = 0;
     for (const system of SEARCH_SYSTEMS) {

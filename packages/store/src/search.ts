@@ -143,6 +143,11 @@ export interface SearchResult {
   readonly score: number;
   /** `p_q·p_m`. */
   readonly pooled: number;
+  /**
+   * The memory's rank by `pooled` over the whole bank (1 for the best; ties as the `pooled`
+   * system breaks them): its rank in a `system: 'pooled'` search, however deep.
+   */
+  readonly pooledRank: number;
   /** The token-level score the system uses (`s_sparse`, zero-floor, or MaxSim). */
   readonly sparse: number;
   readonly text: string;
@@ -263,12 +268,36 @@ export async function searchView(
       rank: i + 1,
       score: values[g]!,
       pooled: s.systems.pooled[g]!,
+      pooledRank: pooledRankOf(g, s.candidates, s.systems.pooled, ties),
       sparse: tokenLevel[g]!,
       text: view.texts[row]!,
       meta: view.metas[row],
       ...(e === undefined ? {} : { evidence: withPieces(e, opts, view, query) }),
     };
   });
+}
+
+/**
+ * Candidate `g`'s place in `rankCandidates(candidates, pooled, ties)` without sorting the bank:
+ * one pass counting the candidates that rank above it (a higher pooled score, or an equal one
+ * earlier in the tie order).
+ */
+function pooledRankOf(
+  g: number,
+  candidates: Int32Array,
+  pooled: Float64Array,
+  ties: TieOrder,
+): number {
+  const rank = ties.rank;
+  const mine = pooled[g]!;
+  const mineTie = rank[candidates[g]!]!;
+  const n = candidates.length;
+  let above = 0;
+  for (let i = 0; i < n; i++) {
+    const p = pooled[i]!;
+    if (p > mine || (p === mine && rank[candidates[i]!]! < mineTie)) above++;
+  }
+  return above + 1;
 }
 
 function withPieces(

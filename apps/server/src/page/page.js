@@ -224,19 +224,16 @@ async function search(event) {
   $('search-btn').disabled = true;
   setStatus(status, 'Searching…');
   try {
-    const [fused, pooled] = await Promise.all([
-      api('POST', `${bankPath()}/search`, {
-        query,
-        k,
-        system: 'sparse-fusion',
-        explain: true,
-        tokenK,
-        alpha: Number.isFinite(alpha) ? alpha : 0.5,
-      }),
-      // The pooled ranking of the whole bank (up to 1000), so every fused result has its rank.
-      api('POST', `${bankPath()}/search`, { query, k: 1000, system: 'pooled', explain: false }),
-    ]);
-    const pooledRanks = new Map(pooled.results.map((r) => [r.id, r.rank]));
+    const fused = await api('POST', `${bankPath()}/search`, {
+      query,
+      k,
+      system: 'sparse-fusion',
+      explain: true,
+      tokenK,
+      alpha: Number.isFinite(alpha) ? alpha : 0.5,
+    });
+    // Each result carries its pooled rank over the whole bank, however deep.
+    const pooledRanks = new Map(fused.results.map((r) => [r.id, r.pooledRank]));
     render(fused.results, pooledRanks, query);
     setStatus(status, `${fused.results.length} results (sparse-fusion, tokenK ${tokenK}).`);
   } catch (error) {
