@@ -369,7 +369,8 @@ export function queryLoss(
 /**
  * The rest of {@link queryLoss} once MaxSim is known (by whichever kernel computed it, from
  * the adapted query of `cache`): the cross-entropy, and with `grads` its gradient through
- * MaxSim and the adapter, added into `grads`.
+ * MaxSim (by `backward`, which must equal {@link maxSimBackward} bit for bit on a zeroed
+ * gradient) and the adapter, added into `grads`.
  */
 export function lossFromMaxSim(
   params: AdapterParams,
@@ -378,19 +379,14 @@ export function lossFromMaxSim(
   result: MaxSimResult,
   temperature: number,
   grads?: AdapterGradients,
+  backward: typeof maxSimBackward = maxSimBackward,
 ): number {
   const { dim } = params;
   const { tokens, rows, candidates, positives } = query;
   if (grads === undefined) return multiPositiveCrossEntropy(result.scores, positives, temperature);
   const gradScores = new Float64Array(result.memories);
   const loss = multiPositiveCrossEntropy(result.scores, positives, temperature, gradScores);
-  const gradAdapted = maxSimBackward(
-    result,
-    gradScores,
-    dim,
-    candidates,
-    new Float64Array(rows * dim),
-  );
+  const gradAdapted = backward(result, gradScores, dim, candidates, new Float64Array(rows * dim));
   adapterBackward(params, tokens, rows, cache, gradAdapted, grads.a, grads.b);
   return loss;
 }

@@ -1,6 +1,18 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { maxSim, maxSimInto, queryLoss, type MaxSimResult, type TokenSegments } from './loss.js';
-import { maxSimFromSimilarities, maxTokenNorm, similarityErrorFactor } from './maxsim-exact.js';
+import {
+  maxSim,
+  maxSimBackward,
+  maxSimInto,
+  queryLoss,
+  type MaxSimResult,
+  type TokenSegments,
+} from './loss.js';
+import {
+  maxSimBackwardBlocked,
+  maxSimFromSimilarities,
+  maxTokenNorm,
+  similarityErrorFactor,
+} from './maxsim-exact.js';
 import { initAdapterParams } from './model.js';
 import { OrtMaxSim, queryLossOrt } from './ort-maxsim.js';
 import { Prng } from './prng.js';
@@ -187,6 +199,35 @@ describe('maxSimFromSimilarities', () => {
     expect(() => maxSimFromSimilarities(empty(p), sims, p.query, p.dim, p.segments, 1)).toThrow(
       /no candidate for row 0, memory 0/,
     );
+  });
+});
+
+describe('maxSimBackwardBlocked', () => {
+  it('equals maxSimBackward bit for bit (dims beside multiples of 8, zero weights, empty memories)', () => {
+    for (const [n, shape] of shapes.entries()) {
+      const p = problem(300 + n, shape.dim, shape.rows);
+      const result = maxSim(p.query, p.rows, p.dim, p.segments);
+      const prng = new Prng(n);
+      const weights = Float64Array.from({ length: result.memories }, (_, m) =>
+        m % 4 === 1 ? 0 : prng.normal() * 10 ** ((m % 5) - 3),
+      );
+      const reference = maxSimBackward(
+        result,
+        weights,
+        p.dim,
+        p.segments,
+        new Float64Array(p.rows * p.dim),
+      );
+      const got = maxSimBackwardBlocked(
+        result,
+        weights,
+        p.dim,
+        p.segments,
+        new Float64Array(p.rows * p.dim),
+      );
+      expect(got).toEqual(reference);
+      expect(reference.some((g) => g !== 0)).toBe(true);
+    }
   });
 });
 

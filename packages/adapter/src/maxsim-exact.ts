@@ -83,7 +83,10 @@ export function maxSimFromSimilarities(
     for (let k = 0; k < dim; k++) ss += query[i * dim + k]! * query[i * dim + k]!;
     slack[i] = 2 * factor * Math.sqrt(ss) * (1 + 2 ** -20) * tokenNorm + UNDERFLOW_SLACK;
   }
+  const top = new Float64Array(rows);
+  const second = new Float64Array(rows);
   const threshold = new Float64Array(rows);
+  // 1: one candidate, `first`; 2: several, found again by exactRow; 0: none (NaN scores)
   const count = new Int32Array(rows);
   const first = new Int32Array(rows);
   for (let m = 0; m < memories; m++) {
@@ -96,19 +99,33 @@ export function maxSimFromSimilarities(
       }
       continue;
     }
-    threshold.fill(-Infinity);
-    for (let t = start; t < end; t++) {
-      const o = t * rows;
-      for (let i = 0; i < rows; i++) if (sims[o + i]! > threshold[i]!) threshold[i] = sims[o + i]!;
-    }
-    for (let i = 0; i < rows; i++) threshold[i] = threshold[i]! - slack[i]!;
-    count.fill(0);
+    // Pass 1: the largest and second largest float32 score of each row, and where the
+    // largest is. A row whose runner-up is below the threshold has one candidate: its argmax.
+    top.fill(-Infinity);
+    second.fill(-Infinity);
     for (let t = start; t < end; t++) {
       const o = t * rows;
       for (let i = 0; i < rows; i++) {
-        if (sims[o + i]! >= threshold[i]!) {
-          if (count[i] === 0) first[i] = t;
-          count[i]! += 1;
+        const v = sims[o + i]!;
+        if (v > top[i]!) {
+          second[i] = top[i]!;
+          top[i] = v;
+          first[i] = t;
+        } else if (v > second[i]!) second[i] = v;
+      }
+    }
+    let crowded = false;
+    for (let i = 0; i < rows; i++) {
+      threshold[i] = top[i]! - slack[i]!;
+      count[i] = second[i]! < threshold[i]! ? 1 : 0;
+      if (count[i] === 0) crowded = true;
+    }
+    // Pass 2, only where needed: count the candidates of the other rows.
+    if (crowded) {
+      for (let t = start; t < end; t++) {
+        const o = t * rows;
+        for (let i = 0; i < rows; i++) {
+          if (count[i] !== 1 && sims[o + i]! >= threshold[i]!) count[i] = 2;
         }
       }
     }
@@ -119,11 +136,14 @@ export function maxSimFromSimilarities(
         continue;
       }
       for (let r = i; r < i + 4; r++) {
-        exactRow(out, m, r, true, query, x, dim, sims, threshold[r]!, start, end);
+        const [from, to] = count[r] === 1 ? [first[r]!, first[r]! + 1] : [start, end];
+        exactRow(out, m, r, true, query, x, dim, sims, threshold[r]!, from, to);
       }
     }
-    for (; i < rows; i++)
-      exactRow(out, m, i, false, query, x, dim, sims, threshold[i]!, start, end);
+    for (; i < rows; i++) {
+      const [from, to] = count[i] === 1 ? [first[i]!, first[i]! + 1] : [start, end];
+      exactRow(out, m, i, false, query, x, dim, sims, threshold[i]!, from, to);
+    }
   }
   return finishMaxSimScores(out);
 }
@@ -168,7 +188,10 @@ function sequentialDots4(
   argmax[o + 3 * memories] = first[i + 3]!;
 }
 
-/** Row `i` of memory `m`: the exact maximum over its candidates, in ascending token order. */
+/**
+ * Row `i` of memory `m`: the exact maximum over its candidates among tokens `start .. end`, in
+ * ascending token order.
+ */
 function exactRow(
   out: MaxSimResult,
   m: number,
@@ -202,4 +225,77 @@ function exactRow(
   if (arg < 0) throw new Error(`maxSimFromSimilarities: no candidate for row ${i}, memory ${m}`);
   out.best[i * memories + m] = b;
   out.argmax[i * memories + m] = arg;
+}
+
+/**
+ * {@link maxSimBackward} with the same result bit for bit, faster: each query row's gradient is
+ * summed eight entries at a time in registers over the memories in ascending order (the
+ * reference's order for every entry), instead of read-modify-writing the gradient row once per
+ * memory. Adds into `gradQuery` (bit for bit the reference's sums when it starts at zero, as in
+ * `lossFromMaxSim`).
+ */
+export function maxSimBackwardBlocked(
+  result: MaxSimResult,
+  gradScores: ArrayLike<number>,
+  dim: number,
+  segments: TokenSegments,
+  gradQuery: Float64Array,
+): Float64Array {
+  const { rows, memories, argmax } = result;
+  const x = segments.tokenVectors;
+  if (gradQuery.length < rows * dim) throw new Error(`maxSimBackward: gradQuery < ${rows * dim}`);
+  if (rows === 0) return gradQuery;
+  const inv = 1 / rows;
+  const weight = new Float64Array(memories);
+  const offset = new Int32Array(memories);
+  const d8 = dim - (dim % 8);
+  for (let i = 0; i < rows; i++) {
+    let n = 0;
+    for (let m = 0; m < memories; m++) {
+      const g = gradScores[m]! * inv;
+      const t = argmax[i * memories + m]!;
+      if (g === 0 || t < 0) continue; // as the reference: no term at all
+      weight[n] = g;
+      offset[n] = t * dim;
+      n += 1;
+    }
+    const q0 = i * dim;
+    let k = 0;
+    for (; k < d8; k += 8) {
+      let a0 = 0;
+      let a1 = 0;
+      let a2 = 0;
+      let a3 = 0;
+      let a4 = 0;
+      let a5 = 0;
+      let a6 = 0;
+      let a7 = 0;
+      for (let j = 0; j < n; j++) {
+        const g = weight[j]!;
+        const o = offset[j]! + k;
+        a0 += g * x[o]!;
+        a1 += g * x[o + 1]!;
+        a2 += g * x[o + 2]!;
+        a3 += g * x[o + 3]!;
+        a4 += g * x[o + 4]!;
+        a5 += g * x[o + 5]!;
+        a6 += g * x[o + 6]!;
+        a7 += g * x[o + 7]!;
+      }
+      gradQuery[q0 + k]! += a0;
+      gradQuery[q0 + k + 1]! += a1;
+      gradQuery[q0 + k + 2]! += a2;
+      gradQuery[q0 + k + 3]! += a3;
+      gradQuery[q0 + k + 4]! += a4;
+      gradQuery[q0 + k + 5]! += a5;
+      gradQuery[q0 + k + 6]! += a6;
+      gradQuery[q0 + k + 7]! += a7;
+    }
+    for (; k < dim; k++) {
+      let a = 0;
+      for (let j = 0; j < n; j++) a += weight[j]! * x[offset[j]! + k]!;
+      gradQuery[q0 + k]! += a;
+    }
+  }
+  return gradQuery;
 }

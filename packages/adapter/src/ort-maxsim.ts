@@ -17,7 +17,7 @@ import {
   type MaxSimResult,
   type TokenSegments,
 } from './loss.js';
-import { maxSimFromSimilarities, maxTokenNorm } from './maxsim-exact.js';
+import { maxSimBackwardBlocked, maxSimFromSimilarities, maxTokenNorm } from './maxsim-exact.js';
 import { applyAdapterInto, createForwardCache, type AdapterParams } from './model.js';
 import { similarityGraph } from './sim-graph.js';
 
@@ -145,5 +145,5 @@ export async function queryLossOrt(
   const cache = createForwardCache(rows, dim, rank);
   const adapted = applyAdapterInto(new Float64Array(rows * dim), params, tokens, rows, cache);
   const result = await kernel.maxSim(adapted, rows, query.candidates);
-  return lossFromMaxSim(params, query, cache, result, temperature, grads);
+  return lossFromMaxSim(params, query, cache, result, temperature, grads, maxSimBackwardBlocked);
 }
