@@ -250,6 +250,22 @@ describe('OrtMaxSim (onnxruntime MatMul + exact maxima)', () => {
     }
   });
 
+  it('keeps its set cache within budget, least recently used out, results unchanged', async () => {
+    const sets = [problem(401, 24, 4), problem(402, 24, 4), problem(403, 24, 4)];
+    const bytes = sets[0]!.tokens * 24 * 4;
+    const small = await OrtMaxSim.create(24, 2 * bytes);
+    try {
+      for (const p of [...sets, sets[0]!, sets[2]!, sets[1]!]) {
+        const got = await small.maxSim(p.query, p.rows, p.segments);
+        expect(got).toEqual(maxSim(p.query, p.rows, p.dim, p.segments));
+        expect(small.cached.bytes).toBeLessThanOrEqual(2 * bytes);
+      }
+      expect(small.cached.sets).toBe(2);
+    } finally {
+      await small.release();
+    }
+  });
+
   it('gives queryLoss and its gradient bit for bit at d = 384, twice over a cached bank', async () => {
     const dim = 384;
     const queries = syntheticQueries({

@@ -22,7 +22,7 @@ import { applyAdapterInto, createForwardCache, type AdapterParams } from './mode
 import { similarityGraph } from './sim-graph.js';
 
 /** Bytes of private candidate-set copies one worker keeps (least recently used evicted). */
-export const ORT_SET_CACHE_BYTES = 768 * 1024 * 1024;
+export const ORT_SET_CACHE_BYTES = 512 * 1024 * 1024;
 
 interface CachedSet {
   readonly tensor: Tensor;
@@ -39,16 +39,26 @@ export class OrtMaxSim {
   readonly #ort: Ort;
   readonly #session: InferenceSession;
   readonly #sets = new Map<Float32Array, CachedSet>();
+  readonly #budget: number;
   #bytes = 0;
 
-  private constructor(ort: Ort, session: InferenceSession, dim: number) {
+  private constructor(ort: Ort, session: InferenceSession, dim: number, budget: number) {
     this.#ort = ort;
     this.#session = session;
     this.dim = dim;
+    this.#budget = budget;
   }
 
-  /** Loads onnxruntime-node (only now: the JavaScript kernel never loads it) and the graph. */
-  static async create(dim: number): Promise<OrtMaxSim> {
+  /** Candidate sets held, and their bytes (the newest one is kept even beyond the budget). */
+  get cached(): { readonly sets: number; readonly bytes: number } {
+    return { sets: this.#sets.size, bytes: this.#bytes };
+  }
+
+  /**
+   * Loads onnxruntime-node (only now: the JavaScript kernel never loads it) and the graph;
+   * `cacheBytes` bounds the private copies of candidate sets.
+   */
+  static async create(dim: number, cacheBytes = ORT_SET_CACHE_BYTES): Promise<OrtMaxSim> {
     const ort = await import('onnxruntime-node');
     const session = await ort.InferenceSession.create(similarityGraph(dim), {
       executionProviders: ['cpu'],
@@ -57,7 +67,7 @@ export class OrtMaxSim {
       interOpNumThreads: 1,
       executionMode: 'sequential',
     });
-    return new OrtMaxSim(ort, session, dim);
+    return new OrtMaxSim(ort, session, dim, cacheBytes);
   }
 
   /**
@@ -119,7 +129,7 @@ export class OrtMaxSim {
       bytes: copy.byteLength,
     };
     for (const [key, old] of this.#sets) {
-      if (this.#bytes + entry.bytes <= ORT_SET_CACHE_BYTES) break;
+      if (this.#bytes + entry.bytes <= this.#budget) break;
       this.#sets.delete(key);
       this.#bytes -= old.bytes;
     }
