@@ -28,13 +28,14 @@ export type { AdapterSnapshot, TrainHooks, TrainResult, TrainStepInfo } from './
 export type { CandidateSet, TrainingInput, TrainingQuery, TrainingReport } from './train-input.js';
 export {
   MAX_TRAIN_WORKERS,
+  TRAIN_KERNELS,
   defaultTrainWorkers,
   parseTrainOptions,
   trainOptionsSchema,
   trainingConfigOf,
   trainingConfigSchema,
 } from './options.js';
-export type { ResolvedTrainOptions, TrainOptions, TrainingConfig } from './options.js';
+export type { ResolvedTrainOptions, TrainKernel, TrainOptions, TrainingConfig } from './options.js';
 export { assertTrainable } from './guards.js';
 export type { SplitIds, TrainableSplit } from './guards.js';
 export {

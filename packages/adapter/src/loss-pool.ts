@@ -11,6 +11,7 @@
 import { Worker } from 'node:worker_threads';
 import type { AdapterGradients, TokenSegments } from './loss.js';
 import type { AdapterParams } from './model.js';
+import type { TrainKernel } from './options.js';
 
 /** One query as the pool takes it: unit token states and a candidate set (shared by identity). */
 export interface PoolQuery {
@@ -27,6 +28,8 @@ export interface PoolSetup {
   readonly dim: number;
   readonly rank: number;
   readonly temperature: number;
+  /** What computes MaxSim (the result is the same bit for bit). */
+  readonly kernel: TrainKernel;
   /** Distinct candidate sets: token states `[N × dim]` (shared memory) and offsets `[M + 1]`. */
   readonly sets: readonly {
     readonly tokenVectors: Float32Array;
@@ -113,11 +116,12 @@ export class LossPool {
     readonly dim: number;
     readonly rank: number;
     readonly temperature: number;
+    readonly kernel: TrainKernel;
     readonly queries: readonly PoolQuery[];
     readonly workers: number;
   }): Promise<LossPool> {
-    const { dim, rank, temperature, queries, workers } = options;
-    const setup = { dim, rank, temperature, ...shareQueries(queries, dim) };
+    const { dim, rank, temperature, kernel, queries, workers } = options;
+    const setup = { dim, rank, temperature, kernel, ...shareQueries(queries, dim) };
     const slots: Slot[] = [];
     const pool = new LossPool(slots, setup);
     try {
@@ -281,7 +285,7 @@ export function partition(costs: ArrayLike<number>, parts: number): number[] {
 function shareQueries(
   queries: readonly PoolQuery[],
   dim: number,
-): Omit<PoolSetup, 'worker' | 'dim' | 'rank' | 'temperature'> {
+): Omit<PoolSetup, 'worker' | 'dim' | 'rank' | 'temperature' | 'kernel'> {
   const setIndex = new Map<PoolQuery['candidates'], number>();
   const sets: { tokenVectors: Float32Array; memoryOffsets: Int32Array }[] = [];
   const n = queries.length;

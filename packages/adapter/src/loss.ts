@@ -14,6 +14,7 @@ import {
   adapterBackward,
   applyAdapterInto,
   createForwardCache,
+  type AdapterForwardCache,
   type AdapterParams,
   type FloatArray,
 } from './model.js';
@@ -87,7 +88,7 @@ export function maxSimInto(
   dim: number,
   segments: TokenSegments,
 ): MaxSimResult {
-  const { rows, memories, scores, best, argmax } = out;
+  const { rows, memories, best, argmax } = out;
   const x = segments.tokenVectors;
   const offsets = segments.memoryOffsets;
   if (query.length < rows * dim) throw new Error(`maxSim: query holds < ${rows} × ${dim}`);
@@ -239,6 +240,15 @@ export function maxSimInto(
       argmax[i * memories + m] = arg;
     }
   }
+  return finishMaxSimScores(out);
+}
+
+/**
+ * Fills `out.scores` from `out.best`: `MaxSim(q, m)` = the mean over query rows (summed in row
+ * order, then scaled by `1 / rows`) — the one place every MaxSim path computes it.
+ */
+export function finishMaxSimScores(out: MaxSimResult): MaxSimResult {
+  const { rows, memories, scores, best } = out;
   const inv = rows > 0 ? 1 / rows : 0;
   for (let m = 0; m < memories; m++) {
     let sum = 0;
@@ -349,20 +359,34 @@ export function queryLoss(
   grads?: AdapterGradients,
 ): number {
   const { dim, rank } = params;
-  const { tokens, rows, candidates, positives } = query;
+  const { tokens, rows, candidates } = query;
   const cache = createForwardCache(rows, dim, rank);
   const adapted = applyAdapterInto(new Float64Array(rows * dim), params, tokens, rows, cache);
   const result = maxSim(adapted, rows, dim, candidates);
+  return lossFromMaxSim(params, query, cache, result, temperature, grads);
+}
+
+/**
+ * The rest of {@link queryLoss} once MaxSim is known (by whichever kernel computed it, from
+ * the adapted query of `cache`): the cross-entropy, and with `grads` its gradient through
+ * MaxSim (by `backward`, which must equal {@link maxSimBackward} bit for bit on a zeroed
+ * gradient) and the adapter, added into `grads`.
+ */
+export function lossFromMaxSim(
+  params: AdapterParams,
+  query: LossQuery,
+  cache: AdapterForwardCache,
+  result: MaxSimResult,
+  temperature: number,
+  grads?: AdapterGradients,
+  backward: typeof maxSimBackward = maxSimBackward,
+): number {
+  const { dim } = params;
+  const { tokens, rows, candidates, positives } = query;
   if (grads === undefined) return multiPositiveCrossEntropy(result.scores, positives, temperature);
   const gradScores = new Float64Array(result.memories);
   const loss = multiPositiveCrossEntropy(result.scores, positives, temperature, gradScores);
-  const gradAdapted = maxSimBackward(
-    result,
-    gradScores,
-    dim,
-    candidates,
-    new Float64Array(rows * dim),
-  );
+  const gradAdapted = backward(result, gradScores, dim, candidates, new Float64Array(rows * dim));
   adapterBackward(params, tokens, rows, cache, gradAdapted, grads.a, grads.b);
   return loss;
 }

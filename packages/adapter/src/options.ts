@@ -48,6 +48,14 @@ export function defaultTrainWorkers(): number {
   return Math.min(2, availableParallelism());
 }
 
+/**
+ * What computes MaxSim's similarities during training: `onnxruntime` — a float32 MatMul on
+ * onnxruntime's CPU provider, the maxima then recomputed exactly (`maxsim-exact.ts`) — or
+ * `js`, the reference loops. The result is the same bit for bit.
+ */
+export const TRAIN_KERNELS = ['onnxruntime', 'js'] as const;
+export type TrainKernel = (typeof TRAIN_KERNELS)[number];
+
 /** Everything `trainAdapter` accepts: the hyperparameters plus provenance and switches. */
 export const trainOptionsSchema = z.strictObject({
   ...trainingConfigSchema.shape,
@@ -64,6 +72,12 @@ export const trainOptionsSchema = z.strictObject({
    * `trainAdapter` (sync) is single-threaded and refuses any other value than 1.
    */
   workers: z.number().int().min(1).max(MAX_TRAIN_WORKERS).default(defaultTrainWorkers),
+  /**
+   * {@link TRAIN_KERNELS}; default `onnxruntime` in `trainAdapterAsync` (`trainAdapter`, sync,
+   * runs `js` and refuses `onnxruntime`). Not a hyperparameter: both give the same result bit
+   * for bit, so it is not recorded in adapter files.
+   */
+  kernel: z.enum(TRAIN_KERNELS).default('onnxruntime'),
 });
 
 /** Training options as a caller writes them (every field optional). */

@@ -71,14 +71,14 @@ afterEach(() => {
 
 describe('trainAdapterAsync with worker threads', () => {
   it('is deterministic for a worker count and matches one thread to 1e-9', async () => {
-    const one = await trainAdapterAsync(splits(), { ...options, workers: 1 });
+    const one = await trainAdapterAsync(splits(), { ...options, workers: 1, kernel: 'js' });
     let ticks = 0;
     const timer = setInterval(() => (ticks += 1), 0);
-    const two = await trainAdapterAsync(splits(), { ...options, workers: 2 });
+    const two = await trainAdapterAsync(splits(), { ...options, workers: 2, kernel: 'js' });
     clearInterval(timer);
     expect(ticks).toBeGreaterThan(0); // the event loop ran while the workers computed
-    const twoAgain = await trainAdapterAsync(splits(), { ...options, workers: 2 });
-    const three = await trainAdapterAsync(splits(), { ...options, workers: 3 });
+    const twoAgain = await trainAdapterAsync(splits(), { ...options, workers: 2, kernel: 'js' });
+    const three = await trainAdapterAsync(splits(), { ...options, workers: 3, kernel: 'js' });
     expect(one.options.workers).toBe(1);
     expect(two.options.workers).toBe(2);
     expectIdentical(two, twoAgain);
@@ -92,15 +92,36 @@ describe('trainAdapterAsync with worker threads', () => {
   it('keeps the single-thread path bit-identical to trainAdapter with workers: 1', async () => {
     const sync = trainAdapter(splits(), options);
     expect(sync.options.workers).toBe(1);
-    expectIdentical(sync, await trainAdapterAsync(splits(), { ...options, workers: 1 }));
+    expect(sync.options.kernel).toBe('js');
+    const before = trainWorkerCounts().started;
+    expectIdentical(
+      sync,
+      await trainAdapterAsync(splits(), { ...options, workers: 1, kernel: 'js' }),
+    );
+    expect(trainWorkerCounts().started).toBe(before); // js on one thread: no worker
   });
 
-  it('defaults to min(2, available cores) workers', async () => {
+  it('gives the same result bit for bit on the onnxruntime and js kernels, per worker count', async () => {
+    for (const workers of [1, 2]) {
+      const js = await trainAdapterAsync(splits(), { ...options, workers, kernel: 'js' });
+      const onnx = await trainAdapterAsync(splits(), { ...options, workers });
+      expect(onnx.options.kernel).toBe('onnxruntime'); // the default
+      expectIdentical(js, onnx);
+      if (workers === 2) {
+        expectIdentical(onnx, await trainAdapterAsync(splits(), { ...options, workers }));
+      }
+    }
+    expect(trainWorkerCounts().live).toBe(0);
+  });
+
+  it('defaults to min(2, available cores) workers on the onnxruntime kernel', async () => {
     const before = trainWorkerCounts().started;
     const result = await trainAdapterAsync(splits(), { ...options, epochs: 1 });
     const expected = Math.min(2, availableParallelism());
     expect(result.options.workers).toBe(expected);
-    expect(trainWorkerCounts().started - before).toBe(expected === 1 ? 0 : expected);
+    expect(result.options.kernel).toBe('onnxruntime');
+    // onnxruntime runs in the workers, also when there is one
+    expect(trainWorkerCounts().started - before).toBe(expected);
   });
 
   it('rejects when a worker fails, and terminates every worker', async () => {
@@ -179,6 +200,15 @@ describe('trainAdapterAsync with worker threads', () => {
   it('keeps trainAdapter single-threaded: workers other than 1 is a ConfigError', () => {
     expect(() => trainAdapter(splits(), { ...options, workers: 2 })).toThrow(
       /single-threaded; workers: 2 needs trainAdapterAsync/,
+    );
+  });
+
+  it('keeps trainAdapter on the js kernel: kernel onnxruntime is a ConfigError', () => {
+    expect(() => trainAdapter(splits(), { ...options, kernel: 'onnxruntime' })).toThrow(
+      /kernel: onnxruntime needs trainAdapterAsync/,
+    );
+    expect(() => trainAdapter(splits(), { ...options, kernel: 'gpu' as 'js' })).toThrow(
+      ConfigError,
     );
   });
 });

@@ -1,18 +1,22 @@
 /**
  * Worker-thread entry of the parallel training path (started by `loss-pool.ts`, never
  * imported): holds views of the shared token states, and answers each request with the sum
- * of `queryLoss` over its queries, in the order given, and their summed gradient (float64).
+ * of `queryLoss` over its queries, in the order given, and their summed gradient (float64) —
+ * on the JavaScript kernel, or with MaxSim's GEMM on onnxruntime (`ort-maxsim.ts`), whose
+ * result is the same bit for bit.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { queryLoss, type LossQuery } from './loss.js';
 import type { PoolReply, PoolRequest, PoolSetup } from './loss-pool.js';
+import { OrtMaxSim, queryLossOrt } from './ort-maxsim.js';
 
 const port = parentPort;
 if (port === null) throw new Error('train-worker: must run in a worker thread');
 const setup = workerData as PoolSetup;
 const { dim, rank, temperature } = setup;
 
-const queries: LossQuery[] = [];
+const queries: (LossQuery & { readonly candidates: { readonly tokenVectors: Float32Array } })[] =
+  [];
 for (let q = 0; q < setup.querySet.length; q++) {
   const first = setup.queryRows[q]!;
   const rows = setup.queryRows[q + 1]! - first;
@@ -33,8 +37,10 @@ const fault = /^(\d+):(\d+)$/.exec(process.env.BFE_FAULT_ADAPTER_WORKER ?? '');
 const faultRequest = fault !== null && Number(fault[1]) === setup.worker ? Number(fault[2]) : -1;
 if (faultRequest === 0) throw new Error('injected fault at start (BFE_FAULT_ADAPTER_WORKER)');
 let requests = 0;
+const kernel = setup.kernel === 'onnxruntime' ? await OrtMaxSim.create(dim) : undefined;
 
-port.on('message', (request: PoolRequest) => {
+// One request at a time (the pool waits for each reply), so the async handler never overlaps.
+port.on('message', async (request: PoolRequest) => {
   requests += 1;
   let reply: PoolReply;
   const transfer: ArrayBuffer[] = [];
@@ -51,7 +57,10 @@ port.on('message', (request: PoolRequest) => {
     for (let i = 0; i < ids.length; i++) {
       const query = queries[ids[i]!];
       if (query === undefined) throw new Error(`train-worker: no query ${ids[i]}`);
-      sum += queryLoss(params, query, temperature, grads);
+      sum +=
+        kernel === undefined
+          ? queryLoss(params, query, temperature, grads)
+          : await queryLossOrt(kernel, params, query, temperature, grads);
     }
     if (grads === undefined) reply = { kind: 'result', loss: sum };
     else {

@@ -141,7 +141,7 @@ export async function trainAdapterAsync(
 ): Promise<TrainResult> {
   const session = prepareSession(input, options, 'async');
   const steps = trainSteps(session, hooks);
-  if (session.config.workers === 1) {
+  if (session.config.workers === 1 && session.config.kernel === 'js') {
     let next = steps.next();
     while (next.done !== true) {
       const done = localWork(session, next.value);
@@ -155,6 +155,7 @@ export async function trainAdapterAsync(
     dim: session.dim,
     rank: config.rank,
     temperature: config.temperature,
+    kernel: config.kernel,
     queries: [...train, ...validation],
     workers: config.workers,
   });
@@ -203,7 +204,12 @@ function prepareSession(
       `trainAdapter is single-threaded; workers: ${parsed.workers} needs trainAdapterAsync.`,
     );
   }
-  const config = mode === 'sync' ? { ...parsed, workers: 1 } : parsed;
+  if (mode === 'sync' && parsed.kernel !== 'js' && options.kernel !== undefined) {
+    throw new ConfigError(
+      `trainAdapter is synchronous and runs the js kernel; kernel: ${parsed.kernel} needs trainAdapterAsync.`,
+    );
+  }
+  const config = mode === 'sync' ? { ...parsed, workers: 1, kernel: 'js' as const } : parsed;
   const { train, validation, report } = prepareInput(input, config);
   const dim = input.dim;
   if (config.rank > dim) {

@@ -66,6 +66,11 @@ export class LiveIndex {
     if (map.size === 0) this.#banks.delete(bank);
   }
 
+  /** The live rows of `bank` (id → row of its current version); undefined for none. */
+  rows(bank: string): ReadonlyMap<string, RowRef> | undefined {
+    return this.#banks.get(bank);
+  }
+
   get(bank: string, id: string): RowRef | undefined {
     return this.#banks.get(bank)?.get(id);
   }

@@ -30,3 +30,17 @@ export type {
 export { renderEvidence } from './render.js';
 export { DEFAULT_MAX_RESIDENT_TOKENS, residentIndexFactory } from './resident-index.js';
 export type { ResidentIndexFactory, ResidentIndexOptions } from './resident-index.js';
+export { storeIndexFactory, storeIndexOptionsSchema } from './store-index.js';
+export type {
+  GraphStats,
+  ResolvedStoreIndexOptions,
+  StoreIndexFactory,
+  StoreIndexOptions,
+} from './store-index.js';
+export type { IndexLink, IndexedStore, StoreChange } from './graph/keeper.js';
+export { BankGraph } from './graph/bank-graph.js';
+export type { GraphEntry, GraphParams, VersionRows } from './graph/bank-graph.js';
+export { GRAPH_MARGIN, GraphTokenIndex } from './graph/graph-search.js';
+export type { GraphSearchLimits, GraphSearchOutcome } from './graph/graph-search.js';
+export { GRAPHS_DIR, graphMetaSchema } from './graph/graph-files.js';
+export type { GraphMeta } from './graph/graph-files.js';

@@ -57,6 +57,7 @@ function buildView(rows: SegmentRows, model: string): BankView {
     tokenVectors: e.tokenVectors,
     tokenIds: e.tokenIds,
     tokenPositions: e.tokenPositions,
+    seqs: rows.seqs,
   });
 }
 

@@ -14,7 +14,8 @@ import {
 import { acquireLock } from './lock.js';
 import { MANIFEST_FILE } from './manifest.js';
 import { recover } from './recovery.js';
-import { residentIndexFactory, type ResidentIndexFactory } from './resident-index.js';
+import type { ResidentIndexFactory } from './resident-index.js';
+import { isStoreIndexFactory, storeIndexFactory, type StoreIndexFactory } from './store-index.js';
 import type { SparseScorer } from '@bfe/scorer';
 import {
   searchView,
@@ -52,9 +53,10 @@ export interface StoreOptions {
    */
   readonly scorer?: SparseScorer;
   /**
-   * The token index searches use unless a request names its own (a factory per bank view, e.g.
-   * HNSW for large banks). Default: {@link residentIndexFactory} — the exact backend, small
-   * banks resident on their own kernel, larger ones on the scorer's; released at `close`.
+   * The token index searches use unless a request names its own (a factory per bank view).
+   * Default: {@link storeIndexFactory}`({ threads })` — exact and resident up to 65,536 content
+   * tokens, a maintained HNSW graph above (`graphs/`). A {@link StoreIndexFactory} passed here is
+   * attached to this store; `storeIndexFactory({ exact: true })`: exact search everywhere.
    */
   readonly index?: TokenIndexFactory;
 }
@@ -125,17 +127,22 @@ export class MemoryStore {
   readonly #ownsScorer: boolean;
   #closed = false;
 
-  private constructor(writer: Writer, embedder: Embedder, owns: boolean, options: StoreOptions) {
+  private constructor(
+    writer: Writer,
+    embedder: Embedder,
+    owns: boolean,
+    options: StoreOptions,
+    index: TokenIndexFactory,
+  ) {
     this.#writer = writer;
     this.#embedder = embedder;
     this.#ownsEmbedder = owns;
     this.#maxTextBytes = options.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES;
     this.#scorer = options.scorer === undefined ? undefined : Promise.resolve(options.scorer);
     this.#ownsScorer = options.scorer === undefined;
-    const threads = options.threads === undefined ? {} : { threads: options.threads };
     this.#threads = options.threads;
-    this.#ownIndex = options.index === undefined ? residentIndexFactory(threads) : undefined;
-    this.#index = options.index ?? this.#ownIndex!;
+    this.#ownIndex = options.index === undefined ? (index as ResidentIndexFactory) : undefined;
+    this.#index = index;
   }
 
   /**
@@ -162,6 +169,7 @@ export class MemoryStore {
         ...(options.threads === undefined ? {} : { threads: options.threads }),
       }));
     let release: (() => Promise<void>) | undefined;
+    let own: StoreIndexFactory | undefined;
     try {
       release = await acquireLock(root);
       const recovered = await recover(root, embedder.model, embedder.dim);
@@ -171,8 +179,21 @@ export class MemoryStore {
         flushBytes: options.flushBytes ?? 32 * 1024 * 1024,
         compactSegments: options.compactSegments ?? 8,
       });
-      return new MemoryStore(writer, embedder, owns, options);
+      const index =
+        options.index ??
+        storeIndexFactory(options.threads === undefined ? {} : { threads: options.threads });
+      if (isStoreIndexFactory(index)) {
+        own = options.index === undefined ? index : undefined;
+        writer.listener = await index.attach({
+          dir: root,
+          model: embedder.model,
+          dim: embedder.dim,
+          liveRows: (bank) => writer.live.rows(bank),
+        });
+      }
+      return new MemoryStore(writer, embedder, owns, options, index);
     } catch (error) {
+      await own?.dispose();
       await release?.();
       if (owns) await embedder.dispose();
       throw error;

@@ -54,4 +54,10 @@ export interface BankView {
   readonly tokenVectors: Float32Array;
   readonly tokenIds: Int32Array;
   readonly tokenPositions: Int32Array;
+  /**
+   * `[memories]` the write sequence of each row's version (its identity in the store): lets a
+   * maintained token index tell the versions of a view from later ones. Views a store makes
+   * carry it; a view without it is searched without the store's HNSW graphs.
+   */
+  readonly seqs?: Float64Array;
 }

@@ -15,6 +15,7 @@ import { segmentFile, walFile, writeManifest, type Manifest } from './manifest.j
 import type { Recovered } from './recovery.js';
 import { writeSegment } from './segment.js';
 import { Segment, withBatch, type StoreState } from './state.js';
+import type { IndexLink } from './graph/keeper.js';
 import type { EncodedTexts } from './types.js';
 import { WalWriter, type WalRecord } from './wal.js';
 
@@ -44,6 +45,8 @@ export class Writer {
   #background: Promise<void> = Promise.resolve();
   #backgroundError: unknown;
   #closing = false;
+  /** The attached index (the store's HNSW graphs), told of every applied write. */
+  listener: IndexLink | undefined;
 
   constructor(
     readonly dir: string,
@@ -111,10 +114,12 @@ export class Writer {
         encoded,
       };
       await this.#wal.append(record);
-      for (const rows of rowsByBank(record)) {
+      const batches = rowsByBank(record);
+      for (const rows of batches) {
         this.#state = withBatch(this.#state, rows);
         this.live.addRows(rows);
       }
+      for (const rows of batches) await this.listener?.applied({ kind: 'add', rows });
       this.#memBytes += bytesOf(encoded);
       if (this.#memBytes >= this.config.flushBytes) await this.#flushLocked();
     });
@@ -133,6 +138,7 @@ export class Writer {
         await this.#wal.append(record);
         this.#state = applyRecord(this.#state, record);
         this.live.remove(bank, deleted);
+        await this.listener?.applied({ kind: 'delete', bank, ids: deleted });
       }
       return { deleted, unknown };
     });
@@ -212,6 +218,7 @@ export class Writer {
     await old.close();
     await rm(old.path, { force: true });
     for (const bank of banks) this.live.rebuild(this.#state, bank);
+    await this.listener?.flushed();
     this.#maybeCompact(banks);
   }
 
@@ -306,6 +313,7 @@ export class Writer {
       if (flush) await this.flush();
     } finally {
       await this.#queue;
+      await this.listener?.close();
       await this.#wal.close();
       await this.releaseLock();
     }

@@ -1,6 +1,7 @@
 /**
- * A benchmark, not a test: wall time of `trainAdapterAsync` (METHOD.md §4) for each worker
- * count given, on one synthetic problem (generated once, untimed). Two shapes:
+ * A benchmark, not a test: wall time of `trainAdapterAsync` (METHOD.md §4) for each kernel
+ * (`js`, the reference loops; `onnxruntime`, MaxSim's GEMM on onnxruntime's CPU provider) and
+ * each worker count given, on one synthetic problem (generated once, untimed). Two shapes:
  *
  * - `--shape small` (default): 60 training queries of 12 tokens, each with its own bank of 50
  *   memories (≈ 5,000 tokens), 20 validation queries alike, 2 epochs.
@@ -9,17 +10,18 @@
  *   queries on 2 banks of their own, 1 epoch.
  *
  * d = 384, r = 32, batch 16, METHOD.md's optimiser settings; any flag overrides the shape.
- * Every run after the first is compared with it: wall-time ratio, and the largest relative
- * difference of the step losses and final weights (0 when bit-identical).
+ * Runs go kernel by kernel (`--kernels`, default `js,onnxruntime`), each over `--workers`
+ * (default 2). Every run after the first is compared with it: wall-time ratio, and the largest
+ * relative difference of the step losses and final weights (0 when bit-identical).
  *
  * @example
  * pnpm bench:adapter
- * pnpm bench:adapter --shape locomo --workers 1,2
- * pnpm bench:adapter --workers 2,1,2 --json
+ * pnpm bench:adapter --shape locomo --epochs 2
+ * pnpm bench:adapter --kernels onnxruntime --workers 1,2 --json
  */
 import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { trainAdapterAsync, type TrainResult } from '@bfe/adapter';
+import { TRAIN_KERNELS, trainAdapterAsync, type TrainKernel, type TrainResult } from '@bfe/adapter';
 import { syntheticQueries, type SyntheticOptions } from '@bfe/adapter/testing';
 import { out } from '../shared/output.js';
 
@@ -52,7 +54,8 @@ type ShapeKey = keyof (typeof SHAPES)['small'];
 const { values } = parseArgs({
   options: {
     shape: { type: 'string', default: 'small' },
-    workers: { type: 'string', default: '1,2' },
+    kernels: { type: 'string', default: 'js,onnxruntime' },
+    workers: { type: 'string', default: '2' },
     queries: { type: 'string' },
     validation: { type: 'string' },
     'query-tokens': { type: 'string' },
@@ -83,6 +86,12 @@ const int = (name: ShapeKey | 'dim' | 'rank' | 'seed'): number => {
   return shape[name];
 };
 const workerCounts = values.workers.split(',').map((w) => toInt('workers', w.trim()));
+const kernels = values.kernels.split(',').map((k): TrainKernel => {
+  const kernel = TRAIN_KERNELS.find((known) => known === k.trim());
+  if (kernel === undefined) throw new Error(`--kernels: ${k} is not one of ${TRAIN_KERNELS}`);
+  return kernel;
+});
+const plan = kernels.flatMap((kernel) => workerCounts.map((workers) => ({ kernel, workers })));
 
 const problem: SyntheticOptions = {
   dim: int('dim'),
@@ -113,6 +122,7 @@ const bankTokens = train[0]!.candidates.tokenVectors.length / problem.dim;
 const banks = new Set(train.map((q) => q.candidates)).size;
 
 interface Run {
+  readonly kernel: TrainKernel;
   readonly workers: number;
   readonly wallSeconds: number;
   readonly medianStepMs: number;
@@ -136,14 +146,14 @@ const maxRelDiff = (x: ArrayLike<number>, y: ArrayLike<number>): number => {
 };
 
 const runs: Run[] = [];
-for (const workers of workerCounts) {
+for (const { kernel, workers } of plan) {
   const loadAverageBefore = loadavg()[0]!;
   const stepMs: number[] = [];
   const cpuBefore = process.cpuUsage();
   t = performance.now();
   const result = await trainAdapterAsync(
     { dim: problem.dim, train, validation },
-    { rank: int('rank'), epochs, seed: int('seed'), workers },
+    { rank: int('rank'), epochs, seed: int('seed'), workers, kernel },
     {
       onStep: () => {
         const now = performance.now();
@@ -157,6 +167,7 @@ for (const workers of workerCounts) {
   const last = (r: TrainResult) => r.snapshots.at(-1)!.adapter;
   stepMs.sort((x, y) => x - y);
   runs.push({
+    kernel,
     workers,
     wallSeconds: result.wallMs / 1000,
     medianStepMs: stepMs[Math.floor(stepMs.length / 2)] ?? 0,
@@ -213,7 +224,7 @@ if (values.json) {
   );
   for (const run of summary.runs) {
     out(
-      `  workers ${run.workers}: ${run.wallSeconds.toFixed(2)} s ` +
+      `  ${run.kernel}, workers ${run.workers}: ${run.wallSeconds.toFixed(2)} s ` +
         `(${run.msPerQueryPass.toFixed(1)} ms per query pass, median step ` +
         `${run.medianStepMs.toFixed(0)} ms, ${(run.cpuSeconds / run.wallSeconds).toFixed(2)} ` +
         `cores busy), ×${run.speedupVsFirst.toFixed(2)} vs the first run; max rel. diff: step ` +

@@ -47,6 +47,7 @@ describe('parseExperiment', () => {
         temperature: 0.07,
         alphaGrid: [0.25, 0.5, 0.75],
         workers: 2,
+        kernel: 'onnxruntime',
       },
       eval: { ks: [1, 4, 5, 8, 10, 16, 25, 50], resamples: 10_000, seed: 42 },
     });
@@ -72,6 +73,7 @@ describe('parseExperiment', () => {
     });
     expect(e.adapter.enabled).toBe(true);
     expect(e.adapter.rank).toBe(32);
+    expect(e.adapter.kernel).toBe('onnxruntime');
     // ks are deduplicated and sorted.
     expect(e.eval.ks).toEqual([1, 10]);
     expect(e.eval.resamples).toBe(10_000);
@@ -104,6 +106,7 @@ describe('parseExperiment', () => {
     [{ split: { seed: 'each' } }, 'split.seed'],
     [{ eval: { ks: [1, 5] } }, 'eval.ks'],
     [{ model: { dtype: 'int8' } }, 'model.dtype'],
+    [{ adapter: { kernel: 'gpu' } }, 'adapter.kernel'],
   ])('refuses the mistyped value %j at %s', (part, path) => {
     const error = configError(() =>
       parseExperiment({ name: 'x', dataset: { name: 'locomo' }, ...part }),

@@ -1,6 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { extname, join, resolve } from 'node:path';
 import { BfeError, ConfigError, decodeUtf8Strict } from '@bfe/core';
+import { TRAIN_KERNELS } from '@bfe/adapter';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 
@@ -116,6 +117,13 @@ export const experimentSchema = z.strictObject({
        * taken from the machine.
        */
       workers: z.int().min(1).max(16).default(2),
+      /**
+       * What runs MaxSim's heavy algebra in training: `onnxruntime` (a float32 MatMul on
+       * onnxruntime's CPU provider, the maxima recomputed exactly) or `js` (the reference
+       * loops). Both give the same adapter bit for bit; kept in the cache key so that a `js`
+       * run really recomputes.
+       */
+      kernel: z.enum(TRAIN_KERNELS).default('onnxruntime'),
     })
     .prefault({}),
   /**

@@ -66,7 +66,8 @@ export interface HnswIndex {
   dispose(): void;
 }
 
-function makeIndex(dim: number, params: HnswParams, kind: HnswScalarKind): UsearchIndex {
+/** A new usearch inner-product index (one home for the library's constructor options). */
+export function makeIndex(dim: number, params: HnswParams, kind: HnswScalarKind): UsearchIndex {
   for (const [name, v] of Object.entries(params)) {
     if (!Number.isInteger(v) || v < 1)
       throw new Error(`HNSW ${name} must be a positive integer, got ${v}.`);

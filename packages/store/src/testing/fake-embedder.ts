@@ -6,12 +6,18 @@ import type { EncodedTexts, Embedder } from '../types.js';
  * A deterministic stand-in for the encoder, for tests that need speed over meaning: each
  * whitespace-separated word is a content token whose id is a hash of the word and whose unit
  * vector is a function of the word (the same word always gets the same vector); the pooled
- * vector is the normalised mean. Queries and passages encode alike.
+ * vector is the normalised mean. Queries and passages encode alike. `options.jitter` adds
+ * per-occurrence noise of that scale (relative to the word's vector) so tokens are distinct.
  * @example
  * const e = await fakeEmbedder(8).encode(['the cat'], 'passage');
  * e.tokenOffsets; // Int32Array [0, 2]; e.tokenVectors.length === 16
  */
-export function fakeEmbedder(dim = 8, model = 'fake-embedder'): Embedder & { calls: number } {
+export function fakeEmbedder(
+  dim = 8,
+  model = 'fake-embedder',
+  options: { readonly jitter?: number } = {},
+): Embedder & { calls: number } {
+  const jitter = options.jitter ?? 0;
   const vocab = new Map<number, string>();
   const embedder = {
     model,
@@ -32,9 +38,14 @@ export function fakeEmbedder(dim = 8, model = 'fake-embedder'): Embedder & { cal
           vocab.set(id, ws[j]!);
           out.tokenIds[t] = id;
           out.tokenPositions[t] = j + 1;
+          // With `jitter`, each occurrence of a word also gets noise of its own (a hash of the
+          // text and position), so no two tokens are equal: HNSW tests need distinct vectors.
+          const noise =
+            jitter > 0 ? createHash('sha256').update(`${texts[i]}\u0000${j}`).digest() : undefined;
           let norm = 0;
           for (let k = 0; k < dim; k++) {
-            const v = digest[k % 32]! - 127.5 + k;
+            let v = digest[k % 32]! - 127.5 + k;
+            if (noise !== undefined) v += jitter * (noise[k % 32]! - 127.5) * (1 + (k >> 5));
             out.tokenVectors[t * dim + k] = v;
             norm += v * v;
           }

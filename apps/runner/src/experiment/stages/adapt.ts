@@ -204,6 +204,7 @@ export async function computeAdapt(input: AdaptInput): Promise<Record<string, un
       temperature: e.adapter.temperature,
       policy: split.policy,
       workers: e.adapter.workers,
+      kernel: e.adapter.kernel,
       splitHash: split.hash,
       modelHash: bank.manifest.model.sha256,
     },

@@ -1,0 +1,297 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  maxSim,
+  maxSimBackward,
+  maxSimInto,
+  queryLoss,
+  type MaxSimResult,
+  type TokenSegments,
+} from './loss.js';
+import {
+  maxSimBackwardBlocked,
+  maxSimFromSimilarities,
+  maxTokenNorm,
+  similarityErrorFactor,
+} from './maxsim-exact.js';
+import { initAdapterParams } from './model.js';
+import { OrtMaxSim, queryLossOrt } from './ort-maxsim.js';
+import { Prng } from './prng.js';
+import { syntheticQueries } from './testing/synthetic.js';
+
+interface Problem {
+  readonly dim: number;
+  readonly rows: number;
+  readonly query: Float64Array;
+  readonly segments: TokenSegments & { readonly tokenVectors: Float32Array };
+  readonly tokens: number;
+}
+
+/**
+ * Random unit tokens in memories of 0–7 tokens, with traps for a float32 argmax: exact
+ * duplicates (ties: the smaller index must win), copies one float32 ulp apart in one entry
+ * (closer than float32 scores can tell), and a token a bit longer than unit.
+ */
+function problem(seed: number, dim: number, rows: number): Problem {
+  const prng = new Prng(seed);
+  const lengths = [3, 0, 7, 1, 5, 2, 6, 4, 0, 7];
+  const offsets = new Int32Array(lengths.length + 1);
+  lengths.forEach((n, m) => (offsets[m + 1] = offsets[m]! + n));
+  const tokens = offsets[lengths.length]!;
+  const x = new Float32Array(tokens * dim);
+  for (let t = 0; t < tokens; t++) {
+    let ss = 0;
+    for (let k = 0; k < dim; k++) {
+      x[t * dim + k] = prng.normal();
+      ss += x[t * dim + k]! ** 2;
+    }
+    const scale = (t % 11 === 5 ? 1.5 : 1) / Math.sqrt(ss);
+    for (let k = 0; k < dim; k++) x[t * dim + k] = x[t * dim + k]! * scale;
+  }
+  for (let m = 0; m < lengths.length; m++) {
+    const start = offsets[m]!;
+    const end = offsets[m + 1]!;
+    if (end - start < 3) continue;
+    x.copyWithin((start + 2) * dim, start * dim, (start + 1) * dim); // tie: token 2 = token 0
+    if (end - start >= 5) {
+      x.copyWithin((start + 4) * dim, (start + 1) * dim, (start + 2) * dim);
+      const k = (start + 4) * dim + (m % dim);
+      const bits = new Uint32Array(x.buffer, k * 4, 1);
+      bits[0]! += 1; // one ulp away from token 1
+    }
+  }
+  // query rows: near copies of memory tokens (so the traps are the maxima), float64
+  const query = new Float64Array(rows * dim);
+  for (let i = 0; i < rows; i++) {
+    const t = offsets[(2 * i) % lengths.length]! + (i % 3 === 0 ? 1 : 0);
+    for (let k = 0; k < dim; k++) {
+      query[i * dim + k] = (t < tokens ? x[t * dim + k]! : 0) + 1e-3 * prng.normal();
+    }
+  }
+  return { dim, rows, query, segments: { tokenVectors: x, memoryOffsets: offsets }, tokens };
+}
+
+function empty(p: Problem): MaxSimResult {
+  const memories = p.segments.memoryOffsets.length - 1;
+  return {
+    rows: p.rows,
+    memories,
+    scores: new Float64Array(memories),
+    best: new Float64Array(p.rows * memories),
+    argmax: new Int32Array(p.rows * memories),
+  };
+}
+
+/** float32 similarities as a float32 GEMM would give them: float32 products and sums. */
+function float32Sims(p: Problem): Float32Array {
+  const { dim, rows, query, tokens } = p;
+  const x = p.segments.tokenVectors;
+  const sims = new Float32Array(tokens * rows);
+  for (let t = 0; t < tokens; t++) {
+    for (let i = 0; i < rows; i++) {
+      let s = 0;
+      for (let k = dim - 1; k >= 0; k--) {
+        s = Math.fround(s + Math.fround(Math.fround(query[i * dim + k]!) * x[t * dim + k]!));
+      }
+      sims[t * rows + i] = s;
+    }
+  }
+  return sims;
+}
+
+/**
+ * Adversarial similarities: the reference's score moved by `scale · δ` against the reference's
+ * argmax of each row and memory (it down, every other token up) — the worst a kernel within
+ * the error bound `δ` could do, at `scale < 1`.
+ */
+function adversarialSims(p: Problem, reference: MaxSimResult, scale: number): Float32Array {
+  const { dim, rows, query, tokens } = p;
+  const x = p.segments.tokenVectors;
+  const offsets = p.segments.memoryOffsets;
+  const norm = maxTokenNorm(x, tokens, dim);
+  const sims = new Float32Array(tokens * rows);
+  for (let m = 0; m + 1 < offsets.length; m++) {
+    for (let t = offsets[m]!; t < offsets[m + 1]!; t++) {
+      for (let i = 0; i < rows; i++) {
+        let s = 0;
+        let qq = 0;
+        for (let k = 0; k < dim; k++) {
+          s += query[i * dim + k]! * x[t * dim + k]!;
+          qq += query[i * dim + k]! ** 2;
+        }
+        const delta = similarityErrorFactor(dim) * Math.sqrt(qq) * norm;
+        const argmax = reference.argmax[i * reference.memories + m];
+        sims[t * rows + i] = s + (t === argmax ? -1 : 1) * scale * delta;
+      }
+    }
+  }
+  return sims;
+}
+
+const shapes = [
+  { dim: 24, rows: 1 },
+  { dim: 24, rows: 3 },
+  { dim: 24, rows: 4 },
+  { dim: 23, rows: 5 },
+  { dim: 24, rows: 8 },
+  { dim: 31, rows: 9 },
+];
+
+describe('maxSimFromSimilarities', () => {
+  it('equals maxSimInto bit for bit from float32 GEMM-like similarities', () => {
+    for (const [n, shape] of shapes.entries()) {
+      const p = problem(n + 1, shape.dim, shape.rows);
+      const reference = maxSimInto(empty(p), p.query, p.dim, p.segments);
+      const norm = maxTokenNorm(p.segments.tokenVectors, p.tokens, p.dim);
+      const got = maxSimFromSimilarities(
+        empty(p),
+        float32Sims(p),
+        p.query,
+        p.dim,
+        p.segments,
+        norm,
+      );
+      expect(got).toEqual(reference);
+      expect(Array.from(reference.argmax)).toContain(-1); // empty memories are in the problem
+    }
+  });
+
+  it('equals maxSimInto bit for bit against any similarities within the bound', () => {
+    for (const [n, shape] of shapes.entries()) {
+      const p = problem(100 + n, shape.dim, shape.rows);
+      const reference = maxSimInto(empty(p), p.query, p.dim, p.segments);
+      const norm = maxTokenNorm(p.segments.tokenVectors, p.tokens, p.dim);
+      const sims = adversarialSims(p, reference, 0.9);
+      const got = maxSimFromSimilarities(empty(p), sims, p.query, p.dim, p.segments, norm);
+      expect(got).toEqual(reference);
+    }
+  });
+
+  it('would pick other tokens beyond the bound (the traps are real)', () => {
+    let differ = 0;
+    for (const [n, shape] of shapes.entries()) {
+      const p = problem(100 + n, shape.dim, shape.rows);
+      const reference = maxSimInto(empty(p), p.query, p.dim, p.segments);
+      const norm = maxTokenNorm(p.segments.tokenVectors, p.tokens, p.dim);
+      const sims = adversarialSims(p, reference, 3);
+      const got = maxSimFromSimilarities(empty(p), sims, p.query, p.dim, p.segments, norm);
+      if (got.argmax.some((t, j) => t !== reference.argmax[j])) differ += 1;
+    }
+    expect(differ).toBeGreaterThan(0);
+  });
+
+  it('keeps the smaller token index on exact ties, as the reference', () => {
+    const p = problem(7, 24, 4);
+    const memories = p.segments.memoryOffsets.length - 1;
+    // every row equal to token 0 of memory 0, which token 2 duplicates
+    const x = p.segments.tokenVectors;
+    for (let i = 0; i < p.rows; i++) {
+      for (let k = 0; k < p.dim; k++) p.query[i * p.dim + k] = x[k]!;
+    }
+    const norm = maxTokenNorm(x, p.tokens, p.dim);
+    const got = maxSimFromSimilarities(empty(p), float32Sims(p), p.query, p.dim, p.segments, norm);
+    for (let i = 0; i < p.rows; i++) expect(got.argmax[i * memories]).toBe(0);
+    expect(got).toEqual(maxSimInto(empty(p), p.query, p.dim, p.segments));
+  });
+
+  it('refuses NaN similarities instead of inventing a maximum', () => {
+    const p = problem(3, 24, 2);
+    const sims = float32Sims(p).fill(Number.NaN);
+    expect(() => maxSimFromSimilarities(empty(p), sims, p.query, p.dim, p.segments, 1)).toThrow(
+      /no candidate for row 0, memory 0/,
+    );
+  });
+});
+
+describe('maxSimBackwardBlocked', () => {
+  it('equals maxSimBackward bit for bit (dims beside multiples of 8, zero weights, empty memories)', () => {
+    for (const [n, shape] of shapes.entries()) {
+      const p = problem(300 + n, shape.dim, shape.rows);
+      const result = maxSim(p.query, p.rows, p.dim, p.segments);
+      const prng = new Prng(n);
+      const weights = Float64Array.from({ length: result.memories }, (_, m) =>
+        m % 4 === 1 ? 0 : prng.normal() * 10 ** ((m % 5) - 3),
+      );
+      const reference = maxSimBackward(
+        result,
+        weights,
+        p.dim,
+        p.segments,
+        new Float64Array(p.rows * p.dim),
+      );
+      const got = maxSimBackwardBlocked(
+        result,
+        weights,
+        p.dim,
+        p.segments,
+        new Float64Array(p.rows * p.dim),
+      );
+      expect(got).toEqual(reference);
+      expect(reference.some((g) => g !== 0)).toBe(true);
+    }
+  });
+});
+
+describe('OrtMaxSim (onnxruntime MatMul + exact maxima)', () => {
+  const kernels = new Map<number, Promise<OrtMaxSim>>();
+  const kernel = (dim: number): Promise<OrtMaxSim> => {
+    if (!kernels.has(dim)) kernels.set(dim, OrtMaxSim.create(dim));
+    return kernels.get(dim)!;
+  };
+  afterAll(async () => {
+    for (const k of kernels.values()) await (await k).release();
+  });
+
+  it('equals maxSim bit for bit, traps included', async () => {
+    for (const [n, shape] of shapes.entries()) {
+      const p = problem(200 + n, shape.dim, shape.rows);
+      const ort = await kernel(p.dim);
+      const got = await ort.maxSim(p.query, p.rows, p.segments);
+      expect(got).toEqual(maxSim(p.query, p.rows, p.dim, p.segments));
+    }
+  });
+
+  it('keeps its set cache within budget, least recently used out, results unchanged', async () => {
+    const sets = [problem(401, 24, 4), problem(402, 24, 4), problem(403, 24, 4)];
+    const bytes = sets[0]!.tokens * 24 * 4;
+    const small = await OrtMaxSim.create(24, 2 * bytes);
+    try {
+      for (const p of [...sets, sets[0]!, sets[2]!, sets[1]!]) {
+        const got = await small.maxSim(p.query, p.rows, p.segments);
+        expect(got).toEqual(maxSim(p.query, p.rows, p.dim, p.segments));
+        expect(small.cached.bytes).toBeLessThanOrEqual(2 * bytes);
+      }
+      expect(small.cached.sets).toBe(2);
+    } finally {
+      await small.release();
+    }
+  });
+
+  it('gives queryLoss and its gradient bit for bit at d = 384, twice over a cached bank', async () => {
+    const dim = 384;
+    const queries = syntheticQueries({
+      dim,
+      queries: 3,
+      queryTokens: 6,
+      memories: 40,
+      memoryTokens: 12,
+      queriesPerBank: 3,
+      positives: 2,
+      distortion: 1,
+      noise: 2,
+      seed: 5,
+      prefix: 'o-',
+    });
+    const params = initAdapterParams(dim, 8, 3, 0.02);
+    params.b.forEach((_, k) => (params.b[k] = 0.01 * Math.sin(k))); // a non-identity adapter
+    const ort = await kernel(dim);
+    for (const q of [...queries, queries[0]!]) {
+      const query = { ...q, rows: q.tokens.length / dim };
+      const reference = { a: new Float64Array(8 * dim), b: new Float64Array(dim * 8) };
+      const grads = { a: new Float64Array(8 * dim), b: new Float64Array(dim * 8) };
+      const loss = await queryLossOrt(ort, params, query, 0.07, grads);
+      expect(loss).toBe(queryLoss(params, query, 0.07, reference));
+      expect(grads).toEqual(reference);
+      expect(reference.b.some((g) => g !== 0)).toBe(true);
+    }
+  });
+});
