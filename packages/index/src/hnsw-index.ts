@@ -7,6 +7,7 @@ import { buildHnsw, loadHnsw } from './hnsw/hnsw.js';
 import type { HnswIndex, HnswOptions, HnswParams, HnswScalarKind } from './hnsw/hnsw.js';
 import type { CodecName } from './codecs/model.js';
 import type { SimilarityKernel } from './kernel.js';
+import { positionOf, topInto } from './hnsw/top.js';
 import { tieOrder } from './ties.js';
 import type { TokenHits, TokenIndex, TokenSearchOptions } from './token-index.js';
 import type { TokenStore } from './token-store.js';
@@ -213,19 +214,13 @@ export class HnswTokenIndex implements TokenIndex {
     const fetch = Math.min(proposalsFor(kk, this.#options.overFetch), candidateTokens);
     const proposals = await this.#propose(q, rows, fetch, memories);
 
-    const slotOf = new Int32Array(offsets.length - 1).fill(-1);
-    memories.forEach((m, s) => (slotOf[m] = s));
     const rank = this.#side.ids === undefined ? undefined : tieOrder(this.#side.ids).rank;
-    const before = (a: number, b: number): number => {
-      if (rank === undefined) return a - b;
-      const ra = rank[this.#tokenMemory[a]!]!;
-      const rb = rank[this.#tokenMemory[b]!]!;
-      return ra !== rb ? ra - rb : a - b;
-    };
+    const tokenMemory = this.#tokenMemory;
     const values = new Float64Array(rows * kk);
     const tokens = new Int32Array(rows * kk);
     let widened = 0;
     let all: Int32Array | undefined;
+    let scores = new Float64Array(fetch);
     for (let r = 0; r < rows; r++) {
       let found = proposals[r]!;
       if (found.length < kk) {
@@ -233,18 +228,17 @@ export class HnswTokenIndex implements TokenIndex {
         found = all;
         widened++;
       }
-      const scores = new Float64Array(found.length);
+      if (scores.length < found.length) scores = new Float64Array(found.length);
       this.#store.dots(found, found.length, q, r * codeDim, scores);
-      const order = Array.from(found.keys()).sort(
-        (a, b) => scores[b]! - scores[a]! || before(found[a]!, found[b]!),
-      );
-      for (let h = 0; h < kk; h++) {
-        values[r * kk + h] = scores[order[h]!]!;
-        tokens[r * kk + h] = found[order[h]!]!;
-      }
+      topInto(values, tokens, r * kk, kk, found, scores, tokenMemory, rank);
     }
-    const memOf = tokens.map((t) => this.#tokenMemory[t]!);
-    const slots = memOf.map((m) => slotOf[m]!);
+    const memOf = new Int32Array(rows * kk);
+    const slots = new Int32Array(rows * kk);
+    for (let i = 0; i < rows * kk; i++) {
+      const m = tokenMemory[tokens[i]!]!;
+      memOf[i] = m;
+      slots[i] = positionOf(memories, m);
+    }
     let best: Float32Array | undefined;
     if (options.bestPerMemory === true && this.#exhaustive !== undefined) {
       best = (await this.#exhaustive.search(queries, rows, kk, { ...options, clampK: true })).best;

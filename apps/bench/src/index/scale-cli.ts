@@ -11,7 +11,7 @@
  * once into `<dir>/hnsw-<n>-i8` by `rekindHnswFile`), proposals over-fetched and rescored.
  * bfe vs faiss at matched recall on the first `--tokens` tokens (matched.ts):
  *   pnpm bench:big-bank --peer-sweep --index /work/scratch/scale/tiled --tokens 100000 \
- *     --ef-search 64,96,128,192,256
+ *     --ef-search 64,96,128,192,256 [--graphs <dir for sweep-<n>/>] [--over-fetch 1,2]
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -96,6 +96,10 @@ export async function runScale(v: Values): Promise<void> {
       nums(str(v, 'nprobe')),
       str(v, 'python'),
       K,
+      {
+        ...(typeof v.graphs === 'string' ? { work: v.graphs } : {}),
+        overFetch: nums(str(v, 'over-fetch')),
+      },
     );
     process.stdout.write(`${JSON.stringify(out)}\n`);
     return;
