@@ -20,7 +20,7 @@
  * point's recall.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   HnswTokenIndex,
@@ -95,6 +95,8 @@ export interface SweepOptions {
   readonly work?: string;
   /** Over-fetch factors of the i8 graphs' bfe rows. */
   readonly overFetch: readonly number[];
+  /** Threads of a graph build (default 1; searches are always one thread). */
+  readonly buildThreads?: number;
 }
 
 type Usearch = InstanceType<typeof Index>;
@@ -131,18 +133,23 @@ export async function matchedSweep(
     expansion_search: ef,
     multi: false,
   });
-  // The graphs, built once per folder (one thread): f32, i8 (usearch's own i8 build), and
-  // the f32 graph's links with i8 vectors.
+  // The graphs, once per folder: f32 (the scale build's checkpoint of these n tokens when
+  // there is one), i8 (usearch's own i8 build), and the f32 graph's links with i8 vectors.
   const keys = BigUint64Array.from({ length: n }, (_, i) => BigInt(i));
   const buildS: Record<string, number> = {};
   for (const kind of ['f32', 'i8'] as const) {
     const file = join(work, kind, 'all.usearch');
     if (existsSync(file)) continue;
+    mkdirSync(join(work, kind), { recursive: true });
+    const checkpoint = join(dir, `hnsw-${n}`, 'all.usearch');
+    if (kind === 'f32' && existsSync(checkpoint)) {
+      copyFileSync(checkpoint, file); // the build's own graph over these n tokens
+      continue;
+    }
     const built = new Index(config(efs[0]!, kind));
     const t0 = performance.now();
-    built.add(keys, x, 1);
+    built.add(keys, x, options.buildThreads ?? 1);
     buildS[kind] = (performance.now() - t0) / 1000;
-    mkdirSync(join(work, kind), { recursive: true });
     built.save(file);
     process.stderr.write(`  built ${kind} in ${buildS[kind].toFixed(1)} s (${loadavg()})\n`);
   }

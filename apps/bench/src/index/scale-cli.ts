@@ -99,6 +99,7 @@ export async function runScale(v: Values): Promise<void> {
       {
         ...(typeof v.graphs === 'string' ? { work: v.graphs } : {}),
         overFetch: nums(str(v, 'over-fetch')),
+        buildThreads: Number(str(v, 'threads')),
       },
     );
     process.stdout.write(`${JSON.stringify(out)}\n`);
