@@ -7,6 +7,7 @@ import { buildHnsw, loadHnsw } from './hnsw/hnsw.js';
 import type { HnswIndex, HnswOptions, HnswParams, HnswScalarKind } from './hnsw/hnsw.js';
 import type { CodecName } from './codecs/model.js';
 import type { SimilarityKernel } from './kernel.js';
+import { positionOf, topInto } from './hnsw/top.js';
 import { tieOrder } from './ties.js';
 import type { TokenHits, TokenIndex, TokenSearchOptions } from './token-index.js';
 import type { TokenStore } from './token-store.js';
@@ -37,6 +38,18 @@ export interface HnswSide extends CodecSide {
 export interface HnswTokenIndexOptions extends HnswOptions {
   /** An exact kernel: lets `bestPerMemory` (MaxSim) run exhaustively over the same codes. */
   readonly kernel?: SimilarityKernel;
+  /**
+   * Over-fetch: each graph proposes `ceil(overFetch · k) + HNSW_MARGIN` tokens per query row
+   * (default 1: `k + HNSW_MARGIN`), all rescored exactly; a cheaper graph kind (i8) buys back
+   * the proposals its coarser ranking misses. usearch searches with `max(efSearch, proposals)`.
+   */
+  readonly overFetch?: number;
+}
+
+/** Proposals per query row and graph for `k` (see {@link HnswTokenIndexOptions.overFetch}). */
+export function proposalsFor(k: number, overFetch = 1): number {
+  if (!(overFetch >= 1)) throw new Error(`overFetch must be ≥ 1, got ${overFetch}.`);
+  return Math.ceil(overFetch * k) + HNSW_MARGIN;
 }
 
 interface Part {
@@ -50,13 +63,15 @@ const fileOf = (bank: number): string => (bank === GLOBAL ? 'all.usearch' : `ban
 
 /**
  * The HNSW backend (usearch, inner product) over a codec's decoded vectors, stored in the graph
- * as {@link graphKindOf} the codec (f32 / f16 / i8). A search proposes
- * `k + HNSW_MARGIN` tokens per query row from the graphs — one graph per bank when the
+ * as `options.kind` (f32 / f16 / i8; default {@link graphKindOf} the codec). The graph only
+ * proposes: a search takes {@link proposalsFor} `k` (`k + HNSW_MARGIN`, more with `overFetch`)
+ * tokens per query row from the graphs — one graph per bank when the
  * candidate memories are whole banks (LoCoMo: a conversation), else one graph over every token
  * searched with the candidates as a filter (built on first need) — and rescores every proposal
  * in float64 from the decoded stored codes ({@link codecTokenStore}), ranked as
  * {@link ExactTokenIndex} ranks: similarity descending, then the memories' tie order, then
- * token position. A row with fewer than `k` proposals (a sparse filter) is searched
+ * token position — the float32 query (projected for rp128+sq4) dotted with each proposal's
+ * decoded stored code, whatever the graph kind. A row with fewer than `k` proposals (a sparse filter) is searched
  * exhaustively and counted in `widenedRows`. The returned `values` are what the tail floor
  * reads: approximate proposals, exact similarities. `bestPerMemory` (MaxSim) needs `kernel` and
  * is an exhaustive pass over the same codes, never approximate.
@@ -97,6 +112,7 @@ export class HnswTokenIndex implements TokenIndex {
     this.size = this.#store.size;
     this.#parts = parts;
     this.graphKind = options.kind ?? graphKindOf(side.model.name);
+    proposalsFor(1, options.overFetch); // checks it
     this.#options = { ...options, kind: this.graphKind };
     const memories = side.tokenOffsets.length - 1;
     this.#tokenMemory = new Int32Array(this.size);
@@ -195,22 +211,16 @@ export class HnswTokenIndex implements TokenIndex {
     const kk = Math.min(k, candidateTokens);
     const codeDim = this.#side.model.codeDim;
     const q = prepareQuery(this.#side.model, queries, rows);
-    const fetch = Math.min(kk + HNSW_MARGIN, candidateTokens);
+    const fetch = Math.min(proposalsFor(kk, this.#options.overFetch), candidateTokens);
     const proposals = await this.#propose(q, rows, fetch, memories);
 
-    const slotOf = new Int32Array(offsets.length - 1).fill(-1);
-    memories.forEach((m, s) => (slotOf[m] = s));
     const rank = this.#side.ids === undefined ? undefined : tieOrder(this.#side.ids).rank;
-    const before = (a: number, b: number): number => {
-      if (rank === undefined) return a - b;
-      const ra = rank[this.#tokenMemory[a]!]!;
-      const rb = rank[this.#tokenMemory[b]!]!;
-      return ra !== rb ? ra - rb : a - b;
-    };
+    const tokenMemory = this.#tokenMemory;
     const values = new Float64Array(rows * kk);
     const tokens = new Int32Array(rows * kk);
     let widened = 0;
     let all: Int32Array | undefined;
+    let scores = new Float64Array(fetch);
     for (let r = 0; r < rows; r++) {
       let found = proposals[r]!;
       if (found.length < kk) {
@@ -218,18 +228,17 @@ export class HnswTokenIndex implements TokenIndex {
         found = all;
         widened++;
       }
-      const scores = new Float64Array(found.length);
+      if (scores.length < found.length) scores = new Float64Array(found.length);
       this.#store.dots(found, found.length, q, r * codeDim, scores);
-      const order = Array.from(found.keys()).sort(
-        (a, b) => scores[b]! - scores[a]! || before(found[a]!, found[b]!),
-      );
-      for (let h = 0; h < kk; h++) {
-        values[r * kk + h] = scores[order[h]!]!;
-        tokens[r * kk + h] = found[order[h]!]!;
-      }
+      topInto(values, tokens, r * kk, kk, found, scores, tokenMemory, rank);
     }
-    const memOf = tokens.map((t) => this.#tokenMemory[t]!);
-    const slots = memOf.map((m) => slotOf[m]!);
+    const memOf = new Int32Array(rows * kk);
+    const slots = new Int32Array(rows * kk);
+    for (let i = 0; i < rows * kk; i++) {
+      const m = tokenMemory[tokens[i]!]!;
+      memOf[i] = m;
+      slots[i] = positionOf(memories, m);
+    }
     let best: Float32Array | undefined;
     if (options.bestPerMemory === true && this.#exhaustive !== undefined) {
       best = (await this.#exhaustive.search(queries, rows, kk, { ...options, clampK: true })).best;

@@ -42,6 +42,7 @@ export { codecModelSchema, codecNameSchema, codecShape } from './codecs/model.js
 export type { CodecModel, CodecName } from './codecs/model.js';
 export type { ScalarRange } from './codecs/scalar.js';
 export { buildHnsw, hnswFileKind, loadHnsw } from './hnsw/hnsw.js';
+export { castI8Into, rekindHnswFile } from './hnsw/rekind.js';
 export { buildBankedHnsw } from './hnsw/banked.js';
 export { createIncrementalHnsw, loadIncrementalHnsw } from './hnsw/incremental.js';
 export type {
@@ -61,5 +62,5 @@ export type {
 export { CodecExactTokenIndex, codecTokenStore } from './codec-index.js';
 export { readCodesFile } from './codes-file.js';
 export type { CodecSide } from './codec-index.js';
-export { graphKindOf, HNSW_MARGIN, HnswTokenIndex } from './hnsw-index.js';
+export { graphKindOf, HNSW_MARGIN, HnswTokenIndex, proposalsFor } from './hnsw-index.js';
 export type { HnswSide, HnswTokenIndexOptions } from './hnsw-index.js';

@@ -3,9 +3,14 @@
  * tokens of a `--hnsw-build` directory, its query rows), one thread on every side:
  *
  * - **usearch (raw)**: the graph `@bfe/index`'s `buildHnsw` builds (usearch, inner product, f32),
- *   every query row in one batch; the usearch index reloaded per efSearch;
- * - **bfe TokenIndex**: the same graph file through `HnswTokenIndex.load`, one query (its rows)
- *   per call, k + 16 proposals rescored in float64 — what bfe runs;
+ *   every query row in one batch; the usearch index reloaded per efSearch; `raw i8`: a graph
+ *   built with i8 vectors (usearch's cast), its own top-k (no rescoring);
+ * - **bfe TokenIndex**: the same graph files through `HnswTokenIndex.load`, one query (its rows)
+ *   per call, `proposalsFor(k, overFetch)` proposals rescored in float64 from the stored fp32
+ *   codes — what bfe runs: `bfe f32` (today's default), `bfe i8 ×f` (the i8 graph proposes
+ *   `ceil(f · k) + 16`), `bfe i8r ×f` (the f32 graph's links with i8 vectors, `rekindHnswFile`);
+ *   each row's `coverage` is the share of the exact top-k among the proposals, which the
+ *   rescored top-k recall equals (an exact rescoring loses nothing it was given);
  * - **faiss IndexHNSWFlat** (same M / efConstruction, inner product) and **faiss IVF-PQ**
  *   (48 B/token, nlist 4√n), by `python/index_peers.py --sweep`.
  *
@@ -15,13 +20,16 @@
  * point's recall.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   HnswTokenIndex,
   OrtSimilarityKernel,
   exactTopK,
   flatBankSource,
+  loadHnsw,
+  proposalsFor,
+  rekindHnswFile,
   trainCodec,
 } from '@bfe/index';
 import usearch from 'usearch';
@@ -34,6 +42,8 @@ export interface SweepPoint {
   readonly ef: number;
   readonly qps: number;
   readonly recall: number;
+  /** bfe rows: the share of the exact top-k among the graph's proposals. */
+  readonly coverage?: number;
 }
 
 /** `y` at `x` by linear interpolation over points sorted by `x`; undefined outside their range. */
@@ -80,6 +90,17 @@ function best(passes: number, run: () => void): number {
   return bestS;
 }
 
+export interface SweepOptions {
+  /** Where `sweep-<n>/` goes (graphs, vectors for the Python peer); default the build folder. */
+  readonly work?: string;
+  /** Over-fetch factors of the i8 graphs' bfe rows. */
+  readonly overFetch: readonly number[];
+  /** Threads of a graph build (default 1; searches are always one thread). */
+  readonly buildThreads?: number;
+}
+
+type Usearch = InstanceType<typeof Index>;
+
 export async function matchedSweep(
   dir: string,
   n: number,
@@ -87,10 +108,11 @@ export async function matchedSweep(
   nprobes: readonly number[],
   python: string,
   k: number,
+  options: SweepOptions = { overFetch: [1, 2] },
 ): Promise<object> {
   const meta = readMeta(dir);
   const { dim, rows } = meta;
-  const work = join(dir, `sweep-${n}`);
+  const work = join(options.work ?? dir, `sweep-${n}`);
   mkdirSync(work, { recursive: true });
   const x = readF32(join(dir, 'vectors.f32'), n * dim);
   const q = readF32(join(dir, 'queries.f32'), meta.queries * rows * dim);
@@ -102,25 +124,45 @@ export async function matchedSweep(
   writeFileSync(join(work, 'queries.f32'), new Uint8Array(q.buffer));
   writeFileSync(join(work, 'exact.i32'), new Uint8Array(Int32Array.from(want).buffer));
 
-  const config = (ef: number): ConstructorParameters<typeof Index>[0] => ({
+  const config = (ef: number, kind: 'f32' | 'i8'): ConstructorParameters<typeof Index>[0] => ({
     dimensions: dim,
     metric: MetricKind.IP,
-    quantization: ScalarKind.F32,
+    quantization: kind === 'f32' ? ScalarKind.F32 : ScalarKind.I8,
     connectivity: meta.M,
     expansion_add: meta.efConstruction,
     expansion_search: ef,
     multi: false,
   });
-  const built = new Index(config(efs[0]!));
+  // The graphs, once per folder: f32 (the scale build's checkpoint of these n tokens when
+  // there is one), i8 (usearch's own i8 build), and the f32 graph's links with i8 vectors.
   const keys = BigUint64Array.from({ length: n }, (_, i) => BigInt(i));
-  const t0 = performance.now();
-  built.add(keys, x, 1);
-  const buildS = (performance.now() - t0) / 1000;
-  mkdirSync(join(work, 'hnsw'), { recursive: true });
-  built.save(join(work, 'hnsw', 'all.usearch'));
+  const buildS: Record<string, number> = {};
+  for (const kind of ['f32', 'i8'] as const) {
+    const file = join(work, kind, 'all.usearch');
+    if (existsSync(file)) continue;
+    mkdirSync(join(work, kind), { recursive: true });
+    const checkpoint = join(dir, `hnsw-${n}`, 'all.usearch');
+    if (kind === 'f32' && existsSync(checkpoint)) {
+      copyFileSync(checkpoint, file); // the build's own graph over these n tokens
+      continue;
+    }
+    const built = new Index(config(efs[0]!, kind));
+    const t0 = performance.now();
+    built.add(keys, x, options.buildThreads ?? 1);
+    buildS[kind] = (performance.now() - t0) / 1000;
+    built.save(file);
+    process.stderr.write(`  built ${kind} in ${buildS[kind].toFixed(1)} s (${loadavg()})\n`);
+  }
+  if (!existsSync(join(work, 'i8r', 'all.usearch'))) {
+    mkdirSync(join(work, 'i8r'), { recursive: true });
+    await rekindHnswFile(
+      join(work, 'f32', 'all.usearch'),
+      join(work, 'i8r', 'all.usearch'),
+      'i8',
+      dim,
+    );
+  }
 
-  const raw: SweepPoint[] = [];
-  const api: SweepPoint[] = [];
   const memories = Math.ceil(n / meta.memoryTokens);
   const side = {
     model: trainCodec('fp32', x, 1, dim),
@@ -130,16 +172,29 @@ export async function matchedSweep(
     ),
   };
   const cands = Int32Array.from({ length: memories }, (_, m) => m);
-  for (const ef of efs) {
-    const index = new Index(config(ef));
-    index.load(join(work, 'hnsw', 'all.usearch'));
+  const sweeps = new Map<string, SweepPoint[]>();
+  const push = (name: string, p: SweepPoint): void => {
+    sweeps.set(name, [...(sweeps.get(name) ?? []), p]);
+  };
+  const rawRow = (index: Usearch, ef: number, name: string): void => {
     let res = index.search(q, k, 1);
     const secs = best(3, () => (res = index.search(q, k, 1)));
     const got = Int32Array.from(res.keys, (v) => Number(v));
-    raw.push({ ef, qps: R / secs, recall: recallAt(got, want, R, k) });
-
+    push(name, { ef, qps: R / secs, recall: recallAt(got, want, R, k) });
+  };
+  const apiRow = async (
+    graph: 'f32' | 'i8' | 'i8r',
+    overFetch: number,
+    ef: number,
+    name: string,
+  ): Promise<void> => {
     const params = { M: meta.M, efConstruction: meta.efConstruction, efSearch: ef };
-    const tokenIndex = await HnswTokenIndex.load(join(work, 'hnsw'), side, params, { threads: 1 });
+    const kind = graph === 'f32' ? 'f32' : 'i8';
+    const tokenIndex = await HnswTokenIndex.load(join(work, graph), side, params, {
+      threads: 1,
+      kind,
+      overFetch,
+    });
     const tokens = new Int32Array(R * k);
     const once = async (): Promise<number> => {
       const s = performance.now();
@@ -154,8 +209,31 @@ export async function matchedSweep(
     let apiS = Infinity;
     for (let p = 0; p < 3; p++) apiS = Math.min(apiS, await once());
     tokenIndex.dispose();
-    api.push({ ef, qps: R / apiS, recall: recallAt(tokens, want, R, k) });
-    process.stderr.write(`  ef ${ef}: raw ${raw.at(-1)!.recall.toFixed(4)} (${loadavg()})\n`);
+    // The proposals' coverage of the exact top-k: the same graph asked for as many.
+    const raw = await loadHnsw(join(work, graph, 'all.usearch'), dim, params, { threads: 1, kind });
+    const fetch = proposalsFor(k, overFetch);
+    const proposed = raw.search(q, R, fetch).indices;
+    raw.dispose();
+    let covered = 0;
+    for (let r = 0; r < R; r++) {
+      const have = new Set(proposed.subarray(r * fetch, (r + 1) * fetch));
+      for (let j = 0; j < k; j++) if (have.has(want[r * k + j]!)) covered++;
+    }
+    const recall = recallAt(tokens, want, R, k);
+    push(name, { ef, qps: R / apiS, recall, coverage: covered / (R * k) });
+  };
+  for (const ef of efs) {
+    for (const kind of ['f32', 'i8'] as const) {
+      const index = new Index(config(ef, kind));
+      index.load(join(work, kind, 'all.usearch'));
+      rawRow(index, ef, `raw ${kind}`);
+    }
+    await apiRow('f32', 1, ef, 'bfe f32');
+    for (const f of options.overFetch) {
+      await apiRow('i8', f, ef, `bfe i8 ×${f}`);
+      await apiRow('i8r', f, ef, `bfe i8r ×${f}`);
+    }
+    process.stderr.write(`  ef ${ef} (${loadavg()})\n`);
   }
   const script = new URL('../../python/index_peers.py', import.meta.url).pathname;
   const faiss = JSON.parse(
@@ -184,8 +262,10 @@ export async function matchedSweep(
     ef: f.ef,
     recall: f.recall,
     faissQps: f.qps,
-    rawOverFaiss: (qpsAtRecall(raw, f.recall) ?? NaN) / f.qps,
-    apiOverFaiss: (qpsAtRecall(api, f.recall) ?? NaN) / f.qps,
+    ...Object.fromEntries(
+      [...sweeps].map(([name, points]) => [name, (qpsAtRecall(points, f.recall) ?? NaN) / f.qps]),
+    ),
   }));
-  return { tokens: n, rows: R, k, threads: 1, buildS, raw, api, faiss, ratios, load: loadavg() };
+  const sides = Object.fromEntries(sweeps);
+  return { tokens: n, rows: R, k, threads: 1, buildS, sides, faiss, ratios, load: loadavg() };
 }

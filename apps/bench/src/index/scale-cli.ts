@@ -7,14 +7,17 @@
  * Then, as often as wanted (one query = `--rows` tokens, k 64; each checkpoint in its own
  * child process so that its peak RSS is its own):
  *   pnpm bench:big-bank --hnsw-latency --index /work/scratch/scale/tiled [--tokens 2000000]
+ * with `--graph i8 --graphs <dir> --over-fetch 2`: the same links with i8 vectors (converted
+ * once into `<dir>/hnsw-<n>-i8` by `rekindHnswFile`), proposals over-fetched and rescored.
  * bfe vs faiss at matched recall on the first `--tokens` tokens (matched.ts):
  *   pnpm bench:big-bank --peer-sweep --index /work/scratch/scale/tiled --tokens 100000 \
- *     --ef-search 64,96,128,192,256
+ *     --ef-search 64,96,128,192,256 [--graphs <dir for sweep-<n>/>] [--over-fetch 1,2]
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
+import type { HnswScalarKind } from '@bfe/index';
 import { locomoBank } from './banks.js';
 import { filterShape } from './filtering.js';
 import type { ShapeBank } from './filtering.js';
@@ -41,6 +44,11 @@ function child(v: Values, what: string, tokens: number): object[] {
     str(v, 'ef-search'),
     '--threads',
     str(v, 'threads'),
+    '--graph',
+    str(v, 'graph'),
+    '--over-fetch',
+    str(v, 'over-fetch'),
+    ...(typeof v.graphs === 'string' ? ['--graphs', v.graphs] : []),
     '--phase',
     `${what}:${tokens}`,
   ];
@@ -53,6 +61,11 @@ function child(v: Values, what: string, tokens: number): object[] {
   return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as object[];
 }
 
+function graphKind(s: string): HnswScalarKind {
+  if (s !== 'f32' && s !== 'f16' && s !== 'i8') throw new Error(`--graph f32 | f16 | i8, got ${s}`);
+  return s;
+}
+
 export async function runScale(v: Values): Promise<void> {
   const dir = str(v, 'index');
   const phase = v.phase;
@@ -62,7 +75,11 @@ export async function runScale(v: Values): Promise<void> {
     const out =
       what === 'exact'
         ? [await exactPhase(dir, n, K)]
-        : await hnswPhase(dir, n, K, nums(str(v, 'ef-search')), Number(str(v, 'threads')));
+        : await hnswPhase(dir, n, K, nums(str(v, 'ef-search')), Number(str(v, 'threads')), {
+            kind: graphKind(str(v, 'graph')),
+            overFetch: Number(str(v, 'over-fetch')),
+            ...(typeof v.graphs === 'string' ? { graphs: v.graphs } : {}),
+          });
     process.stdout.write(`${JSON.stringify(out)}\n`);
     return;
   }
@@ -79,6 +96,11 @@ export async function runScale(v: Values): Promise<void> {
       nums(str(v, 'nprobe')),
       str(v, 'python'),
       K,
+      {
+        ...(typeof v.graphs === 'string' ? { work: v.graphs } : {}),
+        overFetch: nums(str(v, 'over-fetch')),
+        buildThreads: Number(str(v, 'threads')),
+      },
     );
     process.stdout.write(`${JSON.stringify(out)}\n`);
     return;

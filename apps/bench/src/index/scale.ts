@@ -19,10 +19,12 @@
  */
 import {
   closeSync,
+  existsSync,
   mkdirSync,
   openSync,
   readFileSync,
   readSync,
+  renameSync,
   statSync,
   writeFileSync,
   writeSync,
@@ -34,9 +36,10 @@ import {
   OrtSimilarityKernel,
   exactTopK,
   flatBankSource,
+  rekindHnswFile,
   trainCodec,
 } from '@bfe/index';
-import type { HnswParams } from '@bfe/index';
+import type { HnswParams, HnswScalarKind } from '@bfe/index';
 import usearch from 'usearch';
 import { z } from 'zod';
 import { median, quantile } from '../shared/stats.js';
@@ -264,12 +267,43 @@ function summary(
  * One query at a time (all its rows, k) through `HnswTokenIndex` loaded from the checkpoint
  * of `n` tokens, at each `efSearch`: p50/p90 per query and token recall@k vs `exact-<n>.json`.
  */
+/** Which graph the latency phase searches: its vector kind, where converted graphs live, over-fetch. */
+export interface GraphChoice {
+  readonly kind: HnswScalarKind;
+  /** Folder of `hnsw-<n>-<kind>/` (converted on first use from `<dir>/hnsw-<n>`); default `dir`. */
+  readonly graphs?: string;
+  readonly overFetch?: number;
+}
+
+/**
+ * The folder of the `kind` graph over the first `n` tokens: the build's own (f32), else
+ * `hnsw-<n>-<kind>` under `choice.graphs`, written on first use by `rekindHnswFile` (the
+ * f32 graph's links, its vectors cast to `kind`: seconds, not a rebuild).
+ */
+export async function graphDir(dir: string, n: number, choice: GraphChoice): Promise<string> {
+  if (choice.kind === 'f32') return join(dir, `hnsw-${n}`);
+  const out = join(choice.graphs ?? dir, `hnsw-${n}-${choice.kind}`);
+  if (!existsSync(join(out, 'all.usearch'))) {
+    mkdirSync(out, { recursive: true });
+    const tmp = join(out, 'all.usearch.tmp');
+    await rekindHnswFile(
+      join(dir, `hnsw-${n}`, 'all.usearch'),
+      tmp,
+      choice.kind,
+      readMeta(dir).dim,
+    );
+    renameSync(tmp, join(out, 'all.usearch'));
+  }
+  return out;
+}
+
 export async function hnswPhase(
   dir: string,
   n: number,
   k: number,
   efSearch: readonly number[],
   threads: number,
+  choice: GraphChoice = { kind: 'f32' },
 ): Promise<object[]> {
   const meta = readMeta(dir);
   const { dim, rows } = meta;
@@ -290,7 +324,11 @@ export async function hnswPhase(
   for (const ef of efSearch) {
     const params = { M: meta.M, efConstruction: meta.efConstruction, efSearch: ef };
     const t0 = performance.now();
-    const index = await HnswTokenIndex.load(join(dir, `hnsw-${n}`), side, params, { threads });
+    const index = await HnswTokenIndex.load(await graphDir(dir, n, choice), side, params, {
+      threads,
+      kind: choice.kind,
+      ...(choice.overFetch === undefined ? {} : { overFetch: choice.overFetch }),
+    });
     const loadS = (performance.now() - t0) / 1000;
     const latencies: number[] = [];
     let recall = 0;
@@ -304,7 +342,8 @@ export async function hnswPhase(
       }
     }
     index.dispose();
-    out.push({ ...summary(`hnsw ef ${ef}`, n, latencies, recall, peakRssMb()), loadS });
+    const what = `hnsw ${choice.kind} ef ${ef} overFetch ${choice.overFetch ?? 1} threads ${threads}`;
+    out.push({ ...summary(what, n, latencies, recall, peakRssMb()), loadS });
   }
   return out;
 }

@@ -39,6 +39,7 @@ const indexConfigSchema = z.object({
   backend: z.enum(['exact', 'hnsw']),
   codec: z.string(),
   params: z.record(z.string(), z.number()),
+  graph: z.enum(['f32', 'f16', 'i8']).optional(),
 });
 
 /** One Table 5 row's token figures. */
@@ -162,11 +163,21 @@ async function openRunIndex(
     efConstruction: c.params.efConstruction!,
     efSearch: c.params.efSearch!,
   };
-  const index = await HnswTokenIndex.load(join(dir, 'hnsw'), side, params, { kernel });
+  // The run's graph kind and over-fetch, as the experiment's index stage opens it.
+  const over = c.params.overFetch;
+  const index = await HnswTokenIndex.load(join(dir, 'hnsw'), side, params, {
+    kernel,
+    ...(c.graph === undefined ? {} : { kind: c.graph }),
+    ...(over === undefined ? {} : { overFetch: over }),
+  });
   let graphBytes = 0;
   for (const f of await readdir(join(dir, 'hnsw')))
     graphBytes += (await stat(join(dir, 'hnsw', f))).size;
-  return { index, graphBytes, name: `${c.codec} hnsw` };
+  return {
+    index,
+    graphBytes,
+    name: `${c.codec} hnsw${c.graph === undefined ? '' : ` ${c.graph}`}`,
+  };
 }
 
 /** Mean over query tokens of |a's top-k ∩ b's top-k| / k; `ks[i]`: query i's k (clamped). */
@@ -278,8 +289,9 @@ export async function measureTokenColumns(
       }
     }
     return out.map((figures, i) => {
-      const j = names.indexOf(names[i]!.replace(/ hnsw$/, ' exact'));
-      if (!names[i]!.endsWith(' hnsw') || j < 0) return figures;
+      const codec = / hnsw( \S+)?$/.test(names[i]!) ? names[i]!.replace(/ hnsw.*$/, '') : '';
+      const j = names.indexOf(`${codec} exact`);
+      if (codec === '' || j < 0) return figures;
       return { ...figures, recallVsCodecExact: overlap(kept[i]!, kept[j]!, refK) };
     });
   } finally {

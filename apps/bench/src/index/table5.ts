@@ -36,6 +36,7 @@ const indexMetaSchema = z.object({
   params: z.record(z.string(), z.number()),
   bytesPerToken: z.number(),
   totalBytes: z.number(),
+  graph: z.string().optional(),
 });
 const runResultsSchema = z.object({
   runs: z.array(z.object({ results: z.object({ meta: z.record(z.string(), z.unknown()) }) })),
@@ -99,6 +100,15 @@ function tokenCells(t: TokenFigures): string[] {
   ];
 }
 
+/** `hnsw`, or with another graph kind or over-fetch written: `hnsw i8 ×2`. */
+function backendCell(ix: z.infer<typeof indexMetaSchema> | undefined): string {
+  if (ix === undefined) return 'exact';
+  const over = ix.params.overFetch;
+  return [ix.backend, ix.graph, over === undefined ? undefined : `×${over}`]
+    .filter((p) => p !== undefined)
+    .join(' ');
+}
+
 async function main(): Promise<void> {
   const { values, positionals } = parseArgs({
     options: {
@@ -133,7 +143,7 @@ async function main(): Promise<void> {
         : `${run.buildSeconds.toFixed(1)}${run.buildCached ? ' (cached)' : ''}`;
     return [
       ix?.codec ?? 'fp32',
-      ix?.backend ?? 'exact',
+      backendCell(ix),
       ix === undefined
         ? fp32Cell(tokens?.[i], (t) => String(t.fp32Bytes / t.bankTokens))
         : String(ix.bytesPerToken),

@@ -167,10 +167,26 @@ describe('the index section', () => {
     ).toMatchObject({ backend: 'hnsw', codec: 'rp128+sq4', M: 16, efSearch: 64 });
   });
 
+  it('graph and overFetch stay absent unless written (the codec decides the graph kind)', () => {
+    const hnsw = parseExperiment({ ...base, index: { backend: 'hnsw' } }).index!;
+    expect(hnsw).not.toHaveProperty('graph');
+    expect(hnsw).not.toHaveProperty('overFetch');
+    expect(
+      parseExperiment({ ...base, index: { backend: 'hnsw', graph: 'i8', overFetch: 2 } }).index,
+    ).toMatchObject({ backend: 'hnsw', codec: 'fp32', graph: 'i8', overFetch: 2 });
+  });
+
   it("lists @bfe/index's codecs and refuses unknown keys, backends and codecs", () => {
     const codecs = experimentSchema.shape.index.unwrap().shape.codec.unwrap().options;
     expect([...codecs]).toEqual([...codecNameSchema.options]);
-    for (const index of [{ codec: 'pq8' }, { backend: 'ivf' }, { ef: 10 }, { M: 0 }]) {
+    for (const index of [
+      { codec: 'pq8' },
+      { backend: 'ivf' },
+      { ef: 10 },
+      { M: 0 },
+      { graph: 'i4' },
+      { overFetch: 0.5 },
+    ]) {
       expect(configError(() => parseExperiment({ ...base, index })).message).toMatch(/index/);
     }
   });

@@ -140,6 +140,18 @@ export const experimentSchema = z.strictObject({
       M: z.int().positive().default(16),
       efConstruction: z.int().positive().default(128),
       efSearch: z.int().positive().default(128),
+      /**
+       * The HNSW graph's vector kind: `f32`, `f16` or `i8` (usearch's int8 cast). The graph only
+       * proposes; every proposal is rescored in float64 from the stored codes. Left out: the
+       * codec's own kind (fp32 → f32, fp16 → f16, the others → i8), so a section without it
+       * keeps its meaning and its cache key.
+       */
+      graph: z.enum(['f32', 'f16', 'i8']).optional(),
+      /**
+       * Proposals per query token and graph: `ceil(overFetch · k) + 16`, all rescored exactly.
+       * Left out: 1 (`k + 16`). A cheaper graph kind buys back what its coarser ranking misses.
+       */
+      overFetch: z.number().min(1).max(64).optional(),
       /** The `rp128+sq4` projection seed (METHOD.md §6, 42). */
       seed: seedSchema.default(42),
     })

@@ -85,4 +85,42 @@ describe('the index section', () => {
     const again = await run(dir, experiment({ index: { codec: 'sq8' } }));
     expect(again.stages.every((s) => s.cached)).toBe(true);
   });
+
+  it('graph: i8 over fp32 codes builds another graph, rescored exactly; overFetch changes only the search', async () => {
+    const dir = await mkdtemp(join(root, 'graph-'));
+    const plain = await run(dir, experiment());
+    const f32 = await run(dir, experiment({ index: { backend: 'hnsw' } }));
+    const written = await run(dir, experiment({ index: { backend: 'hnsw', graph: 'f32' } }));
+    const i8 = await run(dir, experiment({ index: { backend: 'hnsw', graph: 'i8' } }));
+    const key = (r: typeof f32): string => r.stages.find((s) => s.name === 'index')!.key;
+    // The codec's own kind written out is the same graph: the same key, a cache hit.
+    expect(key(written)).toBe(key(f32));
+    expect(written.stages.find((s) => s.name === 'index')!.cached).toBe(true);
+    expect(key(i8)).not.toBe(key(f32));
+    const graphFile = join(dir, 'cache', 'objects', 'index', key(i8), 'hnsw');
+    const files = await readdir(graphFile);
+    expect(files.length).toBeGreaterThan(0);
+    // usearch's scalar kind code 23 (i8) at byte 14 of the header after the vectors.
+    const bytes = await readFile(join(graphFile, files[0]!));
+    expect(bytes[8 + bytes.readUInt32LE(0) * bytes.readUInt32LE(4) + 14]).toBe(23);
+    // A tiny bank: every token is proposed, so the i8 graph ranks exactly as exact search.
+    expect(await text(i8.runDir, 'per-query.jsonl')).toBe(
+      await text(plain.runDir, 'per-query.jsonl'),
+    );
+    expect((i8.results.meta as unknown as { index: unknown }).index).toMatchObject({
+      backend: 'hnsw',
+      codec: 'fp32',
+      graph: 'i8',
+    });
+    const over = await run(
+      dir,
+      experiment({ index: { backend: 'hnsw', graph: 'i8', overFetch: 2 } }),
+    );
+    expect(over.stages.find((s) => s.name === 'index')!.cached).toBe(true);
+    expect(over.stages.find((s) => s.name === 'score')!.cached).toBe(false);
+    expect((over.results.meta as unknown as { index: unknown }).index).toMatchObject({
+      params: { overFetch: 2 },
+      graph: 'i8',
+    });
+  });
 });

@@ -13,14 +13,14 @@ export interface HnswParams {
 
 /**
  * The scalar kind the usearch graph stores its vectors in: `f32`, `f16` (half floats) or `i8`
- * (usearch's own cast: each vector scaled by 127 / its L2 norm and rounded, so the graph ranks
+ * (usearch's own cast: each vector scaled by 127 / its L2 norm and truncated, so the graph ranks
  * by the cosine of the int8 vectors; for the L2-normalised token states of bfe's banks that is
  * the inner product up to rounding). usearch has no 4-bit kind.
  */
 export type HnswScalarKind = 'f32' | 'f16' | 'i8';
 
 /** usearch's `scalar_kind_t` codes, byte 14 of an index file's header. */
-const KIND_CODE: Record<HnswScalarKind, number> = { f32: 11, f16: 12, i8: 23 };
+export const KIND_CODE: Record<HnswScalarKind, number> = { f32: 11, f16: 12, i8: 23 };
 /** 127², the i8 cast's unit of an inner product. */
 const I8_UNIT = 127 * 127;
 const KIND_OF = { f32: ScalarKind.F32, f16: ScalarKind.F16, i8: ScalarKind.I8 } as const;

@@ -7,6 +7,7 @@ import {
   codecModelSchema,
   codecShape,
   encodeTokens,
+  graphKindOf,
   readCodesFile,
   trainCodec,
   type CodecModel,
@@ -27,8 +28,13 @@ export type IndexConfig = NonNullable<Experiment['index']>;
 export interface IndexMeta {
   readonly backend: 'exact' | 'hnsw';
   readonly codec: IndexConfig['codec'];
-  /** The HNSW graph parameters (hnsw), the projection seed (rp128+sq4); else empty. */
+  /**
+   * The HNSW graph parameters (hnsw; `overFetch` when set), the projection seed (rp128+sq4);
+   * else empty.
+   */
   readonly params: Record<string, number>;
+  /** The HNSW graph's vector kind, when the section sets `graph`. */
+  readonly graph?: 'f32' | 'f16' | 'i8';
   readonly bytesPerToken: number;
   /** Code bytes of every memory token, plus the codec model and the HNSW files. */
   readonly totalBytes: number;
@@ -65,6 +71,19 @@ function indexKeyConfig(c: IndexConfig): Record<string, unknown> {
     codec: c.codec,
     ...(c.codec === 'rp128+sq4' ? { seed: c.seed } : {}),
     ...(c.backend === 'hnsw' ? { M: c.M, efConstruction: c.efConstruction } : {}),
+    // Only another kind than the codec's own: a section without `graph` (or with the codec's
+    // kind written out) keeps its key.
+    ...(c.backend === 'hnsw' && c.graph !== undefined && c.graph !== graphKindOf(c.codec)
+      ? { graph: c.graph }
+      : {}),
+  };
+}
+
+/** The HNSW options the section sets beyond the parameters (graph kind, over-fetch). */
+function graphOptions(c: IndexConfig): { kind?: 'f32' | 'f16' | 'i8'; overFetch?: number } {
+  return {
+    ...(c.graph === undefined ? {} : { kind: c.graph }),
+    ...(c.overFetch === undefined ? {} : { overFetch: c.overFetch }),
   };
 }
 
@@ -73,6 +92,7 @@ function metaParams(c: IndexConfig): Record<string, number> {
     ...(c.backend === 'hnsw'
       ? { M: c.M, efConstruction: c.efConstruction, efSearch: c.efSearch }
       : {}),
+    ...(c.backend === 'hnsw' && c.overFetch !== undefined ? { overFetch: c.overFetch } : {}),
     ...(c.codec === 'rp128+sq4' ? { seed: c.seed } : {}),
   };
 }
@@ -106,6 +126,7 @@ export async function runIndexStage(
   const keyConfig = {
     ...indexKeyConfig(c),
     ...(c.backend === 'hnsw' ? { efSearch: c.efSearch } : {}),
+    ...(c.backend === 'hnsw' && c.overFetch !== undefined ? { overFetch: c.overFetch } : {}),
   };
   if (c.backend === 'exact' && c.codec === 'fp32') {
     const meta = { backend: 'exact', codec: 'fp32', params: {}, bytesPerToken } as const;
@@ -140,7 +161,7 @@ export async function runIndexStage(
       if (c.backend === 'hnsw') {
         const t1 = performance.now();
         const side = hnswSide(bank, model, codes);
-        const index = await HnswTokenIndex.build(side, params);
+        const index = await HnswTokenIndex.build(side, params, graphOptions(c));
         graphSeconds = (performance.now() - t1) / 1000;
         files = await index.save(join(dir, HNSW_DIR));
         index.dispose();
@@ -154,7 +175,14 @@ export async function runIndexStage(
   for (const f of files) totalBytes += (await stat(join(artifact.dir, HNSW_DIR, f))).size;
   return {
     artifact,
-    meta: { backend: c.backend, codec: c.codec, params: metaParams(c), bytesPerToken, totalBytes },
+    meta: {
+      backend: c.backend,
+      codec: c.codec,
+      params: metaParams(c),
+      bytesPerToken,
+      totalBytes,
+      ...(c.backend === 'hnsw' && c.graph !== undefined ? { graph: c.graph } : {}),
+    },
     keyConfig,
     open: async (bank, kernel) => {
       const model = codecModelSchema.parse(
@@ -169,6 +197,7 @@ export async function runIndexStage(
       }
       const index = await HnswTokenIndex.load(join(artifact.dir, HNSW_DIR), side, params, {
         kernel,
+        ...graphOptions(c),
       });
       return { index, dispose: () => index.dispose() };
     },
