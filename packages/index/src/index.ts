@@ -44,11 +44,7 @@ export type { ScalarRange } from './codecs/scalar.js';
 export { buildHnsw, hnswFileKind, loadHnsw } from './hnsw/hnsw.js';
 export { buildBankedHnsw } from './hnsw/banked.js';
 export { createIncrementalHnsw, loadIncrementalHnsw } from './hnsw/incremental.js';
-export type {
-  IncrementalHnsw,
-  IncrementalHnswOptions,
-  KeyProposals,
-} from './hnsw/incremental.js';
+export type { IncrementalHnsw, IncrementalHnswOptions, KeyProposals } from './hnsw/incremental.js';
 export type { BankedHnsw } from './hnsw/banked.js';
 export type {
   HnswFilter,
