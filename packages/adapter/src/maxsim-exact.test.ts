@@ -250,6 +250,33 @@ describe('OrtMaxSim (onnxruntime MatMul + exact maxima)', () => {
     }
   });
 
+  it('gives the same result bit for bit at 1, 2 and 3 onnxruntime threads', async () => {
+    const dim = 384;
+    const [q] = syntheticQueries({
+      dim,
+      queries: 1,
+      queryTokens: 7,
+      memories: 300,
+      memoryTokens: 20,
+      queriesPerBank: 1,
+      positives: 1,
+      distortion: 1,
+      noise: 2,
+      seed: 11,
+      prefix: 't-',
+    });
+    const query = Float64Array.from(q!.tokens);
+    const reference = maxSim(query, 7, dim, q!.candidates);
+    for (const threads of [1, 2, 3]) {
+      const kernel = await OrtMaxSim.create(dim, undefined, threads);
+      try {
+        expect(await kernel.maxSim(query, 7, q!.candidates)).toEqual(reference);
+      } finally {
+        await kernel.release();
+      }
+    }
+  });
+
   it('keeps its set cache within budget, least recently used out, results unchanged', async () => {
     const sets = [problem(401, 24, 4), problem(402, 24, 4), problem(403, 24, 4)];
     const bytes = sets[0]!.tokens * 24 * 4;

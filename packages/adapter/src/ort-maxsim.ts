@@ -56,14 +56,20 @@ export class OrtMaxSim {
 
   /**
    * Loads onnxruntime-node (only now: the JavaScript kernel never loads it) and the graph;
-   * `cacheBytes` bounds the private copies of candidate sets.
+   * `cacheBytes` bounds the private copies of candidate sets; `threads` is onnxruntime's
+   * intra-op thread count (1 in training: the workers are the parallelism; the result does not
+   * depend on it).
    */
-  static async create(dim: number, cacheBytes = ORT_SET_CACHE_BYTES): Promise<OrtMaxSim> {
+  static async create(
+    dim: number,
+    cacheBytes = ORT_SET_CACHE_BYTES,
+    threads = 1,
+  ): Promise<OrtMaxSim> {
     const ort = await import('onnxruntime-node');
     const session = await ort.InferenceSession.create(similarityGraph(dim), {
       executionProviders: ['cpu'],
       graphOptimizationLevel: 'all',
-      intraOpNumThreads: 1,
+      intraOpNumThreads: threads,
       interOpNumThreads: 1,
       executionMode: 'sequential',
     });

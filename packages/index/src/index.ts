@@ -45,11 +45,7 @@ export { buildHnsw, hnswFileKind, loadHnsw } from './hnsw/hnsw.js';
 export { castI8Into, rekindHnswFile } from './hnsw/rekind.js';
 export { buildBankedHnsw } from './hnsw/banked.js';
 export { createIncrementalHnsw, loadIncrementalHnsw } from './hnsw/incremental.js';
-export type {
-  IncrementalHnsw,
-  IncrementalHnswOptions,
-  KeyProposals,
-} from './hnsw/incremental.js';
+export type { IncrementalHnsw, IncrementalHnswOptions, KeyProposals } from './hnsw/incremental.js';
 export type { BankedHnsw } from './hnsw/banked.js';
 export type {
   HnswFilter,

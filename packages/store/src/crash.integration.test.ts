@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { tmpDir } from '@bfe/core/testing';
@@ -7,7 +7,9 @@ import { StoreLockedError } from './lock.js';
 import { readManifest, walGenerationOf } from './manifest.js';
 import { MemoryStore } from './store.js';
 import { rng } from '@bfe/index/testing';
-import { textOf, type WorkerArgs } from './testing/crash-worker.js';
+import { GRAPHS_DIR, graphMetaSchema } from './graph/graph-files.js';
+import { storeIndexFactory, type StoreIndexFactory } from './store-index.js';
+import { CRASH_GRAPH_INDEX, textOf, type WorkerArgs } from './testing/crash-worker.js';
 import { fakeEmbedder } from './testing/index.js';
 
 // The issue's crash test: a writer process is killed with SIGKILL at seeded random moments (and
@@ -115,10 +117,47 @@ async function holds(store: MemoryStore, model: Model): Promise<boolean> {
   }
 }
 
+/**
+ * The graphs after a reopen: each holds exactly its bank's live versions, and `graphs/` holds
+ * only files a meta names. Returns how each graph was opened.
+ */
+async function checkGraphs(store: MemoryStore, index: StoreIndexFactory, dir: string) {
+  for (const bank of store.banks()) await store.search({ bank, query: 'v0 words', k: 3 });
+  await index.graphsSettled();
+  const stats = index.graphStats();
+  expect(stats.failures).toEqual([]);
+  const snap = store.snapshot();
+  for (const [bank, g] of Object.entries(stats.banks)) {
+    const view = snap.bank(bank);
+    expect(g).toEqual({ versions: view.ids.length, tokens: view.tokenOffsets[view.ids.length] });
+  }
+  await snap.release();
+  const files = existsSync(`${dir}/${GRAPHS_DIR}`) ? readdirSync(`${dir}/${GRAPHS_DIR}`) : [];
+  const named = files
+    .filter((f) => f.endsWith('.json'))
+    .map(
+      (f) =>
+        graphMetaSchema.parse(JSON.parse(readFileSync(`${dir}/${GRAPHS_DIR}/${f}`, 'utf8'))).file,
+    );
+  expect(files.filter((f) => f.endsWith('.usearch')).sort()).toEqual(named.sort());
+  return Object.values(stats.opened);
+}
+
 /** Reopens after a kill, checks the store against the model, writes once more, closes. */
-async function verify(dir: string, model: Model, outcome: Outcome, round: string): Promise<Model> {
+async function verify(
+  dir: string,
+  model: Model,
+  outcome: Outcome,
+  round: string,
+  graph = false,
+): Promise<Model> {
   let expected = outcome.acked.reduce(apply, model);
-  const store = await MemoryStore.open(dir, { embedder: fakeEmbedder(), compactSegments: 0 });
+  const index = graph ? storeIndexFactory(CRASH_GRAPH_INDEX) : undefined;
+  const store = await MemoryStore.open(dir, {
+    embedder: fakeEmbedder(),
+    compactSegments: 0,
+    ...(index === undefined ? {} : { index }),
+  });
   try {
     if (!(await holds(store, expected))) {
       // The call in flight may have become durable before the kill: whole, never in part.
@@ -140,11 +179,15 @@ async function verify(dir: string, model: Model, outcome: Outcome, round: string
     await store.add([{ id: `${round}-parent`, bank: 'alpha', text: textOf(`${round}-parent`, 0) }]);
     expected = apply(expected, extra);
     expect(await holds(store, expected)).toBe(true);
+    if (index !== undefined) openings.push(...(await checkGraphs(store, index, dir)));
   } finally {
     await store.close({ flush: false });
   }
   return expected;
 }
+
+/** How graphs were opened across the graph rounds (loaded or rebuilt, and why). */
+const openings: string[] = [];
 
 describe('crash safety (SIGKILL)', () => {
   it('keeps every acknowledged write and nothing partial across 52 random kills', async () => {
@@ -212,4 +255,29 @@ describe('crash safety (SIGKILL)', () => {
     expect(await holds(store, model)).toBe(true);
     await store.close();
   });
+
+  it('keeps the HNSW graphs derived data: kills at random and inside graph saves lose nothing', async () => {
+    const rand = rng(20261202);
+    const dir = tmpDir('bfe-crash-graph-');
+    let model: Model = new Map();
+    for (let round = 0; round < 4; round++) {
+      const prefix = `g${round}`;
+      const outcome = await runWorker(
+        { dir, prefix, seed: 500 + round, mode: 'write', graph: true },
+        300 + Math.floor(rand() * 700),
+      );
+      model = await verify(dir, model, outcome, prefix, true);
+    }
+    for (const point of ['graph-file', 'graph-meta']) {
+      const outcome = await runWorker(
+        { dir, prefix: point, seed: 600, mode: 'write', graph: true },
+        undefined,
+        point,
+      );
+      expect(outcome.stderr).toContain(`fault: killed at ${point}`);
+      model = await verify(dir, model, outcome, point, true);
+    }
+    // Graph files were found again after kills (not only rebuilt from nothing).
+    expect(openings).toContain('loaded');
+  }, 240_000);
 });

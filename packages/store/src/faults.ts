@@ -6,7 +6,9 @@
 //   `flush-segments`       a flush wrote its segments, the manifest not yet swapped;
 //   `flush-manifest`       a flush swapped the manifest, the old WAL not yet removed;
 //   `compact-segment`      a compaction wrote its merged segment, the manifest not yet swapped;
-//   `compact-manifest`     a compaction swapped the manifest, old segments not yet removed.
+//   `compact-manifest`     a compaction swapped the manifest, old segments not yet removed;
+//   `graph-file`           an HNSW graph's usearch file is written and fsynced, its meta not yet;
+//   `graph-meta`           a graph's meta is swapped, the previous generation's file not yet removed.
 
 /** Ends the process with SIGKILL when `BFE_STORE_FAULT_KILL` names `point` (see above). */
 export function failpoint(point: string): void {

@@ -301,11 +301,18 @@ describe('storeIndexFactory: HNSW graphs for large banks', () => {
       const rb = await b.store.search({ bank: 'b', query, k: 10 });
       expect(ra).toEqual(rb);
     }
+    // A factory serves one open store at a time; after it closes, another may attach.
+    const third = tmpDir();
+    await expect(MemoryStore.open(third, { embedder, index: a.index })).rejects.toThrow(
+      /still open/,
+    );
     for (const { store, index } of [a, b]) {
       await index.graphsSettled();
       expect(index.graphStats()).toMatchObject({ banks: {}, graphSearches: 0, exactSearches: 0 });
       await store.close();
     }
     expect(readdirSync(dirs[1]!)).not.toContain(GRAPHS_DIR);
+    const reattached = await MemoryStore.open(third, { embedder, index: a.index });
+    await reattached.close();
   });
 });

@@ -69,7 +69,10 @@ export interface GraphStats {
 /** A {@link ResidentIndexFactory} that also keeps the store's HNSW graphs (see {@link storeIndexFactory}). */
 export interface StoreIndexFactory extends ResidentIndexFactory {
   readonly options: ResolvedStoreIndexOptions;
-  /** Binds the factory to the store that opens with it (one store; `MemoryStore.open` calls it). */
+  /**
+   * Binds the factory to the store that opens with it (`MemoryStore.open` calls it): one open
+   * store at a time; after that store closes, another may attach.
+   */
   readonly attach: (store: IndexedStore) => Promise<IndexLink>;
   /** Resolves when the graph builds and loads under way are done. */
   readonly graphsSettled: () => Promise<void>;
@@ -134,7 +137,9 @@ export function storeIndexFactory(options: StoreIndexOptions = {}): StoreIndexFa
     resident: resident.resident,
     settled: resident.settled,
     attach: async (store: IndexedStore): Promise<IndexLink> => {
-      if (keeper !== undefined) throw new Error('storeIndexFactory: already attached to a store');
+      if (keeper !== undefined && !keeper.closed)
+        throw new Error('storeIndexFactory: attached to a store that is still open');
+      perView = new WeakMap();
       keeper = new GraphKeeper(store, params, opts.saveFraction, minTokens);
       if (opts.exact) keeper.disable();
       await keeper.open();

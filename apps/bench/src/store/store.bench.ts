@@ -18,7 +18,10 @@
  *   candidates. The calls rotate their order per query; the first query is an untimed warm-up
  *   (after which the resident bank is ready).
  *
- * `--parts add,reopen,search` selects parts (default all); `--sizes ''` measures the conversation
+ * - `graph`, `graph-add`: the HNSW graphs of large banks, HNSW vs exact in the same run (see
+ *   graph-bench.ts; `--graph-sizes`, `--jitter`, `--graph-base`, `--graph-added`).
+ *
+ * `--parts add,reopen,search,graph,graph-add` selects parts (default all); `--sizes ''` measures the conversation
  * bank alone; `--threads` sets onnxruntime's intra-op threads of the embedder, the scorer and the
  * resident kernels. Timings on a shared machine are
  * noisy: the load average is printed beside them.
@@ -34,6 +37,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
 import { MemoryStore, openEmbedder, type Embedder } from '@bfe/store';
+import { GRAPH_ADD_HEAD, GRAPH_HEAD, graphAddRows, graphSearchRows } from './graph-bench.js';
 import { SEARCH_HEAD, searchLatency } from './search-latency.js';
 import { intList, positive } from '../shared/args.js';
 import { replayEmbedder } from '../shared/banks.js';
@@ -50,12 +54,16 @@ const { values } = parseArgs({
     work: { type: 'string' },
     model: { type: 'string', default: 'all-minilm-l6-v2' },
     markdown: { type: 'boolean', default: false },
-    parts: { type: 'string', default: 'add,reopen,search' },
+    parts: { type: 'string', default: 'add,reopen,search,graph,graph-add' },
     sizes: { type: 'string', default: '1000,10000,100000' },
     queries: { type: 'string', default: '30' },
+    'graph-sizes': { type: 'string', default: '10000,100000' },
+    jitter: { type: 'string', default: '0.35' },
+    'graph-base': { type: 'string', default: '3000' },
+    'graph-added': { type: 'string', default: '512' },
   },
 });
-const PARTS = ['add', 'reopen', 'search'] as const;
+const PARTS = ['add', 'reopen', 'search', 'graph', 'graph-add'] as const;
 const parts = new Set(values.parts.split(',').map((x) => x.trim()));
 for (const part of parts)
   if (!(PARTS as readonly string[]).includes(part))
@@ -67,6 +75,10 @@ const singles = positive('--single-memories', values['single-memories']);
 const recoveryMemories = positive('--recovery-memories', values['recovery-memories']);
 const rounds = positive('--rounds', values.rounds);
 const threads = values.threads === undefined ? undefined : positive('--threads', values.threads);
+const graphSizes =
+  values['graph-sizes'] === '' ? [] : intList('--graph-sizes', values['graph-sizes']);
+const jitter = Number(values.jitter);
+if (!(jitter >= 0)) throw new Error('--jitter: a non-negative number');
 
 const seconds = (t0: bigint): number => Number(process.hrtime.bigint() - t0) / 1e9;
 const load = (): string => loadavg()[0]!.toFixed(2);
@@ -163,6 +175,8 @@ async function main(): Promise<void> {
   note(`${texts.length} LoCoMo memories, model ${values.model}, work ${work}`);
   const rows: string[][] = [];
   let searchRows: string[][] = [];
+  const graphRows: string[][] = [];
+  const graphAdd: string[][] = [];
   try {
     await embedder.encode(texts.slice(0, 32), 'passage'); // warm-up
     for (const batch of parts.has('add') ? [32, 1] : []) {
@@ -196,6 +210,36 @@ async function main(): Promise<void> {
         queries,
         ...(threads === undefined ? {} : { threads }),
       });
+    if (parts.has('graph') || parts.has('graph-add')) {
+      const unique = [...new Set(loaded.benchmark.memories.map((m) => m.text))];
+      note(`graph: encoding ${unique.length} LoCoMo memories …`);
+      const all = await embedder.encode(unique, 'passage');
+      const options = {
+        sizes: graphSizes,
+        queries,
+        jitter,
+        work,
+        ...(threads === undefined ? {} : { threads }),
+      };
+      if (parts.has('graph-add'))
+        graphAdd.push(
+          ...(await graphAddRows(all, unique, embedder, {
+            ...options,
+            base: positive('--graph-base', values['graph-base']),
+            added: positive('--graph-added', values['graph-added']),
+          })),
+        );
+      if (parts.has('graph'))
+        graphRows.push(
+          ...(await graphSearchRows(
+            all,
+            unique,
+            loaded.benchmark.queries.map((q) => q.text),
+            embedder,
+            options,
+          )),
+        );
+    }
   } finally {
     await embedder.dispose();
     await rm(work, { recursive: true, force: true });
@@ -215,6 +259,16 @@ async function main(): Promise<void> {
     style: values.markdown ? 'markdown' : 'plain',
   });
   if (rows.length > 0) for (const line of table) out(line);
+  const style = values.markdown ? 'markdown' : 'plain';
+  for (const [head, body] of [
+    [GRAPH_ADD_HEAD, graphAdd],
+    [GRAPH_HEAD, graphRows],
+  ] as const) {
+    if (body.length === 0) continue;
+    out('');
+    const align = head.map((_, c) => (c === 0 ? 'left' : 'right') as 'left' | 'right');
+    for (const line of terminalTableLines({ head: [...head], align, rows: body, style })) out(line);
+  }
   if (searchRows.length === 0) return;
   out('');
   const search = terminalTableLines({

@@ -1,4 +1,5 @@
 import { open } from 'node:fs/promises';
+import { endianness } from 'node:os';
 import usearch from 'usearch';
 
 const { Index, MetricKind, ScalarKind } = usearch;
@@ -21,6 +22,7 @@ export type HnswScalarKind = 'f32' | 'f16' | 'i8';
 
 /** usearch's `scalar_kind_t` codes, byte 14 of an index file's header. */
 export const KIND_CODE: Record<HnswScalarKind, number> = { f32: 11, f16: 12, i8: 23 };
+const LITTLE_ENDIAN = endianness() === 'LE';
 /** 127², the i8 cast's unit of an inner product. */
 const I8_UNIT = 127 * 127;
 const KIND_OF = { f32: ScalarKind.F32, f16: ScalarKind.F16, i8: ScalarKind.I8 } as const;
@@ -227,6 +229,11 @@ class UsearchHnsw implements HnswIndex {
     // One query row comes back as `Matches` (keys sliced to the count found), more as `BatchMatches`.
     const counts =
       'counts' in res ? (res as { counts: BigUint64Array }).counts : [BigInt(keys.length)];
+    // Keys are row indices below 2³²: read each u64's low word through a u32 view (little-endian)
+    // instead of a BigInt per key, which allocated one heap object per proposal.
+    const low = LITTLE_ENDIAN
+      ? new Uint32Array(keys.buffer, keys.byteOffset, keys.length * 2)
+      : null;
     const short: number[] = [];
     for (let j = 0; j < todo.length; j++) {
       const r = todo[j]!;
@@ -235,7 +242,7 @@ class UsearchHnsw implements HnswIndex {
       scores.fill(-Infinity, r * k, (r + 1) * k);
       let w = 0;
       for (let c = 0; c < found && w < k; c++) {
-        const token = Number(keys[j * fetch + c]);
+        const token = low === null ? Number(keys[j * fetch + c]) : low[2 * (j * fetch + c)]!;
         if (!keep(token)) continue;
         indices[r * k + w] = token;
         // usearch's inner-product distance is 1 − ⟨q, x⟩; for i8 it is −⟨q8, x8⟩ of the cast

@@ -5,6 +5,7 @@ import {
   type TokenHits,
   type TokenIndex,
   type TokenSearchOptions,
+  type KeyProposals,
   type TokenStore,
 } from '@bfe/index';
 import type { BankView } from '../types.js';
@@ -95,29 +96,25 @@ export class GraphTokenIndex implements TokenIndex {
     // The graph is read and searched in one synchronous step: no write changes it in between.
     const reading = this.#read();
     const graphSize = this.graph.hnsw.size;
-    const foreign = Math.max(0, graphSize - reading.present);
+    const foreign = graphSize - reading.present;
     if (reading.missing.length > this.limits.maxMissing || foreign > this.limits.maxForeign)
       return this.#exact(queries, rows, k, options);
-    const fetch = Math.min(kk + GRAPH_MARGIN + foreign, graphSize);
-    const proposed = this.graph.hnsw.search(queries, rows, fetch);
+    const proposed = this.#propose(queries, rows, kk, reading, graphSize);
 
     const { dim } = this;
-    const { keyToToken, missing } = reading;
+    const { missing } = reading;
     const rank = (this.#rank ??= tieOrder(view.ids).rank);
     const tokenMemory = (this.#tokenMemory ??= memoryOfToken(view.tokenOffsets, n));
     const values = new Float64Array(rows * kk);
     const tokens = new Int32Array(rows * kk);
-    const list = new Int32Array(fetch + missing.length);
-    const scores = new Float64Array(fetch + missing.length);
+    const most = Math.max(...proposed.map((p) => p.length));
+    const list = new Int32Array(most + missing.length);
+    const scores = new Float64Array(most + missing.length);
     for (let r = 0; r < rows; r++) {
-      let c = 0;
-      for (let j = 0; j < proposed.counts[r]!; j++) {
-        const key = proposed.keys[r * fetch + j]!;
-        const t = key < keyToToken.length ? keyToToken[key]! : -1;
-        if (t >= 0) list[c++] = t;
-      }
-      list.set(missing, c);
-      c += missing.length;
+      const own = proposed[r]!;
+      list.set(own, 0);
+      list.set(missing, own.length);
+      const c = own.length + missing.length;
       if (c < kk) return this.#exact(queries, rows, k, options);
       this.#store.dots(list, c, queries, r * dim, scores);
       const order = Array.from({ length: c }, (_, i) => i).sort((a, b) => {
@@ -144,6 +141,53 @@ export class GraphTokenIndex implements TokenIndex {
       passes: 1,
       widenedRows: 0,
     };
+  }
+
+  /**
+   * Per query row, the view's tokens among the graph's proposals: `k + margin` of them where the
+   * graph holds that many. Foreign keys (later versions) are skipped: a first fetch allows for
+   * them in proportion to their share of the graph; a row left short is fetched again past
+   * every foreign key, so none can crowd out the view's own tokens.
+   */
+  #propose(
+    queries: Float32Array,
+    rows: number,
+    kk: number,
+    reading: Reading,
+    graphSize: number,
+  ): Int32Array[] {
+    const { keyToToken, present } = reading;
+    const want = Math.min(kk + GRAPH_MARGIN, present);
+    const out: Int32Array[] = Array.from({ length: rows }, () => new Int32Array(0));
+    if (want === 0) return out;
+    const foreign = graphSize - present;
+    const full = Math.min(graphSize, want + foreign);
+    const first =
+      foreign === 0 ? want : Math.min(full, Math.ceil((want * graphSize) / present) + GRAPH_MARGIN);
+    const own = (res: KeyProposals, j: number): Int32Array => {
+      const kept: number[] = [];
+      for (let c = 0; c < res.counts[j]!; c++) {
+        const key = res.keys[j * res.fetch + c]!;
+        const t = key < keyToToken.length ? keyToToken[key]! : -1;
+        if (t >= 0) kept.push(t);
+      }
+      return Int32Array.from(kept);
+    };
+    const res = this.graph.hnsw.search(queries, rows, first);
+    const short: number[] = [];
+    for (let r = 0; r < rows; r++) {
+      const kept = own(res, r);
+      out[r] = kept;
+      if (kept.length < want && first < full) short.push(r);
+    }
+    if (short.length > 0) {
+      const { dim } = this;
+      const batch = new Float32Array(short.length * dim);
+      short.forEach((r, j) => batch.set(queries.subarray(r * dim, (r + 1) * dim), j * dim));
+      const again = this.graph.hnsw.search(batch, short.length, full);
+      short.forEach((r, j) => (out[r] = own(again, j)));
+    }
+    return out;
   }
 
   #exact(

@@ -62,6 +62,11 @@ export class GraphKeeper implements IndexLink {
     readonly minTokens: number,
   ) {}
 
+  /** Whether {@link close} ran (the store closed). */
+  get closed(): boolean {
+    return this.#closing;
+  }
+
   /** No graphs at all (the `exact` policy): files on disk are left as they are. */
   disable(): void {
     this.#disabled = true;

@@ -3,6 +3,7 @@
 // is killed, printing one line per operation: `BEGIN <json>` before the call and `ACK` once the
 // call resolved (acknowledged: durable). The parent kills it with SIGKILL and checks the store.
 import { MemoryStore } from '../store.js';
+import { storeIndexFactory } from '../store-index.js';
 import { fakeEmbedder } from './fake-embedder.js';
 import { rng } from '@bfe/index/testing';
 
@@ -12,7 +13,12 @@ export interface WorkerArgs {
   readonly seed: number;
   /** `write`: adds, updates and deletes forever; `compact`: build segments, then compact. */
   readonly mode: 'write' | 'compact';
+  /** Keep HNSW graphs for banks over 40 tokens (searching now and then, so they get built). */
+  readonly graph?: boolean;
 }
+
+/** The index options of the graph mode (the parent reopens with the same). */
+export const CRASH_GRAPH_INDEX = { hnswMinTokens: 40, saveFraction: 0.1 } as const;
 
 /** The text a memory gets at its `version`: the parent recomputes vectors from it. */
 export function textOf(id: string, version: number): string {
@@ -27,6 +33,7 @@ async function main(args: WorkerArgs): Promise<void> {
     embedder: fakeEmbedder(),
     flushBytes: 16 * 1024,
     compactSegments: 3,
+    ...(args.graph === true ? { index: storeIndexFactory(CRASH_GRAPH_INDEX) } : {}),
   });
   const say = (line: string): boolean => process.stdout.write(`${line}\n`);
   const mine: { bank: string; id: string; version: number }[] = [];
@@ -52,7 +59,10 @@ async function main(args: WorkerArgs): Promise<void> {
     await store.compact();
     say('COMPACTED');
   }
-  for (;;) {
+  for (let op = 0; ; op++) {
+    const banks = store.banks();
+    if (args.graph === true && op % 4 === 0 && banks.length > 0)
+      await store.search({ bank: banks[op % banks.length]!, query: textOf('q', op), k: 3 });
     const r = rand();
     if (r < 0.7 || mine.length < 4) await addBatch();
     else if (r < 0.85) {
