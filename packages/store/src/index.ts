@@ -30,3 +30,5 @@ export type {
 export { renderEvidence } from './render.js';
 export { DEFAULT_MAX_RESIDENT_TOKENS, residentIndexFactory } from './resident-index.js';
 export type { ResidentIndexFactory, ResidentIndexOptions } from './resident-index.js';
+export { milvusIndexFactory } from './milvus-index.js';
+export type { MilvusIndexFactory } from './milvus-index.js';

@@ -54,4 +54,11 @@ export interface BankView {
   readonly tokenVectors: Float32Array;
   readonly tokenIds: Int32Array;
   readonly tokenPositions: Int32Array;
+  /** `[memories]` the write sequence of each row (an update gets a new one); a store's views have it. */
+  readonly seqs?: Float64Array;
+  /**
+   * The last write sequence that changed the bank (an add, update or delete): a later view of
+   * the same bank has a larger one. A store's views have it.
+   */
+  readonly version?: number;
 }
