@@ -28,6 +28,8 @@ export function milvusLiteVenv(env: NodeJS.ProcessEnv = process.env): string {
 
 const pythonIn = (venv: string): string => join(venv, 'bin', 'python');
 const PROBE = ['-c', 'import milvus_lite.cmdline, pymilvus.grpc_gen'];
+const works = (venv: string): boolean =>
+  existsSync(pythonIn(venv)) && spawnSync(pythonIn(venv), PROBE).status === 0;
 
 /**
  * Makes sure the Milvus Lite virtualenv exists and imports (`python -m venv` with `$BFE_PYTHON`
@@ -38,9 +40,7 @@ const PROBE = ['-c', 'import milvus_lite.cmdline, pymilvus.grpc_gen'];
  */
 export async function ensureMilvusLite(env: NodeJS.ProcessEnv = process.env): Promise<string> {
   const venv = milvusLiteVenv(env);
-  if (existsSync(pythonIn(venv)) && spawnSync(pythonIn(venv), PROBE).status === 0) {
-    return pythonIn(venv);
-  }
+  if (works(venv)) return pythonIn(venv);
   await mkdir(dirname(venv), { recursive: true });
   const work = `${venv}.tmp-${process.pid}`;
   await rm(work, { recursive: true, force: true });
@@ -68,14 +68,15 @@ export async function ensureMilvusLite(env: NodeJS.ProcessEnv = process.env): Pr
       ],
       `pip install ${MILVUS_LITE_REQUIREMENTS.join(' ')}`,
     );
-    if (existsSync(venv)) await rm(venv, { recursive: true, force: true }); // a broken one
+    if (works(venv)) {
+      await rm(work, { recursive: true, force: true }); // another process finished first
+      return pythonIn(venv);
+    }
+    await rm(venv, { recursive: true, force: true }); // a broken one, if any
     await rename(work, venv);
   } catch (error) {
     await rm(work, { recursive: true, force: true });
-    // Another process may have put a working venv in place meanwhile.
-    if (existsSync(pythonIn(venv)) && spawnSync(pythonIn(venv), PROBE).status === 0) {
-      return pythonIn(venv);
-    }
+    if (works(venv)) return pythonIn(venv); // another process put one in place meanwhile
     throw error;
   }
   run(pythonIn(venv), PROBE, 'importing milvus_lite from the new venv');
