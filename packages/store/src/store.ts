@@ -14,7 +14,9 @@ import {
 import { acquireLock } from './lock.js';
 import { MANIFEST_FILE } from './manifest.js';
 import { recover } from './recovery.js';
-import { residentIndexFactory, type ResidentIndexFactory } from './resident-index.js';
+import type { MilvusOptions } from '@bfe/index-milvus';
+import { milvusIndexFactory } from './milvus-index.js';
+import { residentIndexFactory } from './resident-index.js';
 import type { SparseScorer } from '@bfe/scorer';
 import {
   searchView,
@@ -54,9 +56,11 @@ export interface StoreOptions {
   /**
    * The token index searches use unless a request names its own (a factory per bank view, e.g.
    * HNSW for large banks). Default: {@link residentIndexFactory} — the exact backend, small
-   * banks resident on their own kernel, larger ones on the scorer's; released at `close`.
+   * banks resident on their own kernel, larger ones on the scorer's; released at `close`. A
+   * Milvus address (`'milvus://host:port'`) or Milvus options: {@link milvusIndexFactory}, owned
+   * by the store and closed at `close`.
    */
-  readonly index?: TokenIndexFactory;
+  readonly index?: TokenIndexFactory | MilvusOptions | string;
 }
 
 const limitsSchema = z.object({
@@ -119,7 +123,7 @@ export class MemoryStore {
   readonly #ownsEmbedder: boolean;
   readonly #maxTextBytes: number;
   readonly #index: TokenIndexFactory;
-  readonly #ownIndex: ResidentIndexFactory | undefined;
+  readonly #ownIndex: { dispose: () => Promise<void> } | undefined;
   readonly #threads: number | undefined;
   #scorer: Promise<SparseScorer> | undefined;
   readonly #ownsScorer: boolean;
@@ -134,8 +138,15 @@ export class MemoryStore {
     this.#ownsScorer = options.scorer === undefined;
     const threads = options.threads === undefined ? {} : { threads: options.threads };
     this.#threads = options.threads;
-    this.#ownIndex = options.index === undefined ? residentIndexFactory(threads) : undefined;
-    this.#index = options.index ?? this.#ownIndex!;
+    const given = options.index;
+    const own: (TokenIndexFactory & { dispose: () => Promise<void> }) | undefined =
+      given === undefined
+        ? residentIndexFactory(threads)
+        : typeof given === 'function'
+          ? undefined
+          : milvusIndexFactory(given);
+    this.#ownIndex = own;
+    this.#index = own ?? (given as TokenIndexFactory);
   }
 
   /**
