@@ -105,6 +105,13 @@ export class TokenCollection {
       ssl,
       timeout: o.timeoutMs,
       logLevel: 'error',
+      // The SDK pings every 10 s; Milvus Lite's Python gRPC server counts pings during a long
+      // call (an insert on a busy machine) as abuse and drops the connection (GOAWAY, seen as
+      // RESOURCE_EXHAUSTED "Bandwidth exhausted"). Once in 5 min is what gRPC servers allow.
+      channelOptions: {
+        'grpc.keepalive_time_ms': 300_000,
+        'grpc.keepalive_permit_without_calls': 0,
+      },
       ...(o.token === undefined ? {} : { token: o.token }),
       ...(o.database === undefined ? {} : { database: o.database }),
     });

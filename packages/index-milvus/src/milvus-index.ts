@@ -157,6 +157,19 @@ export class MilvusTokenIndex implements TokenIndex {
       );
     }
     const kk = Math.min(k, candidateTokens);
+    if (rows === 0) {
+      const none = new Int32Array(0);
+      return {
+        rows,
+        k: kk,
+        values: new Float64Array(0),
+        tokens: none,
+        memories: none,
+        slots: none,
+        passes: 0,
+        widenedRows: 0,
+      };
+    }
     const isCandidate = new Uint8Array(offsets.length - 1);
     for (const m of memories) isCandidate[m] = 1;
     const filter = this.#filter(memories);
@@ -254,7 +267,8 @@ export class MilvusTokenIndex implements TokenIndex {
       const t = side.tokenOffsets[m]! + h.position;
       if (t < side.tokenOffsets[m + 1]!) out[n++] = t;
     }
-    return out.subarray(0, n);
+    // A row stored twice (an insert retried after a partial failure) counts once.
+    return Int32Array.from(new Set(out.subarray(0, n)));
   }
 
   /** Hit order: similarity descending, then the memories' tie order, then token index. */

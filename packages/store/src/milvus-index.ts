@@ -99,10 +99,16 @@ export function milvusIndexFactory(options: MilvusOptions | string): MilvusIndex
       if (version < state.version) return new ExactTokenIndex(side, kernel);
       const changed = [...extra, ...missing.map((m) => view.ids[m]!)];
       const stale = changed.filter((id) => state.mirror.has(id));
-      if (stale.length > 0) await c.deleteMemories(view.bank, stale);
-      for (const id of stale) state.mirror.delete(id);
-      counts.deletes += stale.length;
-      counts.rows += await c.insert(view.bank, memoryRows(side, missing));
+      try {
+        if (stale.length > 0) await c.deleteMemories(view.bank, stale);
+        for (const id of stale) state.mirror.delete(id);
+        counts.deletes += stale.length;
+        counts.rows += await c.insert(view.bank, memoryRows(side, missing));
+      } catch (error) {
+        // Part of the writes may have landed: read the bank back from Milvus next time.
+        banks.delete(view.bank);
+        throw error;
+      }
       for (const m of missing) state.mirror.set(view.ids[m]!, [seqs[m]!]);
       counts.syncs++;
       generations.set(view.bank, (generations.get(view.bank) ?? 0) + 1);
