@@ -4,7 +4,7 @@ import { BfeError } from '@bfe/core';
 import { serve } from './serve.js';
 
 const USAGE =
-  'usage: bfe serve --store DIR [--host 127.0.0.1] [--port 8080] [--keys FILE] [--model NAME]';
+  'usage: bfe serve --store DIR [--host 127.0.0.1] [--port 8080] [--keys FILE] [--model NAME] [--index milvus://HOST:PORT]';
 
 const argsSchema = z.strictObject({
   store: z.string({ error: '--store DIR is required' }).min(1, '--store DIR is required'),
@@ -12,6 +12,11 @@ const argsSchema = z.strictObject({
   port: z.coerce.number().int().min(0).max(65535).default(8080),
   keys: z.string().min(1).optional(),
   model: z.string().min(1).optional(),
+  /** The store's token index in Milvus (`milvus://host:port`, `https://…` for TLS). */
+  index: z
+    .string()
+    .regex(/^(milvus|https?):\/\/./, '--index takes milvus://HOST:PORT or https://HOST:PORT')
+    .optional(),
 });
 
 /**
@@ -31,6 +36,7 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
         port: { type: 'string' },
         keys: { type: 'string' },
         model: { type: 'string' },
+        index: { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -49,7 +55,18 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
       host: args.host,
       port: args.port,
       ...(args.keys === undefined ? {} : { keys: args.keys }),
-      storeOptions: args.model === undefined ? {} : { model: args.model },
+      storeOptions: {
+        ...(args.model === undefined ? {} : { model: args.model }),
+        // Token auth for a Milvus cluster comes from the environment, never the command line.
+        ...(args.index === undefined
+          ? {}
+          : {
+              index: {
+                address: args.index,
+                ...(process.env.BFE_MILVUS_TOKEN ? { token: process.env.BFE_MILVUS_TOKEN } : {}),
+              },
+            }),
+      },
       logger: { level: 'warn', stream: process.stderr },
     });
   } catch (error) {

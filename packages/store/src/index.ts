@@ -44,3 +44,5 @@ export { GRAPH_MARGIN, GraphTokenIndex } from './graph/graph-search.js';
 export type { GraphSearchLimits, GraphSearchOutcome } from './graph/graph-search.js';
 export { GRAPHS_DIR, graphMetaSchema } from './graph/graph-files.js';
 export type { GraphMeta } from './graph/graph-files.js';
+export { milvusIndexFactory } from './milvus-index.js';
+export type { MilvusIndexFactory } from './milvus-index.js';

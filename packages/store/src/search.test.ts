@@ -1,13 +1,27 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '@bfe/core';
+import { suiteTmpDir } from '@bfe/core/testing';
 import { randomBank, rng } from '@bfe/index/testing';
+import { milvusLiteForTests, startMilvusLite, type MilvusLite } from '@bfe/index-milvus/testing';
 import { SparseScorer, groupByCandidates, rankSystems } from '@bfe/scorer';
+import { milvusIndexFactory, type MilvusIndexFactory } from './milvus-index.js';
 import { renderEvidence } from './render.js';
-import { SEARCH_SYSTEMS, parseSearchOptions, searchView, type SearchResult } from './search.js';
+import {
+  SEARCH_SYSTEMS,
+  parseSearchOptions,
+  searchView as search,
+  type SearchOptions,
+  type SearchResult,
+} from './search.js';
 import type { BankView, EncodedTexts } from './types.js';
 
 const scorer = await SparseScorer.open({ kernel: 'js' });
 afterAll(() => scorer.dispose());
+
+// The same searches through the default (exact) path and through Milvus Lite (FLAT): results
+// must be identical. Milvus runs when its venv can be set up (always in CI).
+const python = await milvusLiteForTests();
+const INDEXES = python === undefined ? (['exact'] as const) : (['exact', 'milvus'] as const);
 
 const DIM = 12;
 
@@ -27,6 +41,9 @@ function view(seed: number, rows: number): BankView {
     tokenVectors: bank.tokenVectors,
     tokenIds: Int32Array.from({ length: tokens }, (_, t) => 1000 + (t % 50)),
     tokenPositions: Int32Array.from({ length: tokens }, (_, t) => 1 + (t % 8)),
+    // As a store's view: one write per memory (unique per seed, so views never share writes).
+    seqs: Float64Array.from({ length: rows }, (_, i) => seed * 1000 + i),
+    version: seed * 1000 + rows,
   };
 }
 
@@ -47,7 +64,28 @@ function query(seed: number, tokens: number): EncodedTexts {
 
 const tokenText = (id: number): string => `tok${id}`;
 
-describe('searchView', () => {
+describe.each(INDEXES)('searchView (index: %s)', (backend) => {
+  const dataDir = suiteTmpDir('bfe-store-milvus-');
+  let lite: MilvusLite | undefined;
+  let index: MilvusIndexFactory | undefined;
+  beforeAll(async () => {
+    if (backend !== 'milvus') return;
+    lite = await startMilvusLite({ dataDir: dataDir(), python: python! });
+    index = milvusIndexFactory({ address: lite.address, collection: 'search_test' });
+  });
+  afterAll(async () => {
+    await index?.dispose();
+    await lite?.stop();
+  });
+  /** `searchView` through the backend under test. */
+  const searchView = (
+    view: BankView,
+    query: EncodedTexts,
+    options: SearchOptions,
+    s: SparseScorer,
+  ): Promise<SearchResult[]> =>
+    search(view, query, { ...options, ...(index === undefined ? {} : { index }) }, s);
+
   const v = view(1, 40);
   const q = query(2, 5);
 
@@ -74,6 +112,9 @@ describe('searchView', () => {
         expect(results.map((r) => r.rank)).toEqual(results.map((_, i) => i + 1));
       }
     }
+    // Milvus: the view was written once, then every search read it there.
+    if (index !== undefined)
+      expect(index.counts()).toEqual({ syncs: 1, rows: v.tokenOffsets[40], deletes: 0 });
   });
 
   it('gives each result its pooled rank over the whole bank, beyond the top 1000 and through ties', async () => {

@@ -36,15 +36,22 @@ export function bankView(s: StoreState, bank: string, model: string, dim: number
   )
     view = previous.view;
   else {
-    view = buildView(gatherRows(liveRows(sources, stones), bank, dim), model);
+    view = buildView(gatherRows(liveRows(sources, stones), bank, dim), model, stones);
     if (first !== undefined) byFirstSource.set(first, { sources, stones, view });
   }
   cache.set(bank, view);
   return view;
 }
 
-function buildView(rows: SegmentRows, model: string): BankView {
+function buildView(
+  rows: SegmentRows,
+  model: string,
+  stones: ReadonlyMap<string, number> | undefined,
+): BankView {
   const e = rows.encoded;
+  let version = -1;
+  for (const seq of rows.seqs) version = Math.max(version, seq);
+  for (const seq of stones?.values() ?? []) version = Math.max(version, seq);
   return Object.freeze({
     bank: rows.bank,
     model,
@@ -58,6 +65,7 @@ function buildView(rows: SegmentRows, model: string): BankView {
     tokenIds: e.tokenIds,
     tokenPositions: e.tokenPositions,
     seqs: rows.seqs,
+    version,
   });
 }
 

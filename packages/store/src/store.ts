@@ -14,7 +14,8 @@ import {
 import { acquireLock } from './lock.js';
 import { MANIFEST_FILE } from './manifest.js';
 import { recover } from './recovery.js';
-import type { ResidentIndexFactory } from './resident-index.js';
+import type { MilvusOptions } from '@bfe/index-milvus';
+import { milvusIndexFactory } from './milvus-index.js';
 import { isStoreIndexFactory, storeIndexFactory, type StoreIndexFactory } from './store-index.js';
 import type { SparseScorer } from '@bfe/scorer';
 import {
@@ -57,8 +58,10 @@ export interface StoreOptions {
    * Default: {@link storeIndexFactory}`({ threads })` — exact and resident up to 65,536 content
    * tokens, a maintained HNSW graph above (`graphs/`). A {@link StoreIndexFactory} passed here is
    * attached to this store; `storeIndexFactory({ exact: true })`: exact search everywhere.
+   * A Milvus address (`'milvus://host:port'`) or Milvus options: {@link milvusIndexFactory}, owned
+   * by the store and closed at `close`.
    */
-  readonly index?: TokenIndexFactory;
+  readonly index?: TokenIndexFactory | MilvusOptions | string;
 }
 
 const limitsSchema = z.object({
@@ -121,7 +124,7 @@ export class MemoryStore {
   readonly #ownsEmbedder: boolean;
   readonly #maxTextBytes: number;
   readonly #index: TokenIndexFactory;
-  readonly #ownIndex: ResidentIndexFactory | undefined;
+  readonly #ownIndex: { dispose: () => Promise<void> } | undefined;
   readonly #threads: number | undefined;
   #scorer: Promise<SparseScorer> | undefined;
   readonly #ownsScorer: boolean;
@@ -133,6 +136,7 @@ export class MemoryStore {
     owns: boolean,
     options: StoreOptions,
     index: TokenIndexFactory,
+    ownIndex: { dispose: () => Promise<void> } | undefined,
   ) {
     this.#writer = writer;
     this.#embedder = embedder;
@@ -141,7 +145,7 @@ export class MemoryStore {
     this.#scorer = options.scorer === undefined ? undefined : Promise.resolve(options.scorer);
     this.#ownsScorer = options.scorer === undefined;
     this.#threads = options.threads;
-    this.#ownIndex = options.index === undefined ? (index as ResidentIndexFactory) : undefined;
+    this.#ownIndex = ownIndex;
     this.#index = index;
   }
 
@@ -169,7 +173,7 @@ export class MemoryStore {
         ...(options.threads === undefined ? {} : { threads: options.threads }),
       }));
     let release: (() => Promise<void>) | undefined;
-    let own: StoreIndexFactory | undefined;
+    let own: { dispose: () => Promise<void> } | undefined;
     try {
       release = await acquireLock(root);
       const recovered = await recover(root, embedder.model, embedder.dim);
@@ -179,11 +183,21 @@ export class MemoryStore {
         flushBytes: options.flushBytes ?? 32 * 1024 * 1024,
         compactSegments: options.compactSegments ?? 8,
       });
-      const index =
-        options.index ??
-        storeIndexFactory(options.threads === undefined ? {} : { threads: options.threads });
+      const given = options.index;
+      let index: TokenIndexFactory;
+      if (given === undefined) {
+        const made = storeIndexFactory(
+          options.threads === undefined ? {} : { threads: options.threads },
+        );
+        own = made;
+        index = made;
+      } else if (typeof given === 'function') index = given;
+      else {
+        const made = milvusIndexFactory(given);
+        own = made;
+        index = made;
+      }
       if (isStoreIndexFactory(index)) {
-        own = options.index === undefined ? index : undefined;
         writer.listener = await index.attach({
           dir: root,
           model: embedder.model,
@@ -191,7 +205,7 @@ export class MemoryStore {
           liveRows: (bank) => writer.live.rows(bank),
         });
       }
-      return new MemoryStore(writer, embedder, owns, options, index);
+      return new MemoryStore(writer, embedder, owns, options, index, own);
     } catch (error) {
       await own?.dispose();
       await release?.();

@@ -60,4 +60,9 @@ export interface BankView {
    * carry it; a view without it is searched without the store's HNSW graphs.
    */
   readonly seqs?: Float64Array;
+  /**
+   * The last write sequence that changed the bank (an add, update or delete): a later view of
+   * the same bank has a larger one. A store's views have it.
+   */
+  readonly version?: number;
 }

@@ -14,7 +14,8 @@
  *
  * pnpm bench:big-bank --tokens 1000000
  *
- * `--hnsw-build` / `--hnsw-latency`: the HNSW scale bench of `scale-cli.ts` instead.
+ * `--hnsw-build` / `--hnsw-latency`: the HNSW scale bench of `scale-cli.ts` instead;
+ * `--milvus --checkpoints 100000,1000000`: Milvus Lite beside them (`milvus-bench.ts`).
  */
 import { spawnSync } from 'node:child_process';
 import {
@@ -42,6 +43,7 @@ import {
   type TokenStore,
 } from '@bfe/index';
 import { terminalTableLines } from '@bfe/core';
+import { runMilvusBench } from './milvus-bench.js';
 import { runScale } from './scale-cli.js';
 
 const { values } = parseArgs({
@@ -79,6 +81,10 @@ const { values } = parseArgs({
     queries: { type: 'string', default: '20' },
     rows: { type: 'string', default: '24' },
     noise: { type: 'string', default: '0.35' },
+    // Milvus Lite beside exact and HNSW on the same tiled bank (milvus-bench.ts).
+    milvus: { type: 'boolean', default: false },
+    'milvus-index': { type: 'string', default: 'FLAT,HNSW' },
+    'milvus-data': { type: 'string', default: join(tmpdir(), 'bfe-milvus-bench') },
   },
 });
 const N = Number(values.tokens);
@@ -285,7 +291,14 @@ function child(phase: string): Record<string, number> {
   return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, number>;
 }
 
-if (values['hnsw-build'] || values['hnsw-latency'] || values['peer-sweep'] || values.filtering) {
+if (values.milvus) {
+  await runMilvusBench(values);
+} else if (
+  values['hnsw-build'] ||
+  values['hnsw-latency'] ||
+  values['peer-sweep'] ||
+  values.filtering
+) {
   await runScale(values);
 } else if (values.phase !== undefined) {
   const run = { write: writeBank, fp32: searchFp32, sq4: searchSq4 }[values.phase];

@@ -1,0 +1,173 @@
+/**
+ * `pnpm bench:big-bank --milvus`: Milvus Lite beside the exact and HNSW backends on the tiled
+ * LoCoMo bank of the HNSW scale bench (`--hnsw-build` writes it under `--index`; read only
+ * here). For each checkpoint in `--checkpoints` (default 1e5, 1e6 tokens), in one process:
+ *
+ * - **exact fp32** (onnxruntime, in RAM): p50/p90 of one query (all `rows` tokens, k 64);
+ * - **bfe HNSW** (`HnswTokenIndex`, the saved usearch graph, ef `--ef-search`'s first value);
+ * - **Milvus Lite FLAT / HNSW** (`MilvusTokenIndex`): a fresh `milvus-lite server` on 127.0.0.1
+ *   with its data under `--milvus-data`, the first n tokens inserted as memories of 20 tokens in
+ *   one bank (insert time, then the first search, which includes whatever Lite builds), then a
+ *   warm-up pass and a measured pass; also the bare Milvus request (k + 16 per row, no
+ *   rescoring) to separate the server's time from bfe's.
+ *
+ * Recall@64 against `exact-<n>.json` of the scale bench (token sets). Lite is one Python
+ * process over faiss: its times say nothing of a Milvus cluster's.
+ */
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { OrtSimilarityKernel, exactTopK, flatBankSource, flatTokenStore } from '@bfe/index';
+import { MilvusTokenIndex, TokenCollection, type MilvusSide } from '@bfe/index-milvus';
+import { startMilvusLite } from '@bfe/index-milvus/testing';
+import { terminalTableLines } from '@bfe/core';
+import { median, quantile } from '../shared/stats.js';
+import { recallAt } from './measure.js';
+import { hnswPhase, loadavg, readF32, readMeta } from './scale.js';
+
+const K = 64;
+type Values = Record<string, string | boolean | undefined>;
+
+interface Line {
+  readonly what: string;
+  readonly tokens: number;
+  readonly p50: number;
+  readonly p90: number;
+  readonly recall: number;
+  readonly insertS?: number;
+  readonly firstSearchS?: number;
+  readonly load: string;
+}
+
+const summary = (what: string, tokens: number, ms: number[], recall: number, extra = {}): Line => ({
+  what,
+  tokens,
+  p50: median(ms),
+  p90: quantile(ms, 0.9),
+  recall,
+  ...extra,
+  load: loadavg(),
+});
+
+export async function runMilvusBench(v: Values): Promise<void> {
+  const dir = String(v.index);
+  const meta = readMeta(dir);
+  const { dim, rows } = meta;
+  const checkpoints = String(v.checkpoints).split(',').map(Number);
+  const types = String(v['milvus-index']).split(',') as ('FLAT' | 'HNSW')[];
+  const ef = Number(String(v['ef-search']).split(',')[0]);
+  const dataRoot = String(v['milvus-data']);
+  const q = readF32(join(dir, 'queries.f32'), meta.queries * rows * dim);
+  const lines: Line[] = [];
+  const log = (l: Line): void => {
+    lines.push(l);
+    process.stderr.write(`${JSON.stringify(l)}\n`);
+  };
+  for (const n of checkpoints) {
+    const ref = Int32Array.from(JSON.parse(readFileSync(join(dir, `exact-${n}.json`), 'utf8')));
+    const x = readF32(join(dir, 'vectors.f32'), n * dim);
+    log(await exactLine(x, q, n, meta.queries, rows, dim));
+    const [h] = (await hnswPhase(dir, n, K, [ef], 2)) as Line[];
+    log({ ...h!, what: `bfe hnsw ef ${ef}` });
+    const memories = Math.ceil(n / meta.memoryTokens);
+    const side: MilvusSide = {
+      tokens: flatTokenStore(x, dim),
+      tokenOffsets: Int32Array.from({ length: memories + 1 }, (_, m) =>
+        Math.min(n, m * meta.memoryTokens),
+      ),
+      ids: Array.from({ length: memories }, (_, m) => `m${m}`),
+      banks: Array.from({ length: memories }, () => 'tiled'),
+    };
+    const all = Int32Array.from({ length: memories }, (_, m) => m);
+    for (const indexType of types) {
+      const data = join(dataRoot, `${indexType}-${n}`);
+      rmSync(data, { recursive: true, force: true });
+      mkdirSync(data, { recursive: true });
+      const lite = await startMilvusLite({ dataDir: data });
+      try {
+        const c = await TokenCollection.open(
+          {
+            address: lite.address,
+            indexType,
+            hnsw: { M: meta.M, efConstruction: meta.efConstruction, ef },
+            timeoutMs: 3_600_000,
+          },
+          dim,
+        );
+        let t0 = performance.now();
+        const index = await MilvusTokenIndex.build(c, side);
+        const insertS = (performance.now() - t0) / 1000;
+        t0 = performance.now();
+        await index.search(q.subarray(0, rows * dim), rows, K, { memories: all });
+        const firstSearchS = (performance.now() - t0) / 1000;
+        const ms: number[] = [];
+        const raw: number[] = [];
+        let recall = 0;
+        let widened = 0;
+        for (let rep = -1; rep < 1; rep++) {
+          for (let i = 0; i < meta.queries; i++) {
+            const qi = q.subarray(i * rows * dim, (i + 1) * rows * dim);
+            let s = performance.now();
+            const hits = await index.search(qi, rows, K, { memories: all });
+            if (rep < 0) continue;
+            ms.push(performance.now() - s);
+            widened += hits.widenedRows;
+            recall += recallAt(hits.tokens, ref.subarray(i * rows * K), rows, K) / meta.queries;
+            s = performance.now();
+            await c.search(qi, rows, K + 16, `bank_id == "tiled"`);
+            raw.push(performance.now() - s);
+          }
+        }
+        const name = `milvus lite ${indexType}${indexType === 'HNSW' ? ` ef ${ef}` : ''}`;
+        log(summary(name, n, ms, recall, { insertS, firstSearchS, widenedRows: widened }));
+        log(summary(`${name}: the bare request`, n, raw, Number.NaN));
+        await c.close();
+      } finally {
+        await lite.stop();
+        rmSync(data, { recursive: true, force: true });
+      }
+    }
+  }
+  const f = (x: number | undefined, d = 1): string =>
+    x === undefined || Number.isNaN(x) ? '' : x.toFixed(d);
+  terminalTableLines({
+    head: ['search', 'tokens', 'p50 ms', 'p90 ms', 'recall@64', 'insert s', '1st search s', 'load'],
+    align: ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'left'],
+    rows: lines.map((l) => [
+      l.what,
+      String(l.tokens),
+      f(l.p50),
+      f(l.p90),
+      f(l.recall, 4),
+      f(l.insertS),
+      f(l.firstSearchS, 2),
+      l.load,
+    ]),
+  }).forEach((s) => process.stdout.write(`${s}\n`));
+  process.stdout.write(`${JSON.stringify(lines)}\n`);
+}
+
+/** The exact fp32 reference's latency (onnxruntime, in RAM), in this process. */
+async function exactLine(
+  x: Float32Array,
+  q: Float32Array,
+  n: number,
+  queries: number,
+  rows: number,
+  dim: number,
+): Promise<Line> {
+  const kernel = new OrtSimilarityKernel();
+  const ms: number[] = [];
+  try {
+    for (let rep = -1; rep < 1; rep++) {
+      for (let i = 0; i < queries; i++) {
+        const s = performance.now();
+        const qi = q.subarray(i * rows * dim, (i + 1) * rows * dim);
+        await exactTopK(kernel, qi, rows, flatBankSource(x, dim), { k: K });
+        if (rep >= 0) ms.push(performance.now() - s);
+      }
+    }
+  } finally {
+    await kernel.dispose();
+  }
+  return summary('exact fp32 (onnxruntime)', n, ms, 1);
+}
