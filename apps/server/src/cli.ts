@@ -4,7 +4,8 @@ import { BfeError } from '@bfe/core';
 import { serve } from './serve.js';
 
 const USAGE =
-  'usage: bfe serve --store DIR [--host 127.0.0.1] [--port 8080] [--keys FILE] [--model NAME]';
+  'usage: bfe serve --store DIR [--host 127.0.0.1] [--port 8080] [--keys FILE] [--model NAME]\n' +
+  '                 [--threads 1] [--encode-workers 1] [--kernel-workers 1]';
 
 const argsSchema = z.strictObject({
   store: z.string({ error: '--store DIR is required' }).min(1, '--store DIR is required'),
@@ -12,6 +13,12 @@ const argsSchema = z.strictObject({
   port: z.coerce.number().int().min(0).max(65535).default(8080),
   keys: z.string().min(1).optional(),
   model: z.string().min(1).optional(),
+  /** onnxruntime intra-op threads per session; 0: onnxruntime's choice (every core). */
+  threads: z.coerce.number().int().min(0).max(256).default(1),
+  /** Encoder worker threads; 0: encode on the event loop's thread. */
+  'encode-workers': z.coerce.number().int().min(0).max(64).default(1),
+  /** Resident-kernel worker threads; 0: resident kernels on the event loop's thread. */
+  'kernel-workers': z.coerce.number().int().min(0).max(64).default(1),
 });
 
 /**
@@ -31,6 +38,9 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
         port: { type: 'string' },
         keys: { type: 'string' },
         model: { type: 'string' },
+        threads: { type: 'string' },
+        'encode-workers': { type: 'string' },
+        'kernel-workers': { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -49,7 +59,12 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
       host: args.host,
       port: args.port,
       ...(args.keys === undefined ? {} : { keys: args.keys }),
-      storeOptions: args.model === undefined ? {} : { model: args.model },
+      storeOptions: {
+        ...(args.model === undefined ? {} : { model: args.model }),
+        ...(args.threads === 0 ? {} : { threads: args.threads }),
+      },
+      encodeWorkers: args['encode-workers'],
+      kernelWorkers: args['kernel-workers'],
       logger: { level: 'warn', stream: process.stderr },
     });
   } catch (error) {
