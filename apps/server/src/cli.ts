@@ -73,14 +73,16 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
     if (user && error.suggestion !== undefined) process.stderr.write(`  ${error.suggestion}\n`);
     return user ? 2 : 1;
   }
-  process.stderr.write(`bfe serve: ${server.accessNote}\n`);
-  process.stdout.write(`listening on ${server.url}\n`);
   // Handlers stay installed: a second signal (a terminal's Ctrl-C reaches `bfe serve` and this
-  // child both) must not kill the process mid-close.
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+  // child both) must not kill the process mid-close. Installed before the listening line, so a
+  // signal sent as soon as it is read still closes gracefully.
+  const stopped = new Promise<NodeJS.Signals>((resolve) => {
     process.on('SIGTERM', resolve);
     process.on('SIGINT', resolve);
   });
+  process.stderr.write(`bfe serve: ${server.accessNote}\n`);
+  process.stdout.write(`listening on ${server.url}\n`);
+  const signal = await stopped;
   process.stderr.write(`bfe serve: ${signal}: finishing in-flight requests, closing the store\n`);
   try {
     await server.close();

@@ -17,7 +17,8 @@
  * encoded on one worker thread, coalesced; resident kernels on another) and `old`
  * (`--threads 0 --encode-workers 0 --kernel-workers 0`: the
  * previous defaults, onnxruntime's own thread count and every encode on the event loop), and
- * prints the new/old ratios. `--server-args "…"` adds arguments to the (new) server.
+ * prints the new/old ratios. `--server-args="…"` (with `=`: the value starts with a dash) adds
+ * arguments to the (new) server.
  *
  * Timings on a shared machine are noisy: the load average is printed beside them.
  *
