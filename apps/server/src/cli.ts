@@ -4,7 +4,8 @@ import { BfeError } from '@bfe/core';
 import { serve } from './serve.js';
 
 const USAGE =
-  'usage: bfe serve --store DIR [--host 127.0.0.1] [--port 8080] [--keys FILE] [--model NAME] [--index milvus://HOST:PORT]';
+  'usage: bfe serve --store DIR [--host 127.0.0.1] [--port 8080] [--keys FILE] [--model NAME]\n' +
+  '                 [--index milvus://HOST:PORT] [--threads 1] [--encode-workers 1] [--kernel-workers 1]';
 
 const argsSchema = z.strictObject({
   store: z.string({ error: '--store DIR is required' }).min(1, '--store DIR is required'),
@@ -17,6 +18,12 @@ const argsSchema = z.strictObject({
     .string()
     .regex(/^(milvus|https?):\/\/./, '--index takes milvus://HOST:PORT or https://HOST:PORT')
     .optional(),
+  /** onnxruntime intra-op threads per session; 0: onnxruntime's choice (every core). */
+  threads: z.coerce.number().int().min(0).max(256).default(1),
+  /** Encoder worker threads; 0: encode on the event loop's thread. */
+  'encode-workers': z.coerce.number().int().min(0).max(64).default(1),
+  /** Resident-kernel worker threads; 0: resident kernels on the event loop's thread. */
+  'kernel-workers': z.coerce.number().int().min(0).max(64).default(1),
 });
 
 /**
@@ -37,6 +44,9 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
         keys: { type: 'string' },
         model: { type: 'string' },
         index: { type: 'string' },
+        threads: { type: 'string' },
+        'encode-workers': { type: 'string' },
+        'kernel-workers': { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -66,7 +76,10 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
                 ...(process.env.BFE_MILVUS_TOKEN ? { token: process.env.BFE_MILVUS_TOKEN } : {}),
               },
             }),
+        ...(args.threads === 0 ? {} : { threads: args.threads }),
       },
+      encodeWorkers: args['encode-workers'],
+      kernelWorkers: args['kernel-workers'],
       logger: { level: 'warn', stream: process.stderr },
     });
   } catch (error) {
@@ -75,14 +88,16 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
     if (user && error.suggestion !== undefined) process.stderr.write(`  ${error.suggestion}\n`);
     return user ? 2 : 1;
   }
-  process.stderr.write(`bfe serve: ${server.accessNote}\n`);
-  process.stdout.write(`listening on ${server.url}\n`);
   // Handlers stay installed: a second signal (a terminal's Ctrl-C reaches `bfe serve` and this
-  // child both) must not kill the process mid-close.
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+  // child both) must not kill the process mid-close. Installed before the listening line, so a
+  // signal sent as soon as it is read still closes gracefully.
+  const stopped = new Promise<NodeJS.Signals>((resolve) => {
     process.on('SIGTERM', resolve);
     process.on('SIGINT', resolve);
   });
+  process.stderr.write(`bfe serve: ${server.accessNote}\n`);
+  process.stdout.write(`listening on ${server.url}\n`);
+  const signal = await stopped;
   process.stderr.write(`bfe serve: ${signal}: finishing in-flight requests, closing the store\n`);
   try {
     await server.close();

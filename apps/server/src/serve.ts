@@ -1,5 +1,15 @@
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
-import { DEFAULT_MAX_TEXT_BYTES, MemoryStore, type StoreOptions } from '@bfe/store';
+import {
+  DEFAULT_MAX_TEXT_BYTES,
+  MemoryStore,
+  openEmbedderPool,
+  storeIndexFactory,
+  residentKernelPool,
+  type Embedder,
+  type StoreIndexFactory,
+  type ResidentKernelPool,
+  type StoreOptions,
+} from '@bfe/store';
 import { buildServer } from './app.js';
 import { keysPolicy, loadKeysFile, loopbackPolicy } from './keys.js';
 
@@ -14,6 +24,19 @@ export interface ServeOptions {
   readonly keys?: string;
   /** Store options: the model (default `all-minilm-l6-v2`) or an injected embedder, limits. */
   readonly storeOptions?: StoreOptions;
+  /**
+   * Worker threads that encode (queries and adds) off the event loop, coalescing concurrent
+   * queries into one encoder run (`openEmbedderPool`). Default 1; 0 encodes on the event loop's
+   * thread (onnxruntime-node runs a session synchronously there). Ignored with an injected
+   * `storeOptions.embedder`.
+   */
+  readonly encodeWorkers?: number;
+  /**
+   * Worker threads that hold each small bank resident on its own onnxruntime kernel and run its
+   * token top-k there, off the event loop (`residentKernelPool`). Default 1; 0 keeps resident
+   * kernels on the event loop's thread. Ignored with `storeOptions.index` given.
+   */
+  readonly kernelWorkers?: number;
   readonly logger?: FastifyServerOptions['logger'];
 }
 
@@ -41,8 +64,41 @@ export interface RunningServer {
 export async function serve(options: ServeOptions): Promise<RunningServer> {
   const keys = options.keys === undefined ? undefined : await loadKeysFile(options.keys);
   const access = keys === undefined ? loopbackPolicy() : keysPolicy(keys);
-  const storeOptions = options.storeOptions ?? {};
-  const store = await MemoryStore.open(options.store, storeOptions);
+  let storeOptions = options.storeOptions ?? {};
+  const workers = options.encodeWorkers ?? 1;
+  let pool: (Embedder & { dispose(): Promise<void> }) | undefined;
+  if (storeOptions.embedder === undefined && workers > 0) {
+    pool = await openEmbedderPool({
+      model: storeOptions.model ?? 'all-minilm-l6-v2',
+      workers,
+      ...(storeOptions.maxLength === undefined ? {} : { maxLength: storeOptions.maxLength }),
+      ...(storeOptions.threads === undefined ? {} : { threads: storeOptions.threads }),
+    });
+    storeOptions = { ...storeOptions, embedder: pool };
+  }
+  let kernels: ResidentKernelPool | undefined;
+  let index: StoreIndexFactory | undefined;
+  const release = async (): Promise<void> => {
+    await index?.dispose();
+    await kernels?.dispose();
+    await pool?.dispose();
+  };
+  let store: MemoryStore;
+  try {
+    if (storeOptions.index === undefined && (options.kernelWorkers ?? 1) > 0) {
+      const threads = storeOptions.threads === undefined ? {} : { threads: storeOptions.threads };
+      const k = await residentKernelPool({ workers: options.kernelWorkers ?? 1, ...threads });
+      kernels = k;
+      // The store's default index (resident exact for small banks, a maintained HNSW graph for
+      // large ones), its resident kernels on the worker pool.
+      index = storeIndexFactory(threads, { kernel: (fallback) => k.kernel(fallback) });
+      storeOptions = { ...storeOptions, index };
+    }
+    store = await MemoryStore.open(options.store, storeOptions);
+  } catch (error) {
+    await release();
+    throw error;
+  }
   let app: FastifyInstance;
   try {
     app = await buildServer({
@@ -54,6 +110,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     await app.listen({ host: options.host, port: options.port });
   } catch (error) {
     await store.close();
+    await release();
     throw error;
   }
   const address = app.server.address();
@@ -69,7 +126,10 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
         ? 'no --keys file: answering loopback requests only (127.0.0.0/8, ::1)'
         : `keys: ${Object.keys(keys).length} API key(s) from ${options.keys}`,
     close() {
-      closing ??= app.close().finally(() => store.close());
+      closing ??= app
+        .close()
+        .finally(() => store.close())
+        .finally(release);
       return closing;
     },
   };

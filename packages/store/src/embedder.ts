@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
-import { openEncoder } from '@bfe/encoder';
-import { loadModelManifest, resolveModelDir } from '@bfe/models';
+import { openEncoder, type Encoder } from '@bfe/encoder';
+import { loadModelManifest, resolveModelDir, type ModelManifest } from '@bfe/models';
 import { encodedTexts } from './encode.js';
 import type { Embedder } from './types.js';
 
@@ -26,6 +26,20 @@ export interface EmbedderOptions {
  * e.pooled.length === 384; e.tokenOffsets[1] === 3; // 3 content tokens
  */
 export async function openEmbedder(options: EmbedderOptions): Promise<Embedder> {
+  const { encoder, manifest } = await openModelEncoder(options);
+  return {
+    model: manifest.modelSha256,
+    dim: manifest.dimension,
+    encode: (texts, role) => encodedTexts(encoder, texts, role),
+    tokenText: (id) => encoder.tokenText(id) ?? `[${id}]`,
+    dispose: () => encoder.dispose(),
+  };
+}
+
+/** The model's manifest and its encoder, resolved as {@link openEmbedder} resolves them. */
+export async function openModelEncoder(
+  options: EmbedderOptions,
+): Promise<{ encoder: Encoder; manifest: ModelManifest }> {
   const dir =
     typeof options.model === 'string' ? resolveModelDir(options.model) : resolve(options.model.dir);
   const manifest = await loadModelManifest(dir);
@@ -33,12 +47,5 @@ export async function openEmbedder(options: EmbedderOptions): Promise<Embedder> 
     ...(options.maxLength === undefined ? {} : { maxLength: options.maxLength }),
     ...(options.threads === undefined ? {} : { threads: options.threads }),
   });
-  const dim = manifest.dimension;
-  return {
-    model: manifest.modelSha256,
-    dim,
-    encode: (texts, role) => encodedTexts(encoder, texts, role),
-    tokenText: (id) => encoder.tokenText(id) ?? `[${id}]`,
-    dispose: () => encoder.dispose(),
-  };
+  return { encoder, manifest };
 }

@@ -4,6 +4,8 @@ export type { BankStats, SearchRequest, StoreOptions, StoreStats, StoredMemory }
 export { Snapshot } from './snapshot.js';
 export { openEmbedder } from './embedder.js';
 export type { EmbedderOptions, ModelChoice } from './embedder.js';
+export { openEmbedderPool } from './embedder-pool.js';
+export type { EmbedderPool, EmbedderPoolOptions, EmbedderPoolStats } from './embedder-pool.js';
 export {
   BANK_NAME,
   DEFAULT_MAX_TEXT_BYTES,
@@ -29,6 +31,8 @@ export type {
 } from './search.js';
 export { renderEvidence } from './render.js';
 export { DEFAULT_MAX_RESIDENT_TOKENS, residentIndexFactory } from './resident-index.js';
+export { residentKernelPool } from './kernel-pool.js';
+export type { ResidentKernel, ResidentKernelPool } from './kernel-pool.js';
 export type { ResidentIndexFactory, ResidentIndexOptions } from './resident-index.js';
 export { storeIndexFactory, storeIndexOptionsSchema } from './store-index.js';
 export type {

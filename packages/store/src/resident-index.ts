@@ -5,6 +5,7 @@ import {
   type SimilarityKernel,
   type TokenIndex,
 } from '@bfe/index';
+import type { ResidentKernel } from './kernel-pool.js';
 import type { TokenIndexFactory } from './search.js';
 import type { BankView } from './types.js';
 
@@ -22,6 +23,11 @@ export interface ResidentIndexOptions {
   readonly maxResidentTokens?: number;
   /** Intra-op threads of each resident kernel (default: onnxruntime's choice). */
   readonly threads?: number;
+  /**
+   * Makes each resident kernel (default: an `OrtSimilarityKernel` on this thread), e.g. on a
+   * worker thread (`residentKernelPool`); `fallback` is the scorer's kernel.
+   */
+  readonly kernel?: (fallback: SimilarityKernel) => ResidentKernel;
 }
 
 /** A {@link TokenIndexFactory} that owns kernels: {@link dispose} releases them. */
@@ -60,8 +66,8 @@ export function residentIndexFactory(options: ResidentIndexOptions = {}): Reside
   const maxTokens = options.maxResidentTokens ?? DEFAULT_MAX_RESIDENT_TOKENS;
   let perView = new WeakMap<BankView, Map<SimilarityKernel, Entry>>();
   const pending = new Set<Promise<void>>();
-  const kernels = new Set<OrtSimilarityKernel>();
-  const released = new FinalizationRegistry<OrtSimilarityKernel>((kernel) => {
+  const kernels = new Set<ResidentKernel>();
+  const released = new FinalizationRegistry<ResidentKernel>((kernel) => {
     kernels.delete(kernel);
     void kernel.dispose();
   });
@@ -84,10 +90,17 @@ export function residentIndexFactory(options: ResidentIndexOptions = {}): Reside
       tokens <= maxTokens
     );
   };
-  const buildResident = (view: BankView, entry: Entry, generation: object): Promise<void> => {
-    const kernel = new OrtSimilarityKernel({
-      ...(options.threads === undefined ? {} : { threads: options.threads }),
-    });
+  const buildResident = (
+    view: BankView,
+    entry: Entry,
+    generation: object,
+    fallback: SimilarityKernel,
+  ): Promise<void> => {
+    const kernel =
+      options.kernel?.(fallback) ??
+      new OrtSimilarityKernel({
+        ...(options.threads === undefined ? {} : { threads: options.threads }),
+      });
     const tokens = view.tokenOffsets[view.ids.length]!;
     const done = kernel
       .makeResident(view.tokenVectors, tokens, view.dim)
@@ -116,7 +129,7 @@ export function residentIndexFactory(options: ResidentIndexOptions = {}): Reside
     }
     entry.searches += 1;
     if (entry.searches === 2 && entry.building === undefined && residentWorthy(view, kernel))
-      entry.building = buildResident(view, entry, perView);
+      entry.building = buildResident(view, entry, perView, kernel);
     return entry.index;
   };
   return Object.assign(factory, {

@@ -8,6 +8,7 @@ import {
   DEFAULT_MAX_RESIDENT_TOKENS,
   residentIndexFactory,
   type ResidentIndexFactory,
+  type ResidentIndexOptions,
 } from './resident-index.js';
 import type { TokenIndexFactory } from './search.js';
 import type { BankView } from './types.js';
@@ -96,7 +97,10 @@ export function isStoreIndexFactory(f: TokenIndexFactory): f is StoreIndexFactor
  * const store = await MemoryStore.open(dir, { index: storeIndexFactory({ hnsw: { efSearch: 256 } }) });
  * const exactOnly = storeIndexFactory({ exact: true }); // the store before graphs
  */
-export function storeIndexFactory(options: StoreIndexOptions = {}): StoreIndexFactory {
+export function storeIndexFactory(
+  options: StoreIndexOptions = {},
+  make: Pick<ResidentIndexOptions, 'kernel'> = {},
+): StoreIndexFactory {
   const parsed = storeIndexOptionsSchema.safeParse(options);
   if (!parsed.success) throw new ConfigError(`storeIndexFactory: ${z.prettifyError(parsed.error)}`);
   const opts = parsed.data;
@@ -104,6 +108,7 @@ export function storeIndexFactory(options: StoreIndexOptions = {}): StoreIndexFa
   const resident = residentIndexFactory({
     maxResidentTokens: opts.maxResidentTokens,
     ...(opts.threads === undefined ? {} : { threads: opts.threads }),
+    ...(make.kernel === undefined ? {} : { kernel: make.kernel }),
   });
   const params: GraphParams = { ...opts.hnsw };
   const counts = { graph: 0, exact: 0 };

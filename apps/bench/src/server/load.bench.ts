@@ -8,15 +8,26 @@
  * acknowledged add is read back (`GET`): a missing one is a lost write.
  *
  * The server is apps/server's own bin, run as a child process (apps are never imported); the
- * peer row is `GET /healthz` through the same server and client (the HTTP floor).
+ * peer row is `GET /healthz` through the same server and client (the HTTP floor). Each row also
+ * reports the server process's CPU time (every thread) per request: on a shared machine it moves
+ * far less than throughput does.
+ *
+ * `--compare` runs two servers side by side on copies of the same filled store, each row for
+ * both, alternating: `new` (the server's defaults: one onnxruntime thread per session, queries
+ * encoded on one worker thread, coalesced; resident kernels on another) and `old`
+ * (`--threads 0 --encode-workers 0 --kernel-workers 0`: the
+ * previous defaults, onnxruntime's own thread count and every encode on the event loop), and
+ * prints the new/old ratios. `--server-args="…"` (with `=`: the value starts with a dash) adds
+ * arguments to the (new) server.
  *
  * Timings on a shared machine are noisy: the load average is printed beside them.
  *
  * @example
- * BFE_DATA_MIRROR=../shared/data pnpm bench:server-load --seconds 10
+ * BFE_DATA_MIRROR=../shared/data pnpm bench:server-load --seconds 10 --compare
  */
-import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -24,7 +35,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
-import { MemoryStore } from '@bfe/store';
+import { MANIFEST_FILE, MemoryStore } from '@bfe/store';
 import { positive } from '../shared/args.js';
 import { note, out } from '../shared/output.js';
 import { terminalTableLines } from '@bfe/core';
@@ -34,9 +45,19 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '10' },
     work: { type: 'string' },
     markdown: { type: 'boolean', default: false },
+    compare: { type: 'boolean', default: false },
+    'server-args': { type: 'string', default: '' },
+    /** With --work: skip the fill when the first path's store is there from an earlier run. */
+    reuse: { type: 'boolean', default: false },
   },
 });
 const seconds = positive('--seconds', values.seconds);
+/** Server arguments of each path compared (`new`: the defaults). */
+const PATHS: Record<string, string[]> = {
+  new: values['server-args'].split(/\s+/).filter((a) => a.length > 0),
+  old: ['--threads', '0', '--encode-workers', '0', '--kernel-workers', '0'],
+};
+const paths = values.compare ? ['old', 'new'] : ['new'];
 
 const loaded = await loadDataset('locomo', { location: dataLocationFromEnv() });
 const banks = [...new Set(loaded.benchmark.memories.map((m) => m.bankId))].sort();
@@ -48,6 +69,7 @@ const queries = loaded.benchmark.queries.flatMap((q) =>
 );
 
 const work = values.work ?? (await mkdtemp(join(tmpdir(), 'bfe-server-load-')));
+await mkdir(work, { recursive: true });
 const keysFile = join(work, 'keys.json');
 await writeFile(
   keysFile,
@@ -56,38 +78,69 @@ await writeFile(
   ),
 );
 const bin = fileURLToPath(new URL('../../../server/src/bin.ts', import.meta.url));
-const child = spawn(
-  process.execPath,
-  [
-    '--conditions=@bfe/source',
-    '--import',
-    import.meta.resolve('tsx'),
-    bin,
-    ...['--store', join(work, 'store'), '--port', '0', '--keys', keysFile],
-  ],
-  { stdio: ['ignore', 'pipe', 'inherit'] },
-);
-const url = await new Promise<string>((resolve, reject) => {
-  createInterface({ input: child.stdout }).once('line', (l) =>
-    resolve(l.replace('listening on ', '')),
+
+interface Server {
+  readonly path: string;
+  readonly url: string;
+  readonly child: ChildProcess;
+}
+
+async function startServer(path: string, store: string): Promise<Server> {
+  const child = spawn(
+    process.execPath,
+    [
+      '--conditions=@bfe/source',
+      '--import',
+      import.meta.resolve('tsx'),
+      bin,
+      ...['--store', store, '--port', '0', '--keys', keysFile, ...PATHS[path]!],
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
   );
-  child.once('exit', (code) => reject(new Error(`bfe serve exited ${code}`)));
-});
-note(`bfe serve at ${url}, work ${work}`);
+  const url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', (l) =>
+      resolve(l.replace('listening on ', '')),
+    );
+    child.once('exit', (code) => reject(new Error(`bfe serve exited ${code}`)));
+  });
+  note(`bfe serve (${path}: ${PATHS[path]!.join(' ') || 'defaults'}) at ${url}`);
+  return { path, url, child };
+}
+
+async function stopServer(server: Server): Promise<void> {
+  server.child.kill('SIGTERM');
+  const code = await new Promise<number | null>((r) => server.child.once('exit', r));
+  note(`bfe serve (${server.path}) exited ${code}`);
+}
+
+/** CPU seconds (user + system, every thread) the process has used; NaN where /proc is absent. */
+function cpuSeconds(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
 
 const headers = (bank: string): Record<string, string> => ({
   'content-type': 'application/json',
   authorization: `Bearer ${keyOf.get(bank)!}`,
 });
 
-// Fill: each conversation's turns into its tenant's bank, 64 per request.
+// Fill: each conversation's turns into its tenant's bank, 64 per request, through the first
+// server; with --compare, the second server gets a copy of the filled store.
+const stores = Object.fromEntries(paths.map((p) => [p, join(work, `store-${p}`)]));
+let servers: Server[] = [await startServer(paths[0]!, stores[paths[0]!]!)];
+const reused = values.reuse && existsSync(join(stores[paths[0]!]!, MANIFEST_FILE));
 const t0 = performance.now();
-for (const b of banks) {
+for (const b of reused ? [] : banks) {
   const bank = bankOf.get(b)!;
   const mine = loaded.benchmark.memories.filter((m) => m.bankId === b);
   for (let i = 0; i < mine.length; i += 64) {
     const memories = mine.slice(i, i + 64).map((m) => ({ id: m.id, text: m.text }));
-    const res = await fetch(`${url}/v1/banks/${bank}/memories`, {
+    const res = await fetch(`${servers[0]!.url}/v1/banks/${bank}/memories`, {
       method: 'POST',
       headers: headers(bank),
       body: JSON.stringify({ memories }),
@@ -97,11 +150,22 @@ for (const b of banks) {
 }
 const memories = loaded.benchmark.memories.length;
 note(
-  `filled ${banks.length} banks, ${memories} memories in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+  reused
+    ? `reused the filled store in ${stores[paths[0]!]}`
+    : `filled ${banks.length} banks, ${memories} memories in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
 );
+if (paths.length > 1) {
+  await stopServer(servers[0]!);
+  for (const p of paths.slice(1)) {
+    await rm(stores[p]!, { recursive: true, force: true });
+    await cp(stores[paths[0]!]!, stores[p]!, { recursive: true });
+  }
+  servers = [];
+  for (const p of paths) servers.push(await startServer(p, stores[p]!));
+}
 
 /** Adds one memory at a time to random tenants until `stop`; returns the acknowledged ones. */
-function writer(stop: { done: boolean }): Promise<{ bank: string; id: string }[]> {
+function writer(url: string, stop: { done: boolean }): Promise<{ bank: string; id: string }[]> {
   const acked: { bank: string; id: string }[] = [];
   let n = 0;
   return (async () => {
@@ -122,25 +186,32 @@ function writer(stop: { done: boolean }): Promise<{ bank: string; id: string }[]
 
 interface Row {
   readonly name: string;
+  readonly path: string;
   readonly rps: number;
   readonly p50: number;
   readonly p99: number;
   readonly errors: number;
   readonly non2xx: number;
   readonly adds: string;
+  /** Server CPU milliseconds (every thread) per request, adds included. */
+  readonly cpuMs: number;
   readonly load: number;
 }
 
 async function run(
+  server: Server,
   name: string,
   connections: number,
-  path: 'search' | 'healthz',
+  kind: 'search' | 'healthz',
   adds: boolean,
+  firstQuery: number,
 ): Promise<Row> {
-  note(`${name}: ${seconds} s`);
-  let next = 0;
+  note(`${server.path}: ${name}: ${seconds} s`);
+  const { url } = server;
+  let next = firstQuery;
   const stop = { done: false };
-  const writing = adds ? writer(stop) : undefined;
+  const cpu0 = cpuSeconds(server.child.pid);
+  const writing = adds ? writer(url, stop) : undefined;
   const result = await autocannon({
     url,
     connections,
@@ -148,7 +219,7 @@ async function run(
     requests: [
       {
         setupRequest: (req) => {
-          if (path === 'healthz') return { ...req, method: 'GET', path: '/healthz' };
+          if (kind === 'healthz') return { ...req, method: 'GET', path: '/healthz' };
           const q = queries[next++ % queries.length]!;
           return {
             ...req,
@@ -163,8 +234,9 @@ async function run(
   });
   stop.done = true;
   let addsCell = '';
+  let acked: { bank: string; id: string }[] = [];
   if (writing !== undefined) {
-    const acked = await writing;
+    acked = await writing;
     let lost = 0;
     for (const { bank, id } of acked) {
       const res = await fetch(`${url}/v1/banks/${bank}/memories/${id}`, { headers: headers(bank) });
@@ -173,35 +245,44 @@ async function run(
     }
     addsCell = `${acked.length} acked, ${lost} lost`;
   }
+  const cpu = cpuSeconds(server.child.pid) - cpu0;
   return {
     name,
+    path: server.path,
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
     errors: result.errors + result.timeouts,
     non2xx: result.non2xx,
     adds: addsCell,
+    cpuMs: (1000 * cpu) / Math.max(1, result.requests.total + acked.length),
     load: loadavg()[0]!,
   };
 }
 
+const KINDS = [
+  ['healthz, 1 connection (peer)', 1, 'healthz', false],
+  ['search, 1 connection', 1, 'search', false],
+  ['search, 8 connections', 8, 'search', false],
+  ['search, 1 connection + adds', 1, 'search', true],
+  ['search, 8 connections + adds', 8, 'search', true],
+] as const;
 const rows: Row[] = [];
 try {
-  rows.push(await run('healthz, 1 connection (peer)', 1, 'healthz', false));
-  rows.push(await run('search, 1 connection', 1, 'search', false));
-  rows.push(await run('search, 8 connections', 8, 'search', false));
-  rows.push(await run('search, 1 connection + adds', 1, 'search', true));
-  rows.push(await run('search, 8 connections + adds', 8, 'search', true));
+  // Each kind runs on every path in turn (alternating, so drifting load hits both alike),
+  // each path from the same query.
+  for (const [k, [name, connections, kind, adds]] of KINDS.entries()) {
+    for (const server of servers)
+      rows.push(await run(server, name, connections, kind, adds, (k * 997) % queries.length));
+  }
 } finally {
-  child.kill('SIGTERM');
-  const code = await new Promise<number | null>((r) => child.once('exit', r));
-  note(`bfe serve exited ${code}`);
+  for (const server of servers) await stopServer(server);
 }
 // Peer: the same searches through `MemoryStore.search` in this process, one at a time, on the
 // store the server just closed (no HTTP, no JSON, same evidence).
 try {
   note(`store.search in process: ${seconds} s`);
-  const store = await MemoryStore.open(join(work, 'store'));
+  const store = await MemoryStore.open(stores[paths[0]!]!);
   const times: number[] = [];
   const end = performance.now() + seconds * 1000;
   for (let i = 0; performance.now() < end; i++) {
@@ -216,31 +297,57 @@ try {
     times[Math.min(times.length - 1, Math.floor(p * times.length))]!;
   rows.push({
     name: 'store.search in process, 1 at a time (peer)',
+    path: 'store',
     rps: times.length / seconds,
     p50: at(0.5),
     p99: at(0.99),
     errors: 0,
     non2xx: 0,
     adds: '',
+    cpuMs: Number.NaN,
     load: loadavg()[0]!,
   });
 } finally {
   if (values.work === undefined) await rm(work, { recursive: true, force: true });
 }
 for (const line of terminalTableLines({
-  head: ['run', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'adds', 'load'],
-  align: ['left', 'right', 'right', 'right', 'right', 'right', 'left', 'right'],
+  head: [
+    'run',
+    'path',
+    'req/s',
+    'p50 ms',
+    'p99 ms',
+    'errors',
+    'non-2xx',
+    'adds',
+    'CPU ms/req',
+    'load',
+  ],
+  align: ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'left', 'right', 'right'],
   rows: rows.map((r) => [
     r.name,
+    r.path,
     r.rps.toFixed(1),
     r.p50.toFixed(0),
     r.p99.toFixed(0),
     String(r.errors),
     String(r.non2xx),
     r.adds,
+    Number.isNaN(r.cpuMs) ? '' : r.cpuMs.toFixed(1),
     r.load.toFixed(2),
   ]),
   style: values.markdown ? 'markdown' : 'plain',
 }))
   out(line);
+if (values.compare) {
+  out();
+  out('new / old, same run (req/s: higher is better; p50 and CPU per request: lower is better):');
+  for (const [name] of KINDS) {
+    const of = (p: string): Row => rows.find((r) => r.name === name && r.path === p)!;
+    const [o, n] = [of('old'), of('new')];
+    out(
+      `  ${name}: req/s ×${(n.rps / o.rps).toFixed(2)}, p50 ${o.p50 > 0 ? `×${(n.p50 / o.p50).toFixed(2)}` : `${o.p50} → ${n.p50} ms`}, CPU/req ×${(n.cpuMs / o.cpuMs).toFixed(2)}`,
+    );
+  }
+}
 out(JSON.stringify({ seconds, banks: banks.length, memories, queries: queries.length, rows }));
