@@ -1,7 +1,8 @@
 /**
  * The parallel path of `trainAdapterAsync`: a small pool of worker threads that compute the
  * loss and gradient of a batch's queries (METHOD.md §4's objective, by the same `queryLoss`
- * as the single-thread path). The token states are copied once into `SharedArrayBuffer`s —
+ * as the single-thread path, or with MaxSim's GEMM on onnxruntime — `kernel`, the same result
+ * bit for bit). The token states are copied once into `SharedArrayBuffer`s —
  * each distinct candidate set once, however many queries share it — so the workers read
  * them in place; per request they receive only `A`, `B` and a list of query indices, and
  * send back a loss sum and a float64 gradient. The calling thread adds the workers' parts in

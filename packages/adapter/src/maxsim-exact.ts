@@ -136,13 +136,15 @@ export function maxSimFromSimilarities(
         continue;
       }
       for (let r = i; r < i + 4; r++) {
-        const [from, to] = count[r] === 1 ? [first[r]!, first[r]! + 1] : [start, end];
-        exactRow(out, m, r, true, query, x, dim, sims, threshold[r]!, from, to);
+        const one = count[r] === 1;
+        const from = one ? first[r]! : start;
+        exactRow(out, m, r, true, query, x, dim, sims, threshold[r]!, from, one ? from + 1 : end);
       }
     }
     for (; i < rows; i++) {
-      const [from, to] = count[i] === 1 ? [first[i]!, first[i]! + 1] : [start, end];
-      exactRow(out, m, i, false, query, x, dim, sims, threshold[i]!, from, to);
+      const one = count[i] === 1;
+      const from = one ? first[i]! : start;
+      exactRow(out, m, i, false, query, x, dim, sims, threshold[i]!, from, one ? from + 1 : end);
     }
   }
   return finishMaxSimScores(out);
