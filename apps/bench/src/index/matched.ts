@@ -8,7 +8,8 @@
  * - **bfe TokenIndex**: the same graph files through `HnswTokenIndex.load`, one query (its rows)
  *   per call, `proposalsFor(k, overFetch)` proposals rescored in float64 from the stored fp32
  *   codes — what bfe runs: `bfe f32` (today's default), `bfe i8 ×f` (the i8 graph proposes
- *   `ceil(f · k) + 16`), `bfe i8r ×f` (the f32 graph's links with i8 vectors, `rekindHnswFile`);
+ *   `ceil(f · k) + 16`), `bfe i8r ×f` / `bfe f16r ×1` (the f32 graph's links with i8 / f16
+ *   vectors, `rekindHnswFile`);
  *   each row's `coverage` is the share of the exact top-k among the proposals, which the
  *   rescored top-k recall equals (an exact rescoring loses nothing it was given);
  * - **faiss IndexHNSWFlat** (same M / efConstruction, inner product) and **faiss IVF-PQ**
@@ -153,14 +154,11 @@ export async function matchedSweep(
     built.save(file);
     process.stderr.write(`  built ${kind} in ${buildS[kind].toFixed(1)} s (${loadavg()})\n`);
   }
-  if (!existsSync(join(work, 'i8r', 'all.usearch'))) {
-    mkdirSync(join(work, 'i8r'), { recursive: true });
-    await rekindHnswFile(
-      join(work, 'f32', 'all.usearch'),
-      join(work, 'i8r', 'all.usearch'),
-      'i8',
-      dim,
-    );
+  for (const kind of ['i8', 'f16'] as const) {
+    const file = join(work, `${kind}r`, 'all.usearch');
+    if (existsSync(file)) continue;
+    mkdirSync(join(work, `${kind}r`), { recursive: true });
+    await rekindHnswFile(join(work, 'f32', 'all.usearch'), file, kind, dim);
   }
 
   const memories = Math.ceil(n / meta.memoryTokens);
@@ -183,13 +181,13 @@ export async function matchedSweep(
     push(name, { ef, qps: R / secs, recall: recallAt(got, want, R, k) });
   };
   const apiRow = async (
-    graph: 'f32' | 'i8' | 'i8r',
+    graph: 'f32' | 'i8' | 'i8r' | 'f16r',
     overFetch: number,
     ef: number,
     name: string,
   ): Promise<void> => {
     const params = { M: meta.M, efConstruction: meta.efConstruction, efSearch: ef };
-    const kind = graph === 'f32' ? 'f32' : 'i8';
+    const kind = graph === 'f32' ? 'f32' : graph === 'f16r' ? 'f16' : 'i8';
     const tokenIndex = await HnswTokenIndex.load(join(work, graph), side, params, {
       threads: 1,
       kind,
@@ -229,6 +227,7 @@ export async function matchedSweep(
       rawRow(index, ef, `raw ${kind}`);
     }
     await apiRow('f32', 1, ef, 'bfe f32');
+    await apiRow('f16r', 1, ef, 'bfe f16r ×1');
     for (const f of options.overFetch) {
       await apiRow('i8', f, ef, `bfe i8 ×${f}`);
       await apiRow('i8r', f, ef, `bfe i8r ×${f}`);
