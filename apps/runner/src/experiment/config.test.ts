@@ -254,8 +254,10 @@ describe('seeds and the split seed', () => {
     const files = (await readdir(dir)).filter((f) => f.endsWith('.yaml')).sort();
     expect(files).toEqual([
       'covidqa-minilm.yaml',
+      'locomo-e5.yaml',
       'locomo-minilm-3seeds.yaml',
       'locomo-minilm.yaml',
+      'longmemeval-s-e5.yaml',
       'longmemeval-s-reproduction.yaml',
     ]);
     const presets = new Map(
@@ -271,6 +273,20 @@ describe('seeds and the split seed', () => {
     expect({ ...three, name: main.name, description: main.description, seeds: main.seeds }).toEqual(
       main,
     );
+    // The second family: the main job but for the model (and its name and description).
+    const e5 = presets.get('locomo-e5.yaml')!;
+    expect(e5.model.name).toBe('multilingual-e5-small-q4');
+    expect({ ...e5, name: main.name, description: main.description, model: main.model }).toEqual(
+      main,
+    );
+    const lme = presets.get('longmemeval-s-e5.yaml')!;
+    const table5 = await readExperiment(join(dir, 'table5', 'longmemeval-s.yaml'));
+    expect({
+      ...lme,
+      name: table5.name,
+      description: table5.description,
+      model: table5.model,
+    }).toEqual(table5);
   });
 });
 
