@@ -224,6 +224,15 @@ export class TokenCollection {
     return total;
   }
 
+  /**
+   * Seals the rows inserted so far into segments (`flushSync`). Milvus Lite searches rows that
+   * are still in its write-ahead log far more slowly (measured: ≈ 3.4 s vs ≈ 0.8 s per 24-row
+   * query over 1e5 tokens), so a bulk load ends with a flush.
+   */
+  async flush(): Promise<void> {
+    check('flush', await this.client.flushSync({ collection_names: [this.name] }));
+  }
+
   /** Deletes every row of the listed memories of `bank` (every write sequence). */
   async deleteMemories(bank: string, ids: readonly string[]): Promise<void> {
     for (let i = 0; i < ids.length; i += 512) {

@@ -118,7 +118,7 @@ export class MilvusTokenIndex implements TokenIndex {
     this.#rank = tieOrder(side.ids).rank;
   }
 
-  /** Inserts every memory of `side` into the collection, then opens the index over it. */
+  /** Inserts every memory of `side` into the collection and flushes, then opens the index over it. */
   static async build(
     collection: TokenCollection,
     side: MilvusSide,
@@ -132,6 +132,7 @@ export class MilvusTokenIndex implements TokenIndex {
       list.push(m);
     });
     for (const [bank, rows] of byBank) await collection.insert(bank, memoryRows(side, rows));
+    await collection.flush();
     return index;
   }
 

@@ -103,7 +103,10 @@ export function milvusIndexFactory(options: MilvusOptions | string): MilvusIndex
         if (stale.length > 0) await c.deleteMemories(view.bank, stale);
         for (const id of stale) state.mirror.delete(id);
         counts.deletes += stale.length;
-        counts.rows += await c.insert(view.bank, memoryRows(side, missing));
+        const inserted = await c.insert(view.bank, memoryRows(side, missing));
+        counts.rows += inserted;
+        // A bulk load is sealed into segments: Milvus Lite searches unflushed rows slowly.
+        if (inserted >= c.options.insertBatch) await c.flush();
       } catch (error) {
         // Part of the writes may have landed: read the bank back from Milvus next time.
         banks.delete(view.bank);
