@@ -37,3 +37,5 @@ export {
   remoteCacheFromEnv,
 } from './remote-client.js';
 export type { RemoteCacheConfig } from './remote-client.js';
+export { pushArtifacts } from './remote-tier.js';
+export type { PushReport } from './remote-tier.js';

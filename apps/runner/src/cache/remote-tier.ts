@@ -54,7 +54,10 @@ function sha256(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
-/** The manifest's files as one byte stream cut into parts of `chunkBytes`. */
+/**
+ * The manifest's files as one byte stream cut into parts of `chunkBytes`.
+ * @throws Error when a file no longer has its manifest's size and SHA-256
+ */
 async function* readParts(
   dir: string,
   manifest: CacheManifest,
@@ -64,10 +67,16 @@ async function* readParts(
   let fill = 0;
   for (const f of manifest.files) {
     const handle = await open(join(dir, f.path), 'r');
+    // Each file is hashed as it is read: the index (sent last) goes up only when every file
+    // still has the size and SHA-256 its manifest lists.
+    const hash = createHash('sha256');
+    let size = 0;
     try {
       for (;;) {
         const { bytesRead } = await handle.read(part, fill, chunkBytes - fill, null);
         if (bytesRead === 0) break;
+        hash.update(part.subarray(fill, fill + bytesRead));
+        size += bytesRead;
         fill += bytesRead;
         if (fill === chunkBytes) {
           yield part;
@@ -77,6 +86,9 @@ async function* readParts(
       }
     } finally {
       await handle.close();
+    }
+    if (size !== f.bytes || hash.digest('hex') !== f.sha256) {
+      throw new Error(`${join(dir, f.path)} no longer matches its manifest; not uploaded`);
     }
   }
   if (fill > 0) yield part.subarray(0, fill);
@@ -317,4 +329,43 @@ export async function sendToRemote(
     const message = `Could not upload ${stage} ${key.slice(0, 12)} to the remote cache: ${reason}`;
     host.emit({ kind: 'warning', stage, key, message });
   }
+}
+
+/** What {@link pushArtifacts} did. */
+export interface PushReport {
+  readonly checked: number;
+  /** Artifacts the server already had. */
+  readonly present: number;
+  readonly uploaded: number;
+  readonly bytes: number;
+  /** Local artifacts that failed their full check (not uploaded). */
+  readonly corrupt: readonly string[];
+}
+
+/**
+ * Uploads every local artifact the team server lacks, each checked in full first (every file
+ * hashed): for seeding a new team cache from a warm local one (`bfe cache push`).
+ */
+export async function pushArtifacts(
+  client: RemoteCacheClient,
+  artifacts: ReadonlyArray<{ readonly stage: string; readonly key: string; readonly dir: string }>,
+  onProgress?: (done: number, total: number) => void,
+): Promise<PushReport> {
+  let present = 0;
+  let uploaded = 0;
+  let bytes = 0;
+  const corrupt: string[] = [];
+  for (const [i, a] of artifacts.entries()) {
+    if (await client.exists(a.key)) {
+      present++;
+    } else if ((await inspectArtifact(a.dir, a.stage, a.key, true)).state !== 'ok') {
+      corrupt.push(a.dir);
+    } else {
+      const text = await readFile(join(a.dir, MANIFEST_FILE), 'utf8');
+      bytes += (await uploadArtifact(client, a.dir, a.stage, a.key, text)).bytes;
+      uploaded++;
+    }
+    onProgress?.(i + 1, artifacts.length);
+  }
+  return { checked: artifacts.length, present, uploaded, bytes, corrupt };
 }

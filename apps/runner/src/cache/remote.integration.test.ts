@@ -3,9 +3,10 @@ import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { contentHash } from '@bfe/core';
+import { bytesSha256 } from '@bfe/core';
 import { suiteTmpDir, tmpDir } from '@bfe/core/testing';
-import { artifactKey, type ArtifactSpec } from './key.js';
+import { artifactKey, cacheManifestSchema, type ArtifactSpec, type CacheManifest } from './key.js';
+import { manifestSha256 } from './manifest.js';
 import { RemoteCacheClient, RemoteCacheError, remoteCacheFromEnv } from './remote-client.js';
 import { ArtifactStore } from './store.js';
 import { startCacheServer, type TestCacheServer } from './testing/cache-server.js';
@@ -30,6 +31,9 @@ afterAll(async () => {
 
 const big = randomBytes(300_000);
 
+/** The server's variables, with parts under its limit (the first test starts above it). */
+const clientEnv = () => ({ ...server.env, BFE_REMOTE_CACHE_CHUNK_BYTES: String(48 * 1024) });
+
 function spec(name: string): ArtifactSpec {
   return { stage: 'encode', version: '1', config: { name }, inputs: { data: 'd'.repeat(64) } };
 }
@@ -51,7 +55,7 @@ function counting(): { calls: () => number; compute: ComputeFn } {
 
 async function openStore(env: Record<string, string> = {}) {
   const list: CacheEvent[] = [];
-  const config = remoteCacheFromEnv({ ...server.env, ...env });
+  const config = remoteCacheFromEnv({ ...clientEnv(), ...env });
   const remote = new RemoteCacheClient(config!);
   await remote.preflight();
   const store = await ArtifactStore.open({
@@ -131,27 +135,32 @@ describe('remote tier', () => {
     const s = spec('forged');
     const key = artifactKey(s);
     const real = await a.store.getOrCreate(s, counting().compute);
-    // The forger rewrites the index with a self-consistent manifest (its own hashes and
-    // manifestSha256 recomputed), but signs with a key of its own.
+    // The forger rewrites the index with a self-consistent manifest (the files' real hashes,
+    // manifestSha256 recomputed: it passes every check but the signature), signed with a key
+    // of its own.
     const forger = new RemoteCacheClient({
-      ...remoteCacheFromEnv(server.env)!,
+      ...remoteCacheFromEnv(clientEnv())!,
       signatureKey: 'not-the-team-key',
     });
     const dir = tmpDir('bfe-forge-');
     const fake = '{"recall@10":0.99}\n';
     writeFileSync(join(dir, 'results.json'), fake);
-    writeFileSync(join(dir, 'labels.json'), '{"q1":["m1"]}');
-    const manifest = JSON.parse(readFileSync(join(real.dir, 'artifact.json'), 'utf8')) as Record<
-      string,
-      unknown
-    >;
-    const sha = (t: string) => contentHash(t); // any hex: the point is the signature
-    manifest.files = [
-      { path: 'labels.json', bytes: 13, sha256: sha('l') },
-      { path: 'results.json', bytes: fake.length, sha256: sha('r') },
-    ];
+    const manifest = cacheManifestSchema.parse(
+      JSON.parse(readFileSync(join(real.dir, 'artifact.json'), 'utf8')),
+    );
+    const labels = '{"q1":["m1"]}';
+    writeFileSync(join(dir, 'labels.json'), labels);
+    const forged: CacheManifest = {
+      ...manifest,
+      files: [
+        { path: 'labels.json', bytes: labels.length, sha256: bytesSha256(Buffer.from(labels)) },
+        { path: 'results.json', bytes: fake.length, sha256: bytesSha256(Buffer.from(fake)) },
+      ],
+    };
+    delete forged.manifestSha256;
+    forged.manifestSha256 = manifestSha256(forged);
     const { uploadArtifact } = await import('./remote-tier.js');
-    await uploadArtifact(forger, dir, 'encode', key, JSON.stringify(manifest));
+    await uploadArtifact(forger, dir, 'encode', key, JSON.stringify(forged, null, 2));
 
     const b = await openStore();
     const again = counting();
@@ -160,6 +169,48 @@ describe('remote tier', () => {
     expect(readFileSync(join(got.dir, 'results.json'), 'utf8')).toBe('{"recall@10":0.5}\n');
     const warning = b.events.find((e) => e.kind === 'warning');
     expect(warning?.kind === 'warning' && warning.message).toMatch(/signature does not match/);
+
+    // The control: the same forgery signed with the team's key passes every check. The key is
+    // what stands between the server's storage and the results (the trust model, documented).
+    const insider = new RemoteCacheClient(remoteCacheFromEnv(clientEnv())!);
+    await uploadArtifact(insider, dir, 'encode', key, JSON.stringify(forged, null, 2));
+    const c = await openStore();
+    const planted = await c.store.getOrCreate(s, counting().compute);
+    expect(planted.source).toBe('remote');
+    expect(readFileSync(join(planted.dir, 'results.json'), 'utf8')).toBe(fake);
+  }, 120_000);
+
+  it('bfe cache push seeds the server from a warm local cache, and never uploads a corrupt artifact', async () => {
+    const client = new RemoteCacheClient(remoteCacheFromEnv(clientEnv())!);
+    const local = await ArtifactStore.open({ root: tmpDir('bfe-cache-'), exitOnSignal: false });
+    const good = await local.getOrCreate(spec('push-good'), counting().compute);
+    const bad = await local.getOrCreate(spec('push-bad'), counting().compute);
+    const path = join(bad.dir, 'results.json');
+    writeFileSync(path, readFileSync(path, 'utf8').replace('0.5', '0.9')); // same size
+    const { pushArtifacts, uploadArtifact } = await import('./remote-tier.js');
+    await expect(
+      uploadArtifact(
+        client,
+        bad.dir,
+        'encode',
+        bad.key,
+        readFileSync(join(bad.dir, 'artifact.json'), 'utf8'),
+      ),
+    ).rejects.toThrow(/no longer matches its manifest/);
+
+    const first = await pushArtifacts(client, await local.list());
+    expect(first).toMatchObject({ checked: 2, present: 0, uploaded: 1, corrupt: [bad.dir] });
+    const again = await pushArtifacts(client, await local.list());
+    expect(again).toMatchObject({ present: 1, uploaded: 0 });
+
+    const b = await openStore();
+    const none = counting();
+    const got = await b.store.getOrCreate(spec('push-good'), none.compute);
+    expect(none.calls()).toBe(0);
+    expect(got.source).toBe('remote');
+    expect(files(got.dir)).toEqual(files(good.dir));
+    const other = counting();
+    expect((await b.store.getOrCreate(spec('push-bad'), other.compute)).source).toBe('computed');
   }, 120_000);
 
   it('reports a wrong or missing token loudly instead of missing silently', async () => {
