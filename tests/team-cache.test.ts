@@ -97,7 +97,12 @@ function runIn(dir: string, command: string, args: string[], env: Record<string,
   for (const [k, v] of Object.entries(process.env)) {
     if (v !== undefined && !k.startsWith('TURBO_') && k !== 'BFE_CACHE_DIR') childEnv[k] = v;
   }
-  Object.assign(childEnv, env, { TURBO_TELEMETRY_DISABLED: '1', BFE_DATA_MIRROR: mirror ?? '' });
+  Object.assign(childEnv, env, {
+    TURBO_TELEMETRY_DISABLED: '1',
+    BFE_DATA_MIRROR: mirror ?? '',
+    // The clone's node_modules is the checkout's: pnpm must never install through that link.
+    npm_config_verify_deps_before_run: 'false',
+  });
   return new Promise<Ran>((resolve, reject) => {
     const child = spawn(command, args, { cwd: dir, env: childEnv });
     let stdout = '';
