@@ -15,3 +15,10 @@ afterEach(() => {
     throw new Error(`Unexpected console.error (${errors.length} call(s)): ${first}`);
   }
 });
+
+// A developer's or CI's team cache (TURBO_API/TURBO_TOKEN/TURBO_TEAM) must not reach the bfe
+// processes tests start: they would upload test artifacts to it. Tests of the team cache start
+// their own server and pass its variables explicitly.
+for (const name of ['TURBO_API', 'TURBO_TOKEN', 'TURBO_TEAM', 'TURBO_TEAMID']) {
+  delete process.env[name];
+}

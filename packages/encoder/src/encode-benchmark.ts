@@ -12,12 +12,20 @@ import {
 import { BANK_MANIFEST_FILE, type BankManifest } from './bank-manifest.js';
 import { bankFileNames, writeBankTables, type VectorDtype } from './bank-files.js';
 import type { Encoder } from './encoder.js';
+import type { EncodedChunk } from './pass.js';
 
 export interface EncodeBenchmarkOptions {
   readonly dtype?: VectorDtype;
   readonly executionProvider?: string;
   readonly chunkSize?: number;
   readonly maxBatchTokens?: number;
+  /**
+   * The memories' chunks computed elsewhere (e.g. assembled from the slices of a sharded
+   * encode): used instead of running the encoder over the memories. They must be exactly what
+   * `encoder.encode(memoryTexts, 'passage', { chunkSize })` yields, in order; the queries are
+   * still encoded here.
+   */
+  readonly memoryChunks?: AsyncIterable<EncodedChunk>;
   /** Progress per side: texts done, total, content tokens kept. */
   readonly onProgress?: (
     role: 'memories' | 'queries',
@@ -79,11 +87,12 @@ export async function encodeBenchmark(
       { rows: join(tmp, memNames.rows), tokens: join(tmp, memNames.tokens) },
       benchmark.memories.map((x) => x.id),
       benchmark.memories.map((x) => x.bankId),
-      encoder.encode(
-        benchmark.memories.map((x) => x.text),
-        'passage',
-        passOptions('memories'),
-      ),
+      options.memoryChunks ??
+        encoder.encode(
+          benchmark.memories.map((x) => x.text),
+          'passage',
+          passOptions('memories'),
+        ),
       {
         ...common,
         inputHash: contentHash({ benchmark: hash, role: 'memories', prefix: m.prefixes.passage }),

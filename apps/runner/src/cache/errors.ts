@@ -1,4 +1,4 @@
-import { BfeError, toStorageErrorSync, type BfeErrorCode } from '@bfe/core';
+import { ArtifactCorruptError, BfeError, toStorageErrorSync, type BfeErrorCode } from '@bfe/core';
 
 /**
  * The runner's own error code for a cache it cannot write. It lives here, not in
@@ -54,4 +54,18 @@ export function cacheWriteError(root: string, error: unknown): unknown {
 /** True when `error` is a file-system "no such file or directory". */
 export function isNotFound(error: unknown): boolean {
   return (error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
+}
+
+/** The error of a corrupt artifact under `onCorrupt: 'throw'`: names the remedy. */
+export function corruptArtifactError(
+  dir: string,
+  problems: readonly string[],
+): ArtifactCorruptError {
+  return new ArtifactCorruptError(
+    `Artifact ${dir} is corrupt: ${problems.join('; ')}. Run \`bfe cache verify --quarantine\` (the next run recomputes it).`,
+    {
+      suggestion:
+        'Run `bfe cache verify --quarantine` to move corrupt artifacts aside (the next run recomputes them), then `bfe cache gc`.',
+    },
+  );
 }

@@ -28,3 +28,14 @@ export type { ArtifactMeta, ArtifactSpec, CacheManifest } from './key.js';
 export { CACHE_UNWRITABLE, CacheUnwritableError } from './errors.js';
 export { installSignalCleanup } from './signals.js';
 export { isPidAlive } from './locks.js';
+export {
+  DEFAULT_CHUNK_BYTES,
+  REMOTE_CACHE_AUTH,
+  REMOTE_CACHE_UNAVAILABLE,
+  RemoteCacheClient,
+  RemoteCacheError,
+  remoteCacheFromEnv,
+} from './remote-client.js';
+export type { RemoteCacheConfig } from './remote-client.js';
+export { pushArtifacts } from './remote-tier.js';
+export type { PushReport } from './remote-tier.js';

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ArtifactCorruptError, fsyncDirs, fsyncPath } from '@bfe/core';
-import { cacheWriteError } from './errors.js';
+import { fsyncDirs, fsyncPath } from '@bfe/core';
+import { cacheWriteError, corruptArtifactError } from './errors.js';
 import { inspectArtifact, type Inspection } from './inspect.js';
 import { MANIFEST_FILE, artifactKey, type ArtifactSpec, type CacheManifest } from './key.js';
 import { KeyLocks, type Held } from './locks.js';
@@ -16,6 +16,8 @@ import {
   type MaintainedStore,
 } from './maintenance.js';
 import { leaseKey, releaseLeases } from './leases.js';
+import type { RemoteCacheClient } from './remote-client.js';
+import { fetchFromRemote, sendToRemote, type RemoteTierHost } from './remote-tier.js';
 import { installSignalCleanup, trackInFlight } from './signals.js';
 import {
   DEFAULT_STALE_MS,
@@ -64,6 +66,7 @@ export class ArtifactStore {
   readonly #exitOnSignal: boolean;
   readonly #onEvent: ((event: CacheEvent) => void) | undefined;
   readonly #failpoint: ((point: string) => void) | undefined;
+  readonly #remote: RemoteCacheClient | undefined;
   readonly #locks: KeyLocks;
   #dirsReady: Promise<void> | undefined;
 
@@ -78,6 +81,7 @@ export class ArtifactStore {
     this.#exitOnSignal = options.exitOnSignal ?? true;
     this.#onEvent = options.onEvent;
     this.#failpoint = options.failpoint;
+    this.#remote = options.remote;
     this.#locks = new KeyLocks({
       root,
       locksDir: this.locksDir,
@@ -155,7 +159,7 @@ export class ArtifactStore {
     const key = artifactKey(spec);
     const found = await this.#inspect(spec.stage, key, options.verify ?? this.#verify);
     if (found.state !== 'ok') return undefined;
-    return this.#result(spec.stage, key, true, t0, found.manifest, 0);
+    return this.#result(spec.stage, key, 'local', t0, found.manifest, 0);
   }
 
   /**
@@ -205,16 +209,16 @@ export class ArtifactStore {
       const found = await this.#inspect(stage, key, verify);
       if (found.state === 'ok') return this.#hit(stage, key, t0, found.manifest, waitSeconds);
       if (found.state === 'corrupt') {
-        if (this.#onCorrupt === 'throw') this.#throwCorrupt(stage, key, found);
+        if (this.#onCorrupt === 'throw') {
+          throw corruptArtifactError(this.artifactDir(stage, key), found.problems);
+        }
         const to = await this.#quarantine(stage, key);
-        this.#emit({
-          kind: 'warning',
-          stage,
-          key,
-          message: `Corrupt ${stage} artifact: ${found.problems.join('; ')}. Moved it to ${to ?? 'nowhere (it vanished)'}; computing it again.`,
-        });
+        const message = `Corrupt ${stage} artifact: ${found.problems.join('; ')}. Moved it to ${to ?? 'nowhere (it vanished)'}; computing it again.`;
+        this.#emit({ kind: 'warning', stage, key, message });
       }
       await removeDeadTemporaries(this.tmpDir, key);
+      const remote = await fetchFromRemote(this.#remoteHost(), stage, key);
+      if (remote !== undefined) return this.#result(stage, key, 'remote', t0, remote, waitSeconds);
       return await this.#compute(spec, key, compute, held, verify, t0, waitSeconds);
     } finally {
       await this.#locks.release(held, stage, key);
@@ -254,7 +258,8 @@ export class ArtifactStore {
       });
       if (winner !== undefined) return this.#hit(stage, key, t0, winner, waitSeconds);
       this.#emit({ kind: 'stored', stage, key, seconds });
-      return this.#result(stage, key, false, t0, manifest, waitSeconds);
+      await sendToRemote(this.#remoteHost(), stage, key);
+      return this.#result(stage, key, 'computed', t0, manifest, waitSeconds);
     } catch (error) {
       await rm(tmp, { recursive: true, force: true });
       throw error;
@@ -315,13 +320,13 @@ export class ArtifactStore {
     const now = new Date();
     utimes(join(this.artifactDir(stage, key), MANIFEST_FILE), now, now).catch(() => undefined);
     this.#emit({ kind: 'hit', stage, key });
-    return this.#result(stage, key, true, t0, manifest, waitSeconds);
+    return this.#result(stage, key, 'local', t0, manifest, waitSeconds);
   }
 
   #result(
     stage: string,
     key: string,
-    cached: boolean,
+    source: ArtifactResult['source'],
     t0: number,
     manifest: CacheManifest,
     waitSeconds: number,
@@ -329,21 +334,12 @@ export class ArtifactStore {
     return {
       key,
       dir: this.artifactDir(stage, key),
-      cached,
+      cached: source !== 'computed',
+      source,
       seconds: (performance.now() - t0) / 1000,
       waitSeconds,
       manifest,
     };
-  }
-
-  #throwCorrupt(stage: string, key: string, found: { problems: readonly string[] }): never {
-    throw new ArtifactCorruptError(
-      `Artifact ${this.artifactDir(stage, key)} is corrupt: ${found.problems.join('; ')}. Run \`bfe cache verify --quarantine\` (the next run recomputes it).`,
-      {
-        suggestion:
-          'Run `bfe cache verify --quarantine` to move corrupt artifacts aside (the next run recomputes them), then `bfe cache gc`.',
-      },
-    );
   }
 
   #emit(event: CacheEvent): void {
@@ -370,6 +366,18 @@ export class ArtifactStore {
     } catch (error) {
       throw cacheWriteError(this.root, error);
     }
+  }
+
+  /** The narrow view of this store that the remote tier publishes through. */
+  #remoteHost(): RemoteTierHost {
+    return {
+      client: this.#remote,
+      tmpDir: this.tmpDir,
+      artifactDir: (stage, key) => this.artifactDir(stage, key),
+      publish: (stage, key, tmp) => this.#publish(stage, key, tmp, false),
+      writing: (op) => this.#writing(op),
+      emit: (event) => this.#emit(event),
+    };
   }
 
   /** The narrow view of this store that `list`, `verify` and `gc` work through. */

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import type { ArtifactMeta, CacheManifest } from './key.js';
+import type { RemoteCacheClient } from './remote-client.js';
 
 // The cache's public vocabulary: where it lives, the options of `ArtifactStore`, the events it
 // reports and the shapes its methods return. `store.ts` holds the class itself.
@@ -53,6 +54,22 @@ export type CacheEvent =
       readonly staleInSeconds: number | null;
     }
   | { readonly kind: 'compute'; readonly stage: string; readonly key: string }
+  /** A local miss found on the team server, downloaded and verified (`bytes`: its files). */
+  | {
+      readonly kind: 'remote-hit';
+      readonly stage: string;
+      readonly key: string;
+      readonly bytes: number;
+    }
+  /** A computed artifact sent to the team server (`sent` of `parts` were new to it). */
+  | {
+      readonly kind: 'uploaded';
+      readonly stage: string;
+      readonly key: string;
+      readonly bytes: number;
+      readonly parts: number;
+      readonly sent: number;
+    }
   | {
       readonly kind: 'stored';
       readonly stage: string;
@@ -93,6 +110,13 @@ export interface ArtifactStoreOptions extends CacheRootOptions {
    * 130/143 (default true; see {@link installSignalCleanup}).
    */
   readonly exitOnSignal?: boolean | undefined;
+  /**
+   * The team cache (Turborepo's `/v8/artifacts` protocol): a local miss is looked up there
+   * before computing, and what this store computes is uploaded. Downloads are verified like a
+   * local hit, every file hashed; one that does not check out is refused (a warning) and
+   * computed. Build it with `remoteCacheFromEnv` and check it with `preflight()` first.
+   */
+  readonly remote?: RemoteCacheClient | undefined;
   /** Progress and warnings. Without it, warnings go to `process.emitWarning`. */
   readonly onEvent?: ((event: CacheEvent) => void) | undefined;
   /**
@@ -130,6 +154,11 @@ export interface ArtifactResult {
   readonly dir: string;
   /** True when this call did not compute: the artifact was there, or another process made it. */
   readonly cached: boolean;
+  /**
+   * Where it came from: this cache (`local`, also when another process made it meanwhile), the
+   * team server (`remote`), or this call's compute (`computed`).
+   */
+  readonly source: 'local' | 'remote' | 'computed';
   /** Wall time of this call, waits included (the compute's own time is `manifest.seconds`). */
   readonly seconds: number;
   /** Seconds of that spent waiting for another process's lock on the key. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '@bfe/core';
-import { collect, parseSetOptions } from './options.js';
+import { collect, parseSetOptions, parseShardOption } from './options.js';
 import { parseSplitOptions } from '../data/split-options.js';
 
 describe('parseSetOptions', () => {
@@ -51,5 +51,15 @@ describe('parseSplitOptions', () => {
     expect(() =>
       parseSplitOptions({ policy: 'connected-bank', seed: '1', ratios: '60,20' }),
     ).toThrow(/ratios/);
+  });
+});
+
+describe('parseShardOption', () => {
+  it('reads i/n and refuses anything else', () => {
+    expect(parseShardOption('1/4')).toEqual({ index: 1, count: 4 });
+    expect(parseShardOption('0/1')).toEqual({ index: 0, count: 1 });
+    for (const bad of ['2/2', '1/0', '-1/2', '1', 'a/b', '1/2/3', '']) {
+      expect(() => parseShardOption(bad)).toThrow(/--shard expects i\/n/);
+    }
   });
 });

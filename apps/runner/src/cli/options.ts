@@ -26,3 +26,17 @@ export function parseSetOptions(pairs: readonly string[]): Record<string, unknow
 export function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
+
+/**
+ * Parses `--shard i/n` (0 ≤ i < n).
+ * @example parseShardOption('1/4') // { index: 1, count: 4 }
+ */
+export function parseShardOption(text: string): { index: number; count: number } {
+  const m = /^(\d+)\/(\d+)$/.exec(text.trim());
+  const index = m === null ? NaN : Number(m[1]);
+  const count = m === null ? NaN : Number(m[2]);
+  if (!Number.isSafeInteger(index) || !Number.isSafeInteger(count) || count < 1 || index >= count) {
+    throw new ConfigError(`--shard expects i/n with 0 ≤ i < n (e.g. 0/2), got '${text}'`);
+  }
+  return { index, count };
+}

@@ -7,10 +7,10 @@ interface CacheDirOption {
 
 const CACHE_DIR_HELP = 'the cache directory (default: $BFE_CACHE_DIR, else ./.bfe-cache)';
 
-/** `bfe cache ls|verify|gc`: the content-addressed artifact store of `bfe run`. */
+/** `bfe cache ls|verify|gc|push`: the content-addressed artifact store of `bfe run`. */
 export function cacheCommand(): Command {
   const cache = new Command('cache').description(
-    'the artifact cache of pipeline stages: list, verify, collect garbage',
+    'the artifact cache of pipeline stages: list, verify, collect garbage, push to the team cache',
   );
 
   cache.addCommand(
@@ -140,6 +140,49 @@ export function cacheCommand(): Command {
         },
       ),
   );
+  cache.addCommand(
+    new Command('push')
+      .description(
+        'upload every local artifact the team cache (TURBO_API, TURBO_TOKEN, TURBO_TEAM) lacks, each re-hashed first',
+      )
+      .option('--cache-dir <dir>', CACHE_DIR_HELP)
+      .option('--json', 'print JSON')
+      .action(async (opts: CacheDirOption) => {
+        const {
+          ArtifactStore,
+          RemoteCacheClient,
+          RemoteCacheError,
+          pushArtifacts,
+          remoteCacheFromEnv,
+        } = await import('../cache/index.js');
+        const { progressPrinter } = await import('../cli/progress.js');
+        const config = remoteCacheFromEnv();
+        if (config === undefined) {
+          throw new RemoteCacheError(
+            'REMOTE_CACHE_UNAVAILABLE',
+            'No team cache: set TURBO_API, TURBO_TOKEN and TURBO_TEAM (and not BFE_REMOTE_CACHE=off).',
+          );
+        }
+        const client = new RemoteCacheClient(config);
+        await client.preflight();
+        const store = await ArtifactStore.open({ root: opts.cacheDir, create: false });
+        const progress = progressPrinter(opts.json === true);
+        const report = await pushArtifacts(client, await store.list(), (done, total) =>
+          progress('push', done, total),
+        );
+        if (opts.json === true) {
+          console.log(JSON.stringify({ root: store.root, api: config.api, ...report }, null, 2));
+          return;
+        }
+        console.log(
+          `${report.uploaded} uploaded (${formatBytes(report.bytes)}), ${report.present} already on ${config.api}, ${report.corrupt.length} corrupt (not uploaded) of ${report.checked} in ${store.root}`,
+        );
+        for (const dir of report.corrupt)
+          console.log(`corrupt: ${dir} (bfe cache verify --quarantine)`);
+        if (report.corrupt.length > 0) process.exitCode = 1;
+      }),
+  );
+
   return cache;
 }
 

@@ -1,10 +1,12 @@
 import { Command } from 'commander';
+import type { Experiment } from '../experiment/config.js';
 
 interface RunOptions {
   cacheDir?: string;
   runsDir?: string;
   json?: boolean;
   quiet?: boolean;
+  shard?: string;
 }
 
 /**
@@ -28,6 +30,10 @@ export function runCommand(): Command {
       'print one JSON object: runDir, stages, seed means (mean, std, perSeed) and per-seed headlines',
     )
     .option('--quiet', 'no progress output')
+    .option(
+      '--shard <i/n>',
+      "compute only the i-th of n slices of the memories' encoding and store it (with a team cache: upload it); a later run without --shard assembles the slices",
+    )
     .action(async (file: string, opts: RunOptions) => {
       const [{ readExperiment }, { runExperiment }, { progressPrinter }] = await Promise.all([
         import('../experiment/config.js'),
@@ -36,6 +42,10 @@ export function runCommand(): Command {
       ]);
       const experiment = await readExperiment(file);
       const quiet = opts.quiet === true;
+      if (opts.shard !== undefined) {
+        await runShard(file, experiment, opts, quiet);
+        return;
+      }
       const outcome = await runExperiment({
         experiment,
         configPath: file,
@@ -81,8 +91,40 @@ export function runCommand(): Command {
       }
       console.log(outcome.terminal);
       const hits = outcome.stages.filter((s) => s.cached).length;
+      const remote = outcome.stages.filter((s) => s.source === 'remote').length;
       console.log(
-        `\nrun        ${outcome.runDir}\nstages     ${outcome.stages.length} (${hits} cached): ${outcome.stages.map((s) => `${s.name}${s.cached ? ' ✓' : ` ${s.seconds.toFixed(1)} s`}`).join(', ')}\ntime       ${outcome.seconds.toFixed(1)} s`,
+        `\nrun        ${outcome.runDir}\nstages     ${outcome.stages.length} (${hits} cached${remote > 0 ? `, ${remote} from the remote cache` : ''}): ${outcome.stages.map((s) => `${s.name}${s.cached ? ' ✓' : ` ${s.seconds.toFixed(1)} s`}`).join(', ')}\ntime       ${outcome.seconds.toFixed(1)} s`,
       );
     });
+}
+
+/** `bfe run <experiment> --shard i/n`: one slice of the encode, then a one-line summary. */
+async function runShard(
+  file: string,
+  experiment: Experiment,
+  opts: RunOptions,
+  quiet: boolean,
+): Promise<void> {
+  const [{ parseShardOption }, { runExperimentShard }, { progressPrinter }] = await Promise.all([
+    import('../cli/options.js'),
+    import('../experiment/run-shard.js'),
+    import('../cli/progress.js'),
+  ]);
+  const shard = parseShardOption(opts.shard ?? '');
+  const outcome = await runExperimentShard({
+    experiment,
+    configPath: file,
+    shard,
+    cacheDir: opts.cacheDir,
+    log: quiet ? () => {} : (line) => process.stderr.write(`${line}\n`),
+    progress: progressPrinter(quiet),
+  });
+  if (opts.json === true) {
+    console.log(JSON.stringify(outcome, null, 2));
+    return;
+  }
+  const { artifact } = outcome;
+  console.log(
+    `shard ${shard.index}/${shard.count}: ${artifact.source} ${artifact.key.slice(0, 12)} (${artifact.dir}); a run without --shard assembles ${outcome.plannedShards} shards`,
+  );
 }

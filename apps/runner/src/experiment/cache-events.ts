@@ -17,6 +17,10 @@ export function staleMsFromEnv(env: NodeJS.ProcessEnv = process.env): number | u
   return ms;
 }
 
+function mib(bytes: number): string {
+  return `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+}
+
 /**
  * The line `bfe run` prints for a cache event, or undefined for events the stage lines cover
  * (hit, compute, stored):
@@ -24,6 +28,12 @@ export function staleMsFromEnv(env: NodeJS.ProcessEnv = process.env): number | u
  */
 export function describeCacheEvent(event: CacheEvent): string | undefined {
   if (event.kind === 'warning') return `warning: ${event.message}`;
+  if (event.kind === 'remote-hit') {
+    return `remote: got ${event.stage} ${event.key.slice(0, 12)} (${mib(event.bytes)}, verified)`;
+  }
+  if (event.kind === 'uploaded') {
+    return `remote: uploaded ${event.stage} ${event.key.slice(0, 12)} (${mib(event.bytes)}, ${event.sent} of ${event.parts} parts new)`;
+  }
   if (event.kind !== 'wait') return undefined;
   const holder =
     event.pid === null

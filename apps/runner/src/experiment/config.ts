@@ -84,6 +84,11 @@ export const experimentSchema = z.strictObject({
       dtype: z.enum(['float32', 'float16']).default('float32'),
       executionProvider: z.enum(['cpu', 'webgpu']).default('cpu'),
       threads: z.int().positive().optional(),
+      /**
+       * Texts per encoder chunk (default 2048, the encoder's): the unit a sharded encode
+       * (`bfe run --shard i/n`) slices the memories by. In the encode key only when set.
+       */
+      chunkSize: z.int().positive().optional(),
     })
     .prefault({}),
   scorer: z

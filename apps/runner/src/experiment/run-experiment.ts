@@ -2,6 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseResults, type Results } from '@bfe/eval';
 import { ArtifactStore, type ArtifactResult } from '../cache/store.js';
+import { RemoteCacheClient, remoteCacheFromEnv } from '../cache/remote-client.js';
 import { describeCacheEvent, staleMsFromEnv } from './cache-events.js';
 import { failpoint } from './faults.js';
 import { isSelectionData, type Experiment } from './config.js';
@@ -47,6 +48,31 @@ export interface RunOutcome {
 }
 
 /**
+ * The artifact store of a run, with the team cache when TURBO_API/TURBO_TOKEN/TURBO_TEAM are
+ * set: checked before any stage, so a wrong token stops the run (REMOTE_CACHE_AUTH) instead of
+ * recomputing everything as silent misses.
+ */
+export async function openRunStore(
+  cacheDir: string | undefined,
+  log: (line: string) => void,
+): Promise<ArtifactStore> {
+  const remoteConfig = remoteCacheFromEnv();
+  const remote = remoteConfig === undefined ? undefined : new RemoteCacheClient(remoteConfig);
+  await remote?.preflight();
+  if (remote !== undefined) log(`remote cache: ${remote.config.api} (team ${remote.config.team})`);
+  return ArtifactStore.open({
+    root: cacheDir,
+    remote,
+    staleMs: staleMsFromEnv(),
+    onEvent: (event) => {
+      const line = describeCacheEvent(event);
+      if (line !== undefined) log(line);
+    },
+    failpoint,
+  });
+}
+
+/**
  * Runs an experiment (dataset → encode → split → adapt → score, one file each under `stages/`)
  * through the content-addressed cache: each stage's key is the hash of its inputs' keys, its
  * own config and its code version, so a rerun computes only what changed. The split stage runs
@@ -59,15 +85,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
   const started = performance.now();
   const e = options.experiment;
   const log = options.log ?? (() => {});
-  const store = await ArtifactStore.open({
-    root: options.cacheDir,
-    staleMs: staleMsFromEnv(),
-    onEvent: (event) => {
-      const line = describeCacheEvent(event);
-      if (line !== undefined) log(line);
-    },
-    failpoint,
-  });
+  const store = await openRunStore(options.cacheDir, log);
   const ctx = stageContext(store, log, options.progress ?? (() => {}));
 
   const dataset = await runDatasetStage(ctx, e, options.configPath);

@@ -9,6 +9,8 @@ export interface StageRecord {
   readonly name: string;
   readonly key: string;
   readonly cached: boolean;
+  /** `local` (this machine's cache), `remote` (the team cache) or `computed`. */
+  readonly source: 'local' | 'remote' | 'computed';
   /** Wall time of the stage, waits for another process's lock included. */
   readonly seconds: number;
   /** Of `seconds`, the time spent waiting for another process's lock on the key. */
@@ -31,6 +33,11 @@ export interface StageContext {
     spec: ArtifactSpec,
     compute: StageCompute,
   ) => Promise<ArtifactResult>;
+  /**
+   * The artifact of `spec` from this cache or the team cache, without computing it:
+   * undefined when neither holds it.
+   */
+  readonly find: (spec: ArtifactSpec) => Promise<ArtifactResult | undefined>;
   readonly log: (line: string) => void;
   readonly progress: (label: string, done: number, total: number, extra?: string) => void;
   /** Every stage run so far, in order. */
@@ -80,6 +87,7 @@ export function stageContext(
       name,
       key: result.key,
       cached: result.cached,
+      source: result.source,
       seconds: result.seconds,
       waitSeconds: result.waitSeconds,
       maxBlockedSeconds,
@@ -87,9 +95,15 @@ export function stageContext(
     const waited =
       result.waitSeconds > 0 ? `, waited ${result.waitSeconds.toFixed(1)} s for a lock` : '';
     log(
-      `stage ${name}: ${result.cached ? 'cached' : 'computed'} ${result.key.slice(0, 12)} (${result.seconds.toFixed(1)} s${waited})`,
+      `stage ${name}: ${result.source === 'computed' ? 'computed' : result.source === 'remote' ? 'cached (remote)' : 'cached'} ${result.key.slice(0, 12)} (${result.seconds.toFixed(1)} s${waited})`,
     );
     return result;
   };
-  return { run, log, progress: stageProgress, records };
+  const find: StageContext['find'] = async (spec) => {
+    const absent = new Error('not in any cache');
+    return store
+      .getOrCreate(spec, () => Promise.reject(absent))
+      .catch((error: unknown) => (error === absent ? undefined : Promise.reject(error)));
+  };
+  return { run, find, log, progress: stageProgress, records };
 }

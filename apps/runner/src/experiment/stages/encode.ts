@@ -1,4 +1,4 @@
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { fileSha256 } from '@bfe/core';
 import {
   BANK_MANIFEST_FILE,
@@ -8,12 +8,12 @@ import {
   type FileBankSide,
   type OpenedBank,
 } from '@bfe/encoder';
-import { loadModelManifest, resolveModelDir, type ModelManifest } from '@bfe/models';
+import type { ModelManifest } from '@bfe/models';
 import type { ArtifactResult } from '../../cache/store.js';
-import { codeVersion } from '../code-version.js';
 import type { Experiment } from '../config.js';
 import type { StageContext } from '../stage.js';
 import type { DatasetStage } from './dataset.js';
+import { assembleShards, encodeIdentity } from './encode-shard.js';
 
 /**
  * The encode stage's outcome: its artifact, the model and the bank, opened on first use in one
@@ -46,23 +46,15 @@ export async function runEncodeStage(
   e: Experiment,
   dataset: DatasetStage,
 ): Promise<EncodeStage> {
-  const modelDir = e.model.dir === undefined ? resolveModelDir(e.model.name) : resolve(e.model.dir);
-  const modelManifest = await loadModelManifest(modelDir);
+  const id = await encodeIdentity(e, dataset);
+  const { modelDir, modelManifest } = id;
   const artifact = await ctx.run(
     'encode',
-    {
-      stage: 'encode',
-      version: await codeVersion(['@bfe/core', '@bfe/models', '@bfe/encoder']),
-      config: {
-        model: modelManifest.name,
-        maxLength: e.model.maxLength ?? modelManifest.maxLength,
-        dtype: e.model.dtype,
-        executionProvider: e.model.executionProvider,
-      },
-      inputs: { dataset: dataset.artifact.key, model: modelManifest.modelSha256 },
-    },
+    { stage: 'encode', version: id.version, config: id.config, inputs: id.inputs },
     async (dir) => {
       const { benchmark } = await dataset.load();
+      // The slices of a sharded encode (`--shard i/n`), when one was planned: the same chunks.
+      const sharded = await assembleShards(ctx, e, dataset, id, benchmark.memories.length);
       const encoder = await openEncoder(modelDir, modelManifest, {
         executionProvider: e.model.executionProvider,
         ...(e.model.maxLength === undefined ? {} : { maxLength: e.model.maxLength }),
@@ -72,6 +64,8 @@ export async function runEncodeStage(
         const manifest = await encodeBenchmark(benchmark, encoder, join(dir, 'bank'), {
           dtype: e.model.dtype,
           executionProvider: e.model.executionProvider,
+          chunkSize: id.chunkSize,
+          ...(sharded === undefined ? {} : { memoryChunks: sharded.chunks }),
           onProgress: (role, done, total, tokens) =>
             ctx.progress(`encode ${role}`, done, total, `${tokens} tokens`),
         });
@@ -79,6 +73,7 @@ export async function runEncodeStage(
           memoryTokens: manifest.memories.tokens,
           queryTokens: manifest.queries.tokens,
           truncated: manifest.memories.truncated + manifest.queries.truncated,
+          ...(sharded === undefined ? {} : { shards: sharded.shards }),
         };
       } finally {
         await encoder.dispose();

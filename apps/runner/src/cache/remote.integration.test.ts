@@ -1,0 +1,234 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bytesSha256 } from '@bfe/core';
+import { suiteTmpDir, tmpDir } from '@bfe/core/testing';
+import { artifactKey, cacheManifestSchema, type ArtifactSpec, type CacheManifest } from './key.js';
+import { manifestSha256 } from './manifest.js';
+import { RemoteCacheClient, RemoteCacheError, remoteCacheFromEnv } from './remote-client.js';
+import { ArtifactStore } from './store.js';
+import { startCacheServer, type TestCacheServer } from './testing/cache-server.js';
+import type { CacheEvent, ComputeFn } from './types.js';
+
+// The remote tier against a real `turborepo-remote-cache` (tools/cache-serve.mjs) on
+// 127.0.0.1: two stores with empty local caches share one server. The server's body limit is
+// 64 KiB, so the 300 KB artifact below travels in parts.
+
+const BODY_LIMIT = 64 * 1024;
+let server: TestCacheServer;
+let storage: string;
+const storageRoot = suiteTmpDir('bfe-team-cache-');
+
+beforeAll(async () => {
+  storage = storageRoot();
+  server = await startCacheServer({ storage, bodyLimit: BODY_LIMIT });
+}, 90_000);
+afterAll(async () => {
+  await server?.stop();
+});
+
+const big = randomBytes(300_000);
+
+/** The server's variables, with parts under its limit (the first test starts above it). */
+const clientEnv = () => ({ ...server.env, BFE_REMOTE_CACHE_CHUNK_BYTES: String(48 * 1024) });
+
+function spec(name: string): ArtifactSpec {
+  return { stage: 'encode', version: '1', config: { name }, inputs: { data: 'd'.repeat(64) } };
+}
+
+function counting(): { calls: () => number; compute: ComputeFn } {
+  let n = 0;
+  return {
+    calls: () => n,
+    compute: async (dir) => {
+      n += 1;
+      await mkdir(join(dir, 'bank'));
+      await writeFile(join(dir, 'bank', 'vectors.bin'), big);
+      await writeFile(join(dir, 'results.json'), '{"recall@10":0.5}\n');
+      await writeFile(join(dir, 'empty.txt'), '');
+      return { rows: 2 };
+    },
+  };
+}
+
+async function openStore(env: Record<string, string> = {}) {
+  const list: CacheEvent[] = [];
+  const config = remoteCacheFromEnv({ ...clientEnv(), ...env });
+  const remote = new RemoteCacheClient(config!);
+  await remote.preflight();
+  const store = await ArtifactStore.open({
+    root: tmpDir('bfe-cache-'),
+    remote,
+    onEvent: (e) => list.push(e),
+    exitOnSignal: false,
+  });
+  return { store, events: list };
+}
+
+const files = (dir: string) =>
+  ['bank/vectors.bin', 'results.json', 'empty.txt'].map((f) => readFileSync(join(dir, f)));
+
+/** Every file the server stores for the team, by id. */
+function stored(): Map<string, string> {
+  const dir = join(storage, server.team);
+  return new Map(readdirSync(dir).map((id) => [id, join(dir, id)]));
+}
+
+describe('remote tier', () => {
+  it('a second store with an empty cache gets the artifact from the server, byte for byte', async () => {
+    const a = await openStore({ BFE_REMOTE_CACHE_CHUNK_BYTES: String(1 << 20) });
+    const made = counting();
+    const first = await a.store.getOrCreate(spec('share'), made.compute);
+    expect(first.source).toBe('computed');
+    const uploaded = a.events.find((e) => e.kind === 'uploaded');
+    // 1 MiB parts exceed the 64 KiB body limit: the 413 halves them until they pass.
+    expect(uploaded).toMatchObject({ kind: 'uploaded', stage: 'encode' });
+    if (uploaded?.kind !== 'uploaded') throw new Error('no upload');
+    expect(uploaded.parts).toBeGreaterThan(300_000 / BODY_LIMIT);
+    for (const size of [...stored().values()].map((p) => statSync(p).size)) {
+      expect(size).toBeLessThanOrEqual(BODY_LIMIT);
+    }
+
+    const b = await openStore();
+    const other = counting();
+    const second = await b.store.getOrCreate(spec('share'), other.compute);
+    expect(other.calls()).toBe(0);
+    expect(second.source).toBe('remote');
+    expect(second.cached).toBe(true);
+    expect(b.events.map((e) => e.kind)).toContain('remote-hit');
+    expect(files(second.dir)).toEqual(files(first.dir));
+    expect(readFileSync(join(second.dir, 'artifact.json'))).toEqual(
+      readFileSync(join(first.dir, 'artifact.json')),
+    );
+    // Now local: the next call is a local hit.
+    expect((await b.store.getOrCreate(spec('share'), other.compute)).source).toBe('local');
+  }, 120_000);
+
+  it('refuses a corrupt part and computes instead', async () => {
+    const a = await openStore({ BFE_REMOTE_CACHE_CHUNK_BYTES: String(32 * 1024) });
+    const before = new Set(stored().keys());
+    await a.store.getOrCreate(spec('corrupt-part'), counting().compute);
+    const parts = [...stored()].filter(
+      ([id]) => !before.has(id) && id !== artifactKey(spec('corrupt-part')),
+    );
+    expect(parts.length).toBeGreaterThan(1);
+    const [, path] = parts[0]!;
+    const bytes = readFileSync(path);
+    bytes[10] = bytes[10]! ^ 0xff; // same size, one bit pattern changed
+    writeFileSync(path, bytes);
+
+    const b = await openStore();
+    const again = counting();
+    const got = await b.store.getOrCreate(spec('corrupt-part'), again.compute);
+    expect(again.calls()).toBe(1);
+    expect(got.source).toBe('computed');
+    const warning = b.events.find((e) => e.kind === 'warning');
+    expect(warning?.kind === 'warning' && warning.message).toMatch(
+      /refused: part .* does not hash/,
+    );
+  }, 120_000);
+
+  it('refuses a forged index (another results file, a planted labels file) that is not signed with the team key', async () => {
+    const a = await openStore();
+    const s = spec('forged');
+    const key = artifactKey(s);
+    const real = await a.store.getOrCreate(s, counting().compute);
+    // The forger rewrites the index with a self-consistent manifest (the files' real hashes,
+    // manifestSha256 recomputed: it passes every check but the signature), signed with a key
+    // of its own.
+    const forger = new RemoteCacheClient({
+      ...remoteCacheFromEnv(clientEnv())!,
+      signatureKey: 'not-the-team-key',
+    });
+    const dir = tmpDir('bfe-forge-');
+    const fake = '{"recall@10":0.99}\n';
+    writeFileSync(join(dir, 'results.json'), fake);
+    const manifest = cacheManifestSchema.parse(
+      JSON.parse(readFileSync(join(real.dir, 'artifact.json'), 'utf8')),
+    );
+    const labels = '{"q1":["m1"]}';
+    writeFileSync(join(dir, 'labels.json'), labels);
+    const forged: CacheManifest = {
+      ...manifest,
+      files: [
+        { path: 'labels.json', bytes: labels.length, sha256: bytesSha256(Buffer.from(labels)) },
+        { path: 'results.json', bytes: fake.length, sha256: bytesSha256(Buffer.from(fake)) },
+      ],
+    };
+    delete forged.manifestSha256;
+    forged.manifestSha256 = manifestSha256(forged);
+    const { uploadArtifact } = await import('./remote-tier.js');
+    await uploadArtifact(forger, dir, 'encode', key, JSON.stringify(forged, null, 2));
+
+    const b = await openStore();
+    const again = counting();
+    const got = await b.store.getOrCreate(s, again.compute);
+    expect(again.calls()).toBe(1);
+    expect(readFileSync(join(got.dir, 'results.json'), 'utf8')).toBe('{"recall@10":0.5}\n');
+    const warning = b.events.find((e) => e.kind === 'warning');
+    expect(warning?.kind === 'warning' && warning.message).toMatch(/signature does not match/);
+
+    // The control: the same forgery signed with the team's key passes every check. The key is
+    // what stands between the server's storage and the results (the trust model, documented).
+    const insider = new RemoteCacheClient(remoteCacheFromEnv(clientEnv())!);
+    await uploadArtifact(insider, dir, 'encode', key, JSON.stringify(forged, null, 2));
+    const c = await openStore();
+    const planted = await c.store.getOrCreate(s, counting().compute);
+    expect(planted.source).toBe('remote');
+    expect(readFileSync(join(planted.dir, 'results.json'), 'utf8')).toBe(fake);
+  }, 120_000);
+
+  it('bfe cache push seeds the server from a warm local cache, and never uploads a corrupt artifact', async () => {
+    const client = new RemoteCacheClient(remoteCacheFromEnv(clientEnv())!);
+    const local = await ArtifactStore.open({ root: tmpDir('bfe-cache-'), exitOnSignal: false });
+    const good = await local.getOrCreate(spec('push-good'), counting().compute);
+    const bad = await local.getOrCreate(spec('push-bad'), counting().compute);
+    const path = join(bad.dir, 'results.json');
+    writeFileSync(path, readFileSync(path, 'utf8').replace('0.5', '0.9')); // same size
+    const { pushArtifacts, uploadArtifact } = await import('./remote-tier.js');
+    await expect(
+      uploadArtifact(
+        client,
+        bad.dir,
+        'encode',
+        bad.key,
+        readFileSync(join(bad.dir, 'artifact.json'), 'utf8'),
+      ),
+    ).rejects.toThrow(/no longer matches its manifest/);
+
+    const first = await pushArtifacts(client, await local.list());
+    expect(first).toMatchObject({ checked: 2, present: 0, uploaded: 1, corrupt: [bad.dir] });
+    const again = await pushArtifacts(client, await local.list());
+    expect(again).toMatchObject({ present: 1, uploaded: 0 });
+
+    const b = await openStore();
+    const none = counting();
+    const got = await b.store.getOrCreate(spec('push-good'), none.compute);
+    expect(none.calls()).toBe(0);
+    expect(got.source).toBe('remote');
+    expect(files(got.dir)).toEqual(files(good.dir));
+    const other = counting();
+    expect((await b.store.getOrCreate(spec('push-bad'), other.compute)).source).toBe('computed');
+  }, 120_000);
+
+  it('reports a wrong or missing token loudly instead of missing silently', async () => {
+    const wrong = new RemoteCacheClient(
+      remoteCacheFromEnv({ ...server.env, TURBO_TOKEN: 'wrong' })!,
+    );
+    await expect(wrong.preflight()).rejects.toMatchObject({ code: 'REMOTE_CACHE_AUTH' });
+    await expect(wrong.preflight()).rejects.toBeInstanceOf(RemoteCacheError);
+    expect(() => remoteCacheFromEnv({ TURBO_API: server.api, TURBO_TEAM: 't' })).toThrow(
+      /TURBO_TOKEN is unset/,
+    );
+    expect(() => remoteCacheFromEnv({ TURBO_API: server.api, TURBO_TOKEN: 't' })).toThrow(
+      /TURBO_TEAM is unset/,
+    );
+    expect(remoteCacheFromEnv({ ...server.env, BFE_REMOTE_CACHE: 'off' })).toBeUndefined();
+    const gone = new RemoteCacheClient(
+      remoteCacheFromEnv({ ...server.env, TURBO_API: 'http://127.0.0.1:9' })!,
+    );
+    await expect(gone.preflight()).rejects.toMatchObject({ code: 'REMOTE_CACHE_UNAVAILABLE' });
+  }, 60_000);
+});
