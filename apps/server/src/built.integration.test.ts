@@ -31,7 +31,7 @@ function build(): void {
 }
 
 describe('the built server (dist)', () => {
-  it('serves the page from its own build output', async () => {
+  it('serves the page from its own build output, and searches through its workers', async () => {
     build();
     const dist = join(pkg, 'dist');
     // Plain node, no source condition: the workspace packages resolve to their builds too.
@@ -62,6 +62,26 @@ describe('the built server (dist)', () => {
         // The build's copy, the same as the source.
         expect(body).toBe(readFileSync(join(dist, 'page', file), 'utf8'));
         expect(body).toBe(readFileSync(join(pkg, 'src', 'page', file), 'utf8'));
+      }
+      // The build's workers (encoder, resident kernels) answer too.
+      const post = (path: string, payload: unknown) =>
+        fetch(`${url}${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(payload),
+        });
+      const added = await post('/v1/banks/alice/memories', {
+        memories: [
+          { id: 'm1', text: 'Alice adopted a grey cat called Miso in May.' },
+          { id: 'm2', text: 'Alice runs a half marathon every autumn.' },
+        ],
+      });
+      expect(added.status).toBe(200);
+      for (let i = 0; i < 3; i++) {
+        const res = await post('/v1/banks/alice/search', { query: 'the cat', k: 2 });
+        expect(res.status).toBe(200);
+        const { results } = (await res.json()) as { results: { id: string }[] };
+        expect(results.map((r) => r.id)).toEqual(['m1', 'm2']);
       }
     } finally {
       child.kill('SIGTERM');

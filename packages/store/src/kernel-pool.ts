@@ -28,7 +28,8 @@ interface Channel {
  * runs a session synchronously on the calling thread). A kernel sends its bank to a worker once
  * (`makeResident`, a copy), then only the query rows per search; calls for any other bank, or
  * with scores, go to `fallback` (the scorer's kernel). Results are the resident kernel's own
- * (`OrtSimilarityKernel`), so the same as on the caller's thread (tested).
+ * (`OrtSimilarityKernel`), so the same as on the caller's thread (tested). Should a worker fail,
+ * its kernels' calls go to their fallbacks.
  * @example
  * const pool = await residentKernelPool({ workers: 1, threads: 1 });
  * const index = residentIndexFactory({ kernel: (fallback) => pool.kernel(fallback) });
@@ -110,7 +111,9 @@ export async function residentKernelPool(
             r.bank.buffer === bank.buffer &&
             r.bank.byteOffset === bank.byteOffset &&
             r.bank.length === bank.length;
-          if (withScores || !same) return fallback.topK(queries, rows, bank, n, dim, k, withScores);
+          // A failed worker leaves the caller's kernel: searches go on, on this thread.
+          if (withScores || !same || broken !== undefined)
+            return fallback.topK(queries, rows, bank, n, dim, k, withScores);
           hits += 1;
           const q = queries.slice(0, rows * dim);
           const a = check(
