@@ -54,6 +54,9 @@ const child = spawn(process.execPath, [cli], {
     STORAGE_PATH: storage,
     STORAGE_PATH_USE_TMP_FOLDER: 'false',
     TURBO_TELEMETRY_DISABLED: '1',
+    // Makes the server store and return turbo's x-artifact-tag (it verifies nothing with it;
+    // the clients sign and verify with their own key).
+    TURBO_REMOTE_CACHE_SIGNATURE_KEY: 'store-artifact-tags',
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
     ENABLE_STATUS_LOG: 'false',
     ...(bodyLimit === '' ? {} : { BODY_LIMIT: bodyLimit }),

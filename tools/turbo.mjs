@@ -44,6 +44,11 @@ async function preflight() {
     fail(`${api} refused team '${team}' with this TURBO_TOKEN (HTTP ${res.status}).`);
   }
   if (!res.ok && res.status !== 404) fail(`${api} answered HTTP ${res.status}.`);
+  // turbo.json has remoteCache.signature: turbo signs what it uploads and refuses a download
+  // whose HMAC tag does not verify, so the server's storage cannot plant task outputs (a
+  // results.json). The key defaults to the token, as bfe's own remote tier does.
+  if ((env.TURBO_REMOTE_CACHE_SIGNATURE_KEY ?? '') === '')
+    env.TURBO_REMOTE_CACHE_SIGNATURE_KEY = token;
 }
 
 await preflight();

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { BfeError, type BfeErrorCode } from '@bfe/core';
 
 // The HTTP side of the remote tier: Turborepo's remote-cache protocol (`/v8/artifacts/:hash`,
@@ -156,7 +157,16 @@ export class RemoteCacheClient {
         method,
         headers: {
           authorization: `Bearer ${this.config.token}`,
-          ...(body === undefined ? {} : { 'content-type': 'application/octet-stream' }),
+          // A server that keeps turbo's artifact tags (pnpm cache:serve does) serves only what
+          // has one; bfe's own integrity is the index's signature, this tag just mirrors it.
+          ...(body === undefined
+            ? {}
+            : {
+                'content-type': 'application/octet-stream',
+                'x-artifact-tag': createHmac('sha256', this.config.signatureKey)
+                  .update(body)
+                  .digest('base64'),
+              }),
         },
         ...(body === undefined ? {} : { body }),
       });

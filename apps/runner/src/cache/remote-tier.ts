@@ -242,7 +242,9 @@ async function writeParts(
         }
         if (handle === undefined) throw new RemoteArtifactRefused('its parts run past its files');
         const n = Math.min(bytes.length - at, manifest.files[file]!.bytes - written);
-        await handle.write(bytes, at, n);
+        for (let done = 0; done < n;) {
+          done += (await handle.write(bytes, at + done, n - done)).bytesWritten;
+        }
         at += n;
         written += n;
       }
@@ -259,10 +261,19 @@ async function writeParts(
   }
 }
 
+/** Creates a listed file; a path that collides with another (a file where a folder goes) is refused. */
 async function openFile(tmp: string, path: string) {
   const absolute = join(tmp, path);
-  await mkdir(dirname(absolute), { recursive: true });
-  return open(absolute, 'wx');
+  try {
+    await mkdir(dirname(absolute), { recursive: true });
+    return await open(absolute, 'wx');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST' || code === 'ENOTDIR' || code === 'EISDIR') {
+      throw new RemoteArtifactRefused(`its manifest lists colliding paths ('${path}')`);
+    }
+    throw error;
+  }
 }
 
 /** What the remote tier needs of the store: its folders, its publish, its events. */

@@ -256,6 +256,7 @@ describe('seeds and the split seed', () => {
       'covidqa-minilm.yaml',
       'locomo-e5.yaml',
       'locomo-minilm-3seeds.yaml',
+      'locomo-minilm-smoke.yaml',
       'locomo-minilm.yaml',
       'longmemeval-s-e5.yaml',
       'longmemeval-s-reproduction.yaml',
@@ -269,6 +270,13 @@ describe('seeds and the split seed', () => {
     const three = presets.get('locomo-minilm-3seeds.yaml')!;
     expect([main.seeds, main.split.seed, main.split.policy]).toEqual([[42], 42, 'connected-bank']);
     expect([three.seeds, three.split.seed]).toEqual([[42, 43, 44], 42]);
+    // The team-cache test's smoke run: the main job's split and model, every stage (adapter on).
+    const smoke = presets.get('locomo-minilm-smoke.yaml')!;
+    expect([smoke.split, smoke.model.name, smoke.adapter.enabled]).toEqual([
+      main.split,
+      main.model.name,
+      true,
+    ]);
     // The same job as the main one but for its name, description and training seeds.
     expect({ ...three, name: main.name, description: main.description, seeds: main.seeds }).toEqual(
       main,
