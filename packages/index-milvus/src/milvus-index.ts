@@ -60,7 +60,7 @@ export interface MilvusTokenIndexOptions {
  * float32's rounding bound (`2·dim·2⁻²⁴·‖q‖·max‖h‖`), so no unreturned token can reach it;
  * otherwise the row is fetched 4× wider (twice), then scored exhaustively in process
  * (`widenedRows`). Under HNSW the proposals are approximate (recall measured by
- * `pnpm bench:index --milvus`); a row with fewer than `k` proposals is scored exhaustively.
+ * `pnpm bench:big-bank --milvus`); a row with fewer than `k` proposals is scored exhaustively.
  *
  * @example
  * const c = await TokenCollection.open('milvus://127.0.0.1:19530', 384);

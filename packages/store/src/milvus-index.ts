@@ -110,6 +110,7 @@ export function milvusIndexFactory(options: MilvusOptions | string): MilvusIndex
       } catch (error) {
         // Part of the writes may have landed: read the bank back from Milvus next time.
         banks.delete(view.bank);
+        generations.set(view.bank, (generations.get(view.bank) ?? 0) + 1);
         throw error;
       }
       for (const m of missing) state.mirror.set(view.ids[m]!, [seqs[m]!]);
