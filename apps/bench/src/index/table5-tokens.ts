@@ -164,8 +164,9 @@ async function openRunIndex(
   };
   const index = await HnswTokenIndex.load(join(dir, 'hnsw'), side, params, { kernel });
   let graphBytes = 0;
-  for (const f of await readdir(join(dir, 'hnsw')))
-    graphBytes += (await stat(join(dir, 'hnsw', f))).size;
+  for (const f of await readdir(join(dir, 'hnsw'))) {
+    if (f.endsWith('.usearch')) graphBytes += (await stat(join(dir, 'hnsw', f))).size;
+  }
   return { index, graphBytes, name: `${c.codec} hnsw` };
 }
 
