@@ -148,7 +148,9 @@ export class HnswTokenIndex implements TokenIndex {
 
   /**
    * Builds the graphs as {@link build} does and writes each into `dir` as soon as it is built,
-   * holding one graph at a time; returns the file names ({@link load} reads them).
+   * and disposes it; returns the file names ({@link load} reads them). usearch's binding frees a
+   * disposed graph's native memory only when V8 collects its wrapper (it reports no external
+   * memory), so RSS can still grow with the graphs built.
    */
   static async buildFiles(
     dir: string,

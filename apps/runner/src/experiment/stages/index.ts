@@ -114,7 +114,7 @@ export async function candidateSets(dataset: DatasetStage, bank: AnyBank): Promi
 /**
  * index: the codec trained on every memory token state of the encoded bank (METHOD.md §8),
  * the memory tokens' codes, and for `hnsw` one usearch graph per candidate set
- * ({@link candidateSets}) over the decoded codes, built and written one at a time. The artifact
+ * ({@link candidateSets}) over the decoded codes, each written as soon as it is built. The artifact
  * is `codec.json`, `codes.bin`, `hnsw/set-<i>.usearch` and `hnsw/layout.json` (the sets); its
  * key is the encode key (and the dataset's, for hnsw), the index section (the parts that
  * change it) and the code version. Exact float32 has no stage: the scorer searches the bank's
