@@ -44,6 +44,8 @@ export type { ScalarRange } from './codecs/scalar.js';
 export { buildHnsw, hnswFileKind, loadHnsw } from './hnsw/hnsw.js';
 export { castI8Into, rekindHnswFile } from './hnsw/rekind.js';
 export { buildBankedHnsw } from './hnsw/banked.js';
+export { GraphChooser, LAYOUT_FILE, graphGroups, readLayout } from './hnsw/layout.js';
+export type { GraphChoice, GraphGroup, GraphLayoutSide } from './hnsw/layout.js';
 export type { BankedHnsw } from './hnsw/banked.js';
 export type {
   HnswFilter,
