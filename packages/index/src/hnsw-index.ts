@@ -5,6 +5,14 @@ import { CodecExactTokenIndex, codecTokenStore, type CodecSide } from './codec-i
 import { ScorerInputError } from './errors.js';
 import { buildHnsw, loadHnsw } from './hnsw/hnsw.js';
 import type { HnswIndex, HnswOptions, HnswParams, HnswScalarKind } from './hnsw/hnsw.js';
+import {
+  GraphChooser,
+  graphGroups,
+  readLayout,
+  tokensOf,
+  writeLayout,
+  type GraphGroup,
+} from './hnsw/layout.js';
 import type { CodecName } from './codecs/model.js';
 import type { SimilarityKernel } from './kernel.js';
 import { positionOf, topInto } from './hnsw/top.js';
@@ -25,13 +33,19 @@ export function graphKindOf(codec: CodecName): HnswScalarKind {
   return codec === 'fp32' ? 'f32' : codec === 'fp16' ? 'f16' : 'i8';
 }
 
-/** The memory side of an HNSW index: the codec side plus each memory's bank. */
+/** The memory side of an HNSW index: the codec side plus the graph layout. */
 export interface HnswSide extends CodecSide {
   /**
-   * `[memories]` the bank (conversation, haystack, user) of each memory row: one graph per
-   * bank. Without it, one graph over the whole bank, searched with a filter.
+   * `[memories]` the bank (conversation, session, user) of each memory row: one graph per
+   * bank when there are no `candidateSets`. Without either, one graph over every token.
    */
   readonly memoryBank?: Int32Array;
+  /**
+   * The candidate sets searches will ask for (memory rows, ascending; e.g. one per LongMemEval
+   * haystack, one per LoCoMo conversation): one graph per set, a token in several sets in each
+   * of their graphs. Takes precedence over `memoryBank`.
+   */
+  readonly candidateSets?: readonly Int32Array[];
 }
 
 /** Options of {@link HnswTokenIndex.build} and {@link HnswTokenIndex.load}. */
@@ -56,18 +70,19 @@ interface Part {
   readonly index: HnswIndex;
   /** Local key → bank token index, ascending. */
   readonly tokens: Int32Array;
+  /** Local key → memory row, for a filtered search (made on first need). */
+  keyMemory?: Int32Array;
 }
-
-const GLOBAL = -1;
-const fileOf = (bank: number): string => (bank === GLOBAL ? 'all.usearch' : `bank-${bank}.usearch`);
 
 /**
  * The HNSW backend (usearch, inner product) over a codec's decoded vectors, stored in the graph
  * as `options.kind` (f32 / f16 / i8; default {@link graphKindOf} the codec). The graph only
  * proposes: a search takes {@link proposalsFor} `k` (`k + HNSW_MARGIN`, more with `overFetch`)
- * tokens per query row from the graphs — one graph per bank when the
- * candidate memories are whole banks (LoCoMo: a conversation), else one graph over every token
- * searched with the candidates as a filter (built on first need) — and rescores every proposal
+ * tokens per query row from the graphs {@link GraphChooser} picks — the graph
+ * of exactly the candidate memories (a candidate set: a haystack, a conversation), else whole
+ * non-overlapping graphs that make up the candidates (per-bank layout), else the smallest graph
+ * holding every candidate searched with a filter, else one graph over every token searched with
+ * the candidates as a filter (built on first need) — and rescores every proposal
  * in float64 from the decoded stored codes ({@link codecTokenStore}), ranked as
  * {@link ExactTokenIndex} ranks: similarity descending, then the memories' tie order, then
  * token position — the float32 query (projected for rp128+sq4) dotted with each proposal's
@@ -92,16 +107,18 @@ export class HnswTokenIndex implements TokenIndex {
   readonly #side: HnswSide;
   readonly #store: TokenStore;
   readonly #options: HnswTokenIndexOptions;
-  readonly #parts: Map<number, Part>;
+  /** One part per {@link graphGroups} entry, then the global filtered graph (when built). */
+  readonly #parts: Part[];
+  readonly #groups: GraphGroup[];
+  readonly #chooser: GraphChooser;
+  #global: Part | undefined;
   readonly #tokenMemory: Int32Array;
-  /** Memories per bank, for "are the candidates whole banks". */
-  readonly #bankSizes: Map<number, number>;
   readonly #exhaustive: CodecExactTokenIndex | undefined;
 
   private constructor(
     side: HnswSide,
     params: HnswParams,
-    parts: Map<number, Part>,
+    parts: Part[],
     options: HnswTokenIndexOptions,
   ) {
     this.#side = side;
@@ -119,36 +136,61 @@ export class HnswTokenIndex implements TokenIndex {
     for (let m = 0; m < memories; m++) {
       this.#tokenMemory.fill(m, side.tokenOffsets[m]!, side.tokenOffsets[m + 1]!);
     }
-    this.#bankSizes = new Map();
-    if (side.memoryBank !== undefined) {
-      if (side.memoryBank.length !== memories) {
-        throw new Error(
-          `memoryBank has ${side.memoryBank.length} entries for ${memories} memories`,
-        );
-      }
-      for (const b of side.memoryBank) this.#bankSizes.set(b, (this.#bankSizes.get(b) ?? 0) + 1);
+    if (side.memoryBank !== undefined && side.memoryBank.length !== memories) {
+      throw new Error(`memoryBank has ${side.memoryBank.length} entries for ${memories} memories`);
     }
+    this.#groups = graphGroups(side);
+    this.#chooser = new GraphChooser(this.#groups, side.tokenOffsets);
     this.#exhaustive =
       options.kernel === undefined ? undefined : new CodecExactTokenIndex(side, options.kernel);
   }
 
-  /** Builds the graphs over the decoded codes: one per bank with `memoryBank`, else one. */
+  /**
+   * Builds the graphs over the decoded codes ({@link graphGroups}: one per candidate set, else
+   * per bank, else one).
+   */
   static async build(
     side: HnswSide,
     params: HnswParams,
     options: HnswTokenIndexOptions = {},
   ): Promise<HnswTokenIndex> {
-    const parts = new Map<number, Part>();
+    const parts: Part[] = [];
     const kind = options.kind ?? graphKindOf(side.model.name);
-    for (const [bank, tokens] of bankTokens(side)) {
-      parts.set(bank, await buildPart(side, tokens, params, { ...options, kind }));
+    for (const g of graphGroups(side)) {
+      parts.push(await buildPart(side, g.tokens, params, { ...options, kind }));
     }
     return new HnswTokenIndex(side, params, parts, options);
   }
 
   /**
+   * Builds the graphs as {@link build} does and writes each into `dir` as soon as it is built,
+   * and disposes it; returns the file names ({@link load} reads them). usearch's binding frees a
+   * disposed graph's native memory only when V8 collects its wrapper (it reports no external
+   * memory), so RSS can still grow with the graphs built.
+   */
+  static async buildFiles(
+    dir: string,
+    side: HnswSide,
+    params: HnswParams,
+    options: HnswOptions = {},
+  ): Promise<string[]> {
+    await mkdir(dir, { recursive: true });
+    const kind = options.kind ?? graphKindOf(side.model.name);
+    const names: string[] = [];
+    for (const g of graphGroups(side)) {
+      const part = await buildPart(side, g.tokens, params, { ...options, kind });
+      await part.index.save(join(dir, g.file));
+      part.index.dispose();
+      names.push(g.file);
+    }
+    if (side.candidateSets !== undefined) await writeLayout(dir, side.candidateSets);
+    return names;
+  }
+
+  /**
    * Loads the graphs {@link save} wrote to `dir` (the same side: codes and layout; the files
-   * must store the same graph kind).
+   * must store the same graph kind). When `dir` records candidate sets (`layout.json`), the
+   * graphs are those sets' (`side.candidateSets`, if given, must equal them).
    */
   static async load(
     dir: string,
@@ -156,17 +198,25 @@ export class HnswTokenIndex implements TokenIndex {
     params: HnswParams,
     options: HnswTokenIndexOptions = {},
   ): Promise<HnswTokenIndex> {
-    const parts = new Map<number, Part>();
+    const parts: Part[] = [];
     const kind = options.kind ?? graphKindOf(side.model.name);
-    for (const [bank, tokens] of bankTokens(side)) {
-      const index = await loadHnsw(join(dir, fileOf(bank)), side.model.codeDim, params, {
+    const recorded = await readLayout(dir);
+    if (recorded !== undefined) {
+      const given = side.candidateSets;
+      if (given !== undefined && JSON.stringify(given) !== JSON.stringify(recorded)) {
+        throw new Error(`${dir} holds graphs for other candidate sets`);
+      }
+      side = { ...side, candidateSets: recorded };
+    }
+    for (const { file, tokens } of graphGroups(side)) {
+      const index = await loadHnsw(join(dir, file), side.model.codeDim, params, {
         ...options,
         kind,
       });
       if (index.size !== tokens.length) {
-        throw new Error(`${fileOf(bank)} holds ${index.size} tokens, expected ${tokens.length}`);
+        throw new Error(`${file} holds ${index.size} tokens, expected ${tokens.length}`);
       }
-      parts.set(bank, { index, tokens });
+      parts.push({ index, tokens });
     }
     return new HnswTokenIndex(side, params, parts, options);
   }
@@ -174,18 +224,24 @@ export class HnswTokenIndex implements TokenIndex {
   /** Writes one usearch file per graph into `dir`; returns the file names. */
   async save(dir: string): Promise<string[]> {
     await mkdir(dir, { recursive: true });
-    const names: string[] = [];
-    for (const [bank, part] of this.#parts) {
-      if (bank === GLOBAL && this.#side.memoryBank !== undefined) continue; // built on demand
-      await part.index.save(join(dir, fileOf(bank)));
-      names.push(fileOf(bank));
+    for (let i = 0; i < this.#groups.length; i++) {
+      await this.#parts[i]!.index.save(join(dir, this.#groups[i]!.file));
     }
-    return names;
+    const sets = this.#side.candidateSets;
+    if (sets !== undefined) await writeLayout(dir, sets);
+    return this.#groups.map((g) => g.file);
+  }
+
+  /** The graphs' files and sizes (graph keys), in {@link graphGroups} order. */
+  get graphs(): readonly { readonly file: string; readonly tokens: number }[] {
+    return this.#groups.map((g) => ({ file: g.file, tokens: g.tokens.length }));
   }
 
   dispose(): void {
-    for (const p of this.#parts.values()) p.index.dispose();
-    this.#parts.clear();
+    for (const p of this.#parts) p.index.dispose();
+    this.#parts.length = 0;
+    this.#global?.index.dispose();
+    this.#global = undefined;
   }
 
   async search(
@@ -223,14 +279,27 @@ export class HnswTokenIndex implements TokenIndex {
     let scores = new Float64Array(fetch);
     for (let r = 0; r < rows; r++) {
       let found = proposals[r]!;
-      if (found.length < kk) {
-        all ??= candidateTokenList(offsets, memories, candidateTokens);
+      let exhaustive = found.length < kk;
+      if (!exhaustive) {
+        if (scores.length < found.length) scores = new Float64Array(found.length);
+        this.#store.dots(found, found.length, q, r * codeDim, scores);
+        topInto(values, tokens, r * kk, kk, found, scores, tokenMemory, rank);
+        // A tie at the k-th place that reaches the worst proposal may run past the proposals,
+        // and the tie order must choose among all of it: exhaustive.
+        if (found.length < candidateTokens) {
+          let worst = Infinity;
+          for (let i = 0; i < found.length; i++) worst = Math.min(worst, scores[i]!);
+          exhaustive = values[r * kk + kk - 1] === worst;
+        }
+      }
+      if (exhaustive) {
+        all ??= tokensOf(offsets, memories);
         found = all;
+        if (scores.length < found.length) scores = new Float64Array(found.length);
+        this.#store.dots(found, found.length, q, r * codeDim, scores);
+        topInto(values, tokens, r * kk, kk, found, scores, tokenMemory, rank);
         widened++;
       }
-      if (scores.length < found.length) scores = new Float64Array(found.length);
-      this.#store.dots(found, found.length, q, r * codeDim, scores);
-      topInto(values, tokens, r * kk, kk, found, scores, tokenMemory, rank);
     }
     const memOf = new Int32Array(rows * kk);
     const slots = new Int32Array(rows * kk);
@@ -264,74 +333,35 @@ export class HnswTokenIndex implements TokenIndex {
     memories: Int32Array,
   ): Promise<Int32Array[]> {
     const out: number[][] = Array.from({ length: rows }, () => []);
-    const everything = isEveryMemory(memories, this.#side.tokenOffsets.length - 1);
-    // Every memory: each graph whole, no filter (the global graph when there is no memoryBank).
-    const banks = everything
-      ? [...this.#parts.keys()].filter((b) => b !== GLOBAL || this.#side.memoryBank === undefined)
-      : this.#wholeBanks(memories);
-    const collect = (part: Part, res: { indices: Int32Array; k: number }, local: boolean): void => {
+    const choice = this.#chooser.choose(memories);
+    const parts =
+      choice === undefined ? [await this.#globalPart()] : choice.groups.map((g) => this.#parts[g]!);
+    const filtered = choice === undefined || choice.filtered;
+    for (const part of parts) {
+      const res = filtered
+        ? part.index.search(q, rows, fetch, {
+            tokenMemory: (part.keyMemory ??= part.tokens.map((t) => this.#tokenMemory[t]!)),
+            allowedMemories: memories,
+          })
+        : part.index.search(q, rows, Math.min(fetch, part.tokens.length));
       for (let r = 0; r < rows; r++) {
         for (let j = 0; j < res.k; j++) {
           const key = res.indices[r * res.k + j]!;
-          if (key >= 0) out[r]!.push(local ? part.tokens[key]! : key);
+          if (key >= 0) out[r]!.push(part.tokens[key]!);
         }
       }
-    };
-    if (banks !== undefined) {
-      for (const b of banks) {
-        const part = this.#parts.get(b)!;
-        collect(part, part.index.search(q, rows, Math.min(fetch, part.tokens.length)), true);
-      }
-    } else {
-      const part = await this.#global();
-      const res = part.index.search(q, rows, fetch, {
-        tokenMemory: this.#tokenMemory,
-        allowedMemories: memories,
-      });
-      collect(part, res, false);
     }
     return out.map((list) => Int32Array.from(list));
   }
 
-  /** The banks of `memories` when they are whole banks (every memory of each), else undefined. */
-  #wholeBanks(memories: Int32Array): number[] | undefined {
-    const bankOf = this.#side.memoryBank;
-    if (bankOf === undefined) return undefined;
-    const counts = new Map<number, number>();
-    for (const m of memories) counts.set(bankOf[m]!, (counts.get(bankOf[m]!) ?? 0) + 1);
-    for (const [b, c] of counts) if (c !== this.#bankSizes.get(b)) return undefined;
-    return [...counts.keys()].filter((b) => this.#parts.has(b));
-  }
-
-  /** The one graph over every token (the filtered search), built on first need. */
-  async #global(): Promise<Part> {
-    let part = this.#parts.get(GLOBAL);
-    if (part === undefined) {
+  /** The one graph over every token (the filtered search's fallback), built on first need. */
+  async #globalPart(): Promise<Part> {
+    if (this.#global === undefined) {
       const tokens = Int32Array.from({ length: this.size }, (_, i) => i);
-      part = await buildPart(this.#side, tokens, this.params, this.#options);
-      this.#parts.set(GLOBAL, part);
+      this.#global = await buildPart(this.#side, tokens, this.params, this.#options);
     }
-    return part;
+    return this.#global;
   }
-}
-
-/** Bank → its tokens (ascending); one `GLOBAL` group without `memoryBank`. Empty banks left out. */
-function bankTokens(side: HnswSide): Map<number, Int32Array> {
-  const offsets = side.tokenOffsets;
-  const memories = offsets.length - 1;
-  const lists = new Map<number, number[]>();
-  for (let m = 0; m < memories; m++) {
-    const b = side.memoryBank === undefined ? GLOBAL : side.memoryBank[m]!;
-    let list = lists.get(b);
-    if (list === undefined) lists.set(b, (list = []));
-    for (let t = offsets[m]!; t < offsets[m + 1]!; t++) list.push(t);
-  }
-  const out = new Map<number, Int32Array>();
-  for (const b of [...lists.keys()].sort((x, y) => x - y)) {
-    const list = lists.get(b)!;
-    if (list.length > 0) out.set(b, Int32Array.from(list).sort());
-  }
-  return out;
 }
 
 async function buildPart(
@@ -353,22 +383,4 @@ async function buildPart(
     );
   }
   return { index: await buildHnsw(vectors, tokens.length, codeDim, params, options), tokens };
-}
-
-/** Whether `memories` (ascending, distinct) is every memory row `0..count-1`: no filter needed. */
-function isEveryMemory(memories: Int32Array, count: number): boolean {
-  if (memories.length !== count) return false;
-  for (let i = 0; i < count; i++) if (memories[i] !== i) return false;
-  return true;
-}
-
-function candidateTokenList(
-  offsets: ArrayLike<number>,
-  memories: Int32Array,
-  count: number,
-): Int32Array {
-  const out = new Int32Array(count);
-  let w = 0;
-  for (const m of memories) for (let t = offsets[m]!; t < offsets[m + 1]!; t++) out[w++] = t;
-  return out;
 }

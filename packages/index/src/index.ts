@@ -46,6 +46,8 @@ export { castI8Into, rekindHnswFile } from './hnsw/rekind.js';
 export { buildBankedHnsw } from './hnsw/banked.js';
 export { createIncrementalHnsw, loadIncrementalHnsw } from './hnsw/incremental.js';
 export type { IncrementalHnsw, IncrementalHnswOptions, KeyProposals } from './hnsw/incremental.js';
+export { GraphChooser, LAYOUT_FILE, graphGroups, readLayout } from './hnsw/layout.js';
+export type { GraphChoice, GraphGroup, GraphLayoutSide } from './hnsw/layout.js';
 export type { BankedHnsw } from './hnsw/banked.js';
 export type {
   HnswFilter,

@@ -62,23 +62,23 @@ export interface TokenFigures {
   readonly recallVsCodecExact?: number;
 }
 
-interface Probe {
+export interface Probe {
   /** Query rows of the bank, with their candidate memory rows (ascending). */
   readonly items: { readonly row: number; readonly memories: Int32Array }[];
   readonly bank: OpenedBank;
 }
 
-async function receiptOf(dir: string): Promise<z.infer<typeof receiptSchema>> {
+export async function receiptOf(dir: string): Promise<z.infer<typeof receiptSchema>> {
   return receiptSchema.parse(JSON.parse(await readFile(join(dir, 'receipt.json'), 'utf8')));
 }
 
-const stageDir = (r: z.infer<typeof receiptSchema>, stage: string): string | undefined => {
+export const stageDir = (r: z.infer<typeof receiptSchema>, stage: string): string | undefined => {
   const key = r.stages.find((s) => s.name === stage)?.key;
   return key === undefined ? undefined : join(r.cacheRoot, 'objects', stage, key);
 };
 
 /** The evaluated queries (with content tokens) of the base run and their candidates. */
-async function probe(baseDir: string): Promise<Probe> {
+export async function probe(baseDir: string): Promise<Probe> {
   const receipt = await receiptOf(baseDir);
   const bank = await openBank(join(stageDir(receipt, 'encode')!, 'bank'), { verifyHashes: false });
   const ids = new Set<string>();
@@ -171,8 +171,9 @@ async function openRunIndex(
     ...(over === undefined ? {} : { overFetch: over }),
   });
   let graphBytes = 0;
-  for (const f of await readdir(join(dir, 'hnsw')))
-    graphBytes += (await stat(join(dir, 'hnsw', f))).size;
+  for (const f of await readdir(join(dir, 'hnsw'))) {
+    if (f.endsWith('.usearch')) graphBytes += (await stat(join(dir, 'hnsw', f))).size;
+  }
   return {
     index,
     graphBytes,

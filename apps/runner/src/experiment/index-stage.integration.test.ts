@@ -68,7 +68,20 @@ describe('the index section', () => {
     const artifactDir = join(dir, 'cache', 'objects', 'index', indexStage.key);
     const files = await readdir(artifactDir, { recursive: true });
     expect(files).toEqual(expect.arrayContaining(['codec.json', 'codes.bin']));
-    expect(files.some((f) => String(f).endsWith('.usearch'))).toBe(true);
+    // One graph per distinct candidate set of the queries, recorded in hnsw/layout.json.
+    const layout = JSON.parse(await text(join(artifactDir, 'hnsw'), 'layout.json')) as {
+      candidateSets: number[][];
+    };
+    // The fixture's queries rank among memories {0,1}, {0..5}, {1,2} and {3,4} (overlapping).
+    expect(layout.candidateSets).toEqual([
+      [0, 1],
+      [0, 1, 2, 3, 4, 5],
+      [1, 2],
+      [3, 4],
+    ]);
+    const graphs = files.filter((f) => String(f).endsWith('.usearch')).map(String);
+    expect(graphs.sort()).toEqual([0, 1, 2, 3].map((i) => join('hnsw', `set-${i}.usearch`)));
+    expect(meta.index['graphs']).toEqual({ count: 4, tokens: 23 + 56 + 17 + 18 });
     // efSearch changes the search, not the graph: the index stage is a hit, the score stage not.
     const ef = await run(
       dir,
@@ -98,7 +111,7 @@ describe('the index section', () => {
     expect(written.stages.find((s) => s.name === 'index')!.cached).toBe(true);
     expect(key(i8)).not.toBe(key(f32));
     const graphFile = join(dir, 'cache', 'objects', 'index', key(i8), 'hnsw');
-    const files = await readdir(graphFile);
+    const files = (await readdir(graphFile)).filter((f) => f.endsWith('.usearch'));
     expect(files.length).toBeGreaterThan(0);
     // usearch's scalar kind code 23 (i8) at byte 14 of the header after the vectors.
     const bytes = await readFile(join(graphFile, files[0]!));

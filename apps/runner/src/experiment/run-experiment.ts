@@ -90,7 +90,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
 
   const dataset = await runDatasetStage(ctx, e, options.configPath);
   const encode = await runEncodeStage(ctx, e, dataset);
-  const index = await runIndexStage(ctx, e, encode);
+  const index = await runIndexStage(ctx, e, encode, dataset);
   // Training seeds (adapter initialisation and batch order); the split has its own seed: one
   // split shared by every training seed, or a new one per seed under `split.seed: per-seed`.
   const seeds = e.split.policy === 'none' ? [null] : e.seeds;

@@ -15,10 +15,12 @@ import {
   type SimilarityKernel,
   type TokenIndex,
 } from '@bfe/index';
+import { groupByCandidates } from '@bfe/scorer';
 import type { ArtifactResult } from '../../cache/store.js';
 import { codeVersion } from '../code-version.js';
 import type { Experiment } from '../config.js';
 import type { StageContext } from '../stage.js';
+import type { DatasetStage } from './dataset.js';
 import type { EncodeStage } from './encode.js';
 
 /** The experiment's `index` section, defaults filled. */
@@ -36,8 +38,13 @@ export interface IndexMeta {
   /** The HNSW graph's vector kind, when the section sets `graph`. */
   readonly graph?: 'f32' | 'f16' | 'i8';
   readonly bytesPerToken: number;
-  /** Code bytes of every memory token, plus the codec model and the HNSW files. */
+  /**
+   * Code bytes of every memory token (once), plus the codec model and the HNSW files (a token
+   * in several candidate sets is in each of their graphs, so counted once per graph).
+   */
   readonly totalBytes: number;
+  /** hnsw: the graphs (one per candidate set) and the tokens they hold together. */
+  readonly graphs?: { readonly count: number; readonly tokens: number };
 }
 
 /** A bank either way: the index reads its memory ids, banks and token offsets only. */
@@ -70,7 +77,9 @@ function indexKeyConfig(c: IndexConfig): Record<string, unknown> {
     backend: c.backend,
     codec: c.codec,
     ...(c.codec === 'rp128+sq4' ? { seed: c.seed } : {}),
-    ...(c.backend === 'hnsw' ? { M: c.M, efConstruction: c.efConstruction } : {}),
+    ...(c.backend === 'hnsw'
+      ? { M: c.M, efConstruction: c.efConstruction, layout: 'candidate-sets' }
+      : {}),
     // Only another kind than the codec's own: a section without `graph` (or with the codec's
     // kind written out) keeps its key.
     ...(c.backend === 'hnsw' && c.graph !== undefined && c.graph !== graphKindOf(c.codec)
@@ -106,16 +115,36 @@ function memoryBanks(bank: AnyBank): Int32Array | undefined {
 }
 
 /**
+ * The distinct candidate sets of the dataset's queries (every query, whatever the split): the
+ * memory rows each query is ranked among, as the score stage groups them for the tail floor
+ * (`groupByCandidates`: a LoCoMo conversation, a LongMemEval haystack). Rows ascending; sets
+ * ordered by their rows. Read from the queries' candidates only, never from labels.
+ */
+export async function candidateSets(dataset: DatasetStage, bank: AnyBank): Promise<Int32Array[]> {
+  const { benchmark } = await dataset.load();
+  const sets = groupByCandidates(bank.memories, benchmark.queries).map((g) =>
+    Int32Array.from(g.rows).sort(),
+  );
+  return sets.sort((a, b) => {
+    for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+    return a.length - b.length;
+  });
+}
+
+/**
  * index: the codec trained on every memory token state of the encoded bank (METHOD.md §8),
- * the memory tokens' codes, and for `hnsw` one usearch graph per bank over the decoded codes.
- * The artifact is `codec.json`, `codes.bin` and `hnsw/bank-<n>.usearch`; its key is the encode
- * key, the index section (the parts that change it) and the code version. Exact float32 has no
- * stage: the scorer searches the bank's own vectors, as without the section.
+ * the memory tokens' codes, and for `hnsw` one usearch graph per candidate set
+ * ({@link candidateSets}) over the decoded codes, each written as soon as it is built. The artifact
+ * is `codec.json`, `codes.bin`, `hnsw/set-<i>.usearch` and `hnsw/layout.json` (the sets); its
+ * key is the encode key (and the dataset's, for hnsw), the index section (the parts that
+ * change it) and the code version. Exact float32 has no stage: the scorer searches the bank's
+ * own vectors, as without the section.
  */
 export async function runIndexStage(
   ctx: StageContext,
   e: Experiment,
   encode: EncodeStage,
+  dataset: DatasetStage,
 ): Promise<IndexStage | undefined> {
   const c = e.index;
   if (c === undefined) return undefined;
@@ -144,7 +173,10 @@ export async function runIndexStage(
       stage: 'index',
       version: await codeVersion(['@bfe/core', '@bfe/index'], ['experiment/stages/index.ts']),
       config: indexKeyConfig(c),
-      inputs: { encode: encode.artifact.key },
+      inputs: {
+        encode: encode.artifact.key,
+        ...(c.backend === 'hnsw' ? { dataset: dataset.artifact.key } : {}),
+      },
     },
     async (dir) => {
       const bank = await encode.bank();
@@ -158,21 +190,40 @@ export async function runIndexStage(
       await writeFile(join(dir, CODES_FILE), codes);
       let graphSeconds = 0;
       let files: string[] = [];
+      let graphTokens = 0;
       if (c.backend === 'hnsw') {
+        const sets = await candidateSets(dataset, bank);
         const t1 = performance.now();
-        const side = hnswSide(bank, model, codes);
-        const index = await HnswTokenIndex.build(side, params, graphOptions(c));
+        const side = { ...hnswSide(bank, model, codes), candidateSets: sets };
+        files = await HnswTokenIndex.buildFiles(
+          join(dir, HNSW_DIR),
+          side,
+          params,
+          c.graph === undefined ? {} : { kind: c.graph },
+        );
         graphSeconds = (performance.now() - t1) / 1000;
-        files = await index.save(join(dir, HNSW_DIR));
-        index.dispose();
+        for (const set of sets) {
+          for (const m of set) graphTokens += tokenOffsets[m + 1]! - tokenOffsets[m]!;
+        }
       }
-      return { tokens: n, codeBytes: codes.length, codecSeconds, graphSeconds, hnswFiles: files };
+      return {
+        tokens: n,
+        codeBytes: codes.length,
+        codecSeconds,
+        graphSeconds,
+        hnswFiles: files,
+        graphTokens,
+      };
     },
   );
   const files = (artifact.manifest.meta.hnswFiles ?? []) as string[];
   let totalBytes = (await stat(join(artifact.dir, CODES_FILE))).size;
   totalBytes += (await stat(join(artifact.dir, CODEC_FILE))).size;
   for (const f of files) totalBytes += (await stat(join(artifact.dir, HNSW_DIR, f))).size;
+  const graphs =
+    c.backend === 'hnsw'
+      ? { count: files.length, tokens: Number(artifact.manifest.meta.graphTokens ?? 0) }
+      : undefined;
   return {
     artifact,
     meta: {
@@ -182,6 +233,7 @@ export async function runIndexStage(
       bytesPerToken,
       totalBytes,
       ...(c.backend === 'hnsw' && c.graph !== undefined ? { graph: c.graph } : {}),
+      ...(graphs === undefined ? {} : { graphs }),
     },
     keyConfig,
     open: async (bank, kernel) => {
