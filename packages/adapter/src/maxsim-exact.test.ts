@@ -14,7 +14,7 @@ import {
   similarityErrorFactor,
 } from './maxsim-exact.js';
 import { initAdapterParams } from './model.js';
-import { OrtMaxSim, queryLossOrt } from './ort-maxsim.js';
+import { OrtMaxSim, lossSumOrt } from './ort-maxsim.js';
 import { Prng } from './prng.js';
 import { syntheticQueries } from './testing/synthetic.js';
 
@@ -293,32 +293,36 @@ describe('OrtMaxSim (onnxruntime MatMul + exact maxima)', () => {
     }
   });
 
-  it('gives queryLoss and its gradient bit for bit at d = 384, twice over a cached bank', async () => {
+  it('gives the loss sum and gradient of a query run bit for bit at d = 384 (batched MatMuls)', async () => {
     const dim = 384;
+    // 40 queries × 6 rows on 2 banks, one bank's 120 rows split into MatMuls of ≤ 192 columns
+    // together with the repeats below
     const queries = syntheticQueries({
       dim,
-      queries: 3,
+      queries: 40,
       queryTokens: 6,
       memories: 40,
       memoryTokens: 12,
-      queriesPerBank: 3,
+      queriesPerBank: 20,
       positives: 2,
       distortion: 1,
       noise: 2,
       seed: 5,
       prefix: 'o-',
-    });
+    }).map((q) => ({ ...q, rows: q.tokens.length / dim }));
+    const run = [...queries, ...queries.slice(0, 15), queries[3]!];
     const params = initAdapterParams(dim, 8, 3, 0.02);
     params.b.forEach((_, k) => (params.b[k] = 0.01 * Math.sin(k))); // a non-identity adapter
     const ort = await kernel(dim);
-    for (const q of [...queries, queries[0]!]) {
-      const query = { ...q, rows: q.tokens.length / dim };
-      const reference = { a: new Float64Array(8 * dim), b: new Float64Array(dim * 8) };
-      const grads = { a: new Float64Array(8 * dim), b: new Float64Array(dim * 8) };
-      const loss = await queryLossOrt(ort, params, query, 0.07, grads);
-      expect(loss).toBe(queryLoss(params, query, 0.07, reference));
-      expect(grads).toEqual(reference);
-      expect(reference.b.some((g) => g !== 0)).toBe(true);
-    }
+    const reference = { a: new Float64Array(8 * dim), b: new Float64Array(dim * 8) };
+    let expected = 0;
+    for (const query of run) expected += queryLoss(params, query, 0.07, reference);
+    const grads = { a: new Float64Array(8 * dim), b: new Float64Array(dim * 8) };
+    expect(await lossSumOrt(ort, params, run, 0.07, grads)).toBe(expected);
+    expect(grads).toEqual(reference);
+    expect(reference.b.some((g) => g !== 0)).toBe(true);
+    expect(await lossSumOrt(ort, params, run.slice(0, 3), 0.07)).toBe(
+      run.slice(0, 3).reduce((sum, query) => sum + queryLoss(params, query, 0.07), 0),
+    );
   });
 });

@@ -53,8 +53,9 @@ export function maxTokenNorm(tokenVectors: FloatArray, count: number, dim: numbe
 
 /**
  * Fills `out` (`rows`, `memories` give the shape) as `maxSimInto(out, query, dim, segments)`
- * would, given `sims [N × rows]` (token-major: `sims[t · rows + i]` ≈ `query_i · x_t`, float32
- * or better) and `tokenNorm ≥` every candidate token's norm ({@link maxTokenNorm}).
+ * would, given `sims` (token-major: `sims[t · stride + offset + i]` ≈ `query_i · x_t`, float32
+ * or better; by default `stride = rows`, `offset = 0`: `[N × rows]`; a wider matrix holds the
+ * columns of several queries against the same tokens) and `tokenNorm ≥` every candidate token's norm ({@link maxTokenNorm}).
  * @throws {Error} when a row of a non-empty memory has no candidate (NaN similarities).
  */
 export function maxSimFromSimilarities(
@@ -64,14 +65,16 @@ export function maxSimFromSimilarities(
   dim: number,
   segments: TokenSegments,
   tokenNorm: number,
+  columns: { readonly stride: number; readonly offset: number } = { stride: out.rows, offset: 0 },
 ): MaxSimResult {
   const { rows, memories, best, argmax } = out;
+  const { stride, offset } = columns;
   const x = segments.tokenVectors;
   const offsets = segments.memoryOffsets;
   if (offsets.length !== memories + 1) {
     throw new Error(`maxSimFromSimilarities: ${offsets.length} offsets for ${memories} memories`);
   }
-  if (sims.length < offsets[memories]! * rows) {
+  if (offset + rows > stride || sims.length < offsets[memories]! * stride) {
     throw new Error('maxSimFromSimilarities: the similarity matrix is too small');
   }
   // The reference sums rows in blocks of four sequentially, the remaining rows with dot().
@@ -104,7 +107,7 @@ export function maxSimFromSimilarities(
     top.fill(-Infinity);
     second.fill(-Infinity);
     for (let t = start; t < end; t++) {
-      const o = t * rows;
+      const o = t * stride + offset;
       for (let i = 0; i < rows; i++) {
         const v = sims[o + i]!;
         if (v > top[i]!) {
@@ -123,7 +126,7 @@ export function maxSimFromSimilarities(
     // Pass 2, only where needed: count the candidates of the other rows.
     if (crowded) {
       for (let t = start; t < end; t++) {
-        const o = t * rows;
+        const o = t * stride + offset;
         for (let i = 0; i < rows; i++) {
           if (count[i] !== 1 && sims[o + i]! >= threshold[i]!) count[i] = 2;
         }
@@ -138,13 +141,39 @@ export function maxSimFromSimilarities(
       for (let r = i; r < i + 4; r++) {
         const one = count[r] === 1;
         const from = one ? first[r]! : start;
-        exactRow(out, m, r, true, query, x, dim, sims, threshold[r]!, from, one ? from + 1 : end);
+        exactRow(
+          out,
+          m,
+          r,
+          true,
+          query,
+          x,
+          dim,
+          sims,
+          columns,
+          threshold[r]!,
+          from,
+          one ? from + 1 : end,
+        );
       }
     }
     for (; i < rows; i++) {
       const one = count[i] === 1;
       const from = one ? first[i]! : start;
-      exactRow(out, m, i, false, query, x, dim, sims, threshold[i]!, from, one ? from + 1 : end);
+      exactRow(
+        out,
+        m,
+        i,
+        false,
+        query,
+        x,
+        dim,
+        sims,
+        columns,
+        threshold[i]!,
+        from,
+        one ? from + 1 : end,
+      );
     }
   }
   return finishMaxSimScores(out);
@@ -203,16 +232,18 @@ function exactRow(
   x: FloatArray,
   dim: number,
   sims: Float32Array,
+  columns: { readonly stride: number; readonly offset: number },
   threshold: number,
   start: number,
   end: number,
 ): void {
-  const { rows, memories } = out;
+  const { memories } = out;
+  const { stride, offset } = columns;
   let b = -Infinity;
   let arg = -1;
   const q0 = i * dim;
   for (let t = start; t < end; t++) {
-    if (!(sims[t * rows + i]! >= threshold)) continue;
+    if (!(sims[t * stride + offset + i]! >= threshold)) continue;
     let s: number;
     if (sequential) {
       s = 0;

@@ -21,6 +21,9 @@ import { maxSimBackwardBlocked, maxSimFromSimilarities, maxTokenNorm } from './m
 import { applyAdapterInto, createForwardCache, type AdapterParams } from './model.js';
 import { similarityGraph } from './sim-graph.js';
 
+/** Most query rows one MatMul takes side by side ({@link OrtMaxSim.maxSimMany}). */
+export const ORT_BATCH_COLUMNS = 192;
+
 /** Bytes of private candidate-set copies one worker keeps (least recently used evicted). */
 export const ORT_SET_CACHE_BYTES = 512 * 1024 * 1024;
 
@@ -111,6 +114,82 @@ export class OrtMaxSim {
     return maxSimFromSimilarities(out, sims, query, dim, segments, set.norm);
   }
 
+  /**
+   * {@link maxSim} of several queries, equal bit for bit: the queries against one candidate
+   * set share a MatMul (their rows side by side, up to {@link ORT_BATCH_COLUMNS} columns),
+   * which MLAS runs at full width where one query's few rows would not fill its 16-column
+   * blocks. Results in the order given.
+   */
+  async maxSimMany(
+    items: readonly {
+      readonly query: Float64Array;
+      readonly rows: number;
+      readonly segments: TokenSegments & { readonly tokenVectors: Float32Array };
+    }[],
+  ): Promise<MaxSimResult[]> {
+    const { dim } = this;
+    const results: MaxSimResult[] = new Array<MaxSimResult>(items.length);
+    const groups = new Map<Float32Array, number[]>();
+    for (let j = 0; j < items.length; j++) {
+      const key = items[j]!.segments.tokenVectors;
+      const group = groups.get(key);
+      if (group === undefined) groups.set(key, [j]);
+      else group.push(j);
+    }
+    for (const group of groups.values()) {
+      for (let g = 0; g < group.length;) {
+        // a chunk of whole queries, up to ORT_BATCH_COLUMNS rows (at least one query)
+        let width = 0;
+        let h = g;
+        while (
+          h < group.length &&
+          (h === g || width + items[group[h]!]!.rows <= ORT_BATCH_COLUMNS)
+        ) {
+          width += items[group[h]!]!.rows;
+          h += 1;
+        }
+        const chunk = group.slice(g, h);
+        g = h;
+        const first = items[chunk[0]!]!;
+        const memories = first.segments.memoryOffsets.length - 1;
+        const set = this.#set(first.segments.tokenVectors, first.segments.memoryOffsets[memories]!);
+        let sims: Float32Array = new Float32Array(0);
+        if (set.tokens > 0 && width > 0) {
+          const queryT = new Float32Array(dim * width);
+          let column = 0;
+          for (const j of chunk) {
+            const { query, rows } = items[j]!;
+            for (let i = 0; i < rows; i++) {
+              for (let k = 0; k < dim; k++) queryT[k * width + column + i] = query[i * dim + k]!;
+            }
+            column += rows;
+          }
+          const feeds = {
+            memory: set.tensor,
+            queryT: new this.#ort.Tensor('float32', queryT, [dim, width]),
+          };
+          sims = (await this.#session.run(feeds)).scores!.data as Float32Array<ArrayBuffer>;
+        }
+        let column = 0;
+        for (const j of chunk) {
+          const { query, rows, segments } = items[j]!;
+          const count = segments.memoryOffsets.length - 1;
+          const out: MaxSimResult = {
+            rows,
+            memories: count,
+            scores: new Float64Array(count),
+            best: new Float64Array(rows * count),
+            argmax: new Int32Array(rows * count),
+          };
+          const columns = { stride: Math.max(width, 1), offset: column };
+          results[j] = maxSimFromSimilarities(out, sims, query, dim, segments, set.norm, columns);
+          column += rows;
+        }
+      }
+    }
+    return results;
+  }
+
   /** Releases the session and the cached copies. */
   async release(): Promise<void> {
     this.#sets.clear();
@@ -146,20 +225,50 @@ export class OrtMaxSim {
 }
 
 /**
- * {@link queryLoss} with MaxSim on `kernel`: the same adapter forward, cross-entropy and
- * backward, and the same result bit for bit.
+ * The sum of {@link queryLoss} over `queries` (in order), their gradients added into `grads`
+ * in the same order, with MaxSim on `kernel` ({@link OrtMaxSim.maxSimMany}): the same result
+ * bit for bit as the loop over `queryLoss`.
  */
-export async function queryLossOrt(
+export async function lossSumOrt(
   kernel: OrtMaxSim,
   params: AdapterParams,
-  query: LossQuery & { readonly candidates: { readonly tokenVectors: Float32Array } },
+  queries: readonly (LossQuery & {
+    readonly candidates: { readonly tokenVectors: Float32Array };
+  })[],
   temperature: number,
   grads?: AdapterGradients,
 ): Promise<number> {
   const { dim, rank } = params;
-  const { tokens, rows } = query;
-  const cache = createForwardCache(rows, dim, rank);
-  const adapted = applyAdapterInto(new Float64Array(rows * dim), params, tokens, rows, cache);
-  const result = await kernel.maxSim(adapted, rows, query.candidates);
-  return lossFromMaxSim(params, query, cache, result, temperature, grads, maxSimBackwardBlocked);
+  const forward = queries.map((query) => {
+    const cache = createForwardCache(query.rows, dim, rank);
+    const adapted = applyAdapterInto(
+      new Float64Array(query.rows * dim),
+      params,
+      query.tokens,
+      query.rows,
+      cache,
+    );
+    return { cache, adapted };
+  });
+  const results = await kernel.maxSimMany(
+    queries.map((query, j) => ({
+      query: forward[j]!.adapted,
+      rows: query.rows,
+      segments: query.candidates,
+    })),
+  );
+  let sum = 0;
+  for (let j = 0; j < queries.length; j++) {
+    const { cache } = forward[j]!;
+    sum += lossFromMaxSim(
+      params,
+      queries[j]!,
+      cache,
+      results[j]!,
+      temperature,
+      grads,
+      maxSimBackwardBlocked,
+    );
+  }
+  return sum;
 }

@@ -8,7 +8,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { queryLoss, type LossQuery } from './loss.js';
 import type { PoolReply, PoolRequest, PoolSetup } from './loss-pool.js';
-import { OrtMaxSim, queryLossOrt } from './ort-maxsim.js';
+import { OrtMaxSim, lossSumOrt } from './ort-maxsim.js';
 
 const port = parentPort;
 if (port === null) throw new Error('train-worker: must run in a worker thread');
@@ -52,16 +52,14 @@ port.on('message', async (request: PoolRequest) => {
     const grads = request.gradients
       ? { a: new Float64Array(rank * dim), b: new Float64Array(dim * rank) }
       : undefined;
-    const ids = request.queries;
+    const run = Array.from(request.queries, (id) => {
+      const query = queries[id];
+      if (query === undefined) throw new Error(`train-worker: no query ${id}`);
+      return query;
+    });
     let sum = 0;
-    for (let i = 0; i < ids.length; i++) {
-      const query = queries[ids[i]!];
-      if (query === undefined) throw new Error(`train-worker: no query ${ids[i]}`);
-      sum +=
-        kernel === undefined
-          ? queryLoss(params, query, temperature, grads)
-          : await queryLossOrt(kernel, params, query, temperature, grads);
-    }
+    if (kernel !== undefined) sum = await lossSumOrt(kernel, params, run, temperature, grads);
+    else for (const query of run) sum += queryLoss(params, query, temperature, grads);
     if (grads === undefined) reply = { kind: 'result', loss: sum };
     else {
       reply = { kind: 'result', loss: sum, a: grads.a, b: grads.b };
