@@ -107,6 +107,7 @@ describe('storeIndexFactory: HNSW graphs for large banks', () => {
     const built = index.graphStats().toppedUpTokens;
     expect(built).toBeGreaterThan(200);
     await churn(store, 2);
+    await index.graphsSettled(); // writes reach the graph after their acknowledgement
     const snap = store.snapshot();
     const view = snap.bank('b');
     const tokens = view.tokenOffsets[view.ids.length]!;

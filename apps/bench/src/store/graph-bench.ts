@@ -277,6 +277,9 @@ export async function graphAddRows(
     seconds[policy] = ms(t1) / 1000;
     await store.close();
   }
+  note(
+    `graph-add: ${options.added} adds in batches of 32: graph ${seconds.graph!.toFixed(2)} s, exact ${seconds.exact!.toFixed(2)} s`,
+  );
   rows.push([
     'add, batch 32 (memories/s)',
     String(options.added),

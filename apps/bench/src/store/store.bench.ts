@@ -211,7 +211,13 @@ async function main(): Promise<void> {
         ...(threads === undefined ? {} : { threads }),
       });
     if (parts.has('graph') || parts.has('graph-add')) {
-      const unique = [...new Set(loaded.benchmark.memories.map((m) => m.text))];
+      const base = positive('--graph-base', values['graph-base']);
+      const added = positive('--graph-added', values['graph-added']);
+      // The graph-add part alone needs only its memories encoded.
+      const unique = [...new Set(loaded.benchmark.memories.map((m) => m.text))].slice(
+        0,
+        parts.has('graph') ? undefined : base + added,
+      );
       note(`graph: encoding ${unique.length} LoCoMo memories …`);
       const all = await embedder.encode(unique, 'passage');
       const options = {
@@ -225,8 +231,8 @@ async function main(): Promise<void> {
         graphAdd.push(
           ...(await graphAddRows(all, unique, embedder, {
             ...options,
-            base: positive('--graph-base', values['graph-base']),
-            added: positive('--graph-added', values['graph-added']),
+            base,
+            added,
           })),
         );
       if (parts.has('graph'))

@@ -42,7 +42,7 @@ const yieldNow = (): Promise<void> => new Promise((resolve) => setImmediate(reso
 /**
  * Keeps one {@link BankGraph} per large bank in step with the store: builds or loads it in the
  * background (loading tops up the versions the file lacks and removes those it holds in
- * excess), applies every write to it, saves it under `graphs/` (at flushes, once enough
+ * excess), applies every write to it (queued, in write order, after the write is acknowledged), saves it under `graphs/` (at flushes, once enough
  * changed, and at close). Any failure drops that bank's graph (its searches run exactly): a
  * graph is derived data and never fails a write.
  */
@@ -54,6 +54,8 @@ export class GraphKeeper implements IndexLink {
   #saves = 0;
   #closing = false;
   #disabled = false;
+  /** Writes not yet applied to the graphs, in order. */
+  #queue: Promise<void> = Promise.resolve();
 
   constructor(
     readonly store: IndexedStore,
@@ -92,6 +94,7 @@ export class GraphKeeper implements IndexLink {
   }
 
   async settled(): Promise<void> {
+    await this.#queue;
     for (;;) {
       const pending = [...this.#slots.values()]
         .map((s) => s.building)
@@ -115,7 +118,17 @@ export class GraphKeeper implements IndexLink {
     };
   }
 
-  async applied(change: StoreChange): Promise<void> {
+  /**
+   * Queues the change (the write is acknowledged without waiting for the graph: a search reads
+   * the graph against its own snapshot, so one behind its writes stays exact). Changes apply in
+   * write order.
+   */
+  applied(change: StoreChange): Promise<void> {
+    this.#queue = this.#queue.then(() => this.#apply(change));
+    return Promise.resolve();
+  }
+
+  async #apply(change: StoreChange): Promise<void> {
     const bank = change.kind === 'add' ? change.rows.bank : change.bank;
     const slot = this.#slots.get(bank);
     const graph = slot?.graph;
@@ -141,6 +154,7 @@ export class GraphKeeper implements IndexLink {
   }
 
   async flushed(): Promise<void> {
+    await this.#queue;
     for (const [bank, slot] of this.#slots) {
       const g = slot.graph;
       if (g === undefined || !slot.ready) continue;
@@ -150,6 +164,7 @@ export class GraphKeeper implements IndexLink {
   }
 
   async close(): Promise<void> {
+    await this.#queue;
     this.#closing = true;
     await this.settled();
     for (const [bank, slot] of this.#slots) {
