@@ -42,7 +42,8 @@ interface Run {
 async function readRun(dir: string): Promise<Run> {
   const results = runSchema.parse(JSON.parse(await readFile(join(dir, 'results.json'), 'utf8')));
   const meta = results.runs[0]?.results.meta ?? {};
-  const model = typeof meta.model === 'string' ? meta.model : JSON.stringify(meta.model ?? dir);
+  const named = z.object({ name: z.string() }).safeParse(meta.model);
+  const model = named.success ? named.data.name : String(meta.model ?? dir);
   const lines = await readPerQueryJsonl(join(dir, 'per-query.jsonl'));
   return { dir, model, evaluations: recomputeFromPerQuery(lines, { ks: [10] }) };
 }
