@@ -16,7 +16,7 @@ import { MANIFEST_FILE } from './manifest.js';
 import { recover } from './recovery.js';
 import type { MilvusOptions } from '@bfe/index-milvus';
 import { milvusIndexFactory } from './milvus-index.js';
-import { isStoreIndexFactory, storeIndexFactory, type StoreIndexFactory } from './store-index.js';
+import { isStoreIndexFactory, storeIndexFactory } from './store-index.js';
 import type { SparseScorer } from '@bfe/scorer';
 import {
   searchView,
