@@ -15,8 +15,8 @@ import { acquireLock } from './lock.js';
 import { MANIFEST_FILE } from './manifest.js';
 import { recover } from './recovery.js';
 import type { MilvusOptions } from '@bfe/index-milvus';
-import { milvusIndexFactory } from './milvus-index.js';
-import { isStoreIndexFactory, storeIndexFactory } from './store-index.js';
+import { chooseIndex } from './index-choice.js';
+import { isStoreIndexFactory } from './store-index.js';
 import type { SparseScorer } from '@bfe/scorer';
 import {
   searchView,
@@ -54,12 +54,10 @@ export interface StoreOptions {
    */
   readonly scorer?: SparseScorer;
   /**
-   * The token index searches use unless a request names its own (a factory per bank view).
-   * Default: {@link storeIndexFactory}`({ threads })` — exact and resident up to 65,536 content
-   * tokens, a maintained HNSW graph above (`graphs/`). A {@link StoreIndexFactory} passed here is
-   * attached to this store; `storeIndexFactory({ exact: true })`: exact search everywhere.
-   * A Milvus address (`'milvus://host:port'`) or Milvus options: {@link milvusIndexFactory}, owned
-   * by the store and closed at `close`.
+   * The token index searches use unless a request names its own ({@link chooseIndex}). Default:
+   * `storeIndexFactory({ threads })`: exact and resident up to 65,536 content tokens, a maintained
+   * HNSW graph above (`graphs/`); a `StoreIndexFactory` passed here is attached to this store. A
+   * Milvus address (`'milvus://host:port'`) or options: `milvusIndexFactory`, closed at `close`.
    */
   readonly index?: TokenIndexFactory | MilvusOptions | string;
 }
@@ -183,20 +181,8 @@ export class MemoryStore {
         flushBytes: options.flushBytes ?? 32 * 1024 * 1024,
         compactSegments: options.compactSegments ?? 8,
       });
-      const given = options.index;
-      let index: TokenIndexFactory;
-      if (given === undefined) {
-        const made = storeIndexFactory(
-          options.threads === undefined ? {} : { threads: options.threads },
-        );
-        own = made;
-        index = made;
-      } else if (typeof given === 'function') index = given;
-      else {
-        const made = milvusIndexFactory(given);
-        own = made;
-        index = made;
-      }
+      const { index, own: owned } = chooseIndex(options.index, options.threads);
+      own = owned;
       if (isStoreIndexFactory(index)) {
         writer.listener = await index.attach({
           dir: root,
