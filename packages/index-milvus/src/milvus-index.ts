@@ -1,6 +1,6 @@
 import {
   ExactTokenIndex,
-  ScorerInputError,
+  searchK,
   tieOrder,
   type SimilarityKernel,
   type TokenHits,
@@ -147,17 +147,7 @@ export class MilvusTokenIndex implements TokenIndex {
     const dim = this.dim;
     let candidateTokens = 0;
     for (const m of memories) candidateTokens += offsets[m + 1]! - offsets[m]!;
-    if (candidateTokens === 0) {
-      throw new ScorerInputError('empty-bank', 'the bank to search holds no tokens');
-    }
-    if (k > candidateTokens && options.clampK !== true) {
-      throw new ScorerInputError(
-        'k-exceeds-bank',
-        `k = ${k} is larger than the bank of ${candidateTokens} tokens`,
-        { suggestion: `Use k ≤ ${candidateTokens}, or clampK to search the whole bank.` },
-      );
-    }
-    const kk = Math.min(k, candidateTokens);
+    const kk = searchK(k, candidateTokens, options.clampK);
     if (rows === 0) {
       const none = new Int32Array(0);
       return {

@@ -24,3 +24,22 @@ export class ScorerInputError extends DataError {
     this.reason = reason;
   }
 }
+
+/**
+ * The `k` a search of `size` bank tokens returns: `min(k, size)`.
+ * @throws {ScorerInputError} `empty-bank` for `size` 0; `k-exceeds-bank` for `k > size` unless
+ *   `clampK`
+ */
+export function searchK(k: number, size: number, clampK: boolean | undefined): number {
+  if (size === 0) throw new ScorerInputError('empty-bank', 'the bank to search holds no tokens');
+  if (k > size && clampK !== true) {
+    throw new ScorerInputError(
+      'k-exceeds-bank',
+      `k = ${k} is larger than the bank of ${size} tokens`,
+      {
+        suggestion: `Use k ≤ ${size}, or clampK to search the whole bank.`,
+      },
+    );
+  }
+  return Math.min(k, size);
+}

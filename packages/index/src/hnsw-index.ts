@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { decodeTokens, prepareQuery } from './codecs/codec.js';
 import { CodecExactTokenIndex, codecTokenStore, type CodecSide } from './codec-index.js';
-import { ScorerInputError } from './errors.js';
+import { searchK } from './errors.js';
 import { buildHnsw, loadHnsw } from './hnsw/hnsw.js';
 import type { HnswIndex, HnswOptions, HnswParams, HnswScalarKind } from './hnsw/hnsw.js';
 import {
@@ -254,17 +254,7 @@ export class HnswTokenIndex implements TokenIndex {
     const offsets = this.#side.tokenOffsets;
     let candidateTokens = 0;
     for (const m of memories) candidateTokens += offsets[m + 1]! - offsets[m]!;
-    if (candidateTokens === 0) {
-      throw new ScorerInputError('empty-bank', 'the bank to search holds no tokens');
-    }
-    if (k > candidateTokens && options.clampK !== true) {
-      throw new ScorerInputError(
-        'k-exceeds-bank',
-        `k = ${k} is larger than the bank of ${candidateTokens} tokens`,
-        { suggestion: `Use k ≤ ${candidateTokens}, or clampK to search the whole bank.` },
-      );
-    }
-    const kk = Math.min(k, candidateTokens);
+    const kk = searchK(k, candidateTokens, options.clampK);
     const codeDim = this.#side.model.codeDim;
     const q = prepareQuery(this.#side.model, queries, rows);
     const fetch = Math.min(proposalsFor(kk, this.#options.overFetch), candidateTokens);

@@ -34,7 +34,7 @@ export type { SimilarityGraphSpec } from './onnx-graph.js';
 export { CODEC_GRAPH_NAMES, codecSimilarityGraph } from './codec-graph.js';
 export type { CodecGraphSpec, CodeElement } from './codec-graph.js';
 export { codecChunkScoring } from './codec-scan.js';
-export { ScorerInputError } from './errors.js';
+export { ScorerInputError, searchK } from './errors.js';
 export type { ScorerInputReason } from './errors.js';
 export { trainCodec, encodeTokens, decodeTokens, prepareQuery } from './codecs/codec.js';
 export type { TrainCodecOptions } from './codecs/codec.js';

@@ -1,5 +1,5 @@
 import {
-  ScorerInputError,
+  searchK,
   flatTokenStore,
   tieOrder,
   type TokenHits,
@@ -83,16 +83,7 @@ export class GraphTokenIndex implements TokenIndex {
     const total = this.size;
     if (options.bestPerMemory === true || !isEveryRow(options.memories, n))
       return this.#exact(queries, rows, k, options);
-    if (total === 0) throw new ScorerInputError('empty-bank', 'the bank to search holds no tokens');
-    if (k > total && options.clampK !== true)
-      throw new ScorerInputError(
-        'k-exceeds-bank',
-        `k = ${k} is larger than the bank of ${total} tokens`,
-        {
-          suggestion: `Use k ≤ ${total}, or clampK to search the whole bank.`,
-        },
-      );
-    const kk = Math.min(k, total);
+    const kk = searchK(k, total, options.clampK);
     // The graph is read and searched in one synchronous step: no write changes it in between.
     const reading = this.#read();
     const graphSize = this.graph.hnsw.size;
