@@ -18,6 +18,7 @@ import {
   type Vector,
 } from 'apache-arrow';
 import type { EncodedChunk } from './pass.js';
+import { WINDOW_POOLING, type WindowSpec } from './window.js';
 
 /** Element type of stored vectors. Float16 halves the files; vectors are still unit-norm to ~1e-3. */
 export type VectorDtype = 'float32' | 'float16';
@@ -42,6 +43,8 @@ export interface BankMetadata {
   readonly maxLength: number;
   /** Hash of the inputs (benchmark hash, role, prefix) the file was computed from. */
   readonly inputHash: string;
+  /** Memories encoded in windows (METHOD.md §8); absent: truncated at `maxLength`. */
+  readonly window?: WindowSpec;
 }
 
 function metadataMap(
@@ -60,6 +63,14 @@ function metadataMap(
     ['bfe.dtype', m.dtype],
     ['bfe.max_length', String(m.maxLength)],
     ['bfe.input_hash', m.inputHash],
+    // Only on windowed files, so a bank without windows keeps its bytes.
+    ...(m.window === undefined
+      ? []
+      : ([
+          ['bfe.window_size', String(m.window.size)],
+          ['bfe.window_stride', String(m.window.stride)],
+          ['bfe.window_pooling', WINDOW_POOLING],
+        ] as const)),
   ]);
 }
 
@@ -161,6 +172,8 @@ export interface WrittenCounts {
   readonly truncated: number;
   /** Rows that kept no content token (they are still ranked by their pooled vector). */
   readonly withoutTokens: number;
+  /** Windowed files only: rows encoded in more than one window, and the windows run. */
+  readonly windowed?: { readonly rows: number; readonly windows: number };
 }
 
 /**
@@ -203,10 +216,22 @@ export async function writeBankTables(
   let tokens = 0;
   let truncated = 0;
   let withoutTokens = 0;
+  let windowedRows = 0;
+  let windows = 0;
   try {
     for await (const c of chunks) {
       if (c.dim !== meta.dim)
         throw new Error(`encoder returned dim ${c.dim}, manifest says ${meta.dim}`);
+      if ((meta.window !== undefined) !== (c.windows !== undefined))
+        throw new Error(
+          `the metadata says ${meta.window === undefined ? 'no window' : 'windowed'}, the encoded chunk ${c.windows === undefined ? 'has no windows' : 'is windowed'}`,
+        );
+      if (c.windows !== undefined) {
+        for (let i = 0; i < c.count; i++) {
+          windows += c.windows[i]!;
+          if (c.windows[i]! > 1) windowedRows++;
+        }
+      }
       const idVector = vectorFromArray(ids.slice(c.start, c.start + c.count), new Utf8());
       const children = [
         idVector.data[0]!,
@@ -256,5 +281,11 @@ export async function writeBankTables(
     await Promise.all([rowsFile.close(), tokensFile.close()]);
   }
   if (rows !== ids.length) throw new Error(`wrote ${rows} rows for ${ids.length} ids`);
-  return { rows, tokens, truncated, withoutTokens };
+  return {
+    rows,
+    tokens,
+    truncated,
+    withoutTokens,
+    ...(meta.window === undefined ? {} : { windowed: { rows: windowedRows, windows } }),
+  };
 }

@@ -25,7 +25,24 @@ export const bankManifestSchema = z.strictObject({
     prefixes: z.strictObject({ query: z.string(), passage: z.string() }),
   }),
   dtype: z.enum(['float32', 'float16']),
+  /** Truncation of the queries, and of the memories when `window` is absent. */
   maxLength: z.number().int().positive(),
+  /**
+   * Present only when the memories were encoded in windows (METHOD.md §8): the window (tokens,
+   * specials included) and stride (content tokens), the pooled vector's definition, how many
+   * memories were longer than one window, and the windows run over all memories. The token
+   * files' rows are `memories.tokens` and `queries.tokens`; queries are never windowed
+   * (`queries.truncated` counts those cut at `maxLength`).
+   */
+  window: z
+    .strictObject({
+      size: z.number().int().positive(),
+      stride: z.number().int().positive(),
+      pooling: z.string(),
+      windowedMemories: z.number().int().nonnegative(),
+      memoryWindows: z.number().int().nonnegative(),
+    })
+    .optional(),
   executionProvider: z.string(),
   memories: countsSchema,
   queries: countsSchema,

@@ -2,10 +2,17 @@ import { createHash } from 'node:crypto';
 import { open, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FixedSizeList, Float32, Int32, Table, Vector } from 'apache-arrow';
-import { ArtifactCorruptError, DataMissingError, flatListValues, readArrowFile } from '@bfe/core';
+import {
+  ArtifactCorruptError,
+  ConfigError,
+  DataMissingError,
+  flatListValues,
+  readArrowFile,
+} from '@bfe/core';
 import { BANK_MANIFEST_FILE, bankManifestSchema, type BankManifest } from './bank-manifest.js';
 import { bankFileNames, type BankRole } from './bank-files.js';
 import { hashFile, readTokenFileColumns, type VectorFileLayout } from './bank-token-file.js';
+import type { WindowSpec } from './window.js';
 
 /** One role's tables, as zero-copy typed views. */
 export interface BankSide {
@@ -50,6 +57,12 @@ export interface OpenBankOptions {
    * `verifyHashes`, nothing kept), so a bank larger than RAM can be opened.
    */
   readonly memoryTokens?: 'memory' | 'file';
+  /**
+   * The windowing the caller expects (its experiment's `model.window`); `null`: memories
+   * truncated at `maxLength`, no windows. A bank encoded otherwise is refused with
+   * {@link ConfigError}. Left out: not checked.
+   */
+  readonly window?: WindowSpec | null;
 }
 
 /**
@@ -86,6 +99,7 @@ export async function openBank(
   if (!parsed.success)
     throw new ArtifactCorruptError(`${join(dir, BANK_MANIFEST_FILE)}: ${parsed.error.message}`);
   const manifest = parsed.data;
+  if (options.window !== undefined) checkWindow(dir, manifest, options.window);
   const verify = options.verifyHashes ?? true;
   const streamed = options.memoryTokens === 'file' ? bankFileNames('memories').tokens : undefined;
   const buffers = new Map<string, Uint8Array>();
@@ -124,6 +138,28 @@ export async function openBank(
     tokenFile: file.vectors,
   };
   return { manifest, dim, memories, queries: side('queries') };
+}
+
+function describeWindow(w: WindowSpec | null | undefined): string {
+  return w === null || w === undefined
+    ? 'no window (memories truncated at maxLength)'
+    : `window size ${w.size}, stride ${w.stride}`;
+}
+
+function checkWindow(dir: string, manifest: BankManifest, expected: WindowSpec | null): void {
+  const w = manifest.window;
+  const same =
+    expected === null
+      ? w === undefined
+      : w !== undefined && w.size === expected.size && w.stride === expected.stride;
+  if (!same)
+    throw new ConfigError(
+      `${dir}: the bank was encoded with ${describeWindow(w)}, the experiment asks for ${describeWindow(expected)}`,
+      {
+        suggestion:
+          'Encode the bank again with the experiment’s model.window, or change the experiment.',
+      },
+    );
 }
 
 /** A streamed file's size, and its SHA-256 when `sha256` is given (read in slices). */
@@ -229,6 +265,18 @@ function readSide(
     ) {
       throw new ArtifactCorruptError(
         `${file}: its metadata names another model or dimension than bank.json`,
+      );
+    }
+    // Only memory files are windowed; their metadata must say what bank.json says.
+    const window = role === 'memories' ? manifest.window : undefined;
+    if (
+      metadata.get('bfe.window_size') !==
+        (window === undefined ? undefined : String(window.size)) ||
+      metadata.get('bfe.window_stride') !==
+        (window === undefined ? undefined : String(window.stride))
+    ) {
+      throw new ArtifactCorruptError(
+        `${file}: its window metadata (${metadata.get('bfe.window_size') ?? 'none'}/${metadata.get('bfe.window_stride') ?? 'none'}) does not match bank.json (${describeWindow(window)})`,
       );
     }
   }

@@ -13,6 +13,7 @@ import { BANK_MANIFEST_FILE, type BankManifest } from './bank-manifest.js';
 import { bankFileNames, writeBankTables, type VectorDtype } from './bank-files.js';
 import type { Encoder } from './encoder.js';
 import type { EncodedChunk } from './pass.js';
+import { WINDOW_POOLING } from './window.js';
 
 export interface EncodeBenchmarkOptions {
   readonly dtype?: VectorDtype;
@@ -96,8 +97,10 @@ export async function encodeBenchmark(
       {
         ...common,
         inputHash: contentHash({ benchmark: hash, role: 'memories', prefix: m.prefixes.passage }),
+        ...(encoder.window === undefined ? {} : { window: encoder.window }),
       },
     );
+    const { windowed, ...memoryCounts } = memories;
     const qNames = bankFileNames('queries');
     const queries = await writeBankTables(
       'queries',
@@ -133,8 +136,19 @@ export async function encodeBenchmark(
       },
       dtype,
       maxLength: encoder.maxLength,
+      ...(encoder.window === undefined
+        ? {}
+        : {
+            window: {
+              size: encoder.window.size,
+              stride: encoder.window.stride,
+              pooling: WINDOW_POOLING,
+              windowedMemories: windowed?.rows ?? 0,
+              memoryWindows: windowed?.windows ?? 0,
+            },
+          }),
       executionProvider: options.executionProvider ?? 'cpu',
-      memories,
+      memories: memoryCounts,
       queries,
       files,
       seconds: (performance.now() - started) / 1000,

@@ -1,14 +1,18 @@
 import { join } from 'node:path';
-import { ArtifactCorruptError } from '@bfe/core';
+import { ArtifactCorruptError, ConfigError } from '@bfe/core';
 import type { ModelManifest } from '@bfe/models';
 import { EncoderSession, type SessionOptions } from './onnx-session.js';
 import { encodePass, type EncodedChunk, type PassOptions } from './pass.js';
 import { TextTokenizer } from './tokenizer.js';
+import type { WindowSpec } from './window.js';
 
 /** A loaded encoder: the model's manifest, its ONNX session and its tokenizer. */
 export interface Encoder {
   readonly manifest: ModelManifest;
+  /** Truncation of queries, and of memories when there is no window. */
   readonly maxLength: number;
+  /** Memories (passages) longer than `window.size` are encoded as windows; queries never are. */
+  readonly window?: WindowSpec | undefined;
   /** Encodes texts as passages (memories) or queries, with the model's prefix for that role. */
   encode(
     texts: readonly unknown[],
@@ -22,12 +26,13 @@ export interface Encoder {
 
 /**
  * Opens the encoder a manifest describes. Refuses a tokenizer whose vocabulary does not fit
- * the model's, and a `maxLength` beyond the model's positions.
+ * the model's, a `maxLength` or window size beyond the model's positions, a stride larger than
+ * the window, and a window for a model whose pooling is not the mean.
  */
 export async function openEncoder(
   dir: string,
   manifest: ModelManifest,
-  options: SessionOptions & { maxLength?: number } = {},
+  options: SessionOptions & { maxLength?: number; window?: WindowSpec } = {},
 ): Promise<Encoder> {
   const maxLength = options.maxLength ?? manifest.maxLength;
   if (maxLength > manifest.maxPositions || maxLength < 2) {
@@ -35,7 +40,14 @@ export async function openEncoder(
       `maxLength ${maxLength} is outside 2..${manifest.maxPositions} for ${manifest.name}`,
     );
   }
+  const window = options.window;
+  if (window !== undefined) checkWindow(window, manifest);
   const tokenizer = new TextTokenizer(join(dir, manifest.tokenizerFile), maxLength);
+  // Memories are tokenised whole when windowed: the pass cuts them into windows.
+  const passages =
+    window === undefined
+      ? tokenizer
+      : new TextTokenizer(join(dir, manifest.tokenizerFile), undefined);
   if (tokenizer.vocabSize > manifest.vocabSize) {
     throw new ArtifactCorruptError(
       `${manifest.tokenizerFile} has ${tokenizer.vocabSize} tokens but ${manifest.name} embeds only ${manifest.vocabSize}: the tokenizer does not belong to this model`,
@@ -46,11 +58,35 @@ export async function openEncoder(
   return {
     manifest,
     maxLength,
+    window,
     encode(texts, role, passOptions = {}) {
-      const prefix = role === 'query' ? manifest.prefixes.query : manifest.prefixes.passage;
-      return encodePass(session, tokenizer, spec, texts, { ...passOptions, prefix });
+      if (role === 'query')
+        return encodePass(session, tokenizer, spec, texts, {
+          ...passOptions,
+          prefix: manifest.prefixes.query,
+        });
+      return encodePass(session, passages, spec, texts, {
+        ...passOptions,
+        prefix: manifest.prefixes.passage,
+        ...(window === undefined ? {} : { window }),
+      });
     },
     tokenText: (id) => tokenizer.tokenText(id),
     dispose: () => session.dispose(),
   };
+}
+
+function checkWindow(window: WindowSpec, manifest: ModelManifest): void {
+  const { size, stride } = window;
+  if (!Number.isInteger(size) || size < 3 || size > manifest.maxPositions)
+    throw new ConfigError(
+      `window.size ${size} is outside 3..${manifest.maxPositions} for ${manifest.name}`,
+    );
+  if (!Number.isInteger(stride) || stride < 1 || stride >= size)
+    throw new ConfigError(`window.stride ${stride} must be an integer in 1..${size - 1}`);
+  if (manifest.pooling !== 'mean')
+    throw new ConfigError(
+      `${manifest.name} pools by ${manifest.pooling}: windowed memories are defined for mean pooling only`,
+      { suggestion: 'Leave model.window out (truncate at maxLength) for this model.' },
+    );
 }

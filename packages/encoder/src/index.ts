@@ -16,3 +16,5 @@ export { openBank } from './bank-reader.js';
 export type { BankSide, FileBankSide, OpenBankOptions, OpenedBank } from './bank-reader.js';
 export { hashFile, readTokenFileColumns } from './bank-token-file.js';
 export type { TokenFileColumns, VectorFileLayout } from './bank-token-file.js';
+export { WINDOW_POOLING, splitWindows, windowOwnership, windowStarts } from './window.js';
+export type { WindowRow, WindowSpec, WindowedText } from './window.js';

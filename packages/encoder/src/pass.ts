@@ -1,5 +1,6 @@
 import type { EncoderSession } from './onnx-session.js';
 import type { TextTokenizer, TokenizedText } from './tokenizer.js';
+import { splitWindows, type WindowedText, type WindowSpec } from './window.js';
 
 /** How a model pools its token states into one vector (METHOD.md §1). */
 export interface PoolingSpec {
@@ -26,6 +27,8 @@ export interface EncodedChunk {
   readonly tokenId: Int32Array;
   /** L2-normalised last-layer states `[tokens * dim]`. */
   readonly tokenVectors: Float32Array;
+  /** Windowed passes only: encoder rows (windows) run per text `[count]` (1: not windowed). */
+  readonly windows?: Int32Array;
 }
 
 export interface PassOptions {
@@ -38,6 +41,17 @@ export interface PassOptions {
   readonly maxBatchSize?: number;
   /** Called after every batch with texts done so far and content tokens kept. */
   readonly onProgress?: (done: number, total: number, tokens: number) => void;
+  /**
+   * Encode texts longer than `window.size` tokens as overlapping windows (METHOD.md §8) instead
+   * of truncating them: the tokenizer must not truncate. Mean pooling only.
+   */
+  readonly window?: WindowSpec;
+  /**
+   * Windowed passes: a chunk is cut into parts of at most this many input tokens (whole texts;
+   * default 131,072, about 200 MB of 384-d float32 states), each yielded as its own chunk, so
+   * a chunk of long texts holds no more than a truncated chunk would.
+   */
+  readonly maxChunkTokens?: number;
 }
 
 /**
@@ -61,51 +75,195 @@ export async function* encodePass(
   const chunkSize = options.chunkSize ?? 2048;
   const maxBatchTokens = options.maxBatchTokens ?? 8192;
   const maxBatchSize = options.maxBatchSize ?? 32;
-  let done = 0;
-  let keptTokens = 0;
+  const window = options.window;
+  if (window !== undefined) {
+    if (tokenizer.maxLength !== undefined)
+      throw new Error('a windowed pass needs a tokenizer that does not truncate');
+    if (spec.pooling !== 'mean')
+      throw new Error(`windowed pooling is defined for mean pooling only, not ${spec.pooling}`);
+  }
+  const progress = { done: 0, tokens: 0, total: texts.length, onProgress: options.onProgress };
   for (let start = 0; start < texts.length; start += chunkSize) {
     const slice = texts.slice(start, start + chunkSize);
     const tokenized = await tokenizer.encode(slice, options.prefix ?? '');
-    const count = tokenized.length;
-    const order = Array.from({ length: count }, (_, i) => i).sort(
-      (a, b) => tokenized[b]!.ids.length - tokenized[a]!.ids.length || a - b,
-    );
-    let dim = 0;
-    const pooled: Float32Array[] = new Array<Float32Array>(count);
-    const tokens: Float32Array[] = new Array<Float32Array>(count);
-    let at = 0;
-    while (at < count) {
-      const longest = tokenized[order[at]!]!.ids.length;
-      const size = Math.max(
-        1,
-        Math.min(maxBatchSize, Math.floor(maxBatchTokens / longest), count - at),
-      );
-      const rows = order.slice(at, at + size);
-      const batch = await runBatch(
-        session,
-        rows.map((r) => tokenized[r]!),
-        longest,
-      );
-      dim = batch.dim;
-      for (let b = 0; b < rows.length; b++) {
-        const row = rows[b]!;
-        const t = tokenized[row]!;
-        const base = b * longest * dim;
-        pooled[row] = poolRow(batch.states, base, t.ids.length, dim, spec);
-        tokens[row] = contentRows(batch.states, base, t, dim);
-        keptTokens += tokens[row]!.length / dim;
-      }
-      at += size;
-      done += rows.length;
-      options.onProgress?.(done, texts.length, keptTokens);
+    if (window === undefined) {
+      const rows = tokenized.map((t) => wholeText(t));
+      yield await encodeGroup(session, spec, start, tokenized, rows, progress, batching());
+      continue;
     }
-    yield assemble(start, tokenized, pooled, tokens, dim);
+    // Windowed: whole texts, cut into parts of bounded size (bounded memory).
+    const budget = options.maxChunkTokens ?? 131_072;
+    let from = 0;
+    while (from < tokenized.length) {
+      let to = from;
+      let held = 0;
+      while (to < tokenized.length && (to === from || held + tokenized[to]!.ids.length <= budget))
+        held += tokenized[to++]!.ids.length;
+      const part = tokenized.slice(from, to);
+      const rows = part.map((t) => splitWindows(t, window));
+      yield await encodeGroup(session, spec, start + from, part, rows, progress, batching());
+      from = to;
+    }
   }
+
+  function batching() {
+    return { maxBatchTokens, maxBatchSize, windowed: window !== undefined };
+  }
+}
+
+interface Progress {
+  done: number;
+  tokens: number;
+  readonly total: number;
+  readonly onProgress: PassOptions['onProgress'];
+}
+
+/** A text run as one row, whole (the pass without windows). */
+function wholeText(t: TokenizedText): WindowedText {
+  return {
+    head: 0,
+    tail: 0,
+    content: 0,
+    rows: [
+      {
+        ids: t.ids,
+        content: t.content,
+        first: 0,
+        ownFrom: 0,
+        ownTo: 0,
+        ownsHead: true,
+        ownsTail: true,
+      },
+    ],
+  };
+}
+
+/**
+ * Encodes one group of texts: every row (a whole text, or one window) bucketed by length
+ * (longest first, ties in row order), run, then pooled and kept per text. A text of one row
+ * is pooled and kept exactly as without windows; a windowed text sums the states of what each
+ * window owns (see `WINDOW_POOLING`) and keeps each content token from its owning window.
+ */
+async function encodeGroup(
+  session: EncoderSession,
+  spec: PoolingSpec,
+  start: number,
+  tokenized: readonly TokenizedText[],
+  windowed: readonly WindowedText[],
+  progress: Progress,
+  batching: { maxBatchTokens: number; maxBatchSize: number; windowed: boolean },
+): Promise<EncodedChunk> {
+  const count = tokenized.length;
+  const rowText: number[] = [];
+  const rowOf: WindowedText['rows'][number][] = [];
+  for (let i = 0; i < count; i++) {
+    for (const r of windowed[i]!.rows) {
+      rowText.push(i);
+      rowOf.push(r);
+    }
+  }
+  const order = Array.from({ length: rowOf.length }, (_, i) => i).sort(
+    (a, b) => rowOf[b]!.ids.length - rowOf[a]!.ids.length || a - b,
+  );
+  let dim = 0;
+  const pooled: Float32Array[] = new Array<Float32Array>(count);
+  const tokens: Float32Array[] = new Array<Float32Array>(count);
+  const sums: Array<Float64Array | undefined> = new Array<Float64Array | undefined>(count);
+  const pending = new Int32Array(count);
+  for (let i = 0; i < count; i++) pending[i] = windowed[i]!.rows.length;
+  let at = 0;
+  while (at < order.length) {
+    const longest = rowOf[order[at]!]!.ids.length;
+    const size = Math.max(
+      1,
+      Math.min(
+        batching.maxBatchSize,
+        Math.floor(batching.maxBatchTokens / longest),
+        order.length - at,
+      ),
+    );
+    const rows = order.slice(at, at + size);
+    const batch = await runBatch(
+      session,
+      rows.map((r) => rowOf[r]!),
+      longest,
+    );
+    dim = batch.dim;
+    for (let b = 0; b < rows.length; b++) {
+      const text = rowText[rows[b]!]!;
+      const row = rowOf[rows[b]!]!;
+      const w = windowed[text]!;
+      const base = b * longest * dim;
+      if (w.rows.length === 1) {
+        pooled[text] = poolRow(batch.states, base, row.ids.length, dim, spec);
+        tokens[text] = contentRows(batch.states, base, row, dim);
+        progress.tokens += tokens[text].length / dim;
+        progress.done++;
+        continue;
+      }
+      if (tokens[text] === undefined) {
+        tokens[text] = new Float32Array(w.content * dim);
+        sums[text] = new Float64Array(dim);
+      }
+      keepWindow(batch.states, base, w, row, dim, sums[text]!, tokens[text]);
+      if (--pending[text]! === 0) {
+        pooled[text] = meanOfSum(sums[text]!, w.head + w.content + w.tail, spec);
+        sums[text] = undefined;
+        progress.tokens += w.content;
+        progress.done++;
+      }
+    }
+    at += size;
+    progress.onProgress?.(progress.done, progress.total, progress.tokens);
+  }
+  const chunk = assemble(start, tokenized, pooled, tokens, dim);
+  if (!batching.windowed) return chunk;
+  return { ...chunk, windows: Int32Array.from(windowed, (w) => w.rows.length) };
+}
+
+/**
+ * Adds what one window owns to its text's float64 sum (leading tokens if first, trailing if
+ * last, its content tokens), and writes its content tokens' unit states at their text index.
+ */
+function keepWindow(
+  states: Float32Array,
+  base: number,
+  w: WindowedText,
+  row: WindowedText['rows'][number],
+  dim: number,
+  sum: Float64Array,
+  kept: Float32Array,
+): void {
+  const length = row.ids.length;
+  if (row.ownsHead) for (let j = 0; j < w.head; j++) addInto(sum, states, base + j * dim);
+  for (let i = row.ownFrom; i < row.ownTo; i++) {
+    const off = base + (w.head + i - row.first) * dim;
+    addInto(sum, states, off);
+    kept.set(states.subarray(off, off + dim), i * dim);
+    normalizeInto(kept, kept, i * dim, dim);
+  }
+  if (row.ownsTail)
+    for (let j = length - w.tail; j < length; j++) addInto(sum, states, base + j * dim);
+}
+
+/** `sum += states[off, off + sum.length)`, in float64. */
+function addInto(sum: Float64Array, states: Float32Array, off: number): void {
+  const dim = sum.length;
+  for (let k = 0; k < dim; k++) sum[k]! += states[off + k]!;
+}
+
+/** A windowed text's pooled vector from its float64 sum over `length` tokens. */
+function meanOfSum(sum: Float64Array, length: number, spec: PoolingSpec): Float32Array {
+  const dim = sum.length;
+  const out = new Float32Array(dim);
+  for (let k = 0; k < dim; k++) out[k] = sum[k]! / length;
+  if (spec.normalize) normalizeInto(out, out, 0, dim);
+  return out;
 }
 
 async function runBatch(
   session: EncoderSession,
-  batch: readonly TokenizedText[],
+  batch: ReadonlyArray<{ readonly ids: Int32Array }>,
   seq: number,
 ): Promise<{ states: Float32Array; dim: number }> {
   const n = batch.length;
@@ -151,7 +309,7 @@ function poolRow(
 function contentRows(
   states: Float32Array,
   base: number,
-  t: TokenizedText,
+  t: { readonly content: Uint8Array },
   dim: number,
 ): Float32Array {
   let n = 0;

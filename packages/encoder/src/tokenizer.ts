@@ -20,7 +20,8 @@ export interface TokenizedText {
 
 /**
  * Reads a Hugging Face `tokenizer.json` with truncation at `maxLength` and no padding (the
- * file may carry a fixed padding of its own, which batching makes wasteful).
+ * file may carry a fixed padding of its own, which batching makes wasteful). `maxLength`
+ * undefined: no truncation at all (the windowed pass cuts long texts itself).
  */
 export class TextTokenizer {
   readonly #tokenizer: InstanceType<typeof native.Tokenizer>;
@@ -28,7 +29,7 @@ export class TextTokenizer {
 
   constructor(
     path: string,
-    readonly maxLength: number,
+    readonly maxLength: number | undefined,
   ) {
     try {
       this.#tokenizer = native.Tokenizer.fromFile(path);
@@ -38,7 +39,8 @@ export class TextTokenizer {
         { cause },
       );
     }
-    this.#tokenizer.setTruncation(maxLength);
+    if (maxLength === undefined) this.#tokenizer.disableTruncation();
+    else this.#tokenizer.setTruncation(maxLength);
     this.#tokenizer.disablePadding();
     this.vocabSize = this.#tokenizer.getVocabSize(true);
   }

@@ -1,6 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
+import { ConfigError } from '@bfe/core';
 import { openEncoder, type EncodedChunk } from '@bfe/encoder';
 import { loadModelManifest, resolveModelDir, type ModelManifest } from '@bfe/models';
 import type { ArtifactResult } from '../../cache/store.js';
@@ -42,6 +43,8 @@ export async function encodeIdentity(
     config: {
       model: modelManifest.name,
       maxLength: e.model.maxLength ?? modelManifest.maxLength,
+      // Only when set, so an experiment without windows keeps its key.
+      ...(e.model.window === undefined ? {} : { window: e.model.window }),
       dtype: e.model.dtype,
       executionProvider: e.model.executionProvider,
       ...(e.model.chunkSize === undefined ? {} : { chunkSize: e.model.chunkSize }),
@@ -136,6 +139,10 @@ export async function runEncodeShardStage(
   index: number,
   count: number,
 ): Promise<{ shard: ArtifactResult; plannedShards: number }> {
+  if (e.model.window !== undefined)
+    throw new ConfigError('a sharded encode (--shard) of windowed memories is not supported', {
+      suggestion: 'Run without --shard, or leave model.window out.',
+    });
   const id = await encodeIdentity(e, dataset);
   const shard = await runShard(ctx, e, dataset, id, index, count);
   const plan = await ctx.run('encode-plan', planSpec(id), async (dir) => {

@@ -54,10 +54,14 @@ export async function runEncodeStage(
     async (dir) => {
       const { benchmark } = await dataset.load();
       // The slices of a sharded encode (`--shard i/n`), when one was planned: the same chunks.
-      const sharded = await assembleShards(ctx, e, dataset, id, benchmark.memories.length);
+      const sharded =
+        e.model.window === undefined
+          ? await assembleShards(ctx, e, dataset, id, benchmark.memories.length)
+          : undefined;
       const encoder = await openEncoder(modelDir, modelManifest, {
         executionProvider: e.model.executionProvider,
         ...(e.model.maxLength === undefined ? {} : { maxLength: e.model.maxLength }),
+        ...(e.model.window === undefined ? {} : { window: e.model.window }),
         ...(e.model.threads === undefined ? {} : { threads: e.model.threads }),
       });
       try {
@@ -73,6 +77,13 @@ export async function runEncodeStage(
           memoryTokens: manifest.memories.tokens,
           queryTokens: manifest.queries.tokens,
           truncated: manifest.memories.truncated + manifest.queries.truncated,
+          ...(manifest.window === undefined
+            ? {}
+            : {
+                windowedMemories: manifest.window.windowedMemories,
+                memoryWindows: manifest.window.memoryWindows,
+                queriesTruncated: manifest.queries.truncated,
+              }),
           ...(sharded === undefined ? {} : { shards: sharded.shards }),
         };
       } finally {
@@ -81,6 +92,8 @@ export async function runEncodeStage(
     },
   );
   const bankDir = join(artifact.dir, 'bank');
+  // The experiment's windowing: a bank encoded otherwise is refused.
+  const window = e.model.window ?? null;
   let opened: Promise<OpenedBank> | undefined;
   let streamed: Promise<OpenedBank<FileBankSide>> | undefined;
   return {
@@ -89,8 +102,9 @@ export async function runEncodeStage(
     bankManifestSha256: await fileSha256(join(bankDir, BANK_MANIFEST_FILE)),
     // The store has just checked every bank file's SHA-256 against artifact.json (on this hit,
     // or when it wrote them on this miss): openBank need not hash them a second time.
-    bank: () => (opened ??= openBank(bankDir, { verifyHashes: false })),
-    fileBank: () => (streamed ??= openBank(bankDir, { verifyHashes: false, memoryTokens: 'file' })),
+    bank: () => (opened ??= openBank(bankDir, { verifyHashes: false, window })),
+    fileBank: () =>
+      (streamed ??= openBank(bankDir, { verifyHashes: false, memoryTokens: 'file', window })),
     releaseBank: () => {
       opened = undefined;
     },
