@@ -64,7 +64,7 @@ export function windowStarts(n: number, capacity: number, stride: number): numbe
  * The window that owns each content token: the one where it sits farthest from an edge
  * (distance `min(i - start, start + capacity - 1 - i)`), ties to the earlier window.
  * Returns `[from, to)` per window; the ranges tile `0..n` in order.
- * @example windowOwnership([0, 3, 6], 4, 10) // [[0, 2], [2, 5], [5, 10]]
+ * @example windowOwnership([0, 3, 6], 4, 10) // [[0, 4], [4, 7], [7, 10]] (3 and 6 are ties)
  */
 export function windowOwnership(
   starts: readonly number[],

@@ -253,6 +253,7 @@ describe('seeds and the split seed', () => {
     const dir = fileURLToPath(new URL('../../../../configs/experiments/', import.meta.url));
     const files = (await readdir(dir)).filter((f) => f.endsWith('.yaml')).sort();
     expect(files).toEqual([
+      'covidqa-minilm-windowed.yaml',
       'covidqa-minilm.yaml',
       'locomo-e5.yaml',
       'locomo-minilm-3seeds.yaml',
@@ -260,6 +261,7 @@ describe('seeds and the split seed', () => {
       'locomo-minilm.yaml',
       'longmemeval-s-e5.yaml',
       'longmemeval-s-reproduction.yaml',
+      'longmemeval-s-windowed.yaml',
     ]);
     const presets = new Map(
       await Promise.all(files.map(async (f) => [f, await readExperiment(join(dir, f))] as const)),
@@ -295,6 +297,41 @@ describe('seeds and the split seed', () => {
       description: table5.description,
       model: table5.model,
     }).toEqual(table5);
+    // The windowed presets: their truncated twins plus model.window (issue 16), nothing else.
+    for (const [windowed, truncated] of [
+      [presets.get('longmemeval-s-windowed.yaml')!, table5],
+      [presets.get('covidqa-minilm-windowed.yaml')!, presets.get('covidqa-minilm.yaml')!],
+    ] as const) {
+      expect(windowed.model.window).toEqual({ size: 256, stride: 192 });
+      expect(truncated.model.window).toBeUndefined();
+      expect({
+        ...windowed,
+        name: truncated.name,
+        description: truncated.description,
+        model: truncated.model,
+      }).toEqual(truncated);
+      expect({ ...windowed.model, window: undefined }).toEqual({
+        ...truncated.model,
+        window: undefined,
+      });
+    }
+  });
+});
+
+describe('model.window', () => {
+  it('is absent unless written, and takes a size and a stride below it', () => {
+    const base = { name: 'w', dataset: { name: 'locomo' } };
+    expect('window' in parseExperiment(base).model).toBe(false);
+    const e = parseExperiment({ ...base, model: { window: { size: 256, stride: 192 } } });
+    expect(e.model.window).toEqual({ size: 256, stride: 192 });
+    const same = configError(() =>
+      parseExperiment({ ...base, model: { window: { size: 128, stride: 128 } } }),
+    );
+    expect(same.message).toContain('window.stride must be below window.size');
+    const unknown = configError(() =>
+      parseExperiment({ ...base, model: { window: { size: 128, stride: 64, overlap: 1 } } }),
+    );
+    expect(unknown.message).toContain('overlap');
   });
 });
 

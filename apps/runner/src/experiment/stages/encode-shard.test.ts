@@ -1,6 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { shardRange } from './encode-shard.js';
+import { tmpDir } from '@bfe/core/testing';
+import { installTinyModel } from '@bfe/encoder/testing';
+import { parseExperiment } from '../config.js';
+import type { DatasetStage } from './dataset.js';
+import { encodeIdentity, shardRange } from './encode-shard.js';
 
 describe('shardRange', () => {
   it('cuts the rows into n contiguous slices of whole chunks that cover every row once', () => {
@@ -32,5 +36,26 @@ describe('shardRange', () => {
     expect(shardRange(30, 4, 1, 2)).toEqual({ start: 16, end: 30 });
     expect(shardRange(3, 4, 0, 2)).toEqual({ start: 0, end: 0 });
     expect(shardRange(3, 4, 1, 2)).toEqual({ start: 0, end: 3 });
+  });
+});
+
+describe('encodeIdentity', () => {
+  it('keys model.window only when it is written, so a truncating experiment keeps its key', async () => {
+    const dir = await installTinyModel(tmpDir('bfe-encode-key-'));
+    const dataset = { artifact: { key: 'd'.repeat(64) } } as unknown as DatasetStage;
+    const experiment = (model: Record<string, unknown>) =>
+      parseExperiment({ name: 'k', dataset: { name: 'locomo' }, model: { dir, ...model } });
+    const plain = await encodeIdentity(experiment({ maxLength: 16 }), dataset);
+    expect(plain.config).toEqual({
+      model: 'tiny',
+      maxLength: 16,
+      dtype: 'float32',
+      executionProvider: 'cpu',
+    });
+    const windowed = await encodeIdentity(
+      experiment({ maxLength: 16, window: { size: 12, stride: 6 } }),
+      dataset,
+    );
+    expect(windowed.config).toEqual({ ...plain.config, window: { size: 12, stride: 6 } });
   });
 });
