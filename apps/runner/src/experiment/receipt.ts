@@ -5,6 +5,7 @@ import { arch, cpus, platform, release, totalmem } from 'node:os';
 import type { ModelManifest } from '@bfe/models';
 import type { Experiment } from './config.js';
 import type { StageRecord } from './stage.js';
+import type { EncodingSummary } from './stages/encode.js';
 
 const require = createRequire(import.meta.url);
 
@@ -16,6 +17,8 @@ export interface ReceiptInput {
   readonly sources: ReadonlyArray<{ readonly name: string; readonly sha256: string }>;
   readonly modelManifest: ModelManifest;
   readonly bankManifestSha256: string;
+  /** What the encoder truncated or windowed (memories, queries). */
+  readonly encoding: EncodingSummary;
   /** Per training seed: the split it used (seeds sharing one split list one hash). */
   readonly splits: ReadonlyArray<{
     readonly seed: number | null;
@@ -56,6 +59,7 @@ function receiptOf(input: ReceiptInput, source: { commit: string | null; dirty: 
       sha256: input.modelManifest.modelSha256,
     },
     bankManifestSha256: input.bankManifestSha256,
+    encoding: input.encoding,
     seeds: e.split.policy === 'none' ? [] : e.seeds,
     splits: input.splits,
     evaluate: e.split.policy === 'none' ? 'all' : e.split.evaluate,

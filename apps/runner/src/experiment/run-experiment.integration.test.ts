@@ -115,6 +115,43 @@ describe('runExperiment', () => {
     expect(split!.seconds).toBeGreaterThanOrEqual(0.4);
   }, 60_000);
 
+  it('runs windowed memories (model.window) end to end and says what was cut or windowed', async () => {
+    const dir = await mkdtemp(join(root, 'window-'));
+    const model = { name: 'tiny', dir: modelDir, maxLength: 6 };
+    const cut = await run(dir, experiment({ model }));
+    const windowed = await run(
+      dir,
+      experiment({ model: { ...model, window: { size: 6, stride: 2 } } }),
+    );
+    type Encoding = {
+      maxLength: number;
+      memoriesTruncated: number;
+      queriesTruncated: number;
+      window?: { size: number; stride: number; windowedMemories: number; memoryWindows: number };
+    };
+    const encoding = async (r: { runDir: string }) =>
+      (JSON.parse(await readFile(join(r.runDir, 'receipt.json'), 'utf8')) as { encoding: Encoding })
+        .encoding;
+    const [a, b] = [await encoding(cut), await encoding(windowed)];
+    expect(a.window).toBeUndefined();
+    expect(a.memoriesTruncated).toBeGreaterThan(0);
+    // The memories cut at 6 tokens are exactly those encoded in windows of 6; queries are cut alike.
+    expect(b).toMatchObject({
+      maxLength: 6,
+      memoriesTruncated: 0,
+      queriesTruncated: a.queriesTruncated,
+    });
+    expect(b.window).toMatchObject({ size: 6, stride: 2, windowedMemories: a.memoriesTruncated });
+    expect(b.window!.memoryWindows).toBeGreaterThan(b.window!.windowedMemories);
+    const key = (r: typeof cut) => r.stages.find((s) => s.name === 'encode')!.key;
+    expect(key(windowed)).not.toBe(key(cut));
+    // Its bank refuses to open as a truncated one.
+    const bankDir = join(dir, 'cache', 'objects', 'encode', key(windowed), 'bank');
+    await expect(openBank(bankDir, { window: null })).rejects.toThrow('window size 6, stride 2');
+    const bank = await openBank(bankDir, { window: { size: 6, stride: 2 } });
+    expect(Math.max(...bank.memories.tokenPosition)).toBeGreaterThan(4);
+  }, 60_000);
+
   it('scores through the memory token file: reads counted, the same files as the bank in memory', async () => {
     const dir = await mkdtemp(join(root, 'token-file-'));
     const e = experiment();

@@ -150,6 +150,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
       sources: dataset.sources,
       modelManifest: encode.modelManifest,
       bankManifestSha256: encode.bankManifestSha256,
+      encoding: encode.encoding,
       splits: perSeed.map((p) => ({ seed: p.seed, splitSeed: p.splitSeed, hash: p.splitHash })),
       selectionData,
       stages: ctx.records,

@@ -1,7 +1,9 @@
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileSha256 } from '@bfe/core';
 import {
   BANK_MANIFEST_FILE,
+  bankManifestSchema,
   encodeBenchmark,
   openBank,
   openEncoder,
@@ -26,6 +28,8 @@ export interface EncodeStage {
   readonly modelManifest: ModelManifest;
   /** SHA-256 of the bank's `bank.json`, for the receipt. */
   readonly bankManifestSha256: string;
+  /** What the encoder cut or windowed (from `bank.json`), for the receipt. */
+  readonly encoding: EncodingSummary;
   /** The bank with every memory token vector in memory (opened once, kept until released). */
   readonly bank: () => Promise<OpenedBank>;
   /** The bank with its memory token vectors left in `memory-tokens.arrow` (opened once). */
@@ -35,6 +39,22 @@ export interface EncodeStage {
    * them (before scoring); a later {@link EncodeStage.bank} opens it again.
    */
   readonly releaseBank: () => void;
+}
+
+/**
+ * Truncation and windows of an encoded bank: memories and queries cut at `maxLength`, and with
+ * `model.window`, the window, the memories longer than one window and the windows run.
+ */
+export interface EncodingSummary {
+  readonly maxLength: number;
+  readonly memoriesTruncated: number;
+  readonly queriesTruncated: number;
+  readonly window?: {
+    readonly size: number;
+    readonly stride: number;
+    readonly windowedMemories: number;
+    readonly memoryWindows: number;
+  };
 }
 
 /**
@@ -96,10 +116,28 @@ export async function runEncodeStage(
   const window = e.model.window ?? null;
   let opened: Promise<OpenedBank> | undefined;
   let streamed: Promise<OpenedBank<FileBankSide>> | undefined;
+  const manifestPath = join(bankDir, BANK_MANIFEST_FILE);
+  const bankManifest = bankManifestSchema.parse(JSON.parse(await readFile(manifestPath, 'utf8')));
+  const w = bankManifest.window;
   return {
     artifact,
     modelManifest,
-    bankManifestSha256: await fileSha256(join(bankDir, BANK_MANIFEST_FILE)),
+    bankManifestSha256: await fileSha256(manifestPath),
+    encoding: {
+      maxLength: bankManifest.maxLength,
+      memoriesTruncated: bankManifest.memories.truncated,
+      queriesTruncated: bankManifest.queries.truncated,
+      ...(w === undefined
+        ? {}
+        : {
+            window: {
+              size: w.size,
+              stride: w.stride,
+              windowedMemories: w.windowedMemories,
+              memoryWindows: w.memoryWindows,
+            },
+          }),
+    },
     // The store has just checked every bank file's SHA-256 against artifact.json (on this hit,
     // or when it wrote them on this miss): openBank need not hash them a second time.
     bank: () => (opened ??= openBank(bankDir, { verifyHashes: false, window })),
