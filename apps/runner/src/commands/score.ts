@@ -171,7 +171,8 @@ export function scoreCommand(): Command {
           `scoring    k = ${o.k}, α = ${o.alpha}; ${s.queries} queries in ${s.groups} candidate groups` +
             `${s.clampedGroups > 0 ? `, ${s.clampedGroups} groups searched whole (fewer than k tokens)` : ''}` +
             `${s.pooledOnlyQueries > 0 ? `, ${s.pooledOnlyQueries} queries without content tokens (pooled only)` : ''}`,
-          `time       ${seconds.toFixed(1)} s (scorer ${s.seconds.scoring.toFixed(1)} s, bm25 ${s.seconds.bm25.toFixed(1)} s, evaluation ${s.seconds.evaluation.toFixed(1)} s)`,
+          `time       ${seconds.toFixed(1)} s (scorer ${s.seconds.scoring.toFixed(1)} s, bm25 ${s.seconds.bm25.toFixed(1)} s of which index building ${s.seconds.bm25Index.toFixed(1)} s, ` +
+            `${o.hybrid === undefined ? '' : `hybrid fusion ${s.seconds.hybrid.toFixed(2)} s, `}evaluation ${s.seconds.evaluation.toFixed(1)} s)`,
           '',
           renderScoreTable(results, bySubtask, 'pooled'),
           ...renderBudgetTable(results),
