@@ -137,7 +137,9 @@ export async function runScoreStage(
               bm25Seconds: run.stats.seconds.bm25,
               bm25IndexSeconds: run.stats.seconds.bm25Index,
               hybridSeconds: run.stats.seconds.hybrid,
-              hybridSelectionSeconds: hybrid.selectionSeconds,
+              ...(hybrid.selectionSeconds === undefined
+                ? {}
+                : { hybridSelectionSeconds: hybrid.selectionSeconds }),
             }),
         memoryTokens: 'tokenFile' in bank.memories ? 'file' : 'memory',
         memoryTokenFileReads: run.stats.memoryTokenFile,
@@ -161,7 +163,8 @@ async function hybridSystems(
   | {
       systems: { weights: HybridWeights; selected?: HybridWeights };
       meta: Record<string, unknown>;
-      selectionSeconds: number;
+      /** Seconds of the validation selection; undefined without a grid. */
+      selectionSeconds: number | undefined;
     }
   | undefined
 > {
@@ -193,6 +196,6 @@ async function hybridSystems(
       bm25Text: 'each memory’s whole text (never truncated)',
       ...(selection === undefined ? {} : { selected: selection }),
     },
-    selectionSeconds: (performance.now() - t0) / 1000,
+    selectionSeconds: selection === undefined ? undefined : (performance.now() - t0) / 1000,
   };
 }
