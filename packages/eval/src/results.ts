@@ -23,6 +23,8 @@ export const KNOWN_SYSTEMS = Object.freeze([
   'no-fusion',
   'maxsim-fusion',
   'adapted-zero-floor',
+  'hybrid',
+  'hybrid-selected',
 ] as const);
 
 /** A metric name: `recall@<k>` (capped recall) or `ndcg@<k>`, k a positive integer. */

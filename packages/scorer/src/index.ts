@@ -23,7 +23,13 @@ export { BM25_PARAMS, BM25_WEIGHT_DECIMALS, Bm25Index, bm25Scores, bm25Tokens } 
 export type { Bm25BuildOptions, Bm25Engine, Bm25Params } from './bm25.js';
 export { groupByCandidates } from './ranking/groups.js';
 export type { CandidateGroup, MemoryCatalog, RankQuery } from './ranking/groups.js';
-export { ADAPTED_SYSTEMS, SCORE_SYSTEMS, SWEEP_SYSTEMS, SYSTEMS } from './ranking/systems.js';
+export {
+  ADAPTED_SYSTEMS,
+  HYBRID_SYSTEMS,
+  SCORE_SYSTEMS,
+  SWEEP_SYSTEMS,
+  SYSTEMS,
+} from './ranking/systems.js';
 export type {
   RankingSystem,
   SweepSystem,
@@ -41,3 +47,10 @@ export type {
 } from './ranking/rank-systems.js';
 export { rankFusionGrid } from './ranking/fusion-grid.js';
 export type { FusionGridRankInput } from './ranking/fusion-grid.js';
+export {
+  fuseHybrid,
+  normalizeHybridWeights,
+  rankHybridGrid,
+  simplexGrid,
+} from './ranking/hybrid.js';
+export type { HybridGridRankInput, HybridWeights } from './ranking/hybrid.js';

@@ -16,6 +16,7 @@ interface ScoreOptions {
   executionProvider: string;
   resamples: string;
   seed: string;
+  hybrid?: string;
   set: string[];
   json?: boolean;
   quiet?: boolean;
@@ -47,6 +48,10 @@ export function scoreCommand(): Command {
     .option('--execution-provider <ep>', 'cpu, or webgpu (the GPU scorer)', 'cpu')
     .option('--resamples <n>', 'bootstrap resamples and sign flips', '10000')
     .option('--seed <n>', 'seed of the paired tests', '42')
+    .option(
+      '--hybrid <pooled,sparse,bm25>',
+      'add the hybrid system (METHOD.md §8 extension) at these predeclared weights, scaled to sum 1',
+    )
     .option('--set <key=value>', 'dataset option, as given to bfe encode (repeatable)', collect, [])
     .option('--json', 'print results and the k sweep as JSON')
     .option('--quiet', 'no progress output')
@@ -66,6 +71,7 @@ export function scoreCommand(): Command {
         executionProvider: opts.executionProvider,
         resamples: opts.resamples,
         seed: opts.seed,
+        hybrid: opts.hybrid,
       });
       const started = performance.now();
       const [datasets, encoder, pipeline] = await Promise.all([
@@ -117,6 +123,19 @@ export function scoreCommand(): Command {
         split: splitMeta,
         resamples: o.resamples,
         seed: o.seed,
+        ...(o.hybrid === undefined
+          ? {}
+          : {
+              hybrid: { weights: o.hybrid },
+              extraMeta: {
+                hybrid: {
+                  extension:
+                    'METHOD.md §8 lexical branch (bfe’s extension, not the paper’s method)',
+                  weights: o.hybrid,
+                  bm25Text: 'each memory’s whole text (never truncated)',
+                },
+              },
+            }),
       });
       const model = bank.manifest.model;
       const seconds = (performance.now() - started) / 1000;
@@ -152,7 +171,8 @@ export function scoreCommand(): Command {
           `scoring    k = ${o.k}, α = ${o.alpha}; ${s.queries} queries in ${s.groups} candidate groups` +
             `${s.clampedGroups > 0 ? `, ${s.clampedGroups} groups searched whole (fewer than k tokens)` : ''}` +
             `${s.pooledOnlyQueries > 0 ? `, ${s.pooledOnlyQueries} queries without content tokens (pooled only)` : ''}`,
-          `time       ${seconds.toFixed(1)} s (scorer ${s.seconds.scoring.toFixed(1)} s, bm25 ${s.seconds.bm25.toFixed(1)} s, evaluation ${s.seconds.evaluation.toFixed(1)} s)`,
+          `time       ${seconds.toFixed(1)} s (scorer ${s.seconds.scoring.toFixed(1)} s, bm25 ${s.seconds.bm25.toFixed(1)} s of which index building ${s.seconds.bm25Index.toFixed(1)} s, ` +
+            `${o.hybrid === undefined ? '' : `hybrid fusion ${s.seconds.hybrid.toFixed(2)} s, `}evaluation ${s.seconds.evaluation.toFixed(1)} s)`,
           '',
           renderScoreTable(results, bySubtask, 'pooled'),
           ...renderBudgetTable(results),

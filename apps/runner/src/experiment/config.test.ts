@@ -253,13 +253,18 @@ describe('seeds and the split seed', () => {
     const dir = fileURLToPath(new URL('../../../../configs/experiments/', import.meta.url));
     const files = (await readdir(dir)).filter((f) => f.endsWith('.yaml')).sort();
     expect(files).toEqual([
+      'covidqa-minilm-hybrid-split.yaml',
+      'covidqa-minilm-hybrid.yaml',
       'covidqa-minilm-windowed.yaml',
       'covidqa-minilm.yaml',
       'locomo-e5.yaml',
+      'locomo-minilm-3seeds-hybrid.yaml',
       'locomo-minilm-3seeds.yaml',
       'locomo-minilm-smoke.yaml',
       'locomo-minilm.yaml',
       'longmemeval-s-e5.yaml',
+      'longmemeval-s-hybrid.yaml',
+      'longmemeval-s-reproduction-hybrid.yaml',
       'longmemeval-s-reproduction.yaml',
       'longmemeval-s-windowed.yaml',
     ]);
@@ -291,6 +296,24 @@ describe('seeds and the split seed', () => {
     );
     const lme = presets.get('longmemeval-s-e5.yaml')!;
     const table5 = await readExperiment(join(dir, 'table5', 'longmemeval-s.yaml'));
+    // The hybrid presets: their base job but for the name, description and systems.hybrid
+    // (predeclared equal weights; a grid wherever there is a validation part).
+    const thirds = { pooled: 1, sparse: 1, bm25: 1 };
+    for (const [file, base, grid] of [
+      ['covidqa-minilm-hybrid.yaml', presets.get('covidqa-minilm.yaml')!, undefined],
+      ['locomo-minilm-3seeds-hybrid.yaml', three, 0.1],
+      ['longmemeval-s-hybrid.yaml', table5, undefined],
+      ['longmemeval-s-reproduction-hybrid.yaml', repro, 0.1],
+    ] as const) {
+      const h = presets.get(file)!;
+      expect(h.systems?.hybrid, file).toEqual({
+        weights: thirds,
+        ...(grid === undefined ? {} : { grid }),
+      });
+      const same = { ...h, name: base.name, description: base.description, systems: undefined };
+      expect(same, file).toEqual(base);
+    }
+    expect(presets.get('covidqa-minilm-hybrid-split.yaml')!.systems?.hybrid?.grid).toBe(0.1);
     expect({
       ...lme,
       name: table5.name,

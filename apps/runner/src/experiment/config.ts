@@ -12,6 +12,32 @@ const ksSchema = z
   .refine((ks) => ks.includes(10), 'must include the headline k = 10')
   .transform((ks) => [...new Set(ks)].sort((a, b) => a - b));
 const alphaSchema = z.number().min(0).max(1);
+const hybridWeightSchema = z.number().min(0).max(1e6);
+
+/**
+ * `systems.hybrid` (METHOD.md §8, "Lexical branch": bfe's extension, not the paper's method):
+ * the `hybrid` system fuses z(pooled), z(sparse) and z(BM25 over the memories' whole texts)
+ * with `weights`, predeclared in the experiment file (scaled to sum 1: `{1, 1, 1}` is thirds);
+ * `grid` (a step whose inverse is an integer, e.g. 0.1) adds `hybrid-selected`, its weights
+ * chosen on the simplex lattice of that step by validation NDCG@10 only.
+ */
+export const hybridConfigSchema = z.strictObject({
+  weights: z
+    .strictObject({
+      pooled: hybridWeightSchema,
+      sparse: hybridWeightSchema,
+      bm25: hybridWeightSchema,
+    })
+    .refine((w) => w.pooled + w.sparse + w.bm25 > 0, 'the weights must not all be 0'),
+  grid: z
+    .number()
+    .gt(0)
+    .max(1)
+    .refine((step) => Math.abs(Math.round(1 / step) * step - 1) <= 1e-9, {
+      message: '1/grid must be an integer (e.g. 0.5, 0.25, 0.2, 0.1)',
+    })
+    .optional(),
+});
 
 /**
  * An experiment file (`bfe run <file>`, YAML or JSON): dataset → split → encode → score →
@@ -172,6 +198,11 @@ export const experimentSchema = z.strictObject({
       seed: seedSchema.default(42),
     })
     .optional(),
+  /**
+   * Systems beyond METHOD.md §6 (bfe's extensions, METHOD.md §8). Left out: none, and every
+   * key and file of the run stays as it was.
+   */
+  systems: z.strictObject({ hybrid: hybridConfigSchema.optional() }).optional(),
   eval: z
     .strictObject({
       /**
@@ -237,6 +268,13 @@ export function parseExperiment(raw: unknown, source = 'experiment'): Experiment
   if (e.adapter.enabled && e.split.policy === 'none') {
     throw new ConfigError(
       `${source}: adapter.enabled needs a split (train and validation queries); split.policy is 'none'`,
+    );
+  }
+  if (e.systems?.hybrid?.grid !== undefined && e.split.policy === 'none') {
+    throw new ConfigError(
+      `${source}: systems.hybrid.grid selects weights on validation queries, but split.policy ` +
+        "is 'none': there are none, and nothing may be selected on the evaluated queries",
+      { suggestion: 'Leave systems.hybrid.grid out for the predeclared weights only.' },
     );
   }
   if (e.split.policy === 'none' && e.seeds.length > 1) {

@@ -27,6 +27,19 @@ const scoreOptionsSchema = z.strictObject({
   executionProvider: z.enum(['cpu', 'webgpu']),
   resamples: z.coerce.number().int().positive(),
   seed: z.coerce.number().int().min(0).max(0xffff_ffff),
+  /** `pooled,sparse,bm25`: the hybrid system's weights, scaled to sum 1. */
+  hybrid: z
+    .string()
+    .regex(/^\s*[0-9.]+\s*,\s*[0-9.]+\s*,\s*[0-9.]+\s*$/, 'expected three weights, e.g. 1,1,1')
+    .transform((s) => s.split(',').map(Number))
+    .refine((w) => w.every((x) => Number.isFinite(x) && x >= 0) && w.some((x) => x > 0), {
+      message: 'weights must be ≥ 0 and not all 0',
+    })
+    .transform(([pooled, sparse, bm25]) => {
+      const sum = pooled! + sparse! + bm25!;
+      return { pooled: pooled! / sum, sparse: sparse! / sum, bm25: bm25! / sum };
+    })
+    .optional(),
 });
 
 /** `bfe score`'s options, validated. */

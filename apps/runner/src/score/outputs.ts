@@ -46,10 +46,7 @@ export function buildScoreOutputs(input: ScoreOutputsInput): { results: Results;
     dataset: benchmark.name,
     split: splitName,
     systems: run.systems,
-    // The adapter is also compared with the training-free fusion it starts from (METHOD.md §4).
-    compareTo: run.systems.some((s) => s.name === 'adapted')
-      ? ['pooled', 'sparse-fusion']
-      : ['pooled'],
+    compareTo: comparedWith(run),
     resamples: input.resamples,
     seed: input.seed,
     meta: JSON.parse(
@@ -103,4 +100,17 @@ export function buildScoreOutputs(input: ScoreOutputsInput): { results: Results;
     seed: input.seed,
   });
   return { results, sweep };
+}
+
+/**
+ * The systems every other one is compared with: pooled; sparse fusion too when an adapter was
+ * trained (the training-free fusion it starts from, METHOD.md §4) or a hybrid system is there,
+ * which is also compared with BM25, the lexical branch it adds (METHOD.md §8).
+ */
+function comparedWith(run: ScoreRun): string[] {
+  const has = (name: string): boolean => run.systems.some((s) => s.name === name);
+  if (has('hybrid') || has('hybrid-selected')) {
+    return ['pooled', 'sparse-fusion', ...(has('bm25') ? ['bm25'] : [])];
+  }
+  return has('adapted') ? ['pooled', 'sparse-fusion'] : ['pooled'];
 }

@@ -109,6 +109,18 @@ describe('score and eval options', () => {
     );
   });
 
+  it('parses --hybrid into weights on the simplex, and refuses bad ones', () => {
+    expect(parseScoreCliOptions(defaults).hybrid).toBeUndefined();
+    expect(parseScoreCliOptions({ ...defaults, hybrid: '1, 1,2' }).hybrid).toEqual({
+      pooled: 0.25,
+      sparse: 0.25,
+      bm25: 0.5,
+    });
+    expect(() => parseScoreCliOptions({ ...defaults, hybrid: '0,0,0' })).toThrow(/not all 0/);
+    expect(() => parseScoreCliOptions({ ...defaults, hybrid: '1,1' })).toThrow(/three weights/);
+    expect(() => parseScoreCliOptions({ ...defaults, hybrid: '1,-1,1' })).toThrow(/three weights/);
+  });
+
   it('parses eval options', () => {
     expect(parseEvalCliOptions({ perQuery: 'p', base: 'pooled', subtasks: '2, 1' })).toEqual({
       perQuery: 'p',

@@ -15,6 +15,7 @@ import {
 import type { SimilarityKernel, TokenIndex } from '@bfe/index';
 import type {
   CandidateGroup as ScorerCandidateGroup,
+  RankSystemsInput,
   RankingSide,
   RankingSystem,
   Rankings,
@@ -64,7 +65,7 @@ export interface TokenFileReads {
  * Runs `body` with the scorer, the bank's two sides (memory tokens possibly read from their
  * file, counted into `reads`) and, when asked for, the index; releases all three.
  */
-async function withScorer<T>(
+export async function withScorer<T>(
   settings: ScorerSettings,
   bank: ScoreBank,
   body: (
@@ -147,6 +148,8 @@ export interface ScoreRunInput extends ScorerSettings {
    * query, the memory tokens and the pooled memories are the bank's own (METHOD.md §4).
    */
   readonly adapted?: { readonly queryTokens: Float32Array; readonly alpha: number };
+  /** The `hybrid` (and `hybrid-selected`) systems' weights (METHOD.md §8); undefined: none. */
+  readonly hybrid?: RankSystemsInput['hybrid'];
   readonly onProgress?: (done: number, total: number) => void;
 }
 
@@ -180,7 +183,11 @@ export interface ScoreRun {
     readonly memoryTokenFile: Readonly<TokenFileReads> | null;
     readonly seconds: {
       readonly scoring: number;
+      /** BM25 in all; `bm25Index` of it building the per-group indexes. */
       readonly bm25: number;
+      readonly bm25Index: number;
+      /** The hybrid systems' fusions and rankings (BM25 and the scorer pass counted above). */
+      readonly hybrid: number;
       readonly evaluation: number;
     };
   };
@@ -242,7 +249,7 @@ export function groupByCandidates(
 }
 
 /** The evaluator's view of the groups: each query's candidate ids and subtask, in order. */
-function evaluationScope(groups: readonly CandidateGroup[]): {
+export function evaluationScope(groups: readonly CandidateGroup[]): {
   candidates: Map<string, ReadonlySet<string>>;
   subtaskOf: Map<string, string>;
 } {
@@ -282,6 +289,7 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
         kSweep: input.kSweep,
         top: keep,
         ...(input.adapted === undefined ? {} : { adapted: input.adapted }),
+        ...(input.hybrid === undefined ? {} : { hybrid: input.hybrid }),
         ...(input.onProgress === undefined ? {} : { onProgress: input.onProgress }),
       }),
     reads ?? undefined,

@@ -12,7 +12,13 @@ import { groupByCandidates, type RankQuery } from './groups.js';
 import { rankSystems } from './rank-systems.js';
 import { rankIds, type RankingSide } from './sides.js';
 import type { RankingSystem } from './systems.js';
-import { ADAPTED_SYSTEMS, SCORE_SYSTEMS, SWEEP_SYSTEMS, SYSTEMS } from './systems.js';
+import {
+  ADAPTED_SYSTEMS,
+  HYBRID_SYSTEMS,
+  SCORE_SYSTEMS,
+  SWEEP_SYSTEMS,
+  SYSTEMS,
+} from './systems.js';
 
 const scorer = await SparseScorer.open({ kernel: 'js' });
 afterAll(() => scorer.dispose());
@@ -57,7 +63,9 @@ const tieKeyOf = (id: string) => createHash('sha256').update(`42:${id}`).digest(
 
 describe('SYSTEMS', () => {
   it('describes every system, and the k-dependent ones are exactly SWEEP_SYSTEMS', () => {
-    expect(Object.keys(SYSTEMS).sort()).toEqual([...SCORE_SYSTEMS, ...ADAPTED_SYSTEMS].sort());
+    expect(Object.keys(SYSTEMS).sort()).toEqual(
+      [...SCORE_SYSTEMS, ...ADAPTED_SYSTEMS, ...HYBRID_SYSTEMS].sort(),
+    );
     for (const [name, d] of Object.entries(SYSTEMS)) expect(d.name).toBe(name);
     expect(SCORE_SYSTEMS.filter((n) => SYSTEMS[n].sweepsK)).toEqual([...SWEEP_SYSTEMS]);
   });

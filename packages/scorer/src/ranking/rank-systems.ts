@@ -1,11 +1,12 @@
-import { bm25Scores } from '../bm25.js';
 import type { QueryScores, SparseScorer } from '../scorer.js';
 import { TieTally, tieOrder, type TieCounts, type TokenIndex } from '@bfe/index';
 import type { TokenBank } from '../validate.js';
 import type { CandidateGroup, RankQuery } from './groups.js';
+import { fuseHybrid, groupBm25, type HybridWeights } from './hybrid.js';
 import { checkTop, queryRowsOf, rankIds, type RankingSide, type Rankings } from './sides.js';
 import {
   ADAPTED_SYSTEMS,
+  HYBRID_SYSTEMS,
   SCORE_SYSTEMS,
   SWEEP_SYSTEMS,
   SYSTEMS,
@@ -24,7 +25,10 @@ export interface RankSystemsInput<Q extends RankQuery = RankQuery> {
   readonly queries: RankingSide;
   /** From {@link groupByCandidates}; rankings come back in this order, group by group. */
   readonly groups: readonly CandidateGroup<Q>[];
-  /** Default: {@link SCORE_SYSTEMS}, plus {@link ADAPTED_SYSTEMS} when `adapted` is given. */
+  /**
+   * Default: {@link SCORE_SYSTEMS}, plus {@link ADAPTED_SYSTEMS} when `adapted` is given, plus
+   * `hybrid` when `hybrid` is given and `hybrid-selected` when it has `selected` weights.
+   */
   readonly systems?: readonly RankingSystem[];
   /** The main k (top-k per query token, METHOD.md §2); clamped to a smaller candidate bank. */
   readonly k: number;
@@ -40,6 +44,12 @@ export interface RankSystemsInput<Q extends RankQuery = RankQuery> {
    * `adapted-zero-floor` is the same pass's fusion with `t_i = 0`, at the main k.
    */
   readonly adapted?: { readonly queryTokens: Float32Array; readonly alpha: number };
+  /**
+   * The lexical-branch systems (METHOD.md §8): `hybrid` fuses the main-k pass's pooled and
+   * sparse scores with BM25 at `weights`; `hybrid-selected` at `selected` (weights chosen on
+   * validation by the caller). Both on the simplex (`normalizeHybridWeights`).
+   */
+  readonly hybrid?: { readonly weights: HybridWeights; readonly selected?: HybridWeights };
   /**
    * Where the token proposals come from (`ScoreRequest.index`: a codec or HNSW index over
    * `memories`' tokens) for every scorer pass; default: the exact float32 backend.
@@ -85,7 +95,16 @@ export interface RankingStats {
   readonly pooledOnlyQueries: number;
   /** Groups of 1–2 candidates, where BM25 used its direct engine (wink needs ≥ 3). */
   readonly bm25DirectGroups: number;
-  readonly seconds: { readonly scoring: number; readonly bm25: number };
+  /**
+   * Seconds: the scorer passes; BM25 in all (`bm25`) and the part spent building its indexes
+   * (`bm25Index`; the rest is scoring the queries); the hybrid fusions and their rankings.
+   */
+  readonly seconds: {
+    readonly scoring: number;
+    readonly bm25: number;
+    readonly bm25Index: number;
+    readonly hybrid: number;
+  };
 }
 
 /**
@@ -118,11 +137,12 @@ export async function rankSystems<Q extends RankQuery>(
   scorer: SparseScorer,
   input: RankSystemsInput<Q>,
 ): Promise<SystemRankings> {
-  const { memories, queries, groups, k, alpha, top, adapted } = input;
+  const { memories, queries, groups, k, alpha, top, adapted, hybrid } = input;
   checkTop(top, 'rankSystems');
   const names: readonly RankingSystem[] = input.systems ?? [
     ...SCORE_SYSTEMS,
     ...(adapted === undefined ? [] : ADAPTED_SYSTEMS),
+    ...HYBRID_SYSTEMS.filter((n) => (n === 'hybrid' ? hybrid : hybrid?.selected) !== undefined),
   ];
   if (new Set(names).size !== names.length) {
     throw new Error(`rankSystems: systems repeat a name: ${names.join(', ')}`);
@@ -132,13 +152,21 @@ export async function rankSystems<Q extends RankQuery>(
     throw new Error('rankSystems: the adapted system needs adapted query tokens');
   }
   const memoryTexts = input.memoryTexts;
-  if (sources.has('bm25') && memoryTexts === undefined) {
+  const withBm25 = sources.has('bm25') || sources.has('hybrid');
+  if (withBm25 && memoryTexts === undefined) {
     throw new Error('rankSystems: BM25 needs the memory texts');
+  }
+  const hybridWeights = new Map<RankingSystem, HybridWeights>();
+  for (const name of names.filter((n) => SYSTEMS[n].source === 'hybrid')) {
+    const w = name === 'hybrid' ? hybrid?.weights : hybrid?.selected;
+    if (w === undefined) throw new Error(`rankSystems: the ${name} system needs its weights`);
+    hybridWeights.set(name, w);
   }
   const byScorer = names.filter((n) => SYSTEMS[n].source === 'scorer');
   const swept = SWEEP_SYSTEMS.filter((n) => names.includes(n));
   const sweepKs = swept.length === 0 ? [] : [...new Set(input.kSweep ?? [])];
-  const passKs = byScorer.length === 0 ? [] : [k, ...sweepKs.filter((x) => x !== k)];
+  const scorerPasses = byScorer.length > 0 || sources.has('hybrid');
+  const passKs = scorerPasses ? [k, ...sweepKs.filter((x) => x !== k)] : [];
   const withMaxsim = names.includes('maxsim') || names.includes('maxsim-fusion');
   const byAdapter = names.filter((n) => SYSTEMS[n].source === 'adapted');
 
@@ -156,9 +184,13 @@ export async function rankSystems<Q extends RankQuery>(
   let bm25Direct = 0;
   let scoringSeconds = 0;
   let bm25Seconds = 0;
+  let bm25IndexSeconds = 0;
+  let hybridSeconds = 0;
 
   for (let g = 0; g < groups.length; g++) {
     const group = groups[g] as CandidateGroup<Q>;
+    // The main-k pass's scores, kept for the hybrid systems' fusion below.
+    let mainScores: QueryScores[] | undefined;
     const request = {
       memories,
       queries,
@@ -178,6 +210,7 @@ export async function rankSystems<Q extends RankQuery>(
       scoringSeconds += (performance.now() - t0) / 1000;
       if ((scored[0] as QueryScores).k < kk) clamped.set(kk, get(clamped, kk) + 1);
       const perSystem = get(sweepRuns, kk);
+      if (main && hybridWeights.size > 0) mainScores = scored;
       scored.forEach((s, i) => {
         const id = (group.queries[i] as Q).id;
         for (const name of swept) {
@@ -209,19 +242,31 @@ export async function rankSystems<Q extends RankQuery>(
         }
       });
     }
-    if (memoryTexts !== undefined && sources.has('bm25')) {
+    if (memoryTexts !== undefined && withBm25) {
       const t0 = performance.now();
-      const texts = Array.from(group.rows, (r) => memoryTexts[r] ?? '');
-      const bm25 = bm25Scores(texts, group.queries.map(queryText));
-      const into = get(runs, 'bm25');
-      group.queries.forEach((q, i) =>
-        into.set(
-          q.id,
-          rankIds(group.rows, bm25[i] as Float64Array, ties, top, get(tallies, 'bm25')),
-        ),
-      );
+      const { scores: bm25, indexSeconds } = groupBm25(group, memoryTexts);
+      bm25IndexSeconds += indexSeconds;
+      if (sources.has('bm25')) {
+        const into = get(runs, 'bm25');
+        group.queries.forEach((q, i) =>
+          into.set(
+            q.id,
+            rankIds(group.rows, bm25[i] as Float64Array, ties, top, get(tallies, 'bm25')),
+          ),
+        );
+      }
       if (group.rows.length < 3) bm25Direct += 1;
-      bm25Seconds += (performance.now() - t0) / 1000;
+      const t1 = performance.now();
+      bm25Seconds += (t1 - t0) / 1000;
+      for (const [name, w] of hybridWeights) {
+        if (mainScores === undefined) throw new Error('rankSystems: no main-k scores for hybrid');
+        mainScores.forEach((s, i) => {
+          const fused = fuseHybrid(s.systems.pooled, s.sparse, bm25[i] as Float64Array, w);
+          const ranking = rankIds(s.candidates, fused, ties, top, get(tallies, name));
+          get(runs, name).set((group.queries[i] as Q).id, ranking);
+        });
+      }
+      hybridSeconds += (performance.now() - t1) / 1000;
     }
     input.onProgress?.(g + 1, groups.length);
   }
@@ -240,14 +285,14 @@ export async function rankSystems<Q extends RankQuery>(
       clampedGroups: clamped.get(k) ?? 0,
       pooledOnlyQueries: pooledOnly,
       bm25DirectGroups: bm25Direct,
-      seconds: { scoring: scoringSeconds, bm25: bm25Seconds },
+      seconds: {
+        scoring: scoringSeconds,
+        bm25: bm25Seconds,
+        bm25Index: bm25IndexSeconds,
+        hybrid: hybridSeconds,
+      },
     },
   };
-}
-
-function queryText(q: RankQuery): string {
-  if (q.text === undefined) throw new Error(`rankSystems: query '${q.id}' has no text for BM25`);
-  return q.text;
 }
 
 /** `map.get(key)` for a key set up front. */

@@ -14,8 +14,20 @@ export const SCORE_SYSTEMS = [
 /** The systems of the adapter's scorer pass (METHOD.md §4), ranked given adapted query tokens. */
 export const ADAPTED_SYSTEMS = ['adapted', 'adapted-zero-floor'] as const;
 
-/** A system that ranks: those of {@link SCORE_SYSTEMS}, plus {@link ADAPTED_SYSTEMS}. */
-export type RankingSystem = (typeof SCORE_SYSTEMS)[number] | (typeof ADAPTED_SYSTEMS)[number];
+/**
+ * The lexical-branch systems (METHOD.md §8, bfe's extension): `hybrid` at the experiment's
+ * predeclared weights, `hybrid-selected` at the weights chosen on validation NDCG@10.
+ */
+export const HYBRID_SYSTEMS = ['hybrid', 'hybrid-selected'] as const;
+
+/**
+ * A system that ranks: those of {@link SCORE_SYSTEMS}, plus {@link ADAPTED_SYSTEMS} and
+ * {@link HYBRID_SYSTEMS}.
+ */
+export type RankingSystem =
+  | (typeof SCORE_SYSTEMS)[number]
+  | (typeof ADAPTED_SYSTEMS)[number]
+  | (typeof HYBRID_SYSTEMS)[number];
 
 /** The systems of the k sweep: the ones whose scores depend on k. */
 export const SWEEP_SYSTEMS = ['sparse-fusion', 'zero-floor', 'no-fusion'] as const;
@@ -30,7 +42,9 @@ export type SystemSource =
   /** A second scorer pass at the main k, with the adapter's query tokens and its α. */
   | 'adapted'
   /** BM25 over the candidates' texts (`bm25Scores`). */
-  | 'bm25';
+  | 'bm25'
+  /** The main-k scorer pass's pooled and sparse scores with BM25, fused by `fuseHybrid`. */
+  | 'hybrid';
 
 /** What ranking needs to know about one system. */
 export interface SystemDescriptor {
@@ -125,6 +139,23 @@ export const SYSTEMS: Readonly<Record<RankingSystem, SystemDescriptor>> = Object
     sweepsK: false,
     usesAlpha: true,
     summary: 'the adapted system with t_i = 0, at the main k and the selected α (ablation)',
+  },
+  hybrid: {
+    name: 'hybrid',
+    source: 'hybrid',
+    scores: undefined,
+    sweepsK: false,
+    usesAlpha: false,
+    summary:
+      'w_pool·z(pooled) + w_sparse·z(sparse) + w_bm25·z(BM25), predeclared weights (extension)',
+  },
+  'hybrid-selected': {
+    name: 'hybrid-selected',
+    source: 'hybrid',
+    scores: undefined,
+    sweepsK: false,
+    usesAlpha: false,
+    summary: 'hybrid at the simplex-grid weights chosen on validation NDCG@10 (extension)',
   },
 });
 

@@ -1,4 +1,11 @@
+import { ConfigError, type Split } from '@bfe/core';
+import { normalizeHybridWeights, type HybridWeights } from '@bfe/scorer';
 import type { ArtifactResult } from '../../cache/store.js';
+import {
+  selectHybridWeights,
+  type HybridSelection,
+  type SelectHybridInput,
+} from '../../score/hybrid-select.js';
 import { scoreAndWrite, splitMetaOf } from '../../score/write.js';
 import { codeVersion } from '../code-version.js';
 import { isSelectionData, type Experiment } from '../config.js';
@@ -14,6 +21,7 @@ export const SCORE_STAGE_FILES = [
   'score/outputs.ts',
   'score/k-sweep.ts',
   'score/write.ts',
+  'score/hybrid-select.ts',
   'experiment/stages/score.ts',
   'experiment/stages/adapt.ts',
   'experiment/stages/index.ts',
@@ -57,6 +65,8 @@ export async function runScoreStage(
         executionProvider: e.scorer.executionProvider,
         eval: e.eval,
         ...(index === undefined ? {} : { index: index.keyConfig }),
+        // Left out without the section, so the key (and every file) stays as it was.
+        ...(e.systems?.hybrid === undefined ? {} : { hybrid: e.systems.hybrid }),
       },
       inputs: {
         encode: encode.artifact.key,
@@ -82,6 +92,13 @@ export async function runScoreStage(
         adapted = { queryTokens: selected.queryTokens, alpha: selected.alpha };
         adapterMeta = selected.meta;
       }
+      const hybrid = await hybridSystems(e, {
+        bank,
+        benchmark,
+        labels,
+        split: split?.split,
+        ...(index === undefined ? {} : { openIndex: (kernel) => index.open(bank, kernel) }),
+      });
       const { run } = await scoreAndWrite({
         out: dir,
         bank,
@@ -96,6 +113,7 @@ export async function runScoreStage(
         backend: e.scorer.backend,
         ...(e.scorer.threads === undefined ? {} : { threads: e.scorer.threads }),
         ...(adapted === undefined ? {} : { adapted }),
+        ...(hybrid === undefined ? {} : { hybrid: hybrid.systems }),
         ...(index === undefined ? {} : { openIndex: (kernel) => index.open(bank, kernel) }),
         onProgress: (done, total) => ctx.progress('score candidate groups', done, total),
         splitName: split === undefined ? 'all' : part,
@@ -107,14 +125,77 @@ export async function runScoreStage(
           selectionData: isSelectionData(e),
           ...(adapterMeta === undefined ? {} : { adapter: adapterMeta }),
           ...(index === undefined ? {} : { index: index.meta }),
+          ...(hybrid === undefined ? {} : { hybrid: hybrid.meta }),
         },
       });
       return {
         queries: run.stats.queries,
         scoringSeconds: run.stats.seconds.scoring,
+        ...(hybrid === undefined
+          ? {}
+          : {
+              bm25Seconds: run.stats.seconds.bm25,
+              bm25IndexSeconds: run.stats.seconds.bm25Index,
+              hybridSeconds: run.stats.seconds.hybrid,
+              ...(hybrid.selectionSeconds === undefined
+                ? {}
+                : { hybridSelectionSeconds: hybrid.selectionSeconds }),
+            }),
         memoryTokens: 'tokenFile' in bank.memories ? 'file' : 'memory',
         memoryTokenFileReads: run.stats.memoryTokenFile,
       };
     },
   );
+}
+
+/**
+ * The hybrid systems of `systems.hybrid` (METHOD.md §8): `hybrid` at the predeclared weights
+ * (scaled to sum 1) and, with a `grid`, `hybrid-selected` at the weights chosen on the split's
+ * validation labels only (`selectHybridWeights`); with what `results.json` records of them.
+ * Undefined without the section.
+ */
+async function hybridSystems(
+  e: Experiment,
+  inputs: Omit<SelectHybridInput, 'k' | 'step' | 'ks' | 'split'> & {
+    readonly split: Split | undefined;
+  },
+): Promise<
+  | {
+      systems: { weights: HybridWeights; selected?: HybridWeights };
+      meta: Record<string, unknown>;
+      /** Seconds of the validation selection; undefined without a grid. */
+      selectionSeconds: number | undefined;
+    }
+  | undefined
+> {
+  const config = e.systems?.hybrid;
+  if (config === undefined) return undefined;
+  const weights = normalizeHybridWeights(config.weights);
+  const t0 = performance.now();
+  let selection: HybridSelection | undefined;
+  if (config.grid !== undefined) {
+    if (inputs.split === undefined) {
+      throw new ConfigError('systems.hybrid.grid needs a split with validation queries');
+    }
+    selection = await selectHybridWeights({
+      ...inputs,
+      split: inputs.split,
+      k: e.scorer.k,
+      step: config.grid,
+      ks: e.eval.ks,
+      executionProvider: e.scorer.executionProvider,
+      backend: e.scorer.backend,
+      ...(e.scorer.threads === undefined ? {} : { threads: e.scorer.threads }),
+    });
+  }
+  return {
+    systems: { weights, ...(selection === undefined ? {} : { selected: selection.selected }) },
+    meta: {
+      extension: 'METHOD.md §8 lexical branch (bfe’s extension, not the paper’s method)',
+      weights,
+      bm25Text: 'each memory’s whole text (never truncated)',
+      ...(selection === undefined ? {} : { selected: selection }),
+    },
+    selectionSeconds: selection === undefined ? undefined : (performance.now() - t0) / 1000,
+  };
 }
