@@ -211,21 +211,38 @@ function tokenEvidence(
   const m = scores.candidates.length;
   const start = memories.tokenOffsets[row]!;
   const end = memories.tokenOffsets[row + 1]!;
-  const store = tokenStoreOf(memories);
-  const own = new Int32Array(end - start);
-  for (let j = 0; j < own.length; j++) own[j] = start + j;
-  const sims = new Float64Array(own.length);
+  const size = end - start;
+  let own: Int32Array | undefined;
+  let sims: Float64Array | undefined;
   const out: TokenEvidence[] = [];
   for (let i = 0; i < nq; i++) {
-    // The diagnostic: every token of the memory, with the store's own float64 dot products.
-    store.dots(own, own.length, queryTokens, i * dim, sims);
-    let bestJ = -1;
-    for (let j = 0; j < own.length; j++) if (bestJ < 0 || sims[j]! > sims[bestJ]!) bestJ = j;
-    const best = bestJ < 0 ? undefined : { memoryToken: bestJ, similarity: sims[bestJ]! };
+    // Hits are sorted descending: the memory's first hit in the row is its best proposal.
+    let h = 0;
+    while (h < k && hits.memories[i * k + h] !== row) h++;
+    const matched = h < k;
+    // The diagnostic: the memory's best token over all its tokens, in the store's own float64
+    // dot products. Exact hits already hold it when the memory has one in the row (its best
+    // token ranks first among its tokens, the tie order keeping token order): the same dots.
+    let best: { readonly memoryToken: number; readonly similarity: number } | undefined;
+    if (size === 0) best = undefined;
+    else if (matched && hits.exact === true)
+      best = { memoryToken: hits.tokens[i * k + h]! - start, similarity: hits.values[i * k + h]! };
+    else {
+      if (own === undefined || sims === undefined) {
+        own = new Int32Array(size);
+        for (let j = 0; j < size; j++) own[j] = start + j;
+        sims = new Float64Array(size);
+      }
+      tokenStoreOf(memories).dots(own, size, queryTokens, i * dim, sims);
+      let bestJ = 0;
+      for (let j = 1; j < size; j++) if (sims[j]! > sims[bestJ]!) bestJ = j;
+      best = { memoryToken: bestJ, similarity: sims[bestJ]! };
+    }
     if (matching === 'maxsim') {
       const v = hits.best?.[i * m + g];
       if (v === undefined) throw new Error('explainCandidates: MaxSim bests were not kept');
       const used = v === -Infinity ? -1 : v;
+      const contribution = used / nq;
       out.push({
         queryToken: i,
         memoryToken: best?.memoryToken ?? -1,
@@ -233,18 +250,15 @@ function tokenEvidence(
         floored: false,
         floor: 0,
         best,
-        contribution: used / nq,
-        share: 0,
+        contribution,
+        share: sparse === 0 ? 0 : contribution / sparse,
       });
       continue;
     }
     const t = matching === 'tail' ? scores.tailFloor[i]! : 0;
-    let h = 0;
-    // Hits are sorted descending: the memory's first hit in the row is its best proposal.
-    while (h < k && hits.memories[i * k + h] !== row) h++;
-    const matched = h < k;
     const s = matched ? hits.values[i * k + h]! : -Infinity;
     const floored = !matched || s < t;
+    const contribution = Math.max(t, s) / nq;
     out.push({
       queryToken: i,
       memoryToken: matched && !floored ? hits.tokens[i * k + h]! - start : -1,
@@ -252,9 +266,9 @@ function tokenEvidence(
       floored,
       floor: t,
       best,
-      contribution: Math.max(t, s) / nq,
-      share: 0,
+      contribution,
+      share: sparse === 0 ? 0 : contribution / sparse,
     });
   }
-  return out.map((e) => ({ ...e, share: sparse === 0 ? 0 : e.contribution / sparse }));
+  return out;
 }

@@ -306,28 +306,49 @@ function withPieces(
   view: BankView,
   query: EncodedTexts,
 ): SearchEvidence {
-  const { tokens, ...rest } = e;
   const { memoryRow } = e;
+  const tokenText = opts.tokenText;
   const piece = (id: number): string | undefined =>
-    id < 0 || opts.tokenText === undefined ? undefined : opts.tokenText(id);
+    id < 0 || tokenText === undefined ? undefined : tokenText(id);
   const start = view.tokenOffsets[memoryRow]!;
   const q0 = query.tokenOffsets[0]!;
+  // Built field by field (no object spread: this runs for every token of every result).
+  const tokens = e.tokens.map((t): EvidenceToken => {
+    const queryTokenId = query.tokenIds[q0 + t.queryToken]!;
+    const memoryTokenId = t.memoryToken < 0 ? -1 : view.tokenIds[start + t.memoryToken]!;
+    const bestId = t.best === undefined ? -1 : view.tokenIds[start + t.best.memoryToken]!;
+    return {
+      queryToken: t.queryToken,
+      memoryToken: t.memoryToken,
+      similarity: t.similarity,
+      floored: t.floored,
+      floor: t.floor,
+      best: t.best,
+      contribution: t.contribution,
+      share: t.share,
+      queryTokenId,
+      queryPiece: piece(queryTokenId),
+      memoryTokenId,
+      memoryPiece: piece(memoryTokenId),
+      bestTokenId: bestId,
+      bestPiece: piece(bestId),
+    };
+  });
   return {
-    ...rest,
+    candidate: e.candidate,
+    memoryRow,
+    matching: e.matching,
+    nQueryTokens: e.nQueryTokens,
+    k: e.k,
+    pooled: e.pooled,
+    sparse: e.sparse,
+    zPooled: e.zPooled,
+    zSparse: e.zSparse,
+    alpha: e.alpha,
+    pooledPart: e.pooledPart,
+    sparsePart: e.sparsePart,
+    score: e.score,
     system: opts.system,
-    tokens: tokens.map((t) => {
-      const queryTokenId = query.tokenIds[q0 + t.queryToken]!;
-      const memoryTokenId = t.memoryToken < 0 ? -1 : view.tokenIds[start + t.memoryToken]!;
-      const bestId = t.best === undefined ? -1 : view.tokenIds[start + t.best.memoryToken]!;
-      return {
-        ...t,
-        queryTokenId,
-        queryPiece: piece(queryTokenId),
-        memoryTokenId,
-        memoryPiece: piece(memoryTokenId),
-        bestTokenId: bestId,
-        bestPiece: piece(bestId),
-      };
-    }),
+    tokens,
   };
 }
