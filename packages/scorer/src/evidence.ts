@@ -26,6 +26,18 @@ export interface ExplainInput {
    * `maxsim` system), so `score = sparsePart = sparse` and `alpha` is 0.
    */
   readonly fused?: boolean;
+  /**
+   * Diagnostic bests computed elsewhere (e.g. on the thread that holds the bank, in the same
+   * float64 dots): for the `p`-th explained position and query token `i`, at `p·n_q + i`,
+   * token -1 where not given (then computed here). See {@link missingBests}.
+   */
+  readonly bests?: DiagnosticBests;
+}
+
+/** {@link ExplainInput.bests}: best token within the memory and its float64 similarity. */
+export interface DiagnosticBests {
+  readonly token: Int32Array;
+  readonly similarity: Float64Array;
 }
 
 /** One query token's part in a memory's token-level score (METHOD.md §2, Appendix D). */
@@ -118,7 +130,7 @@ export function explainCandidates(
   const sparseAll = tokenScores(scores, matching);
   const zp = standardize(pooled);
   const zs = standardize(sparseAll);
-  return positions.map((g) => {
+  return positions.map((g, p) => {
     if (!(Number.isInteger(g) && g >= 0 && g < m)) {
       throw new Error(`explainCandidates: candidate position ${g} is not in 0..${m - 1}`);
     }
@@ -147,7 +159,7 @@ export function explainCandidates(
         score: p,
       };
     }
-    const tokens = tokenEvidence(input, g, memoryRow, sparseAll[g]!);
+    const tokens = tokenEvidence(input, g, p, memoryRow, sparseAll[g]!);
     if (input.fused === false) {
       const sp = sparseAll[g]!;
       return {
@@ -189,9 +201,41 @@ function tokenScores(scores: QueryScores, matching: EvidenceMatching): Float64Ar
   return maxsim;
 }
 
+/**
+ * The diagnostic bests {@link explainCandidates} must compute with dot products for these
+ * positions (those its hits do not already hold: a memory without a hit for the query token, or
+ * hits that are not exact), as quadruples `[slot, queryToken, tokenStart, tokenEnd)` of the
+ * memory bank's tokens, `slot = p·n_q + i`: what to compute elsewhere and pass as
+ * {@link ExplainInput.bests} (the best token relative to `tokenStart`, first of equals).
+ */
+export function missingBests(
+  scores: QueryScores,
+  memories: Pick<TokenBank, 'tokenOffsets'>,
+  positions: readonly number[],
+): Int32Array {
+  const hits = scores.hits;
+  const nq = scores.nQueryTokens;
+  if (hits === undefined || scores.pooledOnly) return new Int32Array(0);
+  const k = hits.k;
+  const out: number[] = [];
+  for (const [p, g] of positions.entries()) {
+    const row = scores.candidates[g]!;
+    const start = memories.tokenOffsets[row]!;
+    const end = memories.tokenOffsets[row + 1]!;
+    if (end === start) continue;
+    for (let i = 0; i < nq; i++) {
+      let h = 0;
+      if (hits.exact === true) while (h < k && hits.memories[i * k + h] !== row) h++;
+      if (hits.exact !== true || h === k) out.push(p * nq + i, i, start, end);
+    }
+  }
+  return Int32Array.from(out);
+}
+
 function tokenEvidence(
   input: ExplainInput,
   g: number,
+  p: number,
   row: number,
   sparse: number,
 ): TokenEvidence[] {
@@ -224,7 +268,10 @@ function tokenEvidence(
     // dot products. Exact hits already hold it when the memory has one in the row (its best
     // token ranks first among its tokens, the tie order keeping token order): the same dots.
     let best: { readonly memoryToken: number; readonly similarity: number } | undefined;
+    const given = input.bests?.token[p * nq + i] ?? -1;
     if (size === 0) best = undefined;
+    else if (given >= 0)
+      best = { memoryToken: given, similarity: input.bests!.similarity[p * nq + i]! };
     else if (matched && hits.exact === true)
       best = { memoryToken: hits.tokens[i * k + h]! - start, similarity: hits.values[i * k + h]! };
     else {
