@@ -18,7 +18,9 @@
  * (`--threads 0 --encode-workers 0 --kernel-workers 0`: the
  * previous defaults, onnxruntime's own thread count and every encode on the event loop), and
  * prints the new/old ratios. `--server-args="…"` (with `=`: the value starts with a dash) adds
- * arguments to the (new) server.
+ * arguments to the (new) server; `--old-args="…"` replaces the old path's arguments, and
+ * `--old-bin PATH` runs the old path from another checkout's `apps/server/src/bin.ts` (e.g. the
+ * previous commit's code, `--old-args=""` for its defaults).
  *
  * Timings on a shared machine are noisy: the load average is printed beside them.
  *
@@ -47,6 +49,8 @@ const { values } = parseArgs({
     markdown: { type: 'boolean', default: false },
     compare: { type: 'boolean', default: false },
     'server-args': { type: 'string', default: '' },
+    'old-args': { type: 'string', default: '--threads 0 --encode-workers 0 --kernel-workers 0' },
+    'old-bin': { type: 'string' },
     /** With --work: skip the fill when the first path's store is there from an earlier run. */
     reuse: { type: 'boolean', default: false },
   },
@@ -55,7 +59,7 @@ const seconds = positive('--seconds', values.seconds);
 /** Server arguments of each path compared (`new`: the defaults). */
 const PATHS: Record<string, string[]> = {
   new: values['server-args'].split(/\s+/).filter((a) => a.length > 0),
-  old: ['--threads', '0', '--encode-workers', '0', '--kernel-workers', '0'],
+  old: values['old-args'].split(/\s+/).filter((a) => a.length > 0),
 };
 const paths = values.compare ? ['old', 'new'] : ['new'];
 
@@ -77,7 +81,8 @@ await writeFile(
     Object.fromEntries([...keyOf].map(([bank, key]) => [key, { banks: [bank], write: true }])),
   ),
 );
-const bin = fileURLToPath(new URL('../../../server/src/bin.ts', import.meta.url));
+const ownBin = fileURLToPath(new URL('../../../server/src/bin.ts', import.meta.url));
+const bins: Record<string, string> = { new: ownBin, old: values['old-bin'] ?? ownBin };
 
 interface Server {
   readonly path: string;
@@ -92,7 +97,7 @@ async function startServer(path: string, store: string): Promise<Server> {
       '--conditions=@bfe/source',
       '--import',
       import.meta.resolve('tsx'),
-      bin,
+      bins[path]!,
       ...['--store', store, '--port', '0', '--keys', keysFile, ...PATHS[path]!],
     ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
@@ -103,7 +108,7 @@ async function startServer(path: string, store: string): Promise<Server> {
     );
     child.once('exit', (code) => reject(new Error(`bfe serve exited ${code}`)));
   });
-  note(`bfe serve (${path}: ${PATHS[path]!.join(' ') || 'defaults'}) at ${url}`);
+  note(`bfe serve (${path}: ${bins[path]} ${PATHS[path]!.join(' ') || 'defaults'}) at ${url}`);
   return { path, url, child };
 }
 
