@@ -124,18 +124,23 @@ export function storeIndexFactory(
     if (graph === undefined) return resident(view, kernel); // being built or loaded
     let byKernel = perView.get(view);
     if (byKernel === undefined) perView.set(view, (byKernel = new Map()));
-    let index = byKernel.get(kernel);
-    if (index === undefined || index.graph !== graph) {
-      index = new GraphTokenIndex(
+    const index = byKernel.get(kernel);
+    if (index !== undefined && index.graph === graph) return index;
+    const map = byKernel;
+    const withExact = (exact: TokenIndex): GraphTokenIndex => {
+      const made = new GraphTokenIndex(
         view,
         graph,
-        resident(view, kernel) as TokenIndex,
+        exact,
         { maxMissing: opts.maxMissingTokens, maxForeign: opts.maxForeignTokens },
         count,
       );
-      byKernel.set(kernel, index);
-    }
-    return index;
+      map.set(kernel, made);
+      return made;
+    };
+    // The exact fallback may be a resident kernel being built (on a worker pool: awaited).
+    const exact = resident(view, kernel);
+    return exact instanceof Promise ? exact.then(withExact) : withExact(exact);
   };
   return Object.assign(factory, {
     options: opts,
