@@ -82,21 +82,4 @@ describe('residentKernelPool', () => {
       await pool.dispose();
     }
   });
-
-  it('builds a view’s worker kernel at its first search, which waits for it', async () => {
-    const pool = await residentKernelPool({ workers: 1, threads: 1 });
-    const index = residentIndexFactory({ kernel: (fallback) => pool.kernel(fallback) });
-    try {
-      const v = view(7, 40);
-      const q = query(71, 4);
-      const first = await searchView(v, q, { k: 10, index }, scorer);
-      // Resident and answered by the worker, with no second search and no wait for `settled`.
-      expect(index.resident()).toBe(1);
-      expect(pool.hits()).toBe(1);
-      expect(first).toEqual(await searchView(v, q, { k: 10 }, scorer));
-    } finally {
-      await index.dispose();
-      await pool.dispose();
-    }
-  });
 });

@@ -25,8 +25,7 @@ export interface ResidentIndexOptions {
   readonly threads?: number;
   /**
    * Makes each resident kernel (default: an `OrtSimilarityKernel` on this thread), e.g. on a
-   * worker thread (`residentKernelPool`); `fallback` is the scorer's kernel. Then a view's
-   * kernel is built from its first search, and searches wait until it is ready.
+   * worker thread (`residentKernelPool`); `fallback` is the scorer's kernel.
    */
   readonly kernel?: (fallback: SimilarityKernel) => ResidentKernel;
 }
@@ -46,8 +45,6 @@ interface Entry {
   index: TokenIndex;
   searches: number;
   building?: Promise<void>;
-  /** The build has ended (its kernel in place, or failed: the scorer's kernel stays). */
-  built?: boolean;
 }
 
 /**
@@ -56,10 +53,7 @@ interface Entry {
  * onnxruntime kernel holding the bank resident (`OrtSimilarityKernel.makeResident`: packed for
  * the GEMM once, not per search). Packing costs about as much as tens of searches, and a write
  * makes a new view, so it is built in the background from a view's second search on; until it
- * is ready searches run on the scorer's kernel. With `kernel` (kernels on worker threads), it is
- * built from the view's first search, and searches wait for it: the packing runs on the worker,
- * whereas the scorer's kernel would run each of those searches' whole product on the caller's
- * thread (onnxruntime runs synchronously). The exact backend rescores its proposals in
+ * is ready searches run on the scorer's kernel. The exact backend rescores its proposals in
  * float64, so results are the same on either path (tested). A view's kernel is released when the
  * view is garbage-collected, or by {@link ResidentIndexFactory.dispose}.
  *
@@ -121,14 +115,11 @@ export function residentIndexFactory(options: ResidentIndexOptions = {}): Reside
       })
       // A failed build leaves the scorer's kernel in place.
       .catch(() => kernel.dispose())
-      .finally(() => {
-        entry.built = true;
-        pending.delete(done);
-      });
+      .finally(() => pending.delete(done));
     pending.add(done);
     return done;
   };
-  const factory = (view: BankView, kernel: SimilarityKernel): TokenIndex | Promise<TokenIndex> => {
+  const factory = (view: BankView, kernel: SimilarityKernel): TokenIndex => {
     let byKernel = perView.get(view);
     if (byKernel === undefined) {
       byKernel = new Map();
@@ -140,23 +131,8 @@ export function residentIndexFactory(options: ResidentIndexOptions = {}): Reside
       byKernel.set(kernel, entry);
     }
     entry.searches += 1;
-    // With kernels on worker threads (`options.kernel`), from the first search, which waits for
-    // it: the packing runs on the worker, while a search on the scorer's kernel would run its
-    // whole product on this thread (onnxruntime is synchronous) — once per new view, and a
-    // write makes one.
-    const onWorkers = options.kernel !== undefined;
-    if (
-      entry.searches === (onWorkers ? 1 : 2) &&
-      entry.building === undefined &&
-      residentWorthy(view, kernel)
-    ) {
+    if (entry.searches === 2 && entry.building === undefined && residentWorthy(view, kernel))
       entry.building = buildResident(view, entry, perView, kernel);
-    }
-    const building = entry.building;
-    if (onWorkers && building !== undefined && entry.built !== true) {
-      const e = entry;
-      return building.then(() => e.index);
-    }
     return entry.index;
   };
   return Object.assign(factory, {

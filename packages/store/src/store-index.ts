@@ -124,23 +124,18 @@ export function storeIndexFactory(
     if (graph === undefined) return resident(view, kernel); // being built or loaded
     let byKernel = perView.get(view);
     if (byKernel === undefined) perView.set(view, (byKernel = new Map()));
-    const index = byKernel.get(kernel);
-    if (index !== undefined && index.graph === graph) return index;
-    const map = byKernel;
-    const withExact = (exact: TokenIndex): GraphTokenIndex => {
-      const made = new GraphTokenIndex(
+    let index = byKernel.get(kernel);
+    if (index === undefined || index.graph !== graph) {
+      index = new GraphTokenIndex(
         view,
         graph,
-        exact,
+        resident(view, kernel) as TokenIndex,
         { maxMissing: opts.maxMissingTokens, maxForeign: opts.maxForeignTokens },
         count,
       );
-      map.set(kernel, made);
-      return made;
-    };
-    // The exact fallback may be a resident kernel being built (on a worker pool: awaited).
-    const exact = resident(view, kernel);
-    return exact instanceof Promise ? exact.then(withExact) : withExact(exact);
+      byKernel.set(kernel, index);
+    }
+    return index;
   };
   return Object.assign(factory, {
     options: opts,
