@@ -1,7 +1,7 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { body, harness, storeState, type Harness } from './testing/harness.js';
-import { MAX_BATCH } from './schemas.js';
+import { MAX_BATCH, searchResponseSchema } from './schemas.js';
 
 let h: Harness;
 beforeEach(async () => {
@@ -54,6 +54,42 @@ describe('routes, happy paths (fake embedder, loopback)', () => {
     expect(results.map((r: { rank: number }) => r.rank)).toEqual([1, 2]);
     const direct = await h.store.search({ bank: 'alice', query: 'what cat did alice adopt', k: 2 });
     expect(results.map((r: { id: string }) => r.id)).toEqual(direct.map((r) => r.id));
+    // The body is written without a zod pass: it must still be exactly what the schema says.
+    expect(searchResponseSchema.parse(body(search))).toEqual(body(search));
+    // Every number as the store computed it (JSON keeps a double exactly).
+    for (const [i, r] of direct.entries()) {
+      const got = results[i];
+      expect([got.score, got.pooled, got.sparse, got.pooledRank]).toEqual([
+        r.score,
+        r.pooled,
+        r.sparse,
+        r.pooledRank,
+      ]);
+      expect(got.evidence.tokens).toEqual(
+        r.evidence!.tokens.map((t) => ({
+          queryToken: t.queryToken,
+          queryTokenId: t.queryTokenId,
+          queryPiece: t.queryPiece ?? null,
+          memoryToken: t.memoryToken,
+          memoryTokenId: t.memoryTokenId,
+          memoryPiece: t.memoryPiece ?? null,
+          similarity: t.floored ? null : t.similarity,
+          floored: t.floored,
+          floor: t.floor,
+          best:
+            t.best === undefined
+              ? null
+              : {
+                  memoryToken: t.best.memoryToken,
+                  tokenId: t.bestTokenId,
+                  piece: t.bestPiece ?? null,
+                  similarity: t.best.similarity,
+                },
+          contribution: t.contribution,
+          share: t.share,
+        })),
+      );
+    }
     const top = results[0];
     expect(top.score).toBeCloseTo(direct[0]!.score, 12);
     expect(top.evidence.tokens.length).toBe(direct[0]!.evidence!.tokens.length);
@@ -81,6 +117,7 @@ describe('routes, happy paths (fake embedder, loopback)', () => {
       k: 3,
       tokenK: 1,
     });
+    expect(searchResponseSchema.parse(body(narrow))).toEqual(body(narrow));
     const tokens = body(narrow).results.flatMap(
       (r: { evidence: { tokens: unknown[] } }) => r.evidence.tokens,
     );
@@ -96,6 +133,7 @@ describe('routes, happy paths (fake embedder, loopback)', () => {
       url: '/v1/banks/alice/search',
       payload: { query: 'cat', system: 'pooled', explain: false, k: 5 },
     });
+    expect(searchResponseSchema.parse(body(plain))).toEqual(body(plain));
     expect(body(plain).results).toHaveLength(3);
     expect(body(plain).results[0].evidence).toBeUndefined();
 

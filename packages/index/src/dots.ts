@@ -108,3 +108,43 @@ export function dotsInto(
     out[h] = s;
   }
 }
+
+/**
+ * For each quadruple `[slot, row, start, end)` of `quads`: the token of `start..end-1` (rows of
+ * `vectors`) with the largest {@link dotsInto} similarity to row `row` of `queries`, the first
+ * of equals, written as `token[q]` (relative to `start`; -1 for an empty range) and
+ * `similarity[q]` for the `q`-th quadruple (`slot` is the caller's). The same float64 dots as a
+ * token store's `dots`, so the same bests wherever they are computed (e.g. on the thread that
+ * holds a resident bank).
+ */
+export function bestTokensInto(
+  vectors: Float32Array,
+  dim: number,
+  queries: Float32Array,
+  quads: Int32Array,
+  token: Int32Array,
+  similarity: Float64Array,
+): void {
+  let offsets = new Int32Array(64);
+  let sims = new Float64Array(64);
+  for (let q = 0; 4 * q + 3 < quads.length; q++) {
+    const row = quads[4 * q + 1]!;
+    const start = quads[4 * q + 2]!;
+    const size = quads[4 * q + 3]! - start;
+    if (size <= 0) {
+      token[q] = -1;
+      similarity[q] = Number.NaN;
+      continue;
+    }
+    if (offsets.length < size) {
+      offsets = new Int32Array(2 * size);
+      sims = new Float64Array(2 * size);
+    }
+    for (let j = 0; j < size; j++) offsets[j] = (start + j) * dim;
+    dotsInto(vectors, offsets, size, queries, row * dim, sims, dim);
+    let best = 0;
+    for (let j = 1; j < size; j++) if (sims[j]! > sims[best]!) best = j;
+    token[q] = best;
+    similarity[q] = sims[best]!;
+  }
+}

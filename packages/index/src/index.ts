@@ -22,7 +22,7 @@ export {
 } from './top-k.js';
 export type { BankChunkSource, ChunkScorer, ExactTopKOptions, TopKResult } from './top-k.js';
 export { RunningTopK } from './running-top-k.js';
-export { dot64, dotsInto, firstNonFinite } from './dots.js';
+export { bestTokensInto, dot64, dotsInto, firstNonFinite } from './dots.js';
 export { CandidateBank } from './candidate-bank.js';
 export { NonFiniteScoresError } from './kernel.js';
 export type { ChunkTopK, SimilarityKernel } from './kernel.js';

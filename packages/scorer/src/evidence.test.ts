@@ -86,6 +86,54 @@ describe('explainCandidates on random banks', () => {
     expect(floored).toBeGreaterThan(0);
   });
 
+  it('takes a memory’s best token from exact hits: the same as every token’s float64 dot', async () => {
+    // Duplicate tokens in some memories: equal similarities, where the first must win.
+    const tokenVectors = memories.tokenVectors!.slice();
+    for (let row = 0; row < 30; row += 3) {
+      const from = memories.tokenOffsets[row]!;
+      const to = memories.tokenOffsets[row + 1]!;
+      for (let t = from + 1; t < to; t += 2) {
+        tokenVectors.copyWithin(t * DIM, (t - 1) * DIM, t * DIM);
+      }
+    }
+    const bank = { ...memories, tokenVectors };
+    const scored = await js.score(
+      { memories: bank, queries, queryRows: [0, 1, 2, 3, 4], candidates },
+      { k: 5, alpha: 0.5, keepHits: true, maxsim: true },
+    );
+    let fromHits = 0;
+    let fromDots = 0;
+    for (const scores of scored) {
+      expect(scores.hits!.exact).toBe(true);
+      const queryTokens = queryTokensOf(queries, scores.queryRow);
+      const all = candidates.map((_, g) => g);
+      // The same scores with the hits not marked exact: every best from the memory's own dots.
+      const exhaustive = { ...scores, hits: { ...scores.hits!, exact: false } };
+      for (const [, matching, alpha] of CASES) {
+        const quick = explainCandidates(
+          { scores, memories: bank, queryTokens, matching, alpha },
+          all,
+        );
+        const slow = explainCandidates(
+          { scores: exhaustive, memories: bank, queryTokens, matching, alpha },
+          all,
+        );
+        expect(quick).toEqual(slow);
+        for (const e of quick) {
+          for (const t of e.tokens) {
+            const k = scores.hits!.k;
+            const row = scores.hits!.memories.subarray(t.queryToken * k, (t.queryToken + 1) * k);
+            if (row.includes(e.memoryRow)) fromHits += 1;
+            else fromDots += 1;
+          }
+        }
+      }
+    }
+    // Both ways were taken.
+    expect(fromHits).toBeGreaterThan(0);
+    expect(fromDots).toBeGreaterThan(0);
+  });
+
   it('keepHits changes no score', async () => {
     const request = { memories, queries, queryRows: [0, 1, 2, 3, 4], candidates };
     const plain = await js.score(request, { k: 5 });

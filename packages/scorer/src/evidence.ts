@@ -26,6 +26,18 @@ export interface ExplainInput {
    * `maxsim` system), so `score = sparsePart = sparse` and `alpha` is 0.
    */
   readonly fused?: boolean;
+  /**
+   * Diagnostic bests computed elsewhere (e.g. on the thread that holds the bank, in the same
+   * float64 dots): for the `p`-th explained position and query token `i`, at `p·n_q + i`,
+   * token -1 where not given (then computed here). See {@link missingBests}.
+   */
+  readonly bests?: DiagnosticBests;
+}
+
+/** {@link ExplainInput.bests}: best token within the memory and its float64 similarity. */
+export interface DiagnosticBests {
+  readonly token: Int32Array;
+  readonly similarity: Float64Array;
 }
 
 /** One query token's part in a memory's token-level score (METHOD.md §2, Appendix D). */
@@ -118,7 +130,7 @@ export function explainCandidates(
   const sparseAll = tokenScores(scores, matching);
   const zp = standardize(pooled);
   const zs = standardize(sparseAll);
-  return positions.map((g) => {
+  return positions.map((g, p) => {
     if (!(Number.isInteger(g) && g >= 0 && g < m)) {
       throw new Error(`explainCandidates: candidate position ${g} is not in 0..${m - 1}`);
     }
@@ -147,7 +159,7 @@ export function explainCandidates(
         score: p,
       };
     }
-    const tokens = tokenEvidence(input, g, memoryRow, sparseAll[g]!);
+    const tokens = tokenEvidence(input, g, p, memoryRow, sparseAll[g]!);
     if (input.fused === false) {
       const sp = sparseAll[g]!;
       return {
@@ -189,9 +201,41 @@ function tokenScores(scores: QueryScores, matching: EvidenceMatching): Float64Ar
   return maxsim;
 }
 
+/**
+ * The diagnostic bests {@link explainCandidates} must compute with dot products for these
+ * positions (those its hits do not already hold: a memory without a hit for the query token, or
+ * hits that are not exact), as quadruples `[slot, queryToken, tokenStart, tokenEnd)` of the
+ * memory bank's tokens, `slot = p·n_q + i`: what to compute elsewhere and pass as
+ * {@link ExplainInput.bests} (the best token relative to `tokenStart`, first of equals).
+ */
+export function missingBests(
+  scores: QueryScores,
+  memories: Pick<TokenBank, 'tokenOffsets'>,
+  positions: readonly number[],
+): Int32Array {
+  const hits = scores.hits;
+  const nq = scores.nQueryTokens;
+  if (hits === undefined || scores.pooledOnly) return new Int32Array(0);
+  const k = hits.k;
+  const out: number[] = [];
+  for (const [p, g] of positions.entries()) {
+    const row = scores.candidates[g]!;
+    const start = memories.tokenOffsets[row]!;
+    const end = memories.tokenOffsets[row + 1]!;
+    if (end === start) continue;
+    for (let i = 0; i < nq; i++) {
+      let h = 0;
+      if (hits.exact === true) while (h < k && hits.memories[i * k + h] !== row) h++;
+      if (hits.exact !== true || h === k) out.push(p * nq + i, i, start, end);
+    }
+  }
+  return Int32Array.from(out);
+}
+
 function tokenEvidence(
   input: ExplainInput,
   g: number,
+  p: number,
   row: number,
   sparse: number,
 ): TokenEvidence[] {
@@ -211,21 +255,41 @@ function tokenEvidence(
   const m = scores.candidates.length;
   const start = memories.tokenOffsets[row]!;
   const end = memories.tokenOffsets[row + 1]!;
-  const store = tokenStoreOf(memories);
-  const own = new Int32Array(end - start);
-  for (let j = 0; j < own.length; j++) own[j] = start + j;
-  const sims = new Float64Array(own.length);
+  const size = end - start;
+  let own: Int32Array | undefined;
+  let sims: Float64Array | undefined;
   const out: TokenEvidence[] = [];
   for (let i = 0; i < nq; i++) {
-    // The diagnostic: every token of the memory, with the store's own float64 dot products.
-    store.dots(own, own.length, queryTokens, i * dim, sims);
-    let bestJ = -1;
-    for (let j = 0; j < own.length; j++) if (bestJ < 0 || sims[j]! > sims[bestJ]!) bestJ = j;
-    const best = bestJ < 0 ? undefined : { memoryToken: bestJ, similarity: sims[bestJ]! };
+    // Hits are sorted descending: the memory's first hit in the row is its best proposal.
+    let h = 0;
+    while (h < k && hits.memories[i * k + h] !== row) h++;
+    const matched = h < k;
+    // The diagnostic: the memory's best token over all its tokens, in the store's own float64
+    // dot products. Exact hits already hold it when the memory has one in the row (its best
+    // token ranks first among its tokens, the tie order keeping token order): the same dots.
+    let best: { readonly memoryToken: number; readonly similarity: number } | undefined;
+    const given = input.bests?.token[p * nq + i] ?? -1;
+    if (size === 0) best = undefined;
+    else if (given >= 0)
+      best = { memoryToken: given, similarity: input.bests!.similarity[p * nq + i]! };
+    else if (matched && hits.exact === true)
+      best = { memoryToken: hits.tokens[i * k + h]! - start, similarity: hits.values[i * k + h]! };
+    else {
+      if (own === undefined || sims === undefined) {
+        own = new Int32Array(size);
+        for (let j = 0; j < size; j++) own[j] = start + j;
+        sims = new Float64Array(size);
+      }
+      tokenStoreOf(memories).dots(own, size, queryTokens, i * dim, sims);
+      let bestJ = 0;
+      for (let j = 1; j < size; j++) if (sims[j]! > sims[bestJ]!) bestJ = j;
+      best = { memoryToken: bestJ, similarity: sims[bestJ]! };
+    }
     if (matching === 'maxsim') {
       const v = hits.best?.[i * m + g];
       if (v === undefined) throw new Error('explainCandidates: MaxSim bests were not kept');
       const used = v === -Infinity ? -1 : v;
+      const contribution = used / nq;
       out.push({
         queryToken: i,
         memoryToken: best?.memoryToken ?? -1,
@@ -233,18 +297,15 @@ function tokenEvidence(
         floored: false,
         floor: 0,
         best,
-        contribution: used / nq,
-        share: 0,
+        contribution,
+        share: sparse === 0 ? 0 : contribution / sparse,
       });
       continue;
     }
     const t = matching === 'tail' ? scores.tailFloor[i]! : 0;
-    let h = 0;
-    // Hits are sorted descending: the memory's first hit in the row is its best proposal.
-    while (h < k && hits.memories[i * k + h] !== row) h++;
-    const matched = h < k;
     const s = matched ? hits.values[i * k + h]! : -Infinity;
     const floored = !matched || s < t;
+    const contribution = Math.max(t, s) / nq;
     out.push({
       queryToken: i,
       memoryToken: matched && !floored ? hits.tokens[i * k + h]! - start : -1,
@@ -252,9 +313,9 @@ function tokenEvidence(
       floored,
       floor: t,
       best,
-      contribution: Math.max(t, s) / nq,
-      share: 0,
+      contribution,
+      share: sparse === 0 ? 0 : contribution / sparse,
     });
   }
-  return out.map((e) => ({ ...e, share: sparse === 0 ? 0 : e.contribution / sparse }));
+  return out;
 }

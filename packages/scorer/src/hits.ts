@@ -18,6 +18,12 @@ export interface QueryHits {
    * MaxSim was computed.
    */
   readonly best?: Float32Array;
+  /**
+   * Each row is the exact float64 top-k over the candidates' tokens, in the same dot products
+   * as the token store's `dots` (the exact fp32 backend): a memory's first hit in a row is then
+   * its best token of all (the tie order keeps a memory's tokens in order).
+   */
+  readonly exact?: boolean;
 }
 
 /** A copy of one query's rows of the hits (and its bests, in candidate order). */
@@ -27,6 +33,7 @@ export function keepHits(
   nq: number,
   m: number,
   givenOf: Int32Array,
+  exact = false,
 ): QueryHits {
   const k = hits.k;
   const from = rowStart * k;
@@ -45,5 +52,6 @@ export function keepHits(
     memories: hits.memories.slice(from, to),
     tokens: hits.tokens.slice(from, to),
     ...(best === undefined ? {} : { best }),
+    exact,
   };
 }

@@ -7,8 +7,14 @@ export type {
   SystemScores,
 } from './scorer.js';
 export type { QueryHits } from './hits.js';
-export { explainCandidates } from './evidence.js';
-export type { EvidenceMatching, ExplainInput, MemoryEvidence, TokenEvidence } from './evidence.js';
+export { explainCandidates, missingBests } from './evidence.js';
+export type {
+  DiagnosticBests,
+  EvidenceMatching,
+  ExplainInput,
+  MemoryEvidence,
+  TokenEvidence,
+} from './evidence.js';
 export type { TokenBank } from './validate.js';
 export { parseScoreOptions, scoreOptionsSchema } from './options.js';
 export type { ResolvedScoreOptions, ScoreOptions } from './options.js';

@@ -182,6 +182,7 @@ export class SparseScorer {
     const totalRows = qStart[queryRows.length]!;
     const m = given.length;
     let hits: TokenHits | undefined;
+    let exact = false;
     if (totalRows > 0) {
       let candidateTokens = 0;
       for (const row of sorted)
@@ -203,6 +204,8 @@ export class SparseScorer {
           },
           this.kernel,
         );
+      // The exact fp32 backend's hits are the float64 top-k (the evidence reads bests from them).
+      exact = index.backend === 'exact' && index.codec === 'fp32';
       hits = await index.search(q, totalRows, opts.k, {
         memories: sorted,
         chunkSize: opts.chunkSize,
@@ -276,7 +279,7 @@ export class SparseScorer {
         sparseZeroFloor[g] = gainZero[g]! / nq;
       }
       const maxsim = best === undefined ? undefined : maxSimScores(best, rowStart, nq, m, givenOf);
-      const kept = opts.keepHits ? keepHits(hits, rowStart, nq, m, givenOf) : undefined;
+      const kept = opts.keepHits ? keepHits(hits, rowStart, nq, m, givenOf, exact) : undefined;
       results.push({
         queryRow,
         candidates: given,

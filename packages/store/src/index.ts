@@ -21,6 +21,7 @@ export type { CompactionReport } from './compaction.js';
 export { encodedTexts } from './encode.js';
 export { SEARCH_SYSTEMS, parseSearchOptions, searchOptionsSchema, searchView } from './search.js';
 export type {
+  BestsIndex,
   EvidenceToken,
   ResolvedSearchOptions,
   SearchEvidence,

@@ -57,6 +57,7 @@ describe('residentKernelPool', () => {
         await searchView(v, warm, { index }, scorer);
         await index.settled();
         const hits = pool.hits();
+        const bests = pool.bestsAnswered();
         // Concurrent searches, as a server makes them, against each alone without the index.
         const queries = Array.from({ length: 4 }, (_, i) => query(100 + seed * 10 + i, 3 + i));
         for (const system of SEARCH_SYSTEMS) {
@@ -72,6 +73,7 @@ describe('residentKernelPool', () => {
           }
         }
         expect(pool.hits()).toBeGreaterThan(hits); // the workers answered
+        expect(pool.bestsAnswered()).toBeGreaterThan(bests); // and computed evidence bests
       }
       expect(views).toHaveLength(3);
       expect(index.resident()).toBe(3);

@@ -1,11 +1,18 @@
 import type { Worker } from 'node:worker_threads';
 import { NonFiniteScoresError, type ChunkTopK, type SimilarityKernel } from '@bfe/index';
+import type { DiagnosticBests } from '@bfe/scorer';
 import type { KernelAnswer, KernelRequest } from './kernel-worker.js';
 import { startWorker } from './workers.js';
 
 /** A kernel that can hold one bank resident (what {@link residentIndexFactory} builds). */
 export interface ResidentKernel extends SimilarityKernel {
   makeResident(bank: Float32Array, n: number, dim: number): Promise<void>;
+  /**
+   * Diagnostic bests over the resident bank's tokens where the bank lives (`bestTokensInto`:
+   * quadruples `[slot, row, start, end)`, rows of `queries`), one per quadruple; undefined when
+   * nothing is resident there or the worker failed (the caller computes them itself).
+   */
+  bests?(queries: Float32Array, quads: Int32Array): Promise<DiagnosticBests | undefined>;
 }
 
 /** Resident kernels on worker threads; {@link ResidentKernelPool.dispose} ends the workers. */
@@ -14,6 +21,8 @@ export interface ResidentKernelPool {
   kernel(fallback: SimilarityKernel): ResidentKernel;
   /** Top-k calls the workers answered (the rest went to their kernels' fallbacks). */
   hits(): number;
+  /** Diagnostic-bests calls the workers answered (`ResidentKernel.bests`). */
+  bestsAnswered(): number;
   dispose(): Promise<void>;
 }
 
@@ -86,6 +95,7 @@ export async function residentKernelPool(
   let next = 0;
   let ids = 0;
   let hits = 0;
+  let bestsAnswered = 0;
   return {
     kernel(fallback) {
       const channel = channels[next++ % channels.length]!;
@@ -121,6 +131,17 @@ export async function residentKernelPool(
           );
           return { kOut: a.kOut!, values: a.values!, indices: a.indices!, scores: undefined };
         },
+        async bests(queries, quads) {
+          if (resident === undefined || broken !== undefined) return undefined;
+          const q = queries.slice();
+          const a = await ask(channel, { op: 'bests', seq: ++seq, id, queries: q, quads }, [
+            q.buffer,
+          ]);
+          // A pure function of the bank: on any failure the caller computes them itself.
+          if (!a.ok) return undefined;
+          bestsAnswered += 1;
+          return { token: a.token!, similarity: a.similarity! };
+        },
         scores: (queries, rows, bank, n, dim) => fallback.scores(queries, rows, bank, n, dim),
         async dispose() {
           if (resident === undefined || broken !== undefined) return;
@@ -130,6 +151,7 @@ export async function residentKernelPool(
       };
     },
     hits: () => hits,
+    bestsAnswered: () => bestsAnswered,
     async dispose() {
       broken ??= new Error('residentKernelPool: disposed');
       for (const c of channels) c.worker.removeAllListeners('exit');

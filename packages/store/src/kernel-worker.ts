@@ -3,6 +3,7 @@
 // the kernel's own module, not `@bfe/index` whole: usearch (HNSW) never finishes loading in a
 // worker thread.
 import { parentPort, workerData } from 'node:worker_threads';
+import { bestTokensInto } from '@bfe/index/dots';
 import { OrtSimilarityKernel } from '@bfe/index/ort-kernel';
 
 /** A request from the pool; each gets one answer with its `seq`. */
@@ -23,6 +24,14 @@ export type KernelRequest =
       readonly rows: number;
       readonly k: number;
     }
+  | {
+      /** Diagnostic bests (`bestTokensInto`) over the resident bank's tokens. */
+      readonly op: 'bests';
+      readonly seq: number;
+      readonly id: number;
+      readonly queries: Float32Array;
+      readonly quads: Int32Array;
+    }
   | { readonly op: 'dispose'; readonly seq: number; readonly id: number };
 
 /** A worker's answer. */
@@ -33,6 +42,8 @@ export type KernelAnswer =
       readonly kOut?: number;
       values?: Float32Array;
       indices?: Int32Array;
+      token?: Int32Array;
+      similarity?: Float64Array;
     }
   | {
       readonly seq: number;
@@ -64,6 +75,13 @@ async function answer(r: KernelRequest): Promise<KernelAnswer> {
   }
   if (entry === undefined) throw new Error(`kernel-worker: no resident kernel ${r.id}`);
   const { kernel, n, dim, bank } = entry;
+  if (r.op === 'bests') {
+    const count = r.quads.length >> 2;
+    const token = new Int32Array(count);
+    const similarity = new Float64Array(count);
+    bestTokensInto(bank, dim, r.queries, r.quads, token, similarity);
+    return { seq: r.seq, ok: true, token, similarity };
+  }
   const top = await kernel.topK(r.queries, r.rows, bank, n, dim, r.k);
   return { seq: r.seq, ok: true, kOut: top.kOut, values: top.values, indices: top.indices };
 }
@@ -83,10 +101,11 @@ port.on('message', (r: KernelRequest) => {
         nonFinite: (error as Error).name === 'NonFiniteScoresError',
       };
     }
-    const transfer =
-      a.ok && a.values !== undefined
-        ? [a.values.buffer as ArrayBuffer, a.indices!.buffer as ArrayBuffer]
-        : [];
+    const transfer: ArrayBuffer[] = [];
+    if (a.ok && a.values !== undefined)
+      transfer.push(a.values.buffer as ArrayBuffer, a.indices!.buffer as ArrayBuffer);
+    if (a.ok && a.token !== undefined)
+      transfer.push(a.token.buffer as ArrayBuffer, a.similarity!.buffer as ArrayBuffer);
     port.postMessage(a, transfer);
   });
 });

@@ -108,7 +108,10 @@ export function residentIndexFactory(options: ResidentIndexOptions = {}): Reside
         if (generation !== perView) return kernel.dispose(); // disposed meanwhile
         kernels.add(kernel);
         released.register(view, kernel, kernel);
-        entry.index = exact(view, kernel);
+        const index = exact(view, kernel);
+        // The evidence's diagnostic bests, computed where the bank is resident (a worker).
+        const bests = 'bests' in kernel ? kernel.bests?.bind(kernel) : undefined;
+        entry.index = bests === undefined ? index : Object.assign(index, { bests });
       })
       // A failed build leaves the scorer's kernel in place.
       .catch(() => kernel.dispose())

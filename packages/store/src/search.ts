@@ -12,10 +12,13 @@ import {
   SYSTEMS,
   explainCandidates,
   groupByCandidates,
+  missingBests,
   parseScoreOptions,
   rankCandidates,
+  type DiagnosticBests,
   type EvidenceMatching,
   type MemoryEvidence,
+  type QueryScores,
   type SparseScorer,
   type SystemName,
   type TokenEvidence,
@@ -40,6 +43,15 @@ export type TokenIndexFactory = (
   view: BankView,
   kernel: SimilarityKernel,
 ) => TokenIndex | Promise<TokenIndex>;
+
+/**
+ * A token index that can also compute the evidence's diagnostic bests where its bank lives
+ * (`missingBests` quadruples; `residentIndexFactory` over `residentKernelPool`): they then leave
+ * the caller's thread. Undefined back: the caller computes them.
+ */
+export interface BestsIndex extends TokenIndex {
+  bests(queries: Float32Array, quads: Int32Array): Promise<DiagnosticBests | undefined>;
+}
 
 /** How each system's score is explained: its token-level score and whether it fuses. */
 const MATCHING: Readonly<Record<SearchSystem, { matching: EvidenceMatching; fused: boolean }>> = {
@@ -244,18 +256,24 @@ export async function searchView(
   const { matching, fused } = MATCHING[opts.system];
   const tokenLevel =
     matching === 'zero' ? s.sparseZeroFloor : matching === 'maxsim' ? s.systems.maxsim! : s.sparse;
+  const explained = queryTokens.subarray(
+    query.tokenOffsets[0]! * dim,
+    query.tokenOffsets[1]! * dim,
+  );
+  const bests =
+    opts.explain && matching !== 'none'
+      ? await remoteBests(index, s, memories, explained, top)
+      : undefined;
   const evidence = opts.explain
     ? explainCandidates(
         {
           scores: s,
           memories,
-          queryTokens: queryTokens.subarray(
-            query.tokenOffsets[0]! * dim,
-            query.tokenOffsets[1]! * dim,
-          ),
+          queryTokens: explained,
           matching,
           alpha: opts.system === 'no-fusion' ? 0 : opts.alpha,
           fused,
+          ...(bests === undefined ? {} : { bests }),
         },
         top,
       )
@@ -275,6 +293,30 @@ export async function searchView(
       ...(e === undefined ? {} : { evidence: withPieces(e, opts, view, query) }),
     };
   });
+}
+
+/** The diagnostic bests the evidence needs, from an index that computes them where it lives. */
+async function remoteBests(
+  index: TokenIndex | undefined,
+  scores: QueryScores,
+  memories: { readonly tokenOffsets: ArrayLike<number> },
+  queryTokens: Float32Array,
+  top: readonly number[],
+): Promise<DiagnosticBests | undefined> {
+  const remote = (index as Partial<BestsIndex> | undefined)?.bests;
+  if (remote === undefined) return undefined;
+  const quads = missingBests(scores, memories, top);
+  if (quads.length === 0) return undefined;
+  const got = await remote.call(index, queryTokens, quads);
+  if (got === undefined) return undefined;
+  const slots = top.length * scores.nQueryTokens;
+  const token = new Int32Array(slots).fill(-1);
+  const similarity = new Float64Array(slots);
+  for (let q = 0; 4 * q < quads.length; q++) {
+    token[quads[4 * q]!] = got.token[q]!;
+    similarity[quads[4 * q]!] = got.similarity[q]!;
+  }
+  return { token, similarity };
 }
 
 /**
@@ -306,28 +348,49 @@ function withPieces(
   view: BankView,
   query: EncodedTexts,
 ): SearchEvidence {
-  const { tokens, ...rest } = e;
   const { memoryRow } = e;
+  const tokenText = opts.tokenText;
   const piece = (id: number): string | undefined =>
-    id < 0 || opts.tokenText === undefined ? undefined : opts.tokenText(id);
+    id < 0 || tokenText === undefined ? undefined : tokenText(id);
   const start = view.tokenOffsets[memoryRow]!;
   const q0 = query.tokenOffsets[0]!;
+  // Built field by field (no object spread: this runs for every token of every result).
+  const tokens = e.tokens.map((t): EvidenceToken => {
+    const queryTokenId = query.tokenIds[q0 + t.queryToken]!;
+    const memoryTokenId = t.memoryToken < 0 ? -1 : view.tokenIds[start + t.memoryToken]!;
+    const bestId = t.best === undefined ? -1 : view.tokenIds[start + t.best.memoryToken]!;
+    return {
+      queryToken: t.queryToken,
+      memoryToken: t.memoryToken,
+      similarity: t.similarity,
+      floored: t.floored,
+      floor: t.floor,
+      best: t.best,
+      contribution: t.contribution,
+      share: t.share,
+      queryTokenId,
+      queryPiece: piece(queryTokenId),
+      memoryTokenId,
+      memoryPiece: piece(memoryTokenId),
+      bestTokenId: bestId,
+      bestPiece: piece(bestId),
+    };
+  });
   return {
-    ...rest,
+    candidate: e.candidate,
+    memoryRow,
+    matching: e.matching,
+    nQueryTokens: e.nQueryTokens,
+    k: e.k,
+    pooled: e.pooled,
+    sparse: e.sparse,
+    zPooled: e.zPooled,
+    zSparse: e.zSparse,
+    alpha: e.alpha,
+    pooledPart: e.pooledPart,
+    sparsePart: e.sparsePart,
+    score: e.score,
     system: opts.system,
-    tokens: tokens.map((t) => {
-      const queryTokenId = query.tokenIds[q0 + t.queryToken]!;
-      const memoryTokenId = t.memoryToken < 0 ? -1 : view.tokenIds[start + t.memoryToken]!;
-      const bestId = t.best === undefined ? -1 : view.tokenIds[start + t.best.memoryToken]!;
-      return {
-        ...t,
-        queryTokenId,
-        queryPiece: piece(queryTokenId),
-        memoryTokenId,
-        memoryPiece: piece(memoryTokenId),
-        bestTokenId: bestId,
-        bestPiece: piece(bestId),
-      };
-    }),
+    tokens,
   };
 }

@@ -10,7 +10,8 @@
  * The server is apps/server's own bin, run as a child process (apps are never imported); the
  * peer row is `GET /healthz` through the same server and client (the HTTP floor). Each row also
  * reports the server process's CPU time (every thread) per request: on a shared machine it moves
- * far less than throughput does.
+ * far less than throughput does; and its main thread's alone (`loop ms/req`: the event loop, which
+ * serves every request).
  *
  * `--compare` runs two servers side by side on copies of the same filled store, each row for
  * both, alternating: `new` (the server's defaults: one onnxruntime thread per session, queries
@@ -18,7 +19,9 @@
  * (`--threads 0 --encode-workers 0 --kernel-workers 0`: the
  * previous defaults, onnxruntime's own thread count and every encode on the event loop), and
  * prints the new/old ratios. `--server-args="…"` (with `=`: the value starts with a dash) adds
- * arguments to the (new) server.
+ * arguments to the (new) server; `--old-args="…"` replaces the old path's arguments, and
+ * `--old-bin PATH` runs the old path from another checkout's `apps/server/src/bin.ts` (e.g. the
+ * previous commit's code, `--old-args=""` for its defaults).
  *
  * Timings on a shared machine are noisy: the load average is printed beside them.
  *
@@ -47,6 +50,8 @@ const { values } = parseArgs({
     markdown: { type: 'boolean', default: false },
     compare: { type: 'boolean', default: false },
     'server-args': { type: 'string', default: '' },
+    'old-args': { type: 'string', default: '--threads 0 --encode-workers 0 --kernel-workers 0' },
+    'old-bin': { type: 'string' },
     /** With --work: skip the fill when the first path's store is there from an earlier run. */
     reuse: { type: 'boolean', default: false },
   },
@@ -55,7 +60,7 @@ const seconds = positive('--seconds', values.seconds);
 /** Server arguments of each path compared (`new`: the defaults). */
 const PATHS: Record<string, string[]> = {
   new: values['server-args'].split(/\s+/).filter((a) => a.length > 0),
-  old: ['--threads', '0', '--encode-workers', '0', '--kernel-workers', '0'],
+  old: values['old-args'].split(/\s+/).filter((a) => a.length > 0),
 };
 const paths = values.compare ? ['old', 'new'] : ['new'];
 
@@ -77,7 +82,8 @@ await writeFile(
     Object.fromEntries([...keyOf].map(([bank, key]) => [key, { banks: [bank], write: true }])),
   ),
 );
-const bin = fileURLToPath(new URL('../../../server/src/bin.ts', import.meta.url));
+const ownBin = fileURLToPath(new URL('../../../server/src/bin.ts', import.meta.url));
+const bins: Record<string, string> = { new: ownBin, old: values['old-bin'] ?? ownBin };
 
 interface Server {
   readonly path: string;
@@ -92,7 +98,7 @@ async function startServer(path: string, store: string): Promise<Server> {
       '--conditions=@bfe/source',
       '--import',
       import.meta.resolve('tsx'),
-      bin,
+      bins[path]!,
       ...['--store', store, '--port', '0', '--keys', keysFile, ...PATHS[path]!],
     ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
@@ -103,7 +109,7 @@ async function startServer(path: string, store: string): Promise<Server> {
     );
     child.once('exit', (code) => reject(new Error(`bfe serve exited ${code}`)));
   });
-  note(`bfe serve (${path}: ${PATHS[path]!.join(' ') || 'defaults'}) at ${url}`);
+  note(`bfe serve (${path}: ${bins[path]} ${PATHS[path]!.join(' ') || 'defaults'}) at ${url}`);
   return { path, url, child };
 }
 
@@ -113,10 +119,16 @@ async function stopServer(server: Server): Promise<void> {
   note(`bfe serve (${server.path}) exited ${code}`);
 }
 
-/** CPU seconds (user + system, every thread) the process has used; NaN where /proc is absent. */
-function cpuSeconds(pid: number | undefined): number {
+/**
+ * CPU seconds (user + system) the process has used, every thread (or its main thread, the event
+ * loop, with `mainThread`); NaN where /proc is absent.
+ */
+function cpuSeconds(pid: number | undefined, mainThread = false): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(
+      mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`,
+      'utf8',
+    );
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) / 100;
   } catch {
@@ -195,6 +207,8 @@ interface Row {
   readonly adds: string;
   /** Server CPU milliseconds (every thread) per request, adds included. */
   readonly cpuMs: number;
+  /** The same, of the server's main thread (its event loop) alone. */
+  readonly loopMs: number;
   readonly load: number;
 }
 
@@ -211,6 +225,7 @@ async function run(
   let next = firstQuery;
   const stop = { done: false };
   const cpu0 = cpuSeconds(server.child.pid);
+  const loop0 = cpuSeconds(server.child.pid, true);
   const writing = adds ? writer(url, stop) : undefined;
   const result = await autocannon({
     url,
@@ -246,6 +261,7 @@ async function run(
     addsCell = `${acked.length} acked, ${lost} lost`;
   }
   const cpu = cpuSeconds(server.child.pid) - cpu0;
+  const loop = cpuSeconds(server.child.pid, true) - loop0;
   return {
     name,
     path: server.path,
@@ -256,6 +272,7 @@ async function run(
     non2xx: result.non2xx,
     adds: addsCell,
     cpuMs: (1000 * cpu) / Math.max(1, result.requests.total + acked.length),
+    loopMs: (1000 * loop) / Math.max(1, result.requests.total + acked.length),
     load: loadavg()[0]!,
   };
 }
@@ -305,6 +322,7 @@ try {
     non2xx: 0,
     adds: '',
     cpuMs: Number.NaN,
+    loopMs: Number.NaN,
     load: loadavg()[0]!,
   });
 } finally {
@@ -321,9 +339,22 @@ for (const line of terminalTableLines({
     'non-2xx',
     'adds',
     'CPU ms/req',
+    'loop ms/req',
     'load',
   ],
-  align: ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'left', 'right', 'right'],
+  align: [
+    'left',
+    'left',
+    'right',
+    'right',
+    'right',
+    'right',
+    'right',
+    'left',
+    'right',
+    'right',
+    'right',
+  ],
   rows: rows.map((r) => [
     r.name,
     r.path,
@@ -334,6 +365,7 @@ for (const line of terminalTableLines({
     String(r.non2xx),
     r.adds,
     Number.isNaN(r.cpuMs) ? '' : r.cpuMs.toFixed(1),
+    Number.isNaN(r.loopMs) ? '' : r.loopMs.toFixed(1),
     r.load.toFixed(2),
   ]),
   style: values.markdown ? 'markdown' : 'plain',
@@ -346,7 +378,7 @@ if (values.compare) {
     const of = (p: string): Row => rows.find((r) => r.name === name && r.path === p)!;
     const [o, n] = [of('old'), of('new')];
     out(
-      `  ${name}: req/s ×${(n.rps / o.rps).toFixed(2)}, p50 ${o.p50 > 0 ? `×${(n.p50 / o.p50).toFixed(2)}` : `${o.p50} → ${n.p50} ms`}, CPU/req ×${(n.cpuMs / o.cpuMs).toFixed(2)}`,
+      `  ${name}: req/s ×${(n.rps / o.rps).toFixed(2)}, p50 ${o.p50 > 0 ? `×${(n.p50 / o.p50).toFixed(2)}` : `${o.p50} → ${n.p50} ms`}, CPU/req ×${(n.cpuMs / o.cpuMs).toFixed(2)}, loop CPU/req ×${(n.loopMs / o.loopMs).toFixed(2)}`,
     );
   }
 }
