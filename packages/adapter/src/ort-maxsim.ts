@@ -27,7 +27,7 @@ import {
   maxTokenNorm,
   rowSlack,
 } from './maxsim-exact.js';
-import { finishMaxSimScores, maxSimBackward } from './loss.js';
+import { finishMaxSimScores, type maxSimBackward } from './loss.js';
 import { applyAdapterInto, createForwardCache, type AdapterParams } from './model.js';
 import { similarityGraph } from './sim-graph.js';
 import { WasmKernel } from './wasm-kernel.js';

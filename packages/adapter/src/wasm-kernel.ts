@@ -39,8 +39,6 @@ interface KernelExports {
     dim: number,
     x: number,
     gradQuery: number,
-    weight: number,
-    rowAt: number,
   ): void;
 }
 
@@ -141,7 +139,6 @@ export class WasmKernel {
     if (prev !== undefined && prev.ptr + prev.size === ptr) {
       prev.size += blocks[i]!.size;
       blocks.splice(i, 1);
-      i -= 1;
     }
     const last = blocks[blocks.length - 1];
     if (last !== undefined && last.ptr + last.size === this.#end) {
@@ -248,19 +245,16 @@ export class WasmKernel {
     const argBytes = rows * memories * 4;
     const gradBytes = memories * 8;
     const queryBytes = rows * dim * 8;
-    const total =
-      align(argBytes) + align(gradBytes) + align(queryBytes) + align(memories * 8) + align(memories * 4);
+    const total = align(argBytes) + align(gradBytes) + align(queryBytes);
     const base = this.alloc(total);
     try {
       const aPtr = base;
       const gPtr = aPtr + align(argBytes);
       const qPtr = gPtr + align(gradBytes);
-      const wPtr = qPtr + align(queryBytes);
-      const rPtr = wPtr + align(memories * 8);
       this.i32(aPtr, rows * memories).set(result.argmax.subarray(0, rows * memories));
       this.f64(gPtr, memories).set(gradScores);
       this.f64(qPtr, rows * dim).set(gradQuery.subarray(0, rows * dim));
-      this.#exports.backward(aPtr, gPtr, rows, memories, dim, xPtr, qPtr, wPtr, rPtr);
+      this.#exports.backward(aPtr, gPtr, rows, memories, dim, xPtr, qPtr);
       gradQuery.set(this.f64(qPtr, rows * dim));
     } finally {
       this.free(base, total);
