@@ -370,4 +370,4 @@ function exactOne(
   );
 }
 
-export { backward } from './backward';
+export { adapterBackward, backward } from './backward';

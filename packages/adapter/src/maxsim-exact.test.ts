@@ -17,7 +17,12 @@ import {
   rowSlack,
   similarityErrorFactor,
 } from './maxsim-exact.js';
-import { initAdapterParams } from './model.js';
+import {
+  adapterBackward,
+  applyAdapterInto,
+  createForwardCache,
+  initAdapterParams,
+} from './model.js';
 import { OrtMaxSim, lossSumOrt, type ExactKernel } from './ort-maxsim.js';
 import { Prng } from './prng.js';
 import { syntheticQueries } from './testing/synthetic.js';
@@ -329,6 +334,30 @@ describe('WasmKernel (WebAssembly SIMD exact maxima and backward)', () => {
       const got = wasm.backward(result, weights, p.dim, x, new Float64Array(p.rows * p.dim));
       expect(got).toEqual(reference);
       expect(reference.some((g) => g !== 0)).toBe(true);
+    }
+  });
+
+  it('gives adapterBackward bit for bit (odd rank and dim, a zero row, a row below ε)', () => {
+    for (const [dim, rank, rows] of [
+      [23, 3, 5],
+      [384, 32, 7],
+    ] as const) {
+      const prng = new Prng(dim + rank);
+      const params = initAdapterParams(dim, rank, 4, 0.05);
+      params.b.forEach((_, k) => (params.b[k] = 0.03 * prng.normal()));
+      const tokens = Float32Array.from({ length: rows * dim }, () => prng.normal());
+      tokens.fill(0, dim, 2 * dim); // row 1 is zero
+      const cache = createForwardCache(rows, dim, rank);
+      applyAdapterInto(new Float64Array(rows * dim), params, tokens, rows, cache);
+      cache.zNorm[2] = 1e-13; // row 2 takes the ε branch
+      const gradOut = Float64Array.from({ length: rows * dim }, () => prng.normal());
+      gradOut[5] = 0;
+      const start = Float64Array.from({ length: rank * dim }, () => prng.normal());
+      const expected = { a: start.slice(), b: start.slice().reverse() };
+      adapterBackward(params, tokens, rows, cache, gradOut, expected.a, expected.b);
+      const got = { a: start.slice(), b: start.slice().reverse() };
+      new WasmKernel().adapterBackward(params, tokens, rows, cache, gradOut, got.a, got.b);
+      expect(got).toEqual(expected);
     }
   });
 

@@ -28,7 +28,12 @@ import {
   rowSlack,
 } from './maxsim-exact.js';
 import { finishMaxSimScores, type maxSimBackward } from './loss.js';
-import { applyAdapterInto, createForwardCache, type AdapterParams } from './model.js';
+import {
+  adapterBackward,
+  applyAdapterInto,
+  createForwardCache,
+  type AdapterParams,
+} from './model.js';
 import { similarityGraph } from './sim-graph.js';
 import { WasmKernel } from './wasm-kernel.js';
 
@@ -157,7 +162,7 @@ export class OrtMaxSim {
         const memories = first.segments.memoryOffsets.length - 1;
         const set = this.#set(first.segments.tokenVectors, first.segments.memoryOffsets[memories]!);
         let sims: Float32Array = new Float32Array(0);
-        const wasm = set.tokens > 0 && width > 0 ? this.#wasm : undefined;
+        const wasm = this.#wasm;
         if (set.tokens > 0 && width > 0) {
           const queryT = new Float32Array(dim * width);
           let column = 0;
@@ -168,15 +173,26 @@ export class OrtMaxSim {
             }
             column += rows;
           }
-          const feeds = {
-            memory: this.#tensor(set),
-            queryT: new this.#ort.Tensor('float32', queryT, [dim, width]),
-          };
+          const queryTensor = new this.#ort.Tensor('float32', queryT, [dim, width]);
+          if (wasm !== undefined) {
+            // the MatMul writes into the WebAssembly memory (no copy, no garbage)
+            const simBytes = set.tokens * width * 4;
+            const simsPtr = wasm.alloc(simBytes);
+            try {
+              const scores = new this.#ort.Tensor('float32', wasm.f32(simsPtr, simBytes / 4), [
+                set.tokens,
+                width,
+              ]);
+              const feeds = { memory: this.#tensor(set), queryT: queryTensor };
+              await this.#session.run(feeds, { scores });
+              this.#exactWasm(wasm, items, chunk, results, simsPtr, width, set);
+            } finally {
+              wasm.free(simsPtr, simBytes);
+            }
+            continue;
+          }
+          const feeds = { memory: this.#tensor(set), queryT: queryTensor };
           sims = (await this.#session.run(feeds)).scores!.data as Float32Array<ArrayBuffer>;
-        }
-        if (wasm !== undefined) {
-          this.#exactWasm(wasm, items, chunk, results, sims, width, set);
-          continue;
         }
         let column = 0;
         for (const j of chunk) {
@@ -212,42 +228,43 @@ export class OrtMaxSim {
     return wasm.backward(result, gradScores, dim, set.ptr, gradQuery);
   };
 
+  /** The adapter's backward that goes with this kernel (`adapterBackward`, or WebAssembly's). */
+  readonly adapterBackward: typeof adapterBackward = (params, tokens, rows, cache, g, ga, gb) => {
+    const wasm = this.#wasm;
+    if (wasm === undefined || !(tokens instanceof Float32Array) || !(g instanceof Float64Array)) {
+      adapterBackward(params, tokens, rows, cache, g, ga, gb);
+    } else wasm.adapterBackward(params, tokens, rows, cache, g, ga, gb);
+  };
+
   #exactWasm(
     wasm: WasmKernel,
     items: Parameters<OrtMaxSim['maxSimMany']>[0],
     chunk: readonly number[],
     results: MaxSimResult[],
-    sims: Float32Array,
+    simsPtr: number,
     width: number,
     set: CachedSet,
   ): void {
     const { dim } = this;
-    const simBytes = set.tokens * width * 4;
-    const simsPtr = wasm.alloc(simBytes);
-    try {
-      wasm.f32(simsPtr, set.tokens * width).set(sims.subarray(0, set.tokens * width));
-      let column = 0;
-      for (const j of chunk) {
-        const { query, rows, segments } = items[j]!;
-        const count = segments.memoryOffsets.length - 1;
-        const out: MaxSimResult = {
-          rows,
-          memories: count,
-          scores: new Float64Array(count),
-          best: new Float64Array(rows * count),
-          argmax: new Int32Array(rows * count),
-        };
-        if (segments.memoryOffsets[count]! > set.tokens) {
-          throw new Error('maxSimFromSimilarities: the similarity matrix is too small');
-        }
-        const slack = rowSlack(query, rows, dim, set.norm);
-        const columns = { stride: width, offset: column };
-        wasm.maxSimExact(out, simsPtr, columns, query, dim, set.ptr, segments.memoryOffsets, slack);
-        results[j] = finishMaxSimScores(out);
-        column += rows;
+    let column = 0;
+    for (const j of chunk) {
+      const { query, rows, segments } = items[j]!;
+      const count = segments.memoryOffsets.length - 1;
+      const out: MaxSimResult = {
+        rows,
+        memories: count,
+        scores: new Float64Array(count),
+        best: new Float64Array(rows * count),
+        argmax: new Int32Array(rows * count),
+      };
+      if (segments.memoryOffsets[count]! > set.tokens) {
+        throw new Error('maxSimFromSimilarities: the similarity matrix is too small');
       }
-    } finally {
-      wasm.free(simsPtr, simBytes);
+      const slack = rowSlack(query, rows, dim, set.norm);
+      const columns = { stride: width, offset: column };
+      wasm.maxSimExact(out, simsPtr, columns, query, dim, set.ptr, segments.memoryOffsets, slack);
+      results[j] = finishMaxSimScores(out);
+      column += rows;
     }
   }
 
@@ -348,6 +365,7 @@ export async function lossSumOrt(
       temperature,
       grads,
       kernel.backward,
+      kernel.adapterBackward,
     );
   }
   return sum;
