@@ -1,49 +1,48 @@
 // MaxSim's backward for the adapter's WebAssembly kernel (exported by kernel.ts; see there).
 
 /**
- * `maxSimBackward` (equal bit for bit to `maxSimBackwardBlocked`): for each memory `m`
- * ascending with `g = gradScores[m] / rows ≠ 0`, for each row with a token, `gradQuery[i, k]
- * += g · x[argmax, k]` — each entry summed in the reference's order; SIMD lanes are adjacent
- * entries (dimensions). Memory-major, so a memory's few tokens stay in cache for every row.
+ * `maxSimBackward` (equal bit for bit to `maxSimBackwardBlocked`) of `count` queries against
+ * one candidate set: for each memory `m` ascending, for each query with `g = gradScores[m] /
+ * rows ≠ 0`, for each row with a token, `gradQuery[i, k] += g · x[argmax, k]` — each entry
+ * summed in the reference's order (queries never mix); SIMD lanes are adjacent entries
+ * (dimensions). Memory-major across the batch, so a memory's tokens are read from memory once
+ * for all the queries. `table`: per query 16 bytes — argmax (i32 `[rows × memories]`),
+ * gradScores (f64 `[memories]`), rows, gradQuery (f64 `[rows × dim]`).
  */
-export function backward(
-  argmax: usize,
-  gradScores: usize,
-  rows: i32,
-  memories: i32,
-  dim: i32,
-  x: usize,
-  gradQuery: usize,
-): void {
-  if (rows == 0) return;
-  const inv: f64 = 1 / <f64>rows;
+export function backwardMany(x: usize, dim: i32, memories: i32, table: usize, count: i32): void {
   const d8 = dim & ~7;
   const rowBytes = (<usize>dim) << 2;
   for (let m = 0; m < memories; m++) {
-    const g = load<f64>(gradScores + ((<usize>m) << 3)) * inv;
-    if (g == 0) continue; // as the reference: no term at all
-    const gv = f64x2.splat(g);
-    for (let i = 0; i < rows; i++) {
-      const t = load<i32>(argmax + ((<usize>i * <usize>memories + <usize>m) << 2));
-      if (t < 0) continue;
-      const p = x + <usize>t * rowBytes;
-      const q = gradQuery + ((<usize>i * <usize>dim) << 3);
-      let k = 0;
-      for (; k < d8; k += 8) {
-        const pk = p + ((<usize>k) << 2);
-        const qk = q + ((<usize>k) << 3);
-        const x0 = f64x2.promote_low_f32x4(v128.load64_zero(pk));
-        const x1 = f64x2.promote_low_f32x4(v128.load64_zero(pk, 8));
-        const x2 = f64x2.promote_low_f32x4(v128.load64_zero(pk, 16));
-        const x3 = f64x2.promote_low_f32x4(v128.load64_zero(pk, 24));
-        v128.store(qk, f64x2.add(v128.load(qk), f64x2.mul(gv, x0)));
-        v128.store(qk, f64x2.add(v128.load(qk, 16), f64x2.mul(gv, x1)), 16);
-        v128.store(qk, f64x2.add(v128.load(qk, 32), f64x2.mul(gv, x2)), 32);
-        v128.store(qk, f64x2.add(v128.load(qk, 48), f64x2.mul(gv, x3)), 48);
-      }
-      for (; k < dim; k++) {
-        const qk = q + ((<usize>k) << 3);
-        store<f64>(qk, load<f64>(qk) + g * <f64>load<f32>(p + ((<usize>k) << 2)));
+    for (let e = table; e < table + ((<usize>count) << 4); e += 16) {
+      const rows = load<i32>(e, 8);
+      if (rows == 0) continue;
+      const g = load<f64>(load<u32>(e, 4) + ((<usize>m) << 3)) * (1 / <f64>rows);
+      if (g == 0) continue; // as the reference: no term at all
+      const gv = f64x2.splat(g);
+      const argmax = <usize>load<u32>(e);
+      const gradQuery = <usize>load<u32>(e, 12);
+      for (let i = 0; i < rows; i++) {
+        const t = load<i32>(argmax + ((<usize>i * <usize>memories + <usize>m) << 2));
+        if (t < 0) continue;
+        const p = x + <usize>t * rowBytes;
+        const q = gradQuery + ((<usize>i * <usize>dim) << 3);
+        let k = 0;
+        for (; k < d8; k += 8) {
+          const pk = p + ((<usize>k) << 2);
+          const qk = q + ((<usize>k) << 3);
+          const x0 = f64x2.promote_low_f32x4(v128.load64_zero(pk));
+          const x1 = f64x2.promote_low_f32x4(v128.load64_zero(pk, 8));
+          const x2 = f64x2.promote_low_f32x4(v128.load64_zero(pk, 16));
+          const x3 = f64x2.promote_low_f32x4(v128.load64_zero(pk, 24));
+          v128.store(qk, f64x2.add(v128.load(qk), f64x2.mul(gv, x0)));
+          v128.store(qk, f64x2.add(v128.load(qk, 16), f64x2.mul(gv, x1)), 16);
+          v128.store(qk, f64x2.add(v128.load(qk, 32), f64x2.mul(gv, x2)), 32);
+          v128.store(qk, f64x2.add(v128.load(qk, 48), f64x2.mul(gv, x3)), 48);
+        }
+        for (; k < dim; k++) {
+          const qk = q + ((<usize>k) << 3);
+          store<f64>(qk, load<f64>(qk) + g * <f64>load<f32>(p + ((<usize>k) << 2)));
+        }
       }
     }
   }

@@ -23,7 +23,8 @@ import {
   createForwardCache,
   initAdapterParams,
 } from './model.js';
-import { OrtMaxSim, lossSumOrt, type ExactKernel } from './ort-maxsim.js';
+import { lossSumOrt } from './loss-ort.js';
+import { OrtMaxSim, type ExactKernel } from './ort-maxsim.js';
 import { Prng } from './prng.js';
 import { syntheticQueries } from './testing/synthetic.js';
 import { WasmKernel } from './wasm-kernel.js';
@@ -311,6 +312,43 @@ describe('WasmKernel (WebAssembly SIMD exact maxima and backward)', () => {
     expect(() => wasmExact(q, float32Sims(q).fill(Number.NaN), 1)).toThrow(
       /no candidate for row 0, memory 0/,
     );
+  });
+
+  it('gives each query of a batch its own result bit for bit (maxSimExactMany, backwardMany)', () => {
+    // one problem of 14 rows cut into queries of 1, 4, 5 and 4 rows side by side
+    const p = problem(77, 31, 14);
+    const { dim, tokens } = p;
+    const cuts = [0, 1, 5, 10, 14];
+    const sims = float32Sims(p);
+    const norm = maxTokenNorm(p.segments.tokenVectors, tokens, dim);
+    const wasm = new WasmKernel();
+    const x = wasm.alloc(tokens * dim * 4);
+    wasm.f32(x, tokens * dim).set(p.segments.tokenVectors.subarray(0, tokens * dim));
+    const at = wasm.alloc(sims.byteLength);
+    wasm.f32(at, sims.length).set(sims);
+    const items = cuts.slice(1).map((end, j) => {
+      const rows = end - cuts[j]!;
+      const query = p.query.slice(cuts[j]! * dim, end * dim);
+      const out = empty({ ...p, rows, query });
+      return { out, query, offset: cuts[j]!, slack: rowSlack(query, rows, dim, norm) };
+    });
+    wasm.maxSimExactMany(at, 14, dim, x, p.segments.memoryOffsets, items);
+    const prng = new Prng(5);
+    const backs = items.map(({ out, query }) => {
+      const reference = maxSimInto(empty({ ...p, rows: out.rows, query }), query, dim, p.segments);
+      expect(finishMaxSimScores(out)).toEqual(reference);
+      const gradScores = Float64Array.from({ length: out.memories }, () => prng.normal());
+      const expected = maxSimBackward(
+        reference,
+        gradScores,
+        dim,
+        p.segments,
+        new Float64Array(out.rows * dim),
+      );
+      return { result: out, gradScores, gradQuery: new Float64Array(out.rows * dim), expected };
+    });
+    wasm.backwardMany(dim, x, backs);
+    for (const { gradQuery, expected } of backs) expect(gradQuery).toEqual(expected);
   });
 
   it('gives maxSimBackward bit for bit (dims beside multiples of 8, zero weights, empty memories)', () => {

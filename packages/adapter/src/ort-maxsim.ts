@@ -15,11 +15,10 @@
 import type * as OrtModule from 'onnxruntime-node';
 import type { InferenceSession, Tensor } from 'onnxruntime-node';
 import {
-  lossFromMaxSim,
-  type AdapterGradients,
-  type LossQuery,
+  finishMaxSimScores,
   type MaxSimResult,
   type TokenSegments,
+  type maxSimBackward,
 } from './loss.js';
 import {
   maxSimBackwardBlocked,
@@ -27,13 +26,7 @@ import {
   maxTokenNorm,
   rowSlack,
 } from './maxsim-exact.js';
-import { finishMaxSimScores, type maxSimBackward } from './loss.js';
-import {
-  adapterBackward,
-  applyAdapterInto,
-  createForwardCache,
-  type AdapterParams,
-} from './model.js';
+import { adapterBackward } from './model.js';
 import { similarityGraph } from './sim-graph.js';
 import { WasmKernel } from './wasm-kernel.js';
 
@@ -236,6 +229,38 @@ export class OrtMaxSim {
     } else wasm.adapterBackward(params, tokens, rows, cache, g, ga, gb);
   };
 
+  /**
+   * {@link backward} of several queries at once (the same gradients bit for bit): with the
+   * WebAssembly kernel the queries of one candidate set share one memory-major pass.
+   */
+  backwardMany(
+    items: readonly {
+      readonly result: MaxSimResult;
+      readonly gradScores: Float64Array;
+      readonly segments: TokenSegments;
+      readonly gradQuery: Float64Array;
+    }[],
+  ): void {
+    const wasm = this.#wasm;
+    const groups = new Map<TokenSegments['tokenVectors'], (typeof items)[number][]>();
+    for (const item of items) {
+      const x = item.segments.tokenVectors;
+      if (wasm === undefined || !(x instanceof Float32Array) || item.result.rows === 0) {
+        const { result, gradScores, segments, gradQuery } = item;
+        maxSimBackwardBlocked(result, gradScores, this.dim, segments, gradQuery);
+        continue;
+      }
+      const group = groups.get(x);
+      if (group === undefined) groups.set(x, [item]);
+      else group.push(item);
+    }
+    for (const [x, group] of groups) {
+      const { result, segments } = group[0]!;
+      const set = this.#set(x as Float32Array, segments.memoryOffsets[result.memories]!);
+      wasm!.backwardMany(this.dim, set.ptr, group);
+    }
+  }
+
   #exactWasm(
     wasm: WasmKernel,
     items: Parameters<OrtMaxSim['maxSimMany']>[0],
@@ -246,6 +271,11 @@ export class OrtMaxSim {
     set: CachedSet,
   ): void {
     const { dim } = this;
+    // one pass per distinct offsets array (one per candidate set in practice)
+    const groups = new Map<
+      ArrayLike<number>,
+      Parameters<WasmKernel['maxSimExactMany']>[5][number][]
+    >();
     let column = 0;
     for (const j of chunk) {
       const { query, rows, segments } = items[j]!;
@@ -260,11 +290,16 @@ export class OrtMaxSim {
       if (segments.memoryOffsets[count]! > set.tokens) {
         throw new Error('maxSimFromSimilarities: the similarity matrix is too small');
       }
-      const slack = rowSlack(query, rows, dim, set.norm);
-      const columns = { stride: width, offset: column };
-      wasm.maxSimExact(out, simsPtr, columns, query, dim, set.ptr, segments.memoryOffsets, slack);
-      results[j] = finishMaxSimScores(out);
+      const item = { out, query, offset: column, slack: rowSlack(query, rows, dim, set.norm) };
+      const group = groups.get(segments.memoryOffsets);
+      if (group === undefined) groups.set(segments.memoryOffsets, [item]);
+      else group.push(item);
+      results[j] = out;
       column += rows;
+    }
+    for (const [offsets, group] of groups) {
+      wasm.maxSimExactMany(simsPtr, width, dim, set.ptr, offsets, group);
+      for (const { out } of group) finishMaxSimScores(out);
     }
   }
 
@@ -319,54 +354,4 @@ export class OrtMaxSim {
     this.#bytes += entry.bytes;
     return entry;
   }
-}
-
-/**
- * The sum of {@link queryLoss} over `queries` (in order), their gradients added into `grads`
- * in the same order, with MaxSim on `kernel` ({@link OrtMaxSim.maxSimMany}): the same result
- * bit for bit as the loop over `queryLoss`.
- */
-export async function lossSumOrt(
-  kernel: OrtMaxSim,
-  params: AdapterParams,
-  queries: readonly (LossQuery & {
-    readonly candidates: { readonly tokenVectors: Float32Array };
-  })[],
-  temperature: number,
-  grads?: AdapterGradients,
-): Promise<number> {
-  const { dim, rank } = params;
-  const forward = queries.map((query) => {
-    const cache = createForwardCache(query.rows, dim, rank);
-    const adapted = applyAdapterInto(
-      new Float64Array(query.rows * dim),
-      params,
-      query.tokens,
-      query.rows,
-      cache,
-    );
-    return { cache, adapted };
-  });
-  const results = await kernel.maxSimMany(
-    queries.map((query, j) => ({
-      query: forward[j]!.adapted,
-      rows: query.rows,
-      segments: query.candidates,
-    })),
-  );
-  let sum = 0;
-  for (let j = 0; j < queries.length; j++) {
-    const { cache } = forward[j]!;
-    sum += lossFromMaxSim(
-      params,
-      queries[j]!,
-      cache,
-      results[j]!,
-      temperature,
-      grads,
-      kernel.backward,
-      kernel.adapterBackward,
-    );
-  }
-  return sum;
 }

@@ -8,7 +8,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { queryLoss, type LossQuery } from './loss.js';
 import type { PoolReply, PoolRequest, PoolSetup } from './loss-pool.js';
-import { ORT_SET_CACHE_BYTES, OrtMaxSim, lossSumOrt } from './ort-maxsim.js';
+import { lossSumOrt } from './loss-ort.js';
+import { ORT_SET_CACHE_BYTES, OrtMaxSim } from './ort-maxsim.js';
 
 const port = parentPort;
 if (port === null) throw new Error('train-worker: must run in a worker thread');

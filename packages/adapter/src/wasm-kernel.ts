@@ -6,41 +6,28 @@
  * contracted into FMA; the kernel keeps the reference's summation order per element and uses
  * SIMD lanes only for independent sums.
  *
- * One instance owns one linear memory, with a small first-fit heap on it (64-byte aligned
- * blocks above the first 64 KiB). Growing the memory detaches earlier views of it: take views
- * ({@link WasmKernel.f32} …) only after the last allocation they depend on.
+ * One instance owns one linear memory and its heap ({@link WasmHeap}).
  */
 import { Buffer } from 'node:buffer';
 import type { MaxSimResult } from './loss.js';
 import type { AdapterForwardCache, AdapterParams } from './model.js';
 import { KERNEL_WASM_BASE64 } from './wasm-bytes.js';
+import { WasmHeap, align, wasmApi } from './wasm-heap.js';
 
 /** What the module exports (byte offsets into its memory; see `assembly/kernel.ts`). */
 interface KernelExports {
-  maxSimExact(
+  maxSimExactMany(
     sims: number,
     stride: number,
-    offset: number,
-    query: number,
-    rows: number,
-    dim: number,
     x: number,
+    dim: number,
     offsets: number,
     memories: number,
-    slack: number,
-    best: number,
-    argmax: number,
+    table: number,
+    count: number,
     work: number,
   ): number;
-  backward(
-    argmax: number,
-    gradScores: number,
-    rows: number,
-    memories: number,
-    dim: number,
-    x: number,
-    gradQuery: number,
-  ): void;
+  backwardMany(x: number, dim: number, memories: number, table: number, count: number): void;
   adapterBackward(
     b: number,
     dim: number,
@@ -59,24 +46,6 @@ interface KernelExports {
   ): void;
 }
 
-/** The part of the WebAssembly JS API used here (not in this project's TypeScript libs). */
-interface WasmMemory {
-  readonly buffer: ArrayBuffer;
-  grow(pages: number): number;
-}
-interface WasmApi {
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object, imports: object) => { readonly exports: unknown };
-  Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory;
-}
-const wasmApi = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
-
-const PAGE = 65536;
-const HEAP_BASE = PAGE;
-const ALIGN = 64;
-/** wasm32's limit: 4 GiB. */
-const MAX_PAGES = 65536;
-
 let compiled: object | undefined;
 
 function kernelModule(): object {
@@ -84,96 +53,14 @@ function kernelModule(): object {
   return compiled;
 }
 
-const align = (bytes: number): number => Math.max(ALIGN, Math.ceil(bytes / ALIGN) * ALIGN);
-
-/** One instance of the kernel and its memory. */
-export class WasmKernel {
-  readonly memory: WasmMemory;
+/** One instance of the kernel, on its own memory and heap. */
+export class WasmKernel extends WasmHeap {
   readonly #exports: KernelExports;
-  /** Free blocks, ascending by address, never adjacent (coalesced). */
-  readonly #free: { ptr: number; size: number }[] = [];
-  #end = HEAP_BASE;
 
   constructor() {
-    this.memory = new wasmApi.Memory({ initial: 2, maximum: MAX_PAGES });
+    super();
     const instance = new wasmApi.Instance(kernelModule(), { env: { memory: this.memory } });
     this.#exports = instance.exports as unknown as KernelExports;
-  }
-
-  /** Bytes in use by the heap's blocks (allocated, not freed). */
-  get used(): number {
-    let free = 0;
-    for (const block of this.#free) free += block.size;
-    return this.#end - HEAP_BASE - free;
-  }
-
-  /**
-   * A block of at least `bytes` (64-byte aligned, contents undefined); grows the memory when
-   * needed (which detaches earlier views).
-   * @throws {RangeError} beyond wasm32's 4 GiB.
-   */
-  alloc(bytes: number): number {
-    const size = align(bytes);
-    for (let i = 0; i < this.#free.length; i++) {
-      const block = this.#free[i]!;
-      if (block.size < size) continue;
-      const ptr = block.ptr;
-      if (block.size === size) this.#free.splice(i, 1);
-      else {
-        block.ptr += size;
-        block.size -= size;
-      }
-      return ptr;
-    }
-    const ptr = this.#end;
-    const end = ptr + size;
-    const have = this.memory.buffer.byteLength;
-    if (end > have) {
-      const pages = Math.ceil((end - have) / PAGE);
-      if (have / PAGE + pages > MAX_PAGES) {
-        throw new RangeError(`WasmKernel: ${end} bytes exceed wasm32's 4 GiB`);
-      }
-      this.memory.grow(pages);
-    }
-    this.#end = end;
-    return ptr;
-  }
-
-  /** Returns a block from {@link alloc} (with the same `bytes`). */
-  free(ptr: number, bytes: number): void {
-    const size = align(bytes);
-    const blocks = this.#free;
-    let i = 0;
-    while (i < blocks.length && blocks[i]!.ptr < ptr) i += 1;
-    blocks.splice(i, 0, { ptr, size });
-    // coalesce with the next, then with the previous block
-    const next = blocks[i + 1];
-    if (next !== undefined && ptr + size === next.ptr) {
-      blocks[i]!.size += next.size;
-      blocks.splice(i + 1, 1);
-    }
-    const prev = blocks[i - 1];
-    if (prev !== undefined && prev.ptr + prev.size === ptr) {
-      prev.size += blocks[i]!.size;
-      blocks.splice(i, 1);
-    }
-    const last = blocks[blocks.length - 1];
-    if (last !== undefined && last.ptr + last.size === this.#end) {
-      this.#end = last.ptr;
-      blocks.pop();
-    }
-  }
-
-  f32(ptr: number, length: number): Float32Array {
-    return new Float32Array(this.memory.buffer, ptr, length);
-  }
-
-  f64(ptr: number, length: number): Float64Array {
-    return new Float64Array(this.memory.buffer, ptr, length);
-  }
-
-  i32(ptr: number, length: number): Int32Array {
-    return new Int32Array(this.memory.buffer, ptr, length);
   }
 
   /**
@@ -194,52 +81,94 @@ export class WasmKernel {
     offsets: ArrayLike<number>,
     slack: Float64Array,
   ): void {
-    const { rows, memories } = out;
-    const queryBytes = rows * dim * 8;
-    const offsetBytes = (memories + 1) * 4;
-    const bestBytes = rows * memories * 8;
-    const argBytes = rows * memories * 4;
-    const workBytes = rows * 48 + 64 + rows * dim * 8 + 64;
-    const total =
-      align(queryBytes) +
-      align(offsetBytes) +
-      align(rows * 8) +
-      align(bestBytes) +
-      align(argBytes) +
-      align(workBytes);
+    const item = { out, query, offset: columns.offset, slack };
+    this.maxSimExactMany(simsPtr, columns.stride, dim, xPtr, offsets, [item]);
+  }
+
+  /**
+   * {@link maxSimExact} of several queries against one candidate set (`offsets`, tokens at
+   * `xPtr`), each with its columns from `offset` of the `stride`-column similarity matrix at
+   * `simsPtr`: memory by memory across the queries (each memory's tokens read once for all),
+   * each query's result the same bit for bit as alone.
+   */
+  maxSimExactMany(
+    simsPtr: number,
+    stride: number,
+    dim: number,
+    xPtr: number,
+    offsets: ArrayLike<number>,
+    items: readonly {
+      readonly out: MaxSimResult;
+      readonly query: Float64Array;
+      readonly offset: number;
+      readonly slack: Float64Array;
+    }[],
+  ): void {
+    const memories = offsets.length - 1;
+    let most = 0;
+    const parts: number[] = [align(items.length * 32), align(offsets.length * 4)];
+    for (const { out } of items) {
+      const { rows } = out;
+      most = Math.max(most, rows);
+      // query, slack, best, argmax, qi
+      parts.push(
+        rows * dim * 8,
+        rows * 8,
+        rows * memories * 8,
+        rows * memories * 4,
+        rows * dim * 8,
+      );
+    }
+    parts.push(most * 32 + 128); // work
+    const total = parts.reduce((sum, bytes) => sum + align(bytes), 0);
     const base = this.alloc(total);
     try {
-      const qPtr = base;
-      const oPtr = qPtr + align(queryBytes);
-      const sPtr = oPtr + align(offsetBytes);
-      const bPtr = sPtr + align(rows * 8);
-      const aPtr = bPtr + align(bestBytes);
-      const wPtr = aPtr + align(argBytes);
-      this.f64(qPtr, rows * dim).set(query.subarray(0, rows * dim));
-      this.i32(oPtr, memories + 1).set(offsets);
-      this.f64(sPtr, rows).set(slack);
-      const failed = this.#exports.maxSimExact(
+      const at: number[] = [];
+      let next = base;
+      for (const bytes of parts) {
+        at.push(next);
+        next += align(bytes);
+      }
+      const table = at[0]!;
+      const offsetsPtr = at[1]!;
+      const work = at[at.length - 1]!;
+      this.i32(offsetsPtr, offsets.length).set(offsets);
+      const entries = this.i32(table, items.length * 8);
+      items.forEach(({ out, query, offset, slack }, j) => {
+        const { rows } = out;
+        if (out.memories !== memories) throw new Error('maxSimExactMany: another candidate set');
+        const [q, s, b, a, qi] = at.slice(2 + 5 * j, 7 + 5 * j) as [
+          number,
+          number,
+          number,
+          number,
+          number,
+        ];
+        this.f64(q, rows * dim).set(query.subarray(0, rows * dim));
+        this.f64(s, rows).set(slack.subarray(0, rows));
+        entries.set([offset, q, rows, s, b, a, qi, 0], j * 8);
+      });
+      const failed = this.#exports.maxSimExactMany(
         simsPtr,
-        columns.stride,
-        columns.offset,
-        qPtr,
-        rows,
-        dim,
+        stride,
         xPtr,
-        oPtr,
+        dim,
+        offsetsPtr,
         memories,
-        sPtr,
-        bPtr,
-        aPtr,
-        wPtr,
+        table,
+        items.length,
+        work,
       );
       if (failed !== 0) {
-        const i = Math.floor((failed - 1) / memories);
-        const m = (failed - 1) % memories;
-        throw new Error(`maxSimFromSimilarities: no candidate for row ${i}, memory ${m}`);
+        const [row, m] = this.i32(work, 2) as unknown as [number, number];
+        throw new Error(`maxSimFromSimilarities: no candidate for row ${row}, memory ${m}`);
       }
-      out.best.set(this.f64(bPtr, rows * memories));
-      out.argmax.set(this.i32(aPtr, rows * memories));
+      items.forEach(({ out }, j) => {
+        const { rows } = out;
+        const [b, a] = at.slice(4 + 5 * j, 6 + 5 * j) as [number, number];
+        out.best.set(this.f64(b, rows * memories));
+        out.argmax.set(this.i32(a, rows * memories));
+      });
     } finally {
       this.free(base, total);
     }
@@ -256,27 +185,59 @@ export class WasmKernel {
     xPtr: number,
     gradQuery: Float64Array,
   ): Float64Array {
-    const { rows, memories } = result;
-    if (gradQuery.length < rows * dim) throw new Error(`maxSimBackward: gradQuery < ${rows * dim}`);
-    if (rows === 0) return gradQuery;
-    const argBytes = rows * memories * 4;
-    const gradBytes = memories * 8;
-    const queryBytes = rows * dim * 8;
-    const total = align(argBytes) + align(gradBytes) + align(queryBytes);
+    this.backwardMany(dim, xPtr, [{ result, gradScores, gradQuery }]);
+    return gradQuery;
+  }
+
+  /**
+   * {@link backward} of several queries against one candidate set (tokens at `xPtr`), memory
+   * by memory across the queries; each query's gradient the same bit for bit as alone.
+   */
+  backwardMany(
+    dim: number,
+    xPtr: number,
+    items: readonly {
+      readonly result: MaxSimResult;
+      readonly gradScores: ArrayLike<number>;
+      readonly gradQuery: Float64Array;
+    }[],
+  ): void {
+    if (items.length === 0) return;
+    const memories = items[0]!.result.memories;
+    const parts: number[] = [align(items.length * 16)];
+    for (const { result, gradQuery } of items) {
+      const { rows } = result;
+      if (result.memories !== memories) throw new Error('backwardMany: another candidate set');
+      if (gradQuery.length < rows * dim) {
+        throw new Error(`maxSimBackward: gradQuery < ${rows * dim}`);
+      }
+      parts.push(rows * memories * 4, memories * 8, rows * dim * 8);
+    }
+    const total = parts.reduce((sum, bytes) => sum + align(bytes), 0);
     const base = this.alloc(total);
     try {
-      const aPtr = base;
-      const gPtr = aPtr + align(argBytes);
-      const qPtr = gPtr + align(gradBytes);
-      this.i32(aPtr, rows * memories).set(result.argmax.subarray(0, rows * memories));
-      this.f64(gPtr, memories).set(gradScores);
-      this.f64(qPtr, rows * dim).set(gradQuery.subarray(0, rows * dim));
-      this.#exports.backward(aPtr, gPtr, rows, memories, dim, xPtr, qPtr);
-      gradQuery.set(this.f64(qPtr, rows * dim));
+      const at: number[] = [];
+      let next = base;
+      for (const bytes of parts) {
+        at.push(next);
+        next += align(bytes);
+      }
+      const table = this.i32(at[0]!, items.length * 4);
+      items.forEach(({ result, gradScores, gradQuery }, j) => {
+        const { rows } = result;
+        const [a, g, q] = at.slice(1 + 3 * j, 4 + 3 * j) as [number, number, number];
+        this.i32(a, rows * memories).set(result.argmax.subarray(0, rows * memories));
+        this.f64(g, memories).set(gradScores);
+        this.f64(q, rows * dim).set(gradQuery.subarray(0, rows * dim));
+        table.set([a, g, rows, q], j * 4);
+      });
+      this.#exports.backwardMany(xPtr, dim, memories, at[0]!, items.length);
+      items.forEach(({ result, gradQuery }, j) => {
+        gradQuery.set(this.f64(at[3 + 3 * j]!, result.rows * dim));
+      });
     } finally {
       this.free(base, total);
     }
-    return gradQuery;
   }
 
   /**
