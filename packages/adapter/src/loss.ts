@@ -370,7 +370,8 @@ export function queryLoss(
  * The rest of {@link queryLoss} once MaxSim is known (by whichever kernel computed it, from
  * the adapted query of `cache`): the cross-entropy, and with `grads` its gradient through
  * MaxSim (by `backward`, which must equal {@link maxSimBackward} bit for bit on a zeroed
- * gradient) and the adapter, added into `grads`.
+ * gradient) and the adapter (by `adapterBack`, which must equal {@link adapterBackward} bit for
+ * bit), added into `grads`.
  */
 export function lossFromMaxSim(
   params: AdapterParams,
@@ -380,6 +381,7 @@ export function lossFromMaxSim(
   temperature: number,
   grads?: AdapterGradients,
   backward: typeof maxSimBackward = maxSimBackward,
+  adapterBack: typeof adapterBackward = adapterBackward,
 ): number {
   const { dim } = params;
   const { tokens, rows, candidates, positives } = query;
@@ -387,6 +389,6 @@ export function lossFromMaxSim(
   const gradScores = new Float64Array(result.memories);
   const loss = multiPositiveCrossEntropy(result.scores, positives, temperature, gradScores);
   const gradAdapted = backward(result, gradScores, dim, candidates, new Float64Array(rows * dim));
-  adapterBackward(params, tokens, rows, cache, gradAdapted, grads.a, grads.b);
+  adapterBack(params, tokens, rows, cache, gradAdapted, grads.a, grads.b);
   return loss;
 }

@@ -52,6 +52,26 @@ export function maxTokenNorm(tokenVectors: FloatArray, count: number, dim: numbe
 }
 
 /**
+ * The candidate window `2δ` of each query row (plus underflow slack): a token whose float32
+ * score is within it of the row's float32 maximum may hold the exact maximum.
+ */
+export function rowSlack(
+  query: Float64Array,
+  rows: number,
+  dim: number,
+  tokenNorm: number,
+): Float64Array {
+  const factor = similarityErrorFactor(dim);
+  const slack = new Float64Array(rows);
+  for (let i = 0; i < rows; i++) {
+    let ss = 0;
+    for (let k = 0; k < dim; k++) ss += query[i * dim + k]! * query[i * dim + k]!;
+    slack[i] = 2 * factor * Math.sqrt(ss) * (1 + 2 ** -20) * tokenNorm + UNDERFLOW_SLACK;
+  }
+  return slack;
+}
+
+/**
  * Fills `out` (`rows`, `memories` give the shape) as `maxSimInto(out, query, dim, segments)`
  * would, given `sims` (token-major: `sims[t · stride + offset + i]` ≈ `query_i · x_t`, float32
  * or better; by default `stride = rows`, `offset = 0`: `[N × rows]`; a wider matrix holds the
@@ -79,13 +99,7 @@ export function maxSimFromSimilarities(
   }
   // The reference sums rows in blocks of four sequentially, the remaining rows with dot().
   const blocked = rows - (rows % 4);
-  const factor = similarityErrorFactor(dim);
-  const slack = new Float64Array(rows);
-  for (let i = 0; i < rows; i++) {
-    let ss = 0;
-    for (let k = 0; k < dim; k++) ss += query[i * dim + k]! * query[i * dim + k]!;
-    slack[i] = 2 * factor * Math.sqrt(ss) * (1 + 2 ** -20) * tokenNorm + UNDERFLOW_SLACK;
-  }
+  const slack = rowSlack(query, rows, dim, tokenNorm);
   const top = new Float64Array(rows);
   const second = new Float64Array(rows);
   const threshold = new Float64Array(rows);

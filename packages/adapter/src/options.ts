@@ -49,11 +49,13 @@ export function defaultTrainWorkers(): number {
 }
 
 /**
- * What computes MaxSim's similarities during training: `onnxruntime` — a float32 MatMul on
- * onnxruntime's CPU provider, the maxima then recomputed exactly (`maxsim-exact.ts`) — or
- * `js`, the reference loops. The result is the same bit for bit.
+ * What computes MaxSim during training: `onnxruntime` — a float32 MatMul on onnxruntime's CPU
+ * provider, the maxima then recomputed exactly and the backward summed in float64 in
+ * WebAssembly with SIMD (`wasm-kernel.ts`); `onnxruntime-js` — the same MatMul, the float64
+ * parts in JavaScript (`maxsim-exact.ts`); or `js`, the reference loops. The result is the same
+ * bit for bit.
  */
-export const TRAIN_KERNELS = ['onnxruntime', 'js'] as const;
+export const TRAIN_KERNELS = ['onnxruntime', 'onnxruntime-js', 'js'] as const;
 export type TrainKernel = (typeof TRAIN_KERNELS)[number];
 
 /** Everything `trainAdapter` accepts: the hyperparameters plus provenance and switches. */

@@ -1,25 +1,37 @@
 /**
- * The `onnxruntime` training kernel: the GEMM of MaxSim — every (adapted) query row against
+ * The `onnxruntime` training kernels: the GEMM of MaxSim — every (adapted) query row against
  * every candidate token — runs as one float32 MatMul on onnxruntime's CPU provider (MLAS), and
- * {@link maxSimFromSimilarities} turns its output into the JavaScript kernel's exact MaxSim.
- * One session per training worker, one intra-op thread (the workers are the parallelism).
+ * the exact float64 maxima and MaxSim's backward follow bit for bit as the JavaScript kernel
+ * computes them: in WebAssembly (`wasm-kernel.ts`, exact `'wasm'`, the `onnxruntime` kernel) or
+ * in JavaScript ({@link maxSimFromSimilarities}, {@link maxSimBackwardBlocked}; exact `'js'`,
+ * the `onnxruntime-js` kernel). One session per training worker, one intra-op thread (the
+ * workers are the parallelism).
  *
  * onnxruntime-node refuses typed arrays over a `SharedArrayBuffer`, so each worker keeps
- * private float32 copies of the candidate sets it has used, least recently used first out
- * beyond {@link ORT_SET_CACHE_BYTES}.
+ * private float32 copies of the candidate sets it has used (in the WebAssembly memory with
+ * exact `'wasm'`: onnxruntime reads them there too), least recently used first out beyond
+ * {@link ORT_SET_CACHE_BYTES}.
  */
 import type * as OrtModule from 'onnxruntime-node';
 import type { InferenceSession, Tensor } from 'onnxruntime-node';
 import {
-  lossFromMaxSim,
-  type AdapterGradients,
-  type LossQuery,
+  finishMaxSimScores,
   type MaxSimResult,
   type TokenSegments,
+  type maxSimBackward,
 } from './loss.js';
-import { maxSimBackwardBlocked, maxSimFromSimilarities, maxTokenNorm } from './maxsim-exact.js';
-import { applyAdapterInto, createForwardCache, type AdapterParams } from './model.js';
+import {
+  maxSimBackwardBlocked,
+  maxSimFromSimilarities,
+  maxTokenNorm,
+  rowSlack,
+} from './maxsim-exact.js';
+import { adapterBackward } from './model.js';
 import { similarityGraph } from './sim-graph.js';
+import { WasmKernel } from './wasm-kernel.js';
+
+/** Where the exact float64 maxima and the backward run: WebAssembly, or JavaScript. */
+export type ExactKernel = 'wasm' | 'js';
 
 /** Most query rows one MatMul takes side by side ({@link OrtMaxSim.maxSimMany}). */
 export const ORT_BATCH_COLUMNS = 192;
@@ -28,7 +40,10 @@ export const ORT_BATCH_COLUMNS = 192;
 export const ORT_SET_CACHE_BYTES = 512 * 1024 * 1024;
 
 interface CachedSet {
-  readonly tensor: Tensor;
+  /** The tokens as onnxruntime reads them (JavaScript exact kernel; else built per run). */
+  readonly tensor: Tensor | undefined;
+  /** Where the tokens are in the WebAssembly memory (−1 without it). */
+  readonly ptr: number;
   readonly tokens: number;
   readonly norm: number;
   readonly bytes: number;
@@ -43,13 +58,21 @@ export class OrtMaxSim {
   readonly #session: InferenceSession;
   readonly #sets = new Map<Float32Array, CachedSet>();
   readonly #budget: number;
+  readonly #wasm: WasmKernel | undefined;
   #bytes = 0;
 
-  private constructor(ort: Ort, session: InferenceSession, dim: number, budget: number) {
+  private constructor(
+    ort: Ort,
+    session: InferenceSession,
+    dim: number,
+    budget: number,
+    exact: ExactKernel,
+  ) {
     this.#ort = ort;
     this.#session = session;
     this.dim = dim;
     this.#budget = budget;
+    this.#wasm = exact === 'wasm' ? new WasmKernel() : undefined;
   }
 
   /** Candidate sets held, and their bytes (the newest one is kept even beyond the budget). */
@@ -61,12 +84,13 @@ export class OrtMaxSim {
    * Loads onnxruntime-node (only now: the JavaScript kernel never loads it) and the graph;
    * `cacheBytes` bounds the private copies of candidate sets; `threads` is onnxruntime's
    * intra-op thread count (1 in training: the workers are the parallelism; the result does not
-   * depend on it).
+   * depend on it); `exact` where the float64 maxima and the backward run (same result).
    */
   static async create(
     dim: number,
     cacheBytes = ORT_SET_CACHE_BYTES,
     threads = 1,
+    exact: ExactKernel = 'wasm',
   ): Promise<OrtMaxSim> {
     const ort = await import('onnxruntime-node');
     const session = await ort.InferenceSession.create(similarityGraph(dim), {
@@ -76,7 +100,7 @@ export class OrtMaxSim {
       interOpNumThreads: 1,
       executionMode: 'sequential',
     });
-    return new OrtMaxSim(ort, session, dim, cacheBytes);
+    return new OrtMaxSim(ort, session, dim, cacheBytes, exact);
   }
 
   /**
@@ -88,30 +112,7 @@ export class OrtMaxSim {
     rows: number,
     segments: TokenSegments & { readonly tokenVectors: Float32Array },
   ): Promise<MaxSimResult> {
-    const { dim } = this;
-    const memories = segments.memoryOffsets.length - 1;
-    const out: MaxSimResult = {
-      rows,
-      memories,
-      scores: new Float64Array(memories),
-      best: new Float64Array(rows * memories),
-      argmax: new Int32Array(rows * memories),
-    };
-    const set = this.#set(segments.tokenVectors, segments.memoryOffsets[memories]!);
-    let sims: Float32Array = new Float32Array(0);
-    if (set.tokens > 0 && rows > 0) {
-      const queryT = new Float32Array(dim * rows);
-      for (let i = 0; i < rows; i++) {
-        for (let k = 0; k < dim; k++) queryT[k * rows + i] = query[i * dim + k]!;
-      }
-      const feeds = {
-        memory: set.tensor,
-        queryT: new this.#ort.Tensor('float32', queryT, [dim, rows]),
-      };
-      const result = await this.#session.run(feeds);
-      sims = result.scores!.data as Float32Array<ArrayBuffer>;
-    }
-    return maxSimFromSimilarities(out, sims, query, dim, segments, set.norm);
+    return (await this.maxSimMany([{ query, rows, segments }]))[0]!;
   }
 
   /**
@@ -154,6 +155,7 @@ export class OrtMaxSim {
         const memories = first.segments.memoryOffsets.length - 1;
         const set = this.#set(first.segments.tokenVectors, first.segments.memoryOffsets[memories]!);
         let sims: Float32Array = new Float32Array(0);
+        const wasm = this.#wasm;
         if (set.tokens > 0 && width > 0) {
           const queryT = new Float32Array(dim * width);
           let column = 0;
@@ -164,10 +166,25 @@ export class OrtMaxSim {
             }
             column += rows;
           }
-          const feeds = {
-            memory: set.tensor,
-            queryT: new this.#ort.Tensor('float32', queryT, [dim, width]),
-          };
+          const queryTensor = new this.#ort.Tensor('float32', queryT, [dim, width]);
+          if (wasm !== undefined) {
+            // the MatMul writes into the WebAssembly memory (no copy, no garbage)
+            const simBytes = set.tokens * width * 4;
+            const simsPtr = wasm.alloc(simBytes);
+            try {
+              const scores = new this.#ort.Tensor('float32', wasm.f32(simsPtr, simBytes / 4), [
+                set.tokens,
+                width,
+              ]);
+              const feeds = { memory: this.#tensor(set), queryT: queryTensor };
+              await this.#session.run(feeds, { scores });
+              this.#exactWasm(wasm, items, chunk, results, simsPtr, width, set);
+            } finally {
+              wasm.free(simsPtr, simBytes);
+            }
+            continue;
+          }
+          const feeds = { memory: this.#tensor(set), queryT: queryTensor };
           sims = (await this.#session.run(feeds)).scores!.data as Float32Array<ArrayBuffer>;
         }
         let column = 0;
@@ -190,8 +207,111 @@ export class OrtMaxSim {
     return results;
   }
 
+  /**
+   * The backward of MaxSim that goes with this kernel ({@link maxSimBackwardBlocked}, or the
+   * WebAssembly one over the set's copy): adds into `gradQuery`, the same bit for bit.
+   */
+  readonly backward: typeof maxSimBackward = (result, gradScores, dim, segments, gradQuery) => {
+    const wasm = this.#wasm;
+    const x = segments.tokenVectors;
+    if (wasm === undefined || !(x instanceof Float32Array) || result.rows === 0) {
+      return maxSimBackwardBlocked(result, gradScores, dim, segments, gradQuery);
+    }
+    const set = this.#set(x, segments.memoryOffsets[result.memories]!);
+    return wasm.backward(result, gradScores, dim, set.ptr, gradQuery);
+  };
+
+  /** The adapter's backward that goes with this kernel (`adapterBackward`, or WebAssembly's). */
+  readonly adapterBackward: typeof adapterBackward = (params, tokens, rows, cache, g, ga, gb) => {
+    const wasm = this.#wasm;
+    if (wasm === undefined || !(tokens instanceof Float32Array) || !(g instanceof Float64Array)) {
+      adapterBackward(params, tokens, rows, cache, g, ga, gb);
+    } else wasm.adapterBackward(params, tokens, rows, cache, g, ga, gb);
+  };
+
+  /**
+   * {@link backward} of several queries at once (the same gradients bit for bit): with the
+   * WebAssembly kernel the queries of one candidate set share one memory-major pass.
+   */
+  backwardMany(
+    items: readonly {
+      readonly result: MaxSimResult;
+      readonly gradScores: Float64Array;
+      readonly segments: TokenSegments;
+      readonly gradQuery: Float64Array;
+    }[],
+  ): void {
+    const wasm = this.#wasm;
+    const groups = new Map<TokenSegments['tokenVectors'], (typeof items)[number][]>();
+    for (const item of items) {
+      const x = item.segments.tokenVectors;
+      if (wasm === undefined || !(x instanceof Float32Array) || item.result.rows === 0) {
+        const { result, gradScores, segments, gradQuery } = item;
+        maxSimBackwardBlocked(result, gradScores, this.dim, segments, gradQuery);
+        continue;
+      }
+      const group = groups.get(x);
+      if (group === undefined) groups.set(x, [item]);
+      else group.push(item);
+    }
+    for (const [x, group] of groups) {
+      const { result, segments } = group[0]!;
+      const set = this.#set(x as Float32Array, segments.memoryOffsets[result.memories]!);
+      wasm!.backwardMany(this.dim, set.ptr, group);
+    }
+  }
+
+  #exactWasm(
+    wasm: WasmKernel,
+    items: Parameters<OrtMaxSim['maxSimMany']>[0],
+    chunk: readonly number[],
+    results: MaxSimResult[],
+    simsPtr: number,
+    width: number,
+    set: CachedSet,
+  ): void {
+    const { dim } = this;
+    // one pass per distinct offsets array (one per candidate set in practice)
+    const groups = new Map<
+      ArrayLike<number>,
+      Parameters<WasmKernel['maxSimExactMany']>[5][number][]
+    >();
+    let column = 0;
+    for (const j of chunk) {
+      const { query, rows, segments } = items[j]!;
+      const count = segments.memoryOffsets.length - 1;
+      const out: MaxSimResult = {
+        rows,
+        memories: count,
+        scores: new Float64Array(count),
+        best: new Float64Array(rows * count),
+        argmax: new Int32Array(rows * count),
+      };
+      if (segments.memoryOffsets[count]! > set.tokens) {
+        throw new Error('maxSimFromSimilarities: the similarity matrix is too small');
+      }
+      const item = { out, query, offset: column, slack: rowSlack(query, rows, dim, set.norm) };
+      const group = groups.get(segments.memoryOffsets);
+      if (group === undefined) groups.set(segments.memoryOffsets, [item]);
+      else group.push(item);
+      results[j] = out;
+      column += rows;
+    }
+    for (const [offsets, group] of groups) {
+      wasm.maxSimExactMany(simsPtr, width, dim, set.ptr, offsets, group);
+      for (const { out } of group) finishMaxSimScores(out);
+    }
+  }
+
+  #tensor(set: CachedSet): Tensor {
+    if (set.tensor !== undefined) return set.tensor;
+    const view = this.#wasm!.f32(set.ptr, set.tokens * this.dim);
+    return new this.#ort.Tensor('float32', view, [set.tokens, this.dim]);
+  }
+
   /** Releases the session and the cached copies. */
   async release(): Promise<void> {
+    for (const set of this.#sets.values()) if (set.ptr >= 0) this.#wasm?.free(set.ptr, set.bytes);
     this.#sets.clear();
     this.#bytes = 0;
     await this.#session.release();
@@ -206,69 +326,32 @@ export class OrtMaxSim {
     }
     const { dim } = this;
     if (tokenVectors.length < tokens * dim) throw new Error('OrtMaxSim: token matrix too small');
-    const copy = tokenVectors.slice(0, tokens * dim); // a private (not shared) buffer
-    const entry: CachedSet = {
-      tensor: new this.#ort.Tensor('float32', copy, [tokens, dim]),
-      tokens,
-      norm: maxTokenNorm(copy, tokens, dim),
-      bytes: copy.byteLength,
-    };
+    const bytes = tokens * dim * 4;
     for (const [key, old] of this.#sets) {
-      if (this.#bytes + entry.bytes <= this.#budget) break;
+      if (this.#bytes + bytes <= this.#budget) break;
       this.#sets.delete(key);
       this.#bytes -= old.bytes;
+      if (old.ptr >= 0) this.#wasm?.free(old.ptr, old.bytes);
+    }
+    const wasm = this.#wasm;
+    let entry: CachedSet;
+    if (wasm === undefined) {
+      const copy = tokenVectors.slice(0, tokens * dim); // a private (not shared) buffer
+      entry = {
+        tensor: new this.#ort.Tensor('float32', copy, [tokens, dim]),
+        ptr: -1,
+        tokens,
+        norm: maxTokenNorm(copy, tokens, dim),
+        bytes,
+      };
+    } else {
+      const ptr = wasm.alloc(bytes);
+      const copy = wasm.f32(ptr, tokens * dim);
+      copy.set(tokenVectors.subarray(0, tokens * dim));
+      entry = { tensor: undefined, ptr, tokens, norm: maxTokenNorm(copy, tokens, dim), bytes };
     }
     this.#sets.set(tokenVectors, entry);
     this.#bytes += entry.bytes;
     return entry;
   }
-}
-
-/**
- * The sum of {@link queryLoss} over `queries` (in order), their gradients added into `grads`
- * in the same order, with MaxSim on `kernel` ({@link OrtMaxSim.maxSimMany}): the same result
- * bit for bit as the loop over `queryLoss`.
- */
-export async function lossSumOrt(
-  kernel: OrtMaxSim,
-  params: AdapterParams,
-  queries: readonly (LossQuery & {
-    readonly candidates: { readonly tokenVectors: Float32Array };
-  })[],
-  temperature: number,
-  grads?: AdapterGradients,
-): Promise<number> {
-  const { dim, rank } = params;
-  const forward = queries.map((query) => {
-    const cache = createForwardCache(query.rows, dim, rank);
-    const adapted = applyAdapterInto(
-      new Float64Array(query.rows * dim),
-      params,
-      query.tokens,
-      query.rows,
-      cache,
-    );
-    return { cache, adapted };
-  });
-  const results = await kernel.maxSimMany(
-    queries.map((query, j) => ({
-      query: forward[j]!.adapted,
-      rows: query.rows,
-      segments: query.candidates,
-    })),
-  );
-  let sum = 0;
-  for (let j = 0; j < queries.length; j++) {
-    const { cache } = forward[j]!;
-    sum += lossFromMaxSim(
-      params,
-      queries[j]!,
-      cache,
-      results[j]!,
-      temperature,
-      grads,
-      maxSimBackwardBlocked,
-    );
-  }
-  return sum;
 }

@@ -101,12 +101,18 @@ describe('trainAdapterAsync with worker threads', () => {
     expect(trainWorkerCounts().started).toBe(before); // js on one thread: no worker
   });
 
-  it('gives the same result bit for bit on the onnxruntime and js kernels, per worker count', async () => {
+  it('gives the same result bit for bit on every kernel, per worker count', async () => {
     for (const workers of [1, 2]) {
       const js = await trainAdapterAsync(splits(), { ...options, workers, kernel: 'js' });
       const onnx = await trainAdapterAsync(splits(), { ...options, workers });
-      expect(onnx.options.kernel).toBe('onnxruntime'); // the default
+      expect(onnx.options.kernel).toBe('onnxruntime'); // the default (MatMul + WebAssembly)
       expectIdentical(js, onnx);
+      const onnxJs = await trainAdapterAsync(splits(), {
+        ...options,
+        workers,
+        kernel: 'onnxruntime-js',
+      });
+      expectIdentical(js, onnxJs);
       if (workers === 2) {
         expectIdentical(onnx, await trainAdapterAsync(splits(), { ...options, workers }));
       }

@@ -2,13 +2,14 @@
  * Worker-thread entry of the parallel training path (started by `loss-pool.ts`, never
  * imported): holds views of the shared token states, and answers each request with the sum
  * of `queryLoss` over its queries, in the order given, and their summed gradient (float64) —
- * on the JavaScript kernel, or with MaxSim's GEMM on onnxruntime (`ort-maxsim.ts`), whose
- * result is the same bit for bit.
+ * on the JavaScript kernel, or with MaxSim's GEMM on onnxruntime and its float64 parts in
+ * WebAssembly or JavaScript (`ort-maxsim.ts`), whose result is the same bit for bit.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { queryLoss, type LossQuery } from './loss.js';
 import type { PoolReply, PoolRequest, PoolSetup } from './loss-pool.js';
-import { OrtMaxSim, lossSumOrt } from './ort-maxsim.js';
+import { lossSumOrt } from './loss-ort.js';
+import { ORT_SET_CACHE_BYTES, OrtMaxSim } from './ort-maxsim.js';
 
 const port = parentPort;
 if (port === null) throw new Error('train-worker: must run in a worker thread');
@@ -37,7 +38,15 @@ const fault = /^(\d+):(\d+)$/.exec(process.env.BFE_FAULT_ADAPTER_WORKER ?? '');
 const faultRequest = fault !== null && Number(fault[1]) === setup.worker ? Number(fault[2]) : -1;
 if (faultRequest === 0) throw new Error('injected fault at start (BFE_FAULT_ADAPTER_WORKER)');
 let requests = 0;
-const kernel = setup.kernel === 'onnxruntime' ? await OrtMaxSim.create(dim) : undefined;
+const kernel =
+  setup.kernel === 'js'
+    ? undefined
+    : await OrtMaxSim.create(
+        dim,
+        ORT_SET_CACHE_BYTES,
+        1,
+        setup.kernel === 'onnxruntime' ? 'wasm' : 'js',
+      );
 
 // One request at a time (the pool waits for each reply), so the async handler never overlaps.
 port.on('message', async (request: PoolRequest) => {

@@ -1,6 +1,7 @@
 /**
  * A benchmark, not a test: wall time of `trainAdapterAsync` (METHOD.md §4) for each kernel
- * (`js`, the reference loops; `onnxruntime`, MaxSim's GEMM on onnxruntime's CPU provider) and
+ * (`js`, the reference loops; `onnxruntime-js`, MaxSim's GEMM on onnxruntime's CPU provider and
+ * the exact float64 parts in JavaScript; `onnxruntime`, the same with those in WebAssembly) and
  * each worker count given, on one synthetic problem (generated once, untimed). Two shapes:
  *
  * - `--shape small` (default): 60 training queries of 12 tokens, each with its own bank of 50
@@ -10,7 +11,7 @@
  *   queries on 2 banks of their own, 1 epoch.
  *
  * d = 384, r = 32, batch 16, METHOD.md's optimiser settings; any flag overrides the shape.
- * Runs go kernel by kernel (`--kernels`, default `js,onnxruntime`), each over `--workers`
+ * Runs go kernel by kernel (`--kernels`, default `js,onnxruntime-js,onnxruntime`), each over `--workers`
  * (default 2). Every run after the first is compared with it: wall-time ratio, and the largest
  * relative difference of the step losses and final weights (0 when bit-identical).
  *
@@ -54,7 +55,7 @@ type ShapeKey = keyof (typeof SHAPES)['small'];
 const { values } = parseArgs({
   options: {
     shape: { type: 'string', default: 'small' },
-    kernels: { type: 'string', default: 'js,onnxruntime' },
+    kernels: { type: 'string', default: 'js,onnxruntime-js,onnxruntime' },
     workers: { type: 'string', default: '2' },
     queries: { type: 'string' },
     validation: { type: 'string' },

@@ -161,9 +161,10 @@ export const experimentSchema = z.strictObject({
       workers: z.int().min(1).max(16).default(2),
       /**
        * What runs MaxSim's heavy algebra in training: `onnxruntime` (a float32 MatMul on
-       * onnxruntime's CPU provider, the maxima recomputed exactly) or `js` (the reference
-       * loops). Both give the same adapter bit for bit; kept in the cache key so that a `js`
-       * run really recomputes.
+       * onnxruntime's CPU provider, the maxima recomputed exactly and the backward summed in
+       * WebAssembly SIMD), `onnxruntime-js` (the same with those float64 parts in JavaScript)
+       * or `js` (the reference loops). All give the same adapter bit for bit; kept in the cache
+       * key so that a `js` run really recomputes.
        */
       kernel: z.enum(TRAIN_KERNELS).default('onnxruntime'),
     })

@@ -1,0 +1,314 @@
+/**
+ * The adapter's WebAssembly kernel (`assembly/kernel.ts`, AssemblyScript with SIMD, compiled
+ * into `wasm-bytes.ts`): MaxSim's exact float64 maxima from float32 similarities and MaxSim's
+ * backward, bit for bit as {@link maxSimFromSimilarities} and {@link maxSimBackwardBlocked}
+ * compute them. IEEE float64 in WebAssembly rounds exactly as JavaScript does and is never
+ * contracted into FMA; the kernel keeps the reference's summation order per element and uses
+ * SIMD lanes only for independent sums.
+ *
+ * One instance owns one linear memory and its heap ({@link WasmHeap}).
+ */
+import { Buffer } from 'node:buffer';
+import type { MaxSimResult } from './loss.js';
+import type { AdapterForwardCache, AdapterParams } from './model.js';
+import { KERNEL_WASM_BASE64 } from './wasm-bytes.js';
+import { WasmHeap, align, wasmApi } from './wasm-heap.js';
+
+/** What the module exports (byte offsets into its memory; see `assembly/kernel.ts`). */
+interface KernelExports {
+  maxSimExactMany(
+    sims: number,
+    stride: number,
+    x: number,
+    dim: number,
+    offsets: number,
+    memories: number,
+    table: number,
+    count: number,
+    work: number,
+  ): number;
+  backwardMany(x: number, dim: number, memories: number, table: number, count: number): void;
+  adapterBackward(
+    b: number,
+    dim: number,
+    rank: number,
+    tokens: number,
+    rows: number,
+    u: number,
+    z: number,
+    hNorm: number,
+    zNorm: number,
+    gradOut: number,
+    gradA: number,
+    gradB: number,
+    gz: number,
+    gu: number,
+  ): void;
+}
+
+let compiled: object | undefined;
+
+function kernelModule(): object {
+  compiled ??= new wasmApi.Module(Buffer.from(KERNEL_WASM_BASE64, 'base64'));
+  return compiled;
+}
+
+/** One instance of the kernel, on its own memory and heap. */
+export class WasmKernel extends WasmHeap {
+  readonly #exports: KernelExports;
+
+  constructor() {
+    super();
+    const instance = new wasmApi.Instance(kernelModule(), { env: { memory: this.memory } });
+    this.#exports = instance.exports as unknown as KernelExports;
+  }
+
+  /**
+   * `maxSimFromSimilarities(out, sims, query, dim, segments, tokenNorm, columns)` without the
+   * final mean ({@link finishMaxSimScores}), all in this memory: `simsPtr` float32
+   * `[N × stride]`, this query's rows from column `offset`; `xPtr` the float32 tokens;
+   * `offsets` the memories' token offsets; `slack` per row ({@link rowSlack}). Fills
+   * `out.best` and `out.argmax`.
+   * @throws {Error} when a row of a non-empty memory has no candidate (NaN similarities).
+   */
+  maxSimExact(
+    out: MaxSimResult,
+    simsPtr: number,
+    columns: { readonly stride: number; readonly offset: number },
+    query: Float64Array,
+    dim: number,
+    xPtr: number,
+    offsets: ArrayLike<number>,
+    slack: Float64Array,
+  ): void {
+    const item = { out, query, offset: columns.offset, slack };
+    this.maxSimExactMany(simsPtr, columns.stride, dim, xPtr, offsets, [item]);
+  }
+
+  /**
+   * {@link maxSimExact} of several queries against one candidate set (`offsets`, tokens at
+   * `xPtr`), each with its columns from `offset` of the `stride`-column similarity matrix at
+   * `simsPtr`: memory by memory across the queries (each memory's tokens read once for all),
+   * each query's result the same bit for bit as alone.
+   */
+  maxSimExactMany(
+    simsPtr: number,
+    stride: number,
+    dim: number,
+    xPtr: number,
+    offsets: ArrayLike<number>,
+    items: readonly {
+      readonly out: MaxSimResult;
+      readonly query: Float64Array;
+      readonly offset: number;
+      readonly slack: Float64Array;
+    }[],
+  ): void {
+    const memories = offsets.length - 1;
+    let most = 0;
+    const parts: number[] = [align(items.length * 32), align(offsets.length * 4)];
+    for (const { out } of items) {
+      const { rows } = out;
+      most = Math.max(most, rows);
+      // query, slack, best, argmax, qi
+      parts.push(
+        rows * dim * 8,
+        rows * 8,
+        rows * memories * 8,
+        rows * memories * 4,
+        rows * dim * 8,
+      );
+    }
+    parts.push(most * 32 + 128); // work
+    const total = parts.reduce((sum, bytes) => sum + align(bytes), 0);
+    const base = this.alloc(total);
+    try {
+      const at: number[] = [];
+      let next = base;
+      for (const bytes of parts) {
+        at.push(next);
+        next += align(bytes);
+      }
+      const table = at[0]!;
+      const offsetsPtr = at[1]!;
+      const work = at[at.length - 1]!;
+      this.i32(offsetsPtr, offsets.length).set(offsets);
+      const entries = this.i32(table, items.length * 8);
+      items.forEach(({ out, query, offset, slack }, j) => {
+        const { rows } = out;
+        if (out.memories !== memories) throw new Error('maxSimExactMany: another candidate set');
+        const [q, s, b, a, qi] = at.slice(2 + 5 * j, 7 + 5 * j) as [
+          number,
+          number,
+          number,
+          number,
+          number,
+        ];
+        this.f64(q, rows * dim).set(query.subarray(0, rows * dim));
+        this.f64(s, rows).set(slack.subarray(0, rows));
+        entries.set([offset, q, rows, s, b, a, qi, 0], j * 8);
+      });
+      const failed = this.#exports.maxSimExactMany(
+        simsPtr,
+        stride,
+        xPtr,
+        dim,
+        offsetsPtr,
+        memories,
+        table,
+        items.length,
+        work,
+      );
+      if (failed !== 0) {
+        const [row, m] = this.i32(work, 2) as unknown as [number, number];
+        throw new Error(`maxSimFromSimilarities: no candidate for row ${row}, memory ${m}`);
+      }
+      items.forEach(({ out }, j) => {
+        const { rows } = out;
+        const [b, a] = at.slice(4 + 5 * j, 6 + 5 * j) as [number, number];
+        out.best.set(this.f64(b, rows * memories));
+        out.argmax.set(this.i32(a, rows * memories));
+      });
+    } finally {
+      this.free(base, total);
+    }
+  }
+
+  /**
+   * `maxSimBackwardBlocked(result, gradScores, dim, segments, gradQuery)` with the tokens at
+   * `xPtr` in this memory: adds into `gradQuery`, bit for bit the same.
+   */
+  backward(
+    result: MaxSimResult,
+    gradScores: ArrayLike<number>,
+    dim: number,
+    xPtr: number,
+    gradQuery: Float64Array,
+  ): Float64Array {
+    this.backwardMany(dim, xPtr, [{ result, gradScores, gradQuery }]);
+    return gradQuery;
+  }
+
+  /**
+   * {@link backward} of several queries against one candidate set (tokens at `xPtr`), memory
+   * by memory across the queries; each query's gradient the same bit for bit as alone.
+   */
+  backwardMany(
+    dim: number,
+    xPtr: number,
+    items: readonly {
+      readonly result: MaxSimResult;
+      readonly gradScores: ArrayLike<number>;
+      readonly gradQuery: Float64Array;
+    }[],
+  ): void {
+    if (items.length === 0) return;
+    const memories = items[0]!.result.memories;
+    const parts: number[] = [align(items.length * 16)];
+    for (const { result, gradQuery } of items) {
+      const { rows } = result;
+      if (result.memories !== memories) throw new Error('backwardMany: another candidate set');
+      if (gradQuery.length < rows * dim) {
+        throw new Error(`maxSimBackward: gradQuery < ${rows * dim}`);
+      }
+      parts.push(rows * memories * 4, memories * 8, rows * dim * 8);
+    }
+    const total = parts.reduce((sum, bytes) => sum + align(bytes), 0);
+    const base = this.alloc(total);
+    try {
+      const at: number[] = [];
+      let next = base;
+      for (const bytes of parts) {
+        at.push(next);
+        next += align(bytes);
+      }
+      const table = this.i32(at[0]!, items.length * 4);
+      items.forEach(({ result, gradScores, gradQuery }, j) => {
+        const { rows } = result;
+        const [a, g, q] = at.slice(1 + 3 * j, 4 + 3 * j) as [number, number, number];
+        this.i32(a, rows * memories).set(result.argmax.subarray(0, rows * memories));
+        this.f64(g, memories).set(gradScores);
+        this.f64(q, rows * dim).set(gradQuery.subarray(0, rows * dim));
+        table.set([a, g, rows, q], j * 4);
+      });
+      this.#exports.backwardMany(xPtr, dim, memories, at[0]!, items.length);
+      items.forEach(({ result, gradQuery }, j) => {
+        gradQuery.set(this.f64(at[3 + 3 * j]!, result.rows * dim));
+      });
+    } finally {
+      this.free(base, total);
+    }
+  }
+
+  /**
+   * `adapterBackward(params, tokens, rows, cache, gradOut, gradA, gradB)` of model.ts, bit for
+   * bit (float32 `tokens`): adds into `gradA` and `gradB`.
+   */
+  adapterBackward(
+    params: AdapterParams,
+    tokens: Float32Array,
+    rows: number,
+    cache: AdapterForwardCache,
+    gradOut: Float64Array,
+    gradA: Float64Array,
+    gradB: Float64Array,
+  ): void {
+    const { dim, rank } = params;
+    if (gradOut.length < rows * dim || cache.rows < rows) {
+      throw new Error(`adapterBackward: gradOut or cache smaller than ${rows} × ${dim}`);
+    }
+    if (gradA.length !== rank * dim || gradB.length !== dim * rank) {
+      throw new Error(`adapterBackward: gradients must hold ${rank * dim} values each`);
+    }
+    const parts = [
+      rank * dim * 8, // B
+      rows * dim * 4, // tokens
+      rows * rank * 8, // u
+      rows * dim * 8, // z
+      rows * 8, // hNorm
+      rows * 8, // zNorm
+      rows * dim * 8, // gradOut
+      rank * dim * 8, // gradA
+      rank * dim * 8, // gradB
+      dim * 8, // gz
+      rank * 8, // gu
+    ];
+    const total = parts.reduce((sum, bytes) => sum + align(bytes), 0);
+    const base = this.alloc(total);
+    try {
+      const at: number[] = [];
+      let next = base;
+      for (const bytes of parts) {
+        at.push(next);
+        next += align(bytes);
+      }
+      const [b, tk, u, z, hn, zn, go, ga, gb, gz, gu] = at as [
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+      ];
+      this.f64(b, rank * dim).set(params.b.subarray(0, rank * dim));
+      this.f32(tk, rows * dim).set(tokens.subarray(0, rows * dim));
+      this.f64(u, rows * rank).set(cache.u.subarray(0, rows * rank));
+      this.f64(z, rows * dim).set(cache.z.subarray(0, rows * dim));
+      this.f64(hn, rows).set(cache.hNorm.subarray(0, rows));
+      this.f64(zn, rows).set(cache.zNorm.subarray(0, rows));
+      this.f64(go, rows * dim).set(gradOut.subarray(0, rows * dim));
+      this.f64(ga, rank * dim).set(gradA);
+      this.f64(gb, rank * dim).set(gradB);
+      this.#exports.adapterBackward(b, dim, rank, tk, rows, u, z, hn, zn, go, ga, gb, gz, gu);
+      gradA.set(this.f64(ga, rank * dim));
+      gradB.set(this.f64(gb, rank * dim));
+    } finally {
+      this.free(base, total);
+    }
+  }
+}
