@@ -164,9 +164,8 @@ export class HnswTokenIndex implements TokenIndex {
 
   /**
    * Builds the graphs as {@link build} does and writes each into `dir` as soon as it is built,
-   * and disposes it; returns the file names ({@link load} reads them). usearch's binding frees a
-   * disposed graph's native memory only when V8 collects its wrapper (it reports no external
-   * memory), so RSS can still grow with the graphs built.
+   * and disposes it, which frees its native memory at once (`releaseIndex`): peak memory is one
+   * graph, not all of them. Returns the file names ({@link load} reads them).
    */
   static async buildFiles(
     dir: string,

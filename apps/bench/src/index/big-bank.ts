@@ -14,7 +14,7 @@
  *
  * pnpm bench:big-bank --tokens 1000000
  *
- * `--hnsw-build` / `--hnsw-latency`: the HNSW scale bench of `scale-cli.ts` instead;
+ * `--hnsw-build` / `--hnsw-latency` / `--hnsw-extend`: the HNSW scale bench of `scale-cli.ts` instead;
  * `--milvus --checkpoints 100000,1000000`: Milvus Lite beside them (`milvus-bench.ts`).
  */
 import { spawnSync } from 'node:child_process';
@@ -61,6 +61,9 @@ const { values } = parseArgs({
     // The HNSW scale bench (scale.ts): build once, then measure from the saved files.
     'hnsw-build': { type: 'boolean', default: false },
     'hnsw-latency': { type: 'boolean', default: false },
+    'hnsw-extend': { type: 'boolean', default: false },
+    from: { type: 'string', default: '2000000' },
+    seconds: { type: 'string', default: '300' },
     'peer-sweep': { type: 'boolean', default: false },
     filtering: { type: 'boolean', default: false },
     shapes: { type: 'string', default: 'locomo,longmemeval,1000-banks' },
@@ -296,6 +299,7 @@ if (values.milvus) {
 } else if (
   values['hnsw-build'] ||
   values['hnsw-latency'] ||
+  values['hnsw-extend'] ||
   values['peer-sweep'] ||
   values.filtering
 ) {

@@ -75,7 +75,8 @@ export type ScaleMeta = z.infer<typeof scaleMetaSchema>;
 export const loadavg = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ', 3).join(' ');
 const peakRssMb = (): number => process.resourceUsage().maxRSS / 1024;
 
-function gaussianSource(seed: number): () => number {
+/** The tiled bank's noise: standard normal draws (xorshift32, Box–Muller), one per call. */
+export function gaussianSource(seed: number): () => number {
   let s = seed >>> 0 || 1;
   const u = (): number => {
     s ^= s << 13;

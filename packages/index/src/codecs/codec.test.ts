@@ -42,6 +42,14 @@ describe('codecs', () => {
     expect(decodeTokens(model, codes, 10, 30).length).toBe(20 * codeDim);
   });
 
+  it('fp32 codes are a view of the vectors, not a copy', () => {
+    const model = trainCodec('fp32', bank, 500, DIM);
+    const codes = encodeTokens(model, bank.subarray(DIM), 400);
+    expect(codes.buffer).toBe(bank.buffer);
+    expect(codes.byteOffset).toBe(DIM * 4);
+    expect(codes.byteLength).toBe(400 * DIM * 4);
+  });
+
   it('fp32 round-trips exactly and fp16 within half an ulp', () => {
     for (const name of ['fp32', 'fp16'] as const) {
       const model = trainCodec(name, bank, 500, DIM);

@@ -82,7 +82,9 @@ export function trainCodec(
 
 /**
  * Encodes `n × dim` token states to `n × bytesPerToken` code bytes (fp32/fp16: the raw
- * little-endian floats/halves).
+ * little-endian floats/halves). fp32 returns a view of `vectors`' bytes, not a copy (a bank's
+ * codes would otherwise double its memory: 2.8 GB more on LongMemEval-S); copy it if `vectors`
+ * will change.
  *
  * @example
  * encodeTokens(model, vectors, n); // Uint8Array(n · model.bytesPerToken)
@@ -92,7 +94,7 @@ export function encodeTokens(model: CodecModel, vectors: Float32Array, n: number
   const x = vectors.subarray(0, n * dim);
   switch (model.name) {
     case 'fp32':
-      return new Uint8Array(x.slice().buffer);
+      return new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
     case 'fp16': {
       const out = new Uint16Array(n * dim);
       toHalfInto(out, x);

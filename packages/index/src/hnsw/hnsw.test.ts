@@ -5,7 +5,7 @@ import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
 import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildBankedHnsw } from './banked.js';
-import { buildHnsw, hnswFileKind, loadHnsw } from './hnsw.js';
+import { buildHnsw, hnswFileKind, loadHnsw, makeIndex, releaseIndex } from './hnsw.js';
 
 const DIM = 32;
 const N = 2000;
@@ -82,6 +82,20 @@ describe('hnsw', () => {
     }
     index.dispose();
     expect(() => index.size).toThrow(/dispose/);
+  });
+
+  it('releases the native graph at once (usearch resets it; the binding has no close)', () => {
+    const index = makeIndex(DIM, params, 'f32');
+    const keys = new BigUint64Array(N);
+    for (let i = 0; i < N; i++) keys[i] = BigInt(i);
+    index.add(keys, x, 1);
+    expect(index.size()).toBe(N);
+    expect(index.capacity()).toBeGreaterThanOrEqual(N);
+    releaseIndex(index);
+    // Nodes, vectors and keys are gone: a usearch that stops resetting before it reads fails here.
+    expect(index.size()).toBe(0);
+    expect(index.capacity()).toBeLessThan(N);
+    expect(index.contains(0n)).toBe(false);
   });
 
   it('saves and loads an index that answers the same', async () => {

@@ -1,5 +1,5 @@
 import { open } from 'node:fs/promises';
-import { endianness } from 'node:os';
+import { devNull, endianness } from 'node:os';
 import usearch from 'usearch';
 
 const { Index, MetricKind, ScalarKind } = usearch;
@@ -65,6 +65,7 @@ export interface HnswIndex {
   readonly dim: number;
   /** The scalar kind the graph stores its vectors in. */
   readonly kind: HnswScalarKind;
+  /** Frees the graph's native memory now ({@link releaseIndex}); the index is unusable after. */
   dispose(): void;
 }
 
@@ -83,6 +84,22 @@ export function makeIndex(dim: number, params: HnswParams, kind: HnswScalarKind)
     expansion_search: params.efSearch,
     multi: false,
   });
+}
+
+/**
+ * Frees a usearch index's native memory now; the index must not be used again. The binding has
+ * no close: it frees the graph only when V8 collects the JavaScript wrapper, and it reports no
+ * external memory, so V8 feels no pressure to collect, and a process that builds graph after
+ * graph grows by every graph built (LongMemEval-S fp32, 418 graphs: OOM-killed at 9.46 GB).
+ * Loading an empty file makes usearch reset the index (nodes, vectors, key lookup) before the
+ * read fails on the missing header; the index reports size 0 after (tested).
+ */
+export function releaseIndex(index: UsearchIndex): void {
+  try {
+    index.load(devNull);
+  } catch {
+    // Expected: the empty file has no header. The reset has happened by then.
+  }
 }
 
 /**
@@ -261,7 +278,9 @@ class UsearchHnsw implements HnswIndex {
     return Promise.resolve();
   }
 
+  /** Frees the graph's native memory now ({@link releaseIndex}). */
   dispose(): void {
+    if (this.#index !== undefined) releaseIndex(this.#index);
     this.#index = undefined;
   }
 }

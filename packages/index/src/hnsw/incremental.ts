@@ -1,4 +1,4 @@
-import { hnswFileKind, makeIndex } from './hnsw.js';
+import { hnswFileKind, makeIndex, releaseIndex } from './hnsw.js';
 import type { HnswParams, HnswScalarKind } from './hnsw.js';
 
 /** Options of {@link createIncrementalHnsw} and {@link loadIncrementalHnsw}. */
@@ -36,6 +36,7 @@ export interface IncrementalHnsw {
   search(queries: Float32Array, rows: number, fetch: number): KeyProposals;
   /** Writes the usearch index file (synchronously: no add or remove runs meanwhile). */
   save(path: string): void;
+  /** Frees the graph's native memory now (`releaseIndex`); the graph is unusable after. */
   dispose(): void;
 }
 
@@ -152,7 +153,9 @@ class UsearchIncremental implements IncrementalHnsw {
     this.#live().save(path);
   }
 
+  /** Frees the graph's native memory now (`releaseIndex`). */
   dispose(): void {
+    if (this.#index !== undefined) releaseIndex(this.#index);
     this.#index = undefined;
   }
 }
