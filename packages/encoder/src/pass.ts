@@ -36,6 +36,11 @@ export interface PassOptions {
   /** Padded tokens per ONNX batch (batch × longest length). */
   readonly maxBatchTokens?: number;
   readonly maxBatchSize?: number;
+  /**
+   * Tokenise the next chunk while this one runs through the graph (the tokenizer works on a
+   * libuv thread). Same outputs either way. Default false.
+   */
+  readonly overlapTokenization?: boolean;
   /** Called after every batch with texts done so far and content tokens kept. */
   readonly onProgress?: (done: number, total: number, tokens: number) => void;
 }
@@ -61,11 +66,20 @@ export async function* encodePass(
   const chunkSize = options.chunkSize ?? 2048;
   const maxBatchTokens = options.maxBatchTokens ?? 8192;
   const maxBatchSize = options.maxBatchSize ?? 32;
+  const overlap = options.overlapTokenization ?? false;
+  const tokenize = (start: number): Promise<TokenizedText[]> => {
+    const pending = tokenizer.encode(texts.slice(start, start + chunkSize), options.prefix ?? '');
+    // Handled here so a failure while the previous chunk runs is not an unhandled rejection;
+    // it still surfaces where the promise is awaited.
+    pending.catch(() => undefined);
+    return pending;
+  };
   let done = 0;
   let keptTokens = 0;
+  let next: Promise<TokenizedText[]> | undefined;
   for (let start = 0; start < texts.length; start += chunkSize) {
-    const slice = texts.slice(start, start + chunkSize);
-    const tokenized = await tokenizer.encode(slice, options.prefix ?? '');
+    const tokenized = await (next ?? tokenize(start));
+    next = overlap && start + chunkSize < texts.length ? tokenize(start + chunkSize) : undefined;
     const count = tokenized.length;
     const order = Array.from({ length: count }, (_, i) => i).sort(
       (a, b) => tokenized[b]!.ids.length - tokenized[a]!.ids.length || a - b,

@@ -1,5 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import type { ModelManifest } from '@bfe/models';
+import type { BfeVariant } from './variants.js';
 
 /** The three encoders the benchmark compares. */
 export type Peer = 'bfe' | 'transformers-js' | 'sentence-transformers';
@@ -27,6 +28,10 @@ export interface BenchJob {
   readonly maxBatchTokens?: number;
   readonly chunkSize?: number;
   readonly maxBatchSize?: number;
+  /** bfe: options on top of the above (session, pass, model). */
+  readonly variant?: BfeVariant;
+  /** bfe: a scratch directory (the saved optimised graph goes here). */
+  readonly work?: string;
   /** transformers.js: `env.localModelPath` and the model name under it. */
   readonly hfRoot?: string;
   readonly hfModel?: string;
@@ -62,6 +67,13 @@ export interface PeerSuccess {
   readonly contentTokens?: number;
   /** Pooled vectors of {@link BenchJob.sample}, in that order. */
   readonly sample: readonly (readonly number[])[];
+  /** bfe only: the content-token states of {@link BenchJob.sample}, `[tokens * dim]` each. */
+  readonly sampleTokens?: readonly (readonly number[])[];
+  /**
+   * bfe only: SHA-256 of every chunk's pooled vectors and token states in pass order (equal
+   * digests: bit-identical outputs). Hashed inside the pass; its time is taken out of `seconds`.
+   */
+  readonly digest?: string;
   readonly versions: Readonly<Record<string, string>>;
 }
 
