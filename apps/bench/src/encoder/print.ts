@@ -78,7 +78,7 @@ export function printTable(r: Report): void {
         x.speedVsSentenceTransformers?.toFixed(3) ?? 'n/a',
         x.cpuSeconds!.toFixed(1),
         x.load?.toFixed(1) ?? '',
-        x.identicalToBfe === true ? 'yes' : 'no',
+        x.minTokenCosineVsBfe === null ? 'n/a' : x.identicalToBfe === true ? 'yes' : 'no',
         x.minCosineVsBfe === undefined ? '' : fmtCos(x.minCosineVsBfe),
         x.minTokenCosineVsBfe === undefined || x.minTokenCosineVsBfe === null
           ? ''

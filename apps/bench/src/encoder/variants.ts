@@ -11,6 +11,8 @@ export interface BfeVariant {
   readonly graphOptimizationLevel?: GraphOptimizationLevel;
   /** Open once at level `all` saving the optimised graph, then time a session on the saved file at level `disabled`. */
   readonly savedOptimized?: boolean;
+  /** Time the onnxruntime session alone on the pass's batches (graph-only.ts); no outputs kept. */
+  readonly graphOnly?: boolean;
   readonly spinning?: boolean;
   readonly preallocate?: boolean;
   readonly overlapTokenization?: boolean;
@@ -23,7 +25,7 @@ export interface BfeVariant {
 
 const LEVELS: readonly GraphOptimizationLevel[] = ['disabled', 'basic', 'extended', 'all'];
 
-export const VARIANT_HELP = `default | inter=N | opt=disabled|basic|extended|all | saved-opt | spin=0|1 |
+export const VARIANT_HELP = `default | inter=N | opt=disabled|basic|extended|all | saved-opt | graph-only | spin=0|1 |
                             prealloc=0|1 | overlap=0|1 | chunk=N | batch=N | tokens=N | model=DIR, joined by +`;
 
 /** Parses one variant spec; throws on an unknown option. */
@@ -56,6 +58,9 @@ export function parseVariant(spec: string): BfeVariant {
         break;
       case 'saved-opt':
         out.savedOptimized = true;
+        break;
+      case 'graph-only':
+        out.graphOnly = true;
         break;
       case 'spin':
         out.spinning = flag();

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { openEncoder, TextTokenizer, type SessionOptions } from '@bfe/encoder';
 import { MODEL_MANIFEST_FILE, modelManifestSchema } from '@bfe/models';
 import { peakRssMb, rssMb, startClock } from '../shared/machine.js';
+import { graphOnly } from './graph-only.js';
 import { readJob, readTexts, writeResult, type BenchJob, type PeerSuccess } from './protocol.js';
 
 const require = createRequire(import.meta.url);
@@ -53,6 +54,25 @@ async function runBfe(job: BenchJob, texts: readonly string[]): Promise<PeerSucc
     ...(v.preallocate === undefined ? {} : { preallocate: v.preallocate }),
   };
   const baseRssMb = rssMb();
+  if (v.graphOnly === true) {
+    const timed = await graphOnly(modelDir, manifest, texts, job.maxLength, session);
+    const tokenizer = new TextTokenizer(join(modelDir, manifest.tokenizerFile), job.maxLength);
+    let tokens = 0;
+    for (const t of await tokenizer.encode(texts)) tokens += t.ids.length;
+    return {
+      ok: true,
+      ...timed,
+      peakRssMb: peakRssMb(),
+      baseRssMb,
+      texts: texts.length,
+      tokens,
+      sample: job.sample.map(() => []),
+      versions: {
+        'onnxruntime-node': packageVersion(encoderRequire, 'onnxruntime-node'),
+        model: `${manifest.name} ${manifest.modelSha256.slice(0, 12)}`,
+      },
+    };
+  }
   if (v.savedOptimized === true) {
     // Untimed: open once at level `all`, saving the optimised graph; the timed session reads it.
     if (job.work === undefined) throw new Error('saved-opt needs a scratch directory');
