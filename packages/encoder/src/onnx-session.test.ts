@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ArtifactCorruptError, ConfigError } from '@bfe/core';
-import { EncoderSession, type ExecutionProvider } from './onnx-session.js';
+import { EncoderSession, sessionOptions, type ExecutionProvider } from './onnx-session.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
 
@@ -126,5 +126,31 @@ describe('EncoderSession (tiny graphs from tools/reference/make_tiny_onnx.py)', 
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('maps the options onto onnxruntime: no spinning unless asked, parallel executor above 1 inter-op thread', () => {
+    const spin = (o: ReturnType<typeof sessionOptions>) =>
+      (o.extra as { session: { intra_op: { allow_spinning: string } } }).session.intra_op
+        .allow_spinning;
+    const plain = sessionOptions('cpu', {});
+    expect(spin(plain)).toBe('0');
+    expect(plain.graphOptimizationLevel).toBe('all');
+    expect(plain.executionMode).toBeUndefined();
+    expect(plain.intraOpNumThreads).toBeUndefined();
+    expect(spin(sessionOptions('cpu', { spinning: true }))).toBe('1');
+    const tuned = sessionOptions('cpu', {
+      threads: 2,
+      interOpThreads: 2,
+      graphOptimizationLevel: 'basic',
+      optimizedModelPath: '/tmp/x.onnx',
+    });
+    expect(tuned).toMatchObject({
+      intraOpNumThreads: 2,
+      interOpNumThreads: 2,
+      executionMode: 'parallel',
+      graphOptimizationLevel: 'basic',
+      optimizedModelFilePath: '/tmp/x.onnx',
+    });
+    expect(sessionOptions('cpu', { interOpThreads: 1 }).executionMode).toBeUndefined();
   });
 });

@@ -22,7 +22,8 @@ export interface SessionOptions {
   readonly optimizedModelPath?: string;
   /**
    * Whether idle intra-op threads spin-wait for work (onnxruntime's
-   * `session.intra_op.allow_spinning`; default onnxruntime's own, spinning).
+   * `session.intra_op.allow_spinning`). Default false: on this 2-core machine, shared, spinning
+   * cost 1.4× the wall time and CPU of the pass (BENCHMARKS.md); outputs are the same bits.
    */
   readonly spinning?: boolean;
   /**
@@ -152,8 +153,8 @@ export class EncoderSession {
   }
 }
 
-/** onnxruntime's session options for {@link SessionOptions}. */
-function sessionOptions(
+/** onnxruntime's session options for {@link SessionOptions}. (Package-internal; tested.) */
+export function sessionOptions(
   provider: ExecutionProvider,
   options: SessionOptions,
 ): ort.InferenceSession.SessionOptions {
@@ -167,8 +168,6 @@ function sessionOptions(
     ...(options.optimizedModelPath === undefined
       ? {}
       : { optimizedModelFilePath: options.optimizedModelPath }),
-    ...(options.spinning === undefined
-      ? {}
-      : { extra: { session: { intra_op: { allow_spinning: options.spinning ? '1' : '0' } } } }),
+    extra: { session: { intra_op: { allow_spinning: (options.spinning ?? false) ? '1' : '0' } } },
   };
 }
