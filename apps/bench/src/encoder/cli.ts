@@ -29,6 +29,8 @@ export interface Cli {
   /** bfe variant specs (see variants.ts), each run for every other bfe setting. */
   readonly bfeVariants: readonly string[];
   readonly tjsSorted: boolean;
+  /** Also run sentence-transformers with OMP_WAIT_POLICY=PASSIVE. */
+  readonly stPassive: boolean;
   readonly warmup: number;
   readonly repeat: number;
   readonly waitIdleSeconds: number;
@@ -58,6 +60,7 @@ export function parseCli(argv: readonly string[]): Cli {
       'max-batch-size': { type: 'string' },
       'bfe-variants': { type: 'string', default: 'default' },
       'tjs-sorted': { type: 'boolean', default: false },
+      'st-passive': { type: 'boolean', default: false },
       warmup: { type: 'string', default: '32' },
       repeat: { type: 'string', default: '1' },
       'wait-idle': { type: 'string', default: '120' },
@@ -102,6 +105,7 @@ export function parseCli(argv: readonly string[]): Cli {
     maxBatchSize: optionalList('--max-batch-size', values['max-batch-size']),
     bfeVariants,
     tjsSorted: values['tjs-sorted'],
+    stPassive: values['st-passive'],
     warmup: positive('--warmup', values.warmup),
     repeat: positive('--repeat', values.repeat),
     waitIdleSeconds: nonNegative('--wait-idle', values['wait-idle']),
@@ -132,6 +136,8 @@ const USAGE = `pnpm bench:encoder [options]
                             ${VARIANT_HELP};
                             the first bfe run is the ratio base and the parity reference
   --tjs-sorted              also run transformers.js with length-sorted batches
+  --st-passive              also run sentence-transformers with OMP_WAIT_POLICY=PASSIVE (torch's
+                            OpenMP threads sleep instead of spinning, as bfe's onnxruntime threads do)
   --warmup N                (32) texts encoded untimed first, in each process
   --repeat N                (1) rounds over all measurements, interleaved; the table shows the
                             fastest round of each and lists every round's seconds

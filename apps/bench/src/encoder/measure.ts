@@ -80,7 +80,12 @@ async function runJob(cli: Cli, job: BenchJob, jobFile: string): Promise<PeerRes
       ? [
           cli.python,
           [join(pythonDir, 'sentence_transformers_bench.py'), jobFile],
-          { ...process.env, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1' },
+          {
+            ...process.env,
+            HF_HUB_OFFLINE: '1',
+            TRANSFORMERS_OFFLINE: '1',
+            ...(job.ompPassive === true ? { OMP_WAIT_POLICY: 'PASSIVE' } : {}),
+          },
         ]
       : [
           process.execPath,

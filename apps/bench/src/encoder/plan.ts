@@ -116,17 +116,20 @@ export async function planRuns(
       rows.push({ peer: 'sentence-transformers', setting: '-', result: { ok: false, error } });
     } else {
       const stModelDir = cli.stModelDir ?? wheelModelDir(cli.python);
-      for (const batchSize of cli.batchSizes) {
-        plans.push({
-          peer: 'sentence-transformers',
-          setting: `batch=${batchSize}`,
-          job: {
+      for (const passive of cli.stPassive ? [false, true] : [false]) {
+        for (const batchSize of cli.batchSizes) {
+          plans.push({
             peer: 'sentence-transformers',
-            threads: cli.threads,
-            batchSize,
-            ...(stModelDir === undefined ? {} : { stModelDir }),
-          },
-        });
+            setting: `batch=${batchSize}${passive ? ' omp-passive' : ''}`,
+            job: {
+              peer: 'sentence-transformers',
+              threads: cli.threads,
+              batchSize,
+              ...(stModelDir === undefined ? {} : { stModelDir }),
+              ...(passive ? { ompPassive: true } : {}),
+            },
+          });
+        }
       }
     }
   }

@@ -37,6 +37,8 @@ export interface BenchJob {
   readonly hfModel?: string;
   /** sentence-transformers: the Hugging Face-layout model directory. */
   readonly stModelDir?: string;
+  /** sentence-transformers: run with `OMP_WAIT_POLICY=PASSIVE` (torch's OpenMP threads sleep, not spin). */
+  readonly ompPassive?: boolean;
   /** Peers: texts per call. */
   readonly batchSize?: number;
   /** transformers.js: sort batches by text length first (its pipeline does not). */
