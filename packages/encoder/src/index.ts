@@ -1,5 +1,5 @@
 export { EncoderSession } from './onnx-session.js';
-export type { ExecutionProvider, SessionOptions } from './onnx-session.js';
+export type { ExecutionProvider, GraphOptimizationLevel, SessionOptions } from './onnx-session.js';
 export { TextTokenizer } from './tokenizer.js';
 export type { TokenizedText } from './tokenizer.js';
 export { encodePass } from './pass.js';

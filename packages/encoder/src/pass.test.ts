@@ -146,4 +146,76 @@ describe('encodePass', () => {
     expect(seen.at(-1)).toBe(texts.length);
     expect([...seen].sort((x, y) => x - y)).toEqual(seen);
   });
+
+  it('overlaps tokenisation with the graph when asked, with the same outputs, and consumes a reused state buffer before the next run', async () => {
+    const tokenizer = new TextTokenizer(tiny, 32);
+    const spec = { pooling: 'mean', normalize: true } as const;
+    const run = async (overlap: boolean) => {
+      const log: string[] = [];
+      const encode = tokenizer.encode.bind(tokenizer);
+      const spy = Object.create(tokenizer) as TextTokenizer;
+      spy.encode = (batch, prefix) => {
+        log.push(`tokenize ${String(batch[0])}`);
+        return encode(batch, prefix);
+      };
+      // One state buffer reused by every run, as a preallocated onnxruntime output is.
+      const inner = fakeSession([]);
+      let shared = new Float32Array(0);
+      const session = {
+        ...inner,
+        run: async (ids: BigInt64Array, mask: BigInt64Array, batch: number, seq: number) => {
+          log.push('run');
+          const { states, dim } = await inner.run(ids, mask, batch, seq);
+          if (shared.length < states.length) shared = new Float32Array(states.length);
+          shared.fill(Number.NaN);
+          shared.set(states);
+          return { states: shared.subarray(0, states.length), dim };
+        },
+      } as unknown as EncoderSession;
+      const chunks = await collect(
+        encodePass(session, spy, spec, texts, {
+          chunkSize: 2,
+          maxBatchTokens: 4,
+          overlapTokenization: overlap,
+        }),
+      );
+      return { chunks, log };
+    };
+    const plain = await run(false);
+    const overlapped = await run(true);
+    expect(plain.log.slice(0, 3)).toEqual(['tokenize the cat sat on a mat', 'run', 'run']);
+    expect(overlapped.log.slice(0, 2)).toEqual(['tokenize the cat sat on a mat', 'tokenize a dog']);
+    expect(overlapped.log.filter((l) => l.startsWith('tokenize'))).toHaveLength(3);
+    expect(overlapped.chunks.length).toBe(plain.chunks.length);
+    for (let c = 0; c < plain.chunks.length; c++) {
+      const a = plain.chunks[c]!;
+      const b = overlapped.chunks[c]!;
+      expect(Array.from(b.pooled)).toEqual(Array.from(a.pooled));
+      expect(Array.from(b.tokenVectors)).toEqual(Array.from(a.tokenVectors));
+      expect(Array.from(b.tokenId)).toEqual(Array.from(a.tokenId));
+      expect(a.pooled.some(Number.isNaN)).toBe(false);
+    }
+    const [ref] = await collect(encodePass(fakeSession([]), tokenizer, spec, texts));
+    const joined = plain.chunks.flatMap((c) => Array.from(c.tokenVectors));
+    expect(joined).toEqual(Array.from(ref!.tokenVectors));
+  });
+
+  it('surfaces a tokenisation error of an overlapped chunk where it is reached', async () => {
+    const tokenizer = new TextTokenizer(tiny, 32);
+    const bad: unknown[] = ['hello', 'a dog', 'the mats', 42];
+    const seen: number[] = [];
+    await expect(
+      (async () => {
+        for await (const c of encodePass(
+          fakeSession([]),
+          tokenizer,
+          { pooling: 'mean', normalize: true },
+          bad,
+          { chunkSize: 2, overlapTokenization: true },
+        ))
+          seen.push(c.start);
+      })(),
+    ).rejects.toThrow(/text \[1\] is number/);
+    expect(seen).toEqual([0]);
+  });
 });

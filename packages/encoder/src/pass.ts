@@ -39,6 +39,11 @@ export interface PassOptions {
   /** Padded tokens per ONNX batch (batch × longest length). */
   readonly maxBatchTokens?: number;
   readonly maxBatchSize?: number;
+  /**
+   * Tokenise the next chunk while this one runs through the graph (the tokenizer works on a
+   * libuv thread). Same outputs either way. Default false.
+   */
+  readonly overlapTokenization?: boolean;
   /** Called after every batch with texts done so far and content tokens kept. */
   readonly onProgress?: (done: number, total: number, tokens: number) => void;
   /**
@@ -82,10 +87,19 @@ export async function* encodePass(
     if (spec.pooling !== 'mean')
       throw new Error(`windowed pooling is defined for mean pooling only, not ${spec.pooling}`);
   }
+  const overlap = options.overlapTokenization ?? false;
+  const tokenize = (start: number): Promise<TokenizedText[]> => {
+    const pending = tokenizer.encode(texts.slice(start, start + chunkSize), options.prefix ?? '');
+    // Handled here so a failure while the previous chunk runs is not an unhandled rejection;
+    // it still surfaces where the promise is awaited.
+    pending.catch(() => undefined);
+    return pending;
+  };
   const progress = { done: 0, tokens: 0, total: texts.length, onProgress: options.onProgress };
+  let next: Promise<TokenizedText[]> | undefined;
   for (let start = 0; start < texts.length; start += chunkSize) {
-    const slice = texts.slice(start, start + chunkSize);
-    const tokenized = await tokenizer.encode(slice, options.prefix ?? '');
+    const tokenized = await (next ?? tokenize(start));
+    next = overlap && start + chunkSize < texts.length ? tokenize(start + chunkSize) : undefined;
     if (window === undefined) {
       const rows = tokenized.map((t) => wholeText(t));
       yield await encodeGroup(session, spec, start, tokenized, rows, progress, batching());

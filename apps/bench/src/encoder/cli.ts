@@ -6,6 +6,7 @@ import { intList, nonNegative, positive } from '../shared/args.js';
 import { out } from '../shared/output.js';
 import { repoRoot } from '../shared/paths.js';
 import type { Peer } from './protocol.js';
+import { VARIANT_HELP, parseVariant } from './variants.js';
 
 export const PEERS: readonly Peer[] = ['bfe', 'transformers-js', 'sentence-transformers'];
 export const MODEL_NAME = 'all-minilm-l6-v2';
@@ -16,6 +17,8 @@ export interface Cli {
   readonly dataset: string;
   readonly modelDir: string | undefined;
   readonly maxLength: number;
+  /** Encode only this many texts, evenly spaced over the dataset (undefined: all). */
+  readonly texts: number | undefined;
   readonly threads: number;
   readonly peers: readonly Peer[];
   readonly batchSizes: readonly number[];
@@ -23,7 +26,11 @@ export interface Cli {
   readonly maxBatchTokens: readonly (number | undefined)[];
   readonly chunkSize: readonly (number | undefined)[];
   readonly maxBatchSize: readonly (number | undefined)[];
+  /** bfe variant specs (see variants.ts), each run for every other bfe setting. */
+  readonly bfeVariants: readonly string[];
   readonly tjsSorted: boolean;
+  /** Also run sentence-transformers with OMP_WAIT_POLICY=PASSIVE. */
+  readonly stPassive: boolean;
   readonly warmup: number;
   readonly repeat: number;
   readonly waitIdleSeconds: number;
@@ -43,6 +50,7 @@ export function parseCli(argv: readonly string[]): Cli {
       dataset: { type: 'string', default: 'locomo' },
       'model-dir': { type: 'string' },
       'max-length': { type: 'string', default: '128' },
+      texts: { type: 'string' },
       threads: { type: 'string', default: '2' },
       peers: { type: 'string', default: PEERS.join(',') },
       'batch-sizes': { type: 'string', default: '32,64' },
@@ -50,7 +58,9 @@ export function parseCli(argv: readonly string[]): Cli {
       'max-batch-tokens': { type: 'string' },
       'chunk-size': { type: 'string' },
       'max-batch-size': { type: 'string' },
+      'bfe-variants': { type: 'string', default: 'default' },
       'tjs-sorted': { type: 'boolean', default: false },
+      'st-passive': { type: 'boolean', default: false },
       warmup: { type: 'string', default: '32' },
       repeat: { type: 'string', default: '1' },
       'wait-idle': { type: 'string', default: '120' },
@@ -76,10 +86,13 @@ export function parseCli(argv: readonly string[]): Cli {
   const threads = positive('--threads', values.threads);
   const optionalList = (flag: string, v: string | undefined): (number | undefined)[] =>
     v === undefined ? [undefined] : intList(flag, v);
+  const bfeVariants = values['bfe-variants'].split(',').map((v) => v.trim());
+  for (const v of bfeVariants) parseVariant(v);
   return {
     dataset: values.dataset,
     modelDir: values['model-dir'],
     maxLength: positive('--max-length', values['max-length']),
+    texts: values.texts === undefined ? undefined : positive('--texts', values.texts),
     threads,
     peers: peers as Peer[],
     batchSizes: intList('--batch-sizes', values['batch-sizes']),
@@ -90,7 +103,9 @@ export function parseCli(argv: readonly string[]): Cli {
     maxBatchTokens: optionalList('--max-batch-tokens', values['max-batch-tokens']),
     chunkSize: optionalList('--chunk-size', values['chunk-size']),
     maxBatchSize: optionalList('--max-batch-size', values['max-batch-size']),
+    bfeVariants,
     tjsSorted: values['tjs-sorted'],
+    stPassive: values['st-passive'],
     warmup: positive('--warmup', values.warmup),
     repeat: positive('--repeat', values.repeat),
     waitIdleSeconds: nonNegative('--wait-idle', values['wait-idle']),
@@ -109,6 +124,7 @@ const USAGE = `pnpm bench:encoder [options]
                             ${MODEL_MANIFEST_FILE}, else the XDG cache, else ${FALLBACK_MODEL_DIR})
   --dataset NAME            (locomo) memories of this dataset, as bfe's loader builds them
   --max-length N            (128) truncation, special tokens included, for every encoder
+  --texts N                 encode only N texts, evenly spaced over the dataset (default: all)
   --threads N               (2) intra-op threads for every encoder
   --peers LIST              (${PEERS.join(',')})
   --batch-sizes LIST        (32,64) texts per call for transformers.js and sentence-transformers
@@ -116,7 +132,12 @@ const USAGE = `pnpm bench:encoder [options]
   --max-batch-tokens LIST   bfe runs for each value (default: the package default)
   --chunk-size LIST         bfe runs for each value (default: the package default)
   --max-batch-size LIST     bfe runs for each value (default: the package default)
+  --bfe-variants LIST       (default) bfe runs for each comma-separated variant:
+                            ${VARIANT_HELP};
+                            the first bfe run is the ratio base and the parity reference
   --tjs-sorted              also run transformers.js with length-sorted batches
+  --st-passive              also run sentence-transformers with OMP_WAIT_POLICY=PASSIVE (torch's
+                            OpenMP threads sleep instead of spinning, as bfe's onnxruntime threads do)
   --warmup N                (32) texts encoded untimed first, in each process
   --repeat N                (1) rounds over all measurements, interleaved; the table shows the
                             fastest round of each and lists every round's seconds

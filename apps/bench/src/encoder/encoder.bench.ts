@@ -37,7 +37,15 @@ async function main(): Promise<void> {
   log(`model: ${modelDir} (${how})`);
 
   const loaded = await loadDataset(cli.dataset, { location: dataLocationFromEnv() });
-  const texts = loaded.benchmark.memories.map((m) => m.text);
+  const all = loaded.benchmark.memories.map((m) => m.text);
+  // --texts: an evenly spaced subset (so every part of the dataset is in it), in dataset order.
+  const texts =
+    cli.texts === undefined || cli.texts >= all.length
+      ? all
+      : Array.from(
+          { length: cli.texts },
+          (_, i) => all[Math.floor((i * all.length) / cli.texts!)]!,
+        );
   const tokenizer = new TextTokenizer(join(modelDir, manifest.tokenizerFile), cli.maxLength);
   const tokenized = await tokenizer.encode(texts);
   let tokens = 0;

@@ -3,6 +3,7 @@
  * interleaved, a contended measurement measured again, every try kept.
  */
 import { readFile, writeFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runChild } from '../shared/child.js';
@@ -54,7 +55,8 @@ export async function measurePlans(
           maxLength: cli.maxLength,
         };
         const result = await runJob(cli, job, join(work, `job-${id}.json`));
-        rows.push({ peer: plan.peer, setting: plan.setting, result });
+        const load = loadavg()[0]!;
+        rows.push({ peer: plan.peer, setting: plan.setting, result, load });
         if (!result.ok) {
           log(`      UNAVAILABLE: ${result.error}`);
           break;
@@ -62,7 +64,7 @@ export async function measurePlans(
         const others =
           result.otherCpuSeconds === null ? 0 : result.otherCpuSeconds / result.seconds;
         log(
-          `      ${result.seconds.toFixed(2)} s, ${fmtInt(tokens / result.seconds)} tokens/s, CPU ${result.cpuSeconds.toFixed(1)} s, others' CPU ${fmtOthers(result.otherCpuSeconds, result.seconds)}, peak RSS ${result.peakRssMb.toFixed(0)} MB`,
+          `      ${result.seconds.toFixed(2)} s, ${fmtInt(tokens / result.seconds)} tokens/s, CPU ${result.cpuSeconds.toFixed(1)} s, others' CPU ${fmtOthers(result.otherCpuSeconds, result.seconds)}, peak RSS ${result.peakRssMb.toFixed(0)} MB, load ${load.toFixed(1)}`,
         );
         if (others <= CONTENDED_CORES) break;
       }
@@ -78,7 +80,12 @@ async function runJob(cli: Cli, job: BenchJob, jobFile: string): Promise<PeerRes
       ? [
           cli.python,
           [join(pythonDir, 'sentence_transformers_bench.py'), jobFile],
-          { ...process.env, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1' },
+          {
+            ...process.env,
+            HF_HUB_OFFLINE: '1',
+            TRANSFORMERS_OFFLINE: '1',
+            ...(job.ompPassive === true ? { OMP_WAIT_POLICY: 'PASSIVE' } : {}),
+          },
         ]
       : [
           process.execPath,

@@ -1,10 +1,11 @@
 /** What `pnpm bench:encoder` measures: one plan per peer and setting, in order. */
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { ModelManifest } from '@bfe/models';
 import { MODEL_NAME, type Cli } from './cli.js';
 import { buildHfLayout, wheelModelDir } from './model.js';
 import type { BenchJob, Peer, PeerResult } from './protocol.js';
+import { parseVariant } from './variants.js';
 
 /** One planned measurement: a job without the per-run paths, and a label for the table. */
 export interface Plan {
@@ -17,6 +18,8 @@ export interface Row {
   readonly peer: Peer;
   readonly setting: string;
   readonly result: PeerResult;
+  /** 1-minute load average when the measurement ended. */
+  readonly load?: number;
 }
 
 /**
@@ -50,23 +53,31 @@ export async function planRuns(
       for (const maxBatchTokens of cli.maxBatchTokens) {
         for (const chunkSize of cli.chunkSize) {
           for (const maxBatchSize of cli.maxBatchSize) {
-            const parts = [`threads=${threads}`];
-            if (maxBatchTokens !== undefined) parts.push(`maxBatchTokens=${maxBatchTokens}`);
-            if (chunkSize !== undefined) parts.push(`chunkSize=${chunkSize}`);
-            if (maxBatchSize !== undefined) parts.push(`maxBatchSize=${maxBatchSize}`);
-            plans.push({
-              peer: 'bfe',
-              setting: parts.join(' '),
-              job: {
+            for (const spec of cli.bfeVariants) {
+              const parts = [`threads=${threads}`];
+              if (maxBatchTokens !== undefined) parts.push(`maxBatchTokens=${maxBatchTokens}`);
+              if (chunkSize !== undefined) parts.push(`chunkSize=${chunkSize}`);
+              if (maxBatchSize !== undefined) parts.push(`maxBatchSize=${maxBatchSize}`);
+              if (spec !== 'default')
+                parts.push(
+                  spec.replace(/model=([^+]+)/, (_, dir: string) => `model=${basename(dir)}`),
+                );
+              plans.push({
                 peer: 'bfe',
-                threads,
-                modelDir,
-                manifest,
-                ...(maxBatchTokens === undefined ? {} : { maxBatchTokens }),
-                ...(chunkSize === undefined ? {} : { chunkSize }),
-                ...(maxBatchSize === undefined ? {} : { maxBatchSize }),
-              },
-            });
+                setting: parts.join(' '),
+                job: {
+                  peer: 'bfe',
+                  threads,
+                  modelDir,
+                  manifest,
+                  ...(maxBatchTokens === undefined ? {} : { maxBatchTokens }),
+                  ...(chunkSize === undefined ? {} : { chunkSize }),
+                  ...(maxBatchSize === undefined ? {} : { maxBatchSize }),
+                  variant: parseVariant(spec),
+                  work,
+                },
+              });
+            }
           }
         }
       }
@@ -105,17 +116,20 @@ export async function planRuns(
       rows.push({ peer: 'sentence-transformers', setting: '-', result: { ok: false, error } });
     } else {
       const stModelDir = cli.stModelDir ?? wheelModelDir(cli.python);
-      for (const batchSize of cli.batchSizes) {
-        plans.push({
-          peer: 'sentence-transformers',
-          setting: `batch=${batchSize}`,
-          job: {
+      for (const passive of cli.stPassive ? [false, true] : [false]) {
+        for (const batchSize of cli.batchSizes) {
+          plans.push({
             peer: 'sentence-transformers',
-            threads: cli.threads,
-            batchSize,
-            ...(stModelDir === undefined ? {} : { stModelDir }),
-          },
-        });
+            setting: `batch=${batchSize}${passive ? ' omp-passive' : ''}`,
+            job: {
+              peer: 'sentence-transformers',
+              threads: cli.threads,
+              batchSize,
+              ...(stModelDir === undefined ? {} : { stModelDir }),
+              ...(passive ? { ompPassive: true } : {}),
+            },
+          });
+        }
       }
     }
   }

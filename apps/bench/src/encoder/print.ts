@@ -59,6 +59,36 @@ export function printTable(r: Report): void {
         : `${name}: ${value.toFixed(2)}× (tokens/s of ${r.ratioBase ?? 'bfe'} over the peer's best batch size)`,
     );
   }
+  const bfeRuns = r.runs.filter((x) => x.peer === 'bfe' && x.ok);
+  if (bfeRuns.length > 1) {
+    out();
+    for (const line of terminalTableLines({
+      head: [
+        'bfe setting',
+        '× first bfe',
+        '× sentence-transformers',
+        'CPU s',
+        'load',
+        'bit-identical',
+        'min cos pooled',
+        'min cos tokens',
+      ],
+      align: ['left', 'right', 'right', 'right', 'right', 'left', 'right', 'right'],
+      rows: bfeRuns.map((x) => [
+        x.setting,
+        x.speedVsBase?.toFixed(3) ?? '',
+        x.speedVsSentenceTransformers?.toFixed(3) ?? 'n/a',
+        x.cpuSeconds!.toFixed(1),
+        x.load?.toFixed(1) ?? '',
+        x.minTokenCosineVsBfe === null ? 'n/a' : x.identicalToBfe === true ? 'yes' : 'no',
+        x.minCosineVsBfe === undefined ? '' : fmtCos(x.minCosineVsBfe),
+        x.minTokenCosineVsBfe === undefined || x.minTokenCosineVsBfe === null
+          ? ''
+          : x.minTokenCosineVsBfe.toFixed(7),
+      ]),
+    }))
+      out(line);
+  }
   if (r.bestBfe !== null && r.runs.filter((x) => x.peer === 'bfe').length > 1)
     out(`fastest bfe: ${r.bestBfe}`);
   const busy = r.runs.filter((x) => (x.otherCores ?? 0) > CONTENDED_CORES);

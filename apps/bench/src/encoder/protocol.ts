@@ -1,5 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import type { ModelManifest } from '@bfe/models';
+import type { BfeVariant } from './variants.js';
 
 /** The three encoders the benchmark compares. */
 export type Peer = 'bfe' | 'transformers-js' | 'sentence-transformers';
@@ -27,11 +28,17 @@ export interface BenchJob {
   readonly maxBatchTokens?: number;
   readonly chunkSize?: number;
   readonly maxBatchSize?: number;
+  /** bfe: options on top of the above (session, pass, model). */
+  readonly variant?: BfeVariant;
+  /** bfe: a scratch directory (the saved optimised graph goes here). */
+  readonly work?: string;
   /** transformers.js: `env.localModelPath` and the model name under it. */
   readonly hfRoot?: string;
   readonly hfModel?: string;
   /** sentence-transformers: the Hugging Face-layout model directory. */
   readonly stModelDir?: string;
+  /** sentence-transformers: run with `OMP_WAIT_POLICY=PASSIVE` (torch's OpenMP threads sleep, not spin). */
+  readonly ompPassive?: boolean;
   /** Peers: texts per call. */
   readonly batchSize?: number;
   /** transformers.js: sort batches by text length first (its pipeline does not). */
@@ -62,6 +69,13 @@ export interface PeerSuccess {
   readonly contentTokens?: number;
   /** Pooled vectors of {@link BenchJob.sample}, in that order. */
   readonly sample: readonly (readonly number[])[];
+  /** bfe only: the content-token states of {@link BenchJob.sample}, `[tokens * dim]` each. */
+  readonly sampleTokens?: readonly (readonly number[])[];
+  /**
+   * bfe only: SHA-256 of every chunk's pooled vectors and token states in pass order (equal
+   * digests: bit-identical outputs). Hashed inside the pass; its time is taken out of `seconds`.
+   */
+  readonly digest?: string;
   readonly versions: Readonly<Record<string, string>>;
 }
 

@@ -36,6 +36,8 @@ export interface RunReport {
   readonly cpuSeconds?: number;
   /** Mean cores other processes kept busy during the fastest round (contention). */
   readonly otherCores?: number | null;
+  /** 1-minute load average at the end of the fastest round. */
+  readonly load?: number;
   /** Largest peak RSS over the rounds. */
   readonly peakRssMb?: number;
   readonly baseRssMb?: number;
@@ -45,6 +47,13 @@ export interface RunReport {
   readonly contentTokens?: number;
   /** Smallest cosine with bfe's pooled vectors (first bfe run) on the sampled texts. */
   readonly minCosineVsBfe?: { readonly full: number | null; readonly truncated: number | null };
+  /** bfe runs: smallest cosine of any sampled content-token state with the first bfe run's. */
+  readonly minTokenCosineVsBfe?: number | null;
+  /** bfe runs: whether every pooled vector and token state equals the first bfe run's, bit for bit. */
+  readonly identicalToBfe?: boolean;
+  /** bfe runs: tokens/s over the first bfe run's, and over sentence-transformers' best batch size. */
+  readonly speedVsBase?: number;
+  readonly speedVsSentenceTransformers?: number | null;
   readonly versions?: Readonly<Record<string, string>>;
   readonly error?: string;
 }
@@ -95,7 +104,11 @@ export function summarize(cli: Cli, ctx: Context, rows: readonly Row[]): Report 
     if (ok.length === 0) {
       return { peer, setting, ok: false, error: failed?.ok === false ? failed.error : 'no result' };
     }
-    const result = ok.reduce((a, b) => (b.seconds < a.seconds ? b : a));
+    const okRows = group.filter((r) => r.result.ok);
+    const fastestRow = okRows.reduce((a, b) =>
+      (b.result as PeerSuccess).seconds < (a.result as PeerSuccess).seconds ? b : a,
+    );
+    const result = fastestRow.result as PeerSuccess;
     return {
       peer,
       setting,
@@ -105,6 +118,7 @@ export function summarize(cli: Cli, ctx: Context, rows: readonly Row[]): Report 
       tokensPerSecond: Math.round(ctx.tokens / result.seconds),
       textsPerSecond: round(ctx.texts / result.seconds, 1),
       cpuSeconds: round(result.cpuSeconds, 2),
+      ...(fastestRow.load === undefined ? {} : { load: round(fastestRow.load, 1) }),
       otherCores:
         result.otherCpuSeconds === null ? null : round(result.otherCpuSeconds / result.seconds, 2),
       peakRssMb: Math.round(Math.max(...ok.map((r) => r.peakRssMb))),
@@ -115,6 +129,13 @@ export function summarize(cli: Cli, ctx: Context, rows: readonly Row[]): Report 
       ...(reference === undefined
         ? {}
         : { minCosineVsBfe: agreement(ctx, reference.result, result) }),
+      ...(reference === undefined || peer !== 'bfe'
+        ? {}
+        : {
+            minTokenCosineVsBfe: tokenAgreement(reference.result, result),
+            identicalToBfe:
+              result.digest !== undefined && result.digest === reference.result.digest,
+          }),
       versions: result.versions,
       ...(failed?.ok === false ? { error: `a round failed: ${failed.error}` } : {}),
     };
@@ -136,6 +157,16 @@ export function summarize(cli: Cli, ctx: Context, rows: readonly Row[]): Report 
         base === undefined ? null : round(base.tokensPerSecond! / r.tokensPerSecond!, 3);
     }
   }
+  const st = best('sentence-transformers');
+  const withSpeeds = runs.map((r): RunReport => {
+    if (r.peer !== 'bfe' || !r.ok || base === undefined) return r;
+    return {
+      ...r,
+      speedVsBase: round(r.tokensPerSecond! / base.tokensPerSecond!, 3),
+      speedVsSentenceTransformers:
+        st === undefined ? null : round(r.tokensPerSecond! / st.tokensPerSecond!, 3),
+    };
+  });
   const fastest = best('bfe');
   const cpuList = cpus();
   return {
@@ -155,7 +186,7 @@ export function summarize(cli: Cli, ctx: Context, rows: readonly Row[]): Report 
       memoryGb: round(totalmem() / 2 ** 30, 1),
       node: process.version,
     },
-    runs,
+    runs: withSpeeds,
     ratios,
     ratioBase: base === undefined ? null : `bfe ${base.setting}`,
     bestBfe: fastest === undefined ? null : fastest.setting,
@@ -163,6 +194,31 @@ export function summarize(cli: Cli, ctx: Context, rows: readonly Row[]): Report 
       .filter((r) => r.error !== undefined)
       .map((r) => ({ peer: r.peer, setting: r.setting, error: r.error ?? '' })),
   };
+}
+
+/** Smallest cosine of a sampled content-token state with the reference bfe run's. */
+function tokenAgreement(bfe: PeerSuccess, run: PeerSuccess): number | null {
+  let min: number | null = null;
+  const dim = bfe.sample.find((s) => s.length > 0)?.length ?? 0;
+  if (dim === 0) return null;
+  for (let k = 0; k < bfe.sample.length; k++) {
+    const a = bfe.sampleTokens?.[k];
+    const b = run.sampleTokens?.[k];
+    if (a === undefined || b === undefined || a.length !== b.length) return null;
+    for (let t = 0; t < a.length; t += dim) {
+      let dot = 0;
+      let na = 0;
+      let nb = 0;
+      for (let j = t; j < t + dim; j++) {
+        dot += a[j]! * b[j]!;
+        na += a[j]! * a[j]!;
+        nb += b[j]! * b[j]!;
+      }
+      const cos = dot / Math.sqrt(na * nb);
+      min = min === null ? cos : Math.min(min, cos);
+    }
+  }
+  return min === null ? null : round(min, 7);
 }
 
 /** Smallest cosine with bfe's pooled vector, over the sampled texts kept whole and truncated. */

@@ -4,10 +4,14 @@
  * `node --conditions=@bfe/source --import tsx apps/bench/src/encoder/worker.ts <job.json>`;
  * the parent, `encoder.bench.ts`, writes the job and reads the result file.
  */
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, symlink } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { openEncoder, TextTokenizer } from '@bfe/encoder';
+import { openEncoder, TextTokenizer, type SessionOptions } from '@bfe/encoder';
+import { MODEL_MANIFEST_FILE, modelManifestSchema } from '@bfe/models';
 import { peakRssMb, rssMb, startClock } from '../shared/machine.js';
+import { graphOnly } from './graph-only.js';
 import { readJob, readTexts, writeResult, type BenchJob, type PeerSuccess } from './protocol.js';
 
 const require = createRequire(import.meta.url);
@@ -31,36 +35,102 @@ async function main(): Promise<void> {
 }
 
 async function runBfe(job: BenchJob, texts: readonly string[]): Promise<PeerSuccess> {
-  const { modelDir, manifest } = job;
+  const v = job.variant ?? {};
+  let { modelDir, manifest } = job;
+  if (v.modelDir !== undefined) {
+    modelDir = v.modelDir;
+    const raw: unknown = JSON.parse(await readFile(join(modelDir, MODEL_MANIFEST_FILE), 'utf8'));
+    manifest = modelManifestSchema.parse(raw);
+  }
   if (modelDir === undefined || manifest === undefined)
     throw new Error('bfe job without modelDir/manifest');
-  const baseRssMb = rssMb();
-  const t0 = performance.now();
-  const encoder = await openEncoder(modelDir, manifest, {
+  let session: SessionOptions = {
     threads: job.threads,
-    maxLength: job.maxLength,
-  });
+    ...(v.interOpThreads === undefined ? {} : { interOpThreads: v.interOpThreads }),
+    ...(v.graphOptimizationLevel === undefined
+      ? {}
+      : { graphOptimizationLevel: v.graphOptimizationLevel }),
+    ...(v.spinning === undefined ? {} : { spinning: v.spinning }),
+    ...(v.preallocate === undefined ? {} : { preallocate: v.preallocate }),
+  };
+  const baseRssMb = rssMb();
+  if (v.graphOnly === true) {
+    const timed = await graphOnly(modelDir, manifest, texts, job.maxLength, session);
+    const tokenizer = new TextTokenizer(join(modelDir, manifest.tokenizerFile), job.maxLength);
+    let tokens = 0;
+    for (const t of await tokenizer.encode(texts)) tokens += t.ids.length;
+    return {
+      ok: true,
+      ...timed,
+      peakRssMb: peakRssMb(),
+      baseRssMb,
+      texts: texts.length,
+      tokens,
+      sample: job.sample.map(() => []),
+      versions: {
+        'onnxruntime-node': packageVersion(encoderRequire, 'onnxruntime-node'),
+        model: `${manifest.name} ${manifest.modelSha256.slice(0, 12)}`,
+      },
+    };
+  }
+  if (v.savedOptimized === true) {
+    // Untimed: open once at level `all`, saving the optimised graph; the timed session reads it.
+    if (job.work === undefined) throw new Error('saved-opt needs a scratch directory');
+    const dir = await mkdtemp(join(job.work, 'saved-opt-'));
+    const saved = await openEncoder(modelDir, manifest, {
+      ...session,
+      graphOptimizationLevel: 'all',
+      optimizedModelPath: join(dir, manifest.onnxFile),
+      maxLength: job.maxLength,
+    });
+    await saved.dispose();
+    await symlink(join(modelDir, manifest.tokenizerFile), join(dir, manifest.tokenizerFile));
+    modelDir = dir;
+    session = { ...session, graphOptimizationLevel: v.graphOptimizationLevel ?? 'disabled' };
+  }
+  const t0 = performance.now();
+  const encoder = await openEncoder(modelDir, manifest, { ...session, maxLength: job.maxLength });
   const loadSeconds = (performance.now() - t0) / 1000;
   const options = {
     ...(job.maxBatchTokens === undefined ? {} : { maxBatchTokens: job.maxBatchTokens }),
     ...(job.chunkSize === undefined ? {} : { chunkSize: job.chunkSize }),
     ...(job.maxBatchSize === undefined ? {} : { maxBatchSize: job.maxBatchSize }),
+    ...(v.maxBatchTokens === undefined ? {} : { maxBatchTokens: v.maxBatchTokens }),
+    ...(v.chunkSize === undefined ? {} : { chunkSize: v.chunkSize }),
+    ...(v.maxBatchSize === undefined ? {} : { maxBatchSize: v.maxBatchSize }),
+    ...(v.overlapTokenization === undefined ? {} : { overlapTokenization: v.overlapTokenization }),
   };
   for await (const chunk of encoder.encode(texts.slice(0, job.warmupTexts), 'passage', options))
     void chunk;
 
   const wanted = new Map(job.sample.map((index, k) => [index, k]));
   const sample: number[][] = job.sample.map(() => []);
+  const sampleTokens: number[][] = job.sample.map(() => []);
+  const hash = createHash('sha256');
+  let hashMs = 0;
   let contentTokens = 0;
   const clock = startClock();
   for await (const chunk of encoder.encode(texts, 'passage', options)) {
-    // Only bookkeeping inside the timed loop: the chunk itself is bfe's output.
-    contentTokens += chunk.tokenId.length;
+    // Only bookkeeping inside the timed loop: the chunk itself is bfe's output. The digest's
+    // time is measured and taken out below.
+    const h0 = performance.now();
+    hash.update(
+      new Uint8Array(chunk.pooled.buffer, chunk.pooled.byteOffset, chunk.pooled.byteLength),
+    );
+    const tv = chunk.tokenVectors;
+    hash.update(new Uint8Array(tv.buffer, tv.byteOffset, tv.byteLength));
+    let first = 0;
     for (let i = 0; i < chunk.count; i++) {
+      const n = chunk.nTokens[i]!;
       const k = wanted.get(chunk.start + i);
-      if (k !== undefined)
+      if (k !== undefined) {
         sample[k] = Array.from(chunk.pooled.subarray(i * chunk.dim, (i + 1) * chunk.dim));
+        sampleTokens[k] = Array.from(tv.subarray(first * chunk.dim, (first + n) * chunk.dim));
+      }
+      first += n;
     }
+    contentTokens += chunk.tokenId.length;
+    hashMs += performance.now() - h0;
   }
   const timed = clock();
   const peak = peakRssMb();
@@ -72,6 +142,7 @@ async function runBfe(job: BenchJob, texts: readonly string[]): Promise<PeerSucc
   return {
     ok: true,
     ...timed,
+    seconds: timed.seconds - hashMs / 1000,
     loadSeconds,
     peakRssMb: peak,
     baseRssMb,
@@ -79,9 +150,12 @@ async function runBfe(job: BenchJob, texts: readonly string[]): Promise<PeerSucc
     tokens,
     contentTokens,
     sample,
+    sampleTokens,
+    digest: hash.digest('hex'),
     versions: {
       'onnxruntime-node': packageVersion(encoderRequire, 'onnxruntime-node'),
       '@anush008/tokenizers': packageVersion(encoderRequire, '@anush008/tokenizers'),
+      model: `${manifest.name} ${manifest.modelSha256.slice(0, 12)}`,
     },
   };
 }

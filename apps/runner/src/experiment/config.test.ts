@@ -107,11 +107,24 @@ describe('parseExperiment', () => {
     [{ eval: { ks: [1, 5] } }, 'eval.ks'],
     [{ model: { dtype: 'int8' } }, 'model.dtype'],
     [{ adapter: { kernel: 'gpu' } }, 'adapter.kernel'],
+    [{ adapter: { epochs: 0 } }, 'adapter.epochs'],
   ])('refuses the mistyped value %j at %s', (part, path) => {
     const error = configError(() =>
       parseExperiment({ name: 'x', dataset: { name: 'locomo' }, ...part }),
     );
     expect(error.message).toContain(`→ at ${path}`);
+  });
+
+  it('refuses adapter.epochs 0 with what to do instead (the report had no step to show)', () => {
+    const error = configError(() =>
+      parseExperiment({ name: 'x', dataset: { name: 'locomo' }, adapter: { epochs: 0 } }),
+    );
+    expect(error.message).toContain('adapter.epochs must be at least 1');
+    expect(error.message).toContain('adapter.enabled: false');
+    expect(
+      parseExperiment({ name: 'x', dataset: { name: 'locomo' }, adapter: { epochs: 1 } }).adapter
+        .epochs,
+    ).toBe(1);
   });
 
   it('refuses a name that is not a folder name, and a missing dataset', () => {

@@ -145,7 +145,17 @@ export const experimentSchema = z.strictObject({
     .strictObject({
       enabled: z.boolean().default(false),
       rank: z.int().positive().default(32),
-      epochs: z.int().min(0).default(2),
+      /**
+       * Training epochs, at least 1 (epoch 0, the identity adapter, is always one of the
+       * selectable snapshots). A run without training is `enabled: false`.
+       */
+      epochs: z
+        .int()
+        .min(1, {
+          message:
+            'adapter.epochs must be at least 1: epoch 0 (the identity adapter) is always evaluated beside the trained epochs; for no training set adapter.enabled: false',
+        })
+        .default(2),
       batchSize: z.int().positive().default(16),
       lr: z.number().positive().default(1e-4),
       weightDecay: z.number().min(0).default(1e-4),
