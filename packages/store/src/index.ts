@@ -1,6 +1,7 @@
 export type { BankView, EncodedTexts, Embedder, MemoryMeta } from './types.js';
 export { MemoryStore } from './store.js';
-export type { BankStats, SearchRequest, StoreOptions, StoreStats, StoredMemory } from './store.js';
+export type { SearchRequest, StoreOptions, StoredMemory } from './store.js';
+export type { BankStats, StoreStats } from './stats.js';
 export { Snapshot } from './snapshot.js';
 export { openEmbedder } from './embedder.js';
 export type { EmbedderOptions, ModelChoice } from './embedder.js';

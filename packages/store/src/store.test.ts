@@ -249,3 +249,44 @@ describe('MemoryStore', () => {
     await again.close();
   });
 });
+
+describe('MemoryStore.close', () => {
+  it('waits for searches under way before it disposes the scorer they use', async () => {
+    const inner = fakeEmbedder();
+    let queries = 0;
+    let gate: (() => void) | undefined;
+    const embedder = {
+      ...inner,
+      model: inner.model,
+      dim: inner.dim,
+      encode: async (texts: readonly string[], role: 'passage' | 'query') => {
+        // The second query waits here until the test lets it go.
+        if (role === 'query' && ++queries === 2)
+          await new Promise<void>((resolve) => (gate = resolve));
+        return inner.encode(texts);
+      },
+      tokenText: (id: number) => inner.tokenText(id),
+    };
+    const store = await MemoryStore.open(tmpDir(), { embedder, compactSegments: 0 });
+    await store.add([
+      { id: 'a', bank: 'b', text: 'the cat sat on the mat' },
+      { id: 'd', bank: 'b', text: 'a dog ran home' },
+    ]);
+    await store.flush();
+    // The first search opens the store's own scorer; the second waits in the query encoder
+    // while close is called.
+    expect((await store.search({ bank: 'b', query: 'dog', k: 2 }))[0]!.id).toBe('d');
+    const pending = store.search({ bank: 'b', query: 'cat mat', k: 2 });
+    while (gate === undefined) await new Promise((r) => setTimeout(r, 1));
+    let closed = false;
+    const closing = store.close().then(() => (closed = true));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(closed).toBe(false);
+    await expect(store.search({ bank: 'b', query: 'dog' })).rejects.toThrow(/closed/);
+    gate();
+    const results = await pending;
+    expect(results.map((r) => r.id)).toEqual(['a', 'd']);
+    await closing;
+    expect(closed).toBe(true);
+  });
+});

@@ -1,5 +1,4 @@
-import { stat } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { z } from 'zod';
 import { ConfigError, DataError } from '@bfe/core';
 import type { CompactionReport } from './compaction.js';
@@ -12,7 +11,6 @@ import {
   type MemoryInput,
 } from './input.js';
 import { acquireLock } from './lock.js';
-import { MANIFEST_FILE } from './manifest.js';
 import { recover } from './recovery.js';
 import type { MilvusOptions } from '@bfe/index-milvus';
 import { chooseIndex } from './index-choice.js';
@@ -25,7 +23,8 @@ import {
   type TokenIndexFactory,
 } from './search.js';
 import { Snapshot } from './snapshot.js';
-import { banksOf, type StoreState } from './state.js';
+import { storeStats, type StoreStats } from './stats.js';
+import { banksOf } from './state.js';
 import type { Embedder, MemoryMeta } from './types.js';
 import { Writer } from './writer.js';
 
@@ -78,28 +77,6 @@ export interface StoredMemory {
   readonly meta: MemoryMeta | undefined;
 }
 
-/** What `stats` reports of one bank. */
-export interface BankStats {
-  readonly memories: number;
-  readonly tokens: number;
-  readonly segments: number;
-  /** Bytes of the bank's segment files. */
-  readonly segmentBytes: number;
-  /** Rows written since the last flush (live or superseded). */
-  readonly memtableRows: number;
-}
-
-/** What `stats` reports of the store. */
-export interface StoreStats {
-  readonly memories: number;
-  readonly tokens: number;
-  readonly segments: number;
-  readonly walBytes: number;
-  /** Segments, WAL and manifest. */
-  readonly bytesOnDisk: number;
-  readonly banks: Readonly<Record<string, BankStats>>;
-}
-
 /** A search request: the bank, the query text, and the ranking options. */
 export type SearchRequest = SearchOptions & { readonly bank: string; readonly query: string };
 
@@ -127,6 +104,8 @@ export class MemoryStore {
   #scorer: Promise<SparseScorer> | undefined;
   readonly #ownsScorer: boolean;
   #closed = false;
+  /** Searches under way: `close` waits for them before it disposes what they use. */
+  readonly #searches = new Set<Promise<SearchResult[]>>();
 
   private constructor(
     writer: Writer,
@@ -302,6 +281,16 @@ export class MemoryStore {
    */
   async search(request: SearchRequest): Promise<SearchResult[]> {
     this.#open();
+    const run = this.#search(request);
+    this.#searches.add(run);
+    try {
+      return await run;
+    } finally {
+      this.#searches.delete(run);
+    }
+  }
+
+  async #search(request: SearchRequest): Promise<SearchResult[]> {
     const { bank, query, ...options } = request;
     const snap = this.snapshot();
     try {
@@ -335,31 +324,7 @@ export class MemoryStore {
   /** Counts and sizes, per bank and in total. */
   async stats(): Promise<StoreStats> {
     this.#open();
-    const s: StoreState = this.#writer.state;
-    const banks: Record<string, BankStats> = {};
-    let memories = 0;
-    let tokens = 0;
-    let segmentBytes = 0;
-    for (const bank of banksOf(s)) {
-      const c = this.#writer.live.count(bank);
-      const segs = s.segments.filter((seg) => seg.bank === bank);
-      const bytes = segs.reduce((a, seg) => a + seg.entry.bytes, 0);
-      const memtableRows = s.memtable.reduce((a, b) => a + (b.bank === bank ? b.ids.length : 0), 0);
-      banks[bank] = { ...c, segments: segs.length, segmentBytes: bytes, memtableRows };
-      memories += c.memories;
-      tokens += c.tokens;
-      segmentBytes += bytes;
-    }
-    const manifestBytes = (await stat(join(this.dir, MANIFEST_FILE))).size;
-    const walBytes = this.#writer.walBytes;
-    return {
-      memories,
-      tokens,
-      segments: s.segments.length,
-      walBytes,
-      bytesOnDisk: segmentBytes + walBytes + manifestBytes,
-      banks,
-    };
+    return storeStats(this.#writer, this.dir);
   }
 
   /** Writes the memtable to segments and advances the WAL checkpoint. */
@@ -385,6 +350,7 @@ export class MemoryStore {
   async close(options: { readonly flush?: boolean } = {}): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    await Promise.allSettled(this.#searches);
     try {
       await this.#writer.close(options.flush ?? true);
     } finally {

@@ -1,0 +1,56 @@
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { MANIFEST_FILE } from './manifest.js';
+import { banksOf, type StoreState } from './state.js';
+import type { Writer } from './writer.js';
+
+/** What `stats` reports of one bank. */
+export interface BankStats {
+  readonly memories: number;
+  readonly tokens: number;
+  readonly segments: number;
+  /** Bytes of the bank's segment files. */
+  readonly segmentBytes: number;
+  /** Rows written since the last flush (live or superseded). */
+  readonly memtableRows: number;
+}
+
+/** What `stats` reports of the store. */
+export interface StoreStats {
+  readonly memories: number;
+  readonly tokens: number;
+  readonly segments: number;
+  readonly walBytes: number;
+  /** Segments, WAL and manifest. */
+  readonly bytesOnDisk: number;
+  readonly banks: Readonly<Record<string, BankStats>>;
+}
+
+/** Counts and sizes of the store `writer` keeps in `dir`, per bank and in total. */
+export async function storeStats(writer: Writer, dir: string): Promise<StoreStats> {
+  const s: StoreState = writer.state;
+  const banks: Record<string, BankStats> = {};
+  let memories = 0;
+  let tokens = 0;
+  let segmentBytes = 0;
+  for (const bank of banksOf(s)) {
+    const c = writer.live.count(bank);
+    const segs = s.segments.filter((seg) => seg.bank === bank);
+    const bytes = segs.reduce((a, seg) => a + seg.entry.bytes, 0);
+    const memtableRows = s.memtable.reduce((a, b) => a + (b.bank === bank ? b.ids.length : 0), 0);
+    banks[bank] = { ...c, segments: segs.length, segmentBytes: bytes, memtableRows };
+    memories += c.memories;
+    tokens += c.tokens;
+    segmentBytes += bytes;
+  }
+  const manifestBytes = (await stat(join(dir, MANIFEST_FILE))).size;
+  const walBytes = writer.walBytes;
+  return {
+    memories,
+    tokens,
+    segments: s.segments.length,
+    walBytes,
+    bytesOnDisk: segmentBytes + walBytes + manifestBytes,
+    banks,
+  };
+}
