@@ -11,6 +11,11 @@
  *   warm-up pass and a measured pass; also the bare Milvus request (k + 16 per row, no
  *   rescoring) to separate the server's time from bfe's.
  *
+ * `--milvus-reindex`: one server and one insert for all index types (the 1e6 insert alone is
+ * ≈ 550 CPU-seconds); each later type replaces the index over the loaded rows, and its row's
+ * `index s` is that replacement (Lite builds the index at load), its `insert s` the shared
+ * insert. `--milvus-warmup N`: warm-up queries before the measured pass (default all).
+ *
  * Recall@64 against `exact-<n>.json` of the scale bench (token sets). Lite is one Python
  * process over faiss: its times say nothing of a Milvus cluster's.
  */
