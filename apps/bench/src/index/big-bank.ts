@@ -15,7 +15,10 @@
  * pnpm bench:big-bank --tokens 1000000
  *
  * `--hnsw-build` / `--hnsw-latency` / `--hnsw-extend`: the HNSW scale bench of `scale-cli.ts` instead;
- * `--milvus --checkpoints 100000,1000000`: Milvus Lite beside them (`milvus-bench.ts`).
+ * `--milvus --checkpoints 100000,1000000`: Milvus Lite beside them (`milvus-bench.ts`;
+ * `--milvus-reindex`: one insert, the index replaced per type; `--milvus-warmup N` queries);
+ * `--milvus-insert`: the SDK's insert rate into Lite by batch size × requests in flight
+ * (`milvus-insert.ts`).
  */
 import { spawnSync } from 'node:child_process';
 import {
@@ -44,6 +47,7 @@ import {
 } from '@bfe/index';
 import { terminalTableLines } from '@bfe/core';
 import { runMilvusBench } from './milvus-bench.js';
+import { runMilvusInsertBench } from './milvus-insert.js';
 import { runScale } from './scale-cli.js';
 
 const { values } = parseArgs({
@@ -88,6 +92,11 @@ const { values } = parseArgs({
     milvus: { type: 'boolean', default: false },
     'milvus-index': { type: 'string', default: 'FLAT,HNSW' },
     'milvus-data': { type: 'string', default: join(tmpdir(), 'bfe-milvus-bench') },
+    'milvus-reindex': { type: 'boolean', default: false },
+    'milvus-warmup': { type: 'string' },
+    'milvus-insert': { type: 'boolean', default: false },
+    'milvus-insert-tokens': { type: 'string', default: '30000' },
+    'milvus-insert-configs': { type: 'string', default: '8192x1,32768x1,8192x2,4096x4' },
   },
 });
 const N = Number(values.tokens);
@@ -296,6 +305,8 @@ function child(phase: string): Record<string, number> {
 
 if (values.milvus) {
   await runMilvusBench(values);
+} else if (values['milvus-insert']) {
+  await runMilvusInsertBench(values);
 } else if (
   values['hnsw-build'] ||
   values['hnsw-latency'] ||

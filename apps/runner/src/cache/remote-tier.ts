@@ -13,9 +13,10 @@ import type { CacheEvent } from './types.js';
 // each part stored under its own SHA-256. The index carries the exact `artifact.json` text; the
 // parts are the manifest's files concatenated in manifest order, cut every `chunkBytes` (so an
 // artifact larger than the server's body limit travels in several requests, and a part the
-// server already holds is not sent again). A download is verified twice: every part against the
-// SHA-256 it is named by, then the whole directory as a local hit is (manifest hashing to
-// itself and to the key, every file's size and SHA-256). (Module-internal to src/cache.)
+// server already holds is not sent again, unless this client refused it as corrupt). A download
+// is verified twice: every part against the SHA-256 it is named by, then the whole directory as
+// a local hit is (manifest hashing to itself and to the key, every file's size and SHA-256).
+// (Module-internal to src/cache.)
 
 const HEX64 = /^[0-9a-f]{64}$/;
 
@@ -45,6 +46,20 @@ export interface UploadReport {
 
 /** Why a download was refused (it is then computed locally). */
 export class RemoteArtifactRefused extends Error {}
+
+/**
+ * Parts this client refused on download (their bytes did not hash to their name): its next
+ * upload sends them again although the server holds a file under that name, so a part
+ * corrupted on the server is repaired by the first client that computes the artifact instead
+ * of being skipped (and refused) by every upload and download after it.
+ */
+const refusedParts = new WeakMap<RemoteCacheClient, Set<string>>();
+
+function refusedBy(client: RemoteCacheClient): Set<string> {
+  let set = refusedParts.get(client);
+  if (set === undefined) refusedParts.set(client, (set = new Set()));
+  return set;
+}
 
 function sign(index: Omit<RemoteIndex, 'signature'>, key: string): string {
   return createHmac('sha256', key).update(canonicalJson(index)).digest('hex');
@@ -115,11 +130,13 @@ export async function uploadArtifact(
     for await (const part of readParts(dir, manifest, chunkBytes)) {
       const id = sha256(part);
       parts.push({ sha256: id, bytes: part.length });
-      if (await client.exists(id)) continue;
+      const refused = refusedBy(client);
+      if (!refused.has(id) && (await client.exists(id))) continue;
       if ((await client.put(id, part)) === 'too-large') {
         tooLarge = true;
         break;
       }
+      refused.delete(id);
       sent++;
     }
     if (!tooLarge) {
@@ -227,6 +244,7 @@ async function writeParts(
       const bytes = await client.get(part.sha256);
       if (bytes === undefined) throw new RemoteArtifactRefused(`part ${part.sha256} is missing`);
       if (bytes.length !== part.bytes || sha256(bytes) !== part.sha256) {
+        refusedBy(client).add(part.sha256);
         throw new RemoteArtifactRefused(`part ${part.sha256} does not hash to its name`);
       }
       let at = 0;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -38,14 +38,15 @@ function spec(name: string): ArtifactSpec {
   return { stage: 'encode', version: '1', config: { name }, inputs: { data: 'd'.repeat(64) } };
 }
 
-function counting(): { calls: () => number; compute: ComputeFn } {
+/** A compute that counts its calls; `bytes` is the bank file's content (default `big`). */
+function counting(bytes: Buffer = big): { calls: () => number; compute: ComputeFn } {
   let n = 0;
   return {
     calls: () => n,
     compute: async (dir) => {
       n += 1;
       await mkdir(join(dir, 'bank'));
-      await writeFile(join(dir, 'bank', 'vectors.bin'), big);
+      await writeFile(join(dir, 'bank', 'vectors.bin'), bytes);
       await writeFile(join(dir, 'results.json'), '{"recall@10":0.5}\n');
       await writeFile(join(dir, 'empty.txt'), '');
       return { rows: 2 };
@@ -67,12 +68,20 @@ async function openStore(env: Record<string, string> = {}) {
   return { store, events: list };
 }
 
+/**
+ * Each file's SHA-256: equal lists mean byte-identical files. (Not the bytes themselves: vitest's
+ * deep equality walks a 300 KB Buffer element by element, measured at 17 s on a loaded machine,
+ * which pushed this file's tests towards their timeouts.)
+ */
 const files = (dir: string) =>
-  ['bank/vectors.bin', 'results.json', 'empty.txt'].map((f) => readFileSync(join(dir, f)));
+  ['bank/vectors.bin', 'results.json', 'empty.txt'].map((f) =>
+    bytesSha256(readFileSync(join(dir, f))),
+  );
 
 /** Every file the server stores for the team, by id. */
 function stored(): Map<string, string> {
   const dir = join(storage, server.team);
+  if (!existsSync(dir)) return new Map(); // nothing uploaded yet
   return new Map(readdirSync(dir).map((id) => [id, join(dir, id)]));
 }
 
@@ -106,10 +115,14 @@ describe('remote tier', () => {
     expect((await b.store.getOrCreate(spec('share'), other.compute)).source).toBe('local');
   }, 120_000);
 
-  it('refuses a corrupt part and computes instead', async () => {
+  it('refuses a corrupt part, computes instead, and the upload after it repairs the part', async () => {
+    // Bytes of its own: parts are shared by content, and a part of `big` corrupted here would
+    // be refused in every later test that needs it (the 32 KiB and 48 KiB cuts of `big` share
+    // their last part) — which made the push test below fail about once in six runs.
+    const own = randomBytes(300_000);
     const a = await openStore({ BFE_REMOTE_CACHE_CHUNK_BYTES: String(32 * 1024) });
     const before = new Set(stored().keys());
-    await a.store.getOrCreate(spec('corrupt-part'), counting().compute);
+    await a.store.getOrCreate(spec('corrupt-part'), counting(own).compute);
     const parts = [...stored()].filter(
       ([id]) => !before.has(id) && id !== artifactKey(spec('corrupt-part')),
     );
@@ -119,8 +132,8 @@ describe('remote tier', () => {
     bytes[10] = bytes[10]! ^ 0xff; // same size, one bit pattern changed
     writeFileSync(path, bytes);
 
-    const b = await openStore();
-    const again = counting();
+    const b = await openStore({ BFE_REMOTE_CACHE_CHUNK_BYTES: String(32 * 1024) });
+    const again = counting(own);
     const got = await b.store.getOrCreate(spec('corrupt-part'), again.compute);
     expect(again.calls()).toBe(1);
     expect(got.source).toBe('computed');
@@ -128,6 +141,13 @@ describe('remote tier', () => {
     expect(warning?.kind === 'warning' && warning.message).toMatch(
       /refused: part .* does not hash/,
     );
+    // b computed the same bytes and uploaded them: the part it refused is sent again even
+    // though the server holds a file under its name, so the next store gets it whole.
+    expect(bytesSha256(readFileSync(path))).toBe(parts[0]![0]);
+    const c = await openStore();
+    const third = counting(own);
+    expect((await c.store.getOrCreate(spec('corrupt-part'), third.compute)).source).toBe('remote');
+    expect(third.calls()).toBe(0);
   }, 120_000);
 
   it('refuses a forged index (another results file, a planted labels file) that is not signed with the team key', async () => {
