@@ -117,12 +117,11 @@ export async function extendScale(o: ExtendOptions): Promise<object> {
     [];
   let added = 0;
   let addSeconds = 0;
-  const rssBefore = rssMb();
   while (addSeconds < o.seconds) {
-    const first = o.from + added;
+    const start = o.from + added;
     for (let j = 0; j < BATCH; j++) {
-      tile(first + j, x, j * dim);
-      keys[j] = BigInt(first + j);
+      tile(start + j, x, j * dim);
+      keys[j] = BigInt(start + j);
     }
     const ta = performance.now();
     index.add(keys, x, o.threads);
@@ -130,14 +129,14 @@ export async function extendScale(o: ExtendOptions): Promise<object> {
     addSeconds += s;
     added += BATCH;
     batches.push({
-      tokens: first + BATCH,
+      tokens: start + BATCH,
       seconds: s,
       rate: BATCH / s,
       rssMb: rssMb(),
       load: loadavg(),
     });
     process.stderr.write(
-      `  ${first + BATCH} tokens: ${(BATCH / s).toFixed(0)} tok/s, RSS ${rssMb().toFixed(0)} MB (${loadavg()})\n`,
+      `  ${start + BATCH} tokens: ${(BATCH / s).toFixed(0)} tok/s, RSS ${rssMb().toFixed(0)} MB (${loadavg()})\n`,
     );
   }
   const rssAfter = rssMb();
@@ -147,7 +146,14 @@ export async function extendScale(o: ExtendOptions): Promise<object> {
   rmSync(out);
   const total = o.from + added;
   const rate = added / addSeconds;
-  const rssPerToken = ((rssAfter - rssBefore) * 2 ** 20) / added;
+  // RSS slope from the first batch to the last: the RSS before the first batch still holds the
+  // bank's and the skip's garbage, which V8 may return meanwhile (a negative slope on 2e6 f32).
+  const first = batches[0]!;
+  const last = batches.at(-1)!;
+  const rssPerToken =
+    batches.length > 1
+      ? ((last.rssMb - first.rssMb) * 2 ** 20) / (last.tokens - first.tokens)
+      : NaN;
   const fileBytesPerToken = fileBytes / total;
   const remaining = TARGET - total;
   return {
@@ -162,12 +168,13 @@ export async function extendScale(o: ExtendOptions): Promise<object> {
     skipSeconds,
     addSeconds,
     rate,
-    rateFirstBatch: batches[0]!.rate,
-    rateLastBatch: batches.at(-1)!.rate,
+    rateFirstBatch: first.rate,
+    rateLastBatch: last.rate,
     rssLoadedMb: rssLoaded,
     rssAfterMb: rssAfter,
     peakRssMb: process.resourceUsage().maxRSS / 1024,
     rssBytesPerAddedToken: rssPerToken,
+    rssMbFirstLastBatch: [first.rssMb, last.rssMb],
     fileBytes,
     fileBytesPerToken,
     extrapolated: {
@@ -178,6 +185,6 @@ export async function extendScale(o: ExtendOptions): Promise<object> {
       fileGb: (fileBytesPerToken * TARGET) / 1e9,
       rssGbAtTarget: (rssAfter * 2 ** 20 + rssPerToken * remaining) / 2 ** 30,
     },
-    loads: [batches[0]!.load, batches.at(-1)!.load],
+    loads: [first.load, last.load],
   };
 }
