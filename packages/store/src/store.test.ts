@@ -263,7 +263,7 @@ describe('MemoryStore.close', () => {
         // The second query waits here until the test lets it go.
         if (role === 'query' && ++queries === 2)
           await new Promise<void>((resolve) => (gate = resolve));
-        return inner.encode(texts);
+        return inner.encode(texts, role);
       },
       tokenText: (id: number) => inner.tokenText(id),
     };
