@@ -120,15 +120,7 @@ export class WasmKernel extends WasmHeap {
       );
     }
     parts.push(most * 32 + 128); // work
-    const total = parts.reduce((sum, bytes) => sum + align(bytes), 0);
-    const base = this.alloc(total);
-    try {
-      const at: number[] = [];
-      let next = base;
-      for (const bytes of parts) {
-        at.push(next);
-        next += align(bytes);
-      }
+    this.#withParts(parts, (at) => {
       const table = at[0]!;
       const offsetsPtr = at[1]!;
       const work = at[at.length - 1]!;
@@ -169,9 +161,7 @@ export class WasmKernel extends WasmHeap {
         out.best.set(this.f64(b, rows * memories));
         out.argmax.set(this.i32(a, rows * memories));
       });
-    } finally {
-      this.free(base, total);
-    }
+    });
   }
 
   /**
@@ -213,15 +203,7 @@ export class WasmKernel extends WasmHeap {
       }
       parts.push(rows * memories * 4, memories * 8, rows * dim * 8);
     }
-    const total = parts.reduce((sum, bytes) => sum + align(bytes), 0);
-    const base = this.alloc(total);
-    try {
-      const at: number[] = [];
-      let next = base;
-      for (const bytes of parts) {
-        at.push(next);
-        next += align(bytes);
-      }
+    this.#withParts(parts, (at) => {
       const table = this.i32(at[0]!, items.length * 4);
       items.forEach(({ result, gradScores, gradQuery }, j) => {
         const { rows } = result;
@@ -235,9 +217,7 @@ export class WasmKernel extends WasmHeap {
       items.forEach(({ result, gradQuery }, j) => {
         gradQuery.set(this.f64(at[3 + 3 * j]!, result.rows * dim));
       });
-    } finally {
-      this.free(base, total);
-    }
+    });
   }
 
   /**
@@ -273,15 +253,7 @@ export class WasmKernel extends WasmHeap {
       dim * 8, // gz
       rank * 8, // gu
     ];
-    const total = parts.reduce((sum, bytes) => sum + align(bytes), 0);
-    const base = this.alloc(total);
-    try {
-      const at: number[] = [];
-      let next = base;
-      for (const bytes of parts) {
-        at.push(next);
-        next += align(bytes);
-      }
+    this.#withParts(parts, (at) => {
       const [b, tk, u, z, hn, zn, go, ga, gb, gz, gu] = at as [
         number,
         number,
@@ -307,6 +279,21 @@ export class WasmKernel extends WasmHeap {
       this.#exports.adapterBackward(b, dim, rank, tk, rows, u, z, hn, zn, go, ga, gb, gz, gu);
       gradA.set(this.f64(ga, rank * dim));
       gradB.set(this.f64(gb, rank * dim));
+    });
+  }
+
+  /** Allocates `parts` (each aligned) as one block, runs `body` with their addresses, frees it. */
+  #withParts(parts: readonly number[], body: (at: number[]) => void): void {
+    const total = parts.reduce((sum, bytes) => sum + align(bytes), 0);
+    const base = this.alloc(total);
+    try {
+      const at: number[] = [];
+      let next = base;
+      for (const bytes of parts) {
+        at.push(next);
+        next += align(bytes);
+      }
+      body(at);
     } finally {
       this.free(base, total);
     }
