@@ -67,18 +67,18 @@ export function maxSim(
 ): MaxSimResult {
   const memories = segments.memoryOffsets.length - 1;
   if (memories < 0) throw new Error('maxSim: memoryOffsets is empty');
-  return maxSimInto(
-    {
-      rows,
-      memories,
-      scores: new Float64Array(memories),
-      best: new Float64Array(rows * memories),
-      argmax: new Int32Array(rows * memories),
-    },
-    query,
-    dim,
-    segments,
-  );
+  return maxSimInto(emptyMaxSim(rows, memories), query, dim, segments);
+}
+
+/** Zeroed buffers of a {@link MaxSimResult} of `rows` query tokens against `memories` memories. */
+export function emptyMaxSim(rows: number, memories: number): MaxSimResult {
+  return {
+    rows,
+    memories,
+    scores: new Float64Array(memories),
+    best: new Float64Array(rows * memories),
+    argmax: new Int32Array(rows * memories),
+  };
 }
 
 /** {@link maxSim} into preallocated buffers (`out.rows`, `out.memories` give the shape). */

@@ -19,6 +19,7 @@ import {
   type MaxSimResult,
   type TokenSegments,
   type maxSimBackward,
+  emptyMaxSim,
 } from './loss.js';
 import {
   maxSimBackwardBlocked,
@@ -191,13 +192,7 @@ export class OrtMaxSim {
         for (const j of chunk) {
           const { query, rows, segments } = items[j]!;
           const count = segments.memoryOffsets.length - 1;
-          const out: MaxSimResult = {
-            rows,
-            memories: count,
-            scores: new Float64Array(count),
-            best: new Float64Array(rows * count),
-            argmax: new Int32Array(rows * count),
-          };
+          const out = emptyMaxSim(rows, count);
           const columns = { stride: Math.max(width, 1), offset: column };
           results[j] = maxSimFromSimilarities(out, sims, query, dim, segments, set.norm, columns);
           column += rows;
@@ -280,13 +275,7 @@ export class OrtMaxSim {
     for (const j of chunk) {
       const { query, rows, segments } = items[j]!;
       const count = segments.memoryOffsets.length - 1;
-      const out: MaxSimResult = {
-        rows,
-        memories: count,
-        scores: new Float64Array(count),
-        best: new Float64Array(rows * count),
-        argmax: new Int32Array(rows * count),
-      };
+      const out = emptyMaxSim(rows, count);
       if (segments.memoryOffsets[count]! > set.tokens) {
         throw new Error('maxSimFromSimilarities: the similarity matrix is too small');
       }
