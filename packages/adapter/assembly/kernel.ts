@@ -70,15 +70,17 @@ function interleave(query: usize, rows: i32, dim: i32, qi: usize): void {
 
 /**
  * `maxSimFromSimilarities` without the final mean, for `count` queries against one candidate
- * set at once: memory by memory, each query in turn — a memory's tokens and its rows of the
- * similarity matrix are read from memory once for the whole batch, and every query's sums are
- * its own, in the reference's order. `sims` is float32, token-major with `stride` columns;
- * `x` the float32 tokens; `offsets` i32 `[M + 1]`; `table` one {@link ENTRY} per query:
- * its column offset, query (f64 `[rows × dim]`), rows, slack (f64 `[rows]`), best (f64
- * `[rows × M]`), argmax (i32), qi (scratch of `rows · dim · 8` bytes, 16-byte aligned);
- * `work` scratch of `rows · 32 + 64` bytes for the largest `rows`. Returns 0, or `1 + q` for
- * the first query `q` with a row (i32 at `work`) and memory (at `work + 4`) without a
- * candidate (NaN scores).
+ * set at once, memories `from .. to`: memory by memory, each query in turn — a memory's
+ * tokens and its rows of the similarity matrix are read from memory once for the whole batch,
+ * and every query's sums are its own, in the reference's order. `sims` is float32,
+ * token-major with `stride` columns, its first row that of token `token0` (the tokens of
+ * memories `from .. to` only need to be there); `x` the float32 tokens; `offsets` i32
+ * `[M + 1]`; `table` one {@link ENTRY} per query: its column offset, query (f64 `[rows ×
+ * dim]`), rows, slack (f64 `[rows]`), best (f64 `[rows × M]`), argmax (i32), qi (scratch of
+ * `rows · dim · 8` bytes, 16-byte aligned, filled when `prepare` is set — the first call of
+ * a batch); `work` scratch of `rows · 32 + 64` bytes for the largest `rows`. Returns 0, or
+ * `1 + q` for the first query `q` with a row (i32 at `work`) and memory (at `work + 4`)
+ * without a candidate (NaN scores).
  */
 export function maxSimExactMany(
   sims: usize,
@@ -90,18 +92,26 @@ export function maxSimExactMany(
   table: usize,
   count: i32,
   work: usize,
+  from: i32,
+  to: i32,
+  token0: i32,
+  prepare: bool,
 ): i32 {
-  for (let q = 0; q < count; q++) {
-    const e = table + <usize>q * ENTRY;
-    interleave(load<u32>(e, 4), load<i32>(e, 8), dim, load<u32>(e, 24));
+  if (prepare) {
+    for (let q = 0; q < count; q++) {
+      const e = table + <usize>q * ENTRY;
+      interleave(load<u32>(e, 4), load<i32>(e, 8), dim, load<u32>(e, 24));
+    }
   }
-  for (let m = 0; m < memories; m++) {
+  // token t's row at `origin + t · stride · 4` (wrapping address arithmetic, as the loads do)
+  const origin = sims - <usize>token0 * ((<usize>stride) << 2);
+  for (let m = from; m < to; m++) {
     const start = load<i32>(offsets + ((<usize>m) << 2));
     const end = load<i32>(offsets + ((<usize>m) << 2), 4);
     for (let q = 0; q < count; q++) {
       const e = table + <usize>q * ENTRY;
       const failed = exactMemory(
-        sims,
+        origin,
         stride,
         load<i32>(e),
         load<u32>(e, 4),

@@ -37,36 +37,55 @@ export async function lossSumOrt(
     );
     return { cache, adapted };
   });
-  const results = await kernel.maxSimMany(
-    queries.map((query, j) => ({
-      query: forward[j]!.adapted,
-      rows: query.rows,
-      segments: query.candidates,
-    })),
-  );
-  let sum = 0;
   if (grads === undefined) {
+    const results = await kernel.maxSimMany(
+      queries.map((query, j) => ({
+        query: forward[j]!.adapted,
+        rows: query.rows,
+        segments: query.candidates,
+      })),
+    );
+    let sum = 0;
     for (let j = 0; j < queries.length; j++) {
       sum += lossFromMaxSim(params, queries[j]!, forward[j]!.cache, results[j]!, temperature);
     }
     return sum;
   }
-  // lossFromMaxSim's steps, MaxSim's backward batched per candidate set (each query's own sums)
-  const gradScores = results.map((result) => new Float64Array(result.memories));
-  for (let j = 0; j < queries.length; j++) {
-    const { positives } = queries[j]!;
-    sum += multiPositiveCrossEntropy(results[j]!.scores, positives, temperature, gradScores[j]);
-  }
+  // lossFromMaxSim's steps, one candidate set at a time (MatMul, exact maxima, cross-entropy,
+  // MaxSim's backward, while the set's tokens are still in cache); each query's own sums, and
+  // the losses and the adapter's gradients added in query order as the loop over queryLoss does
+  const losses = new Float64Array(queries.length);
   const gradAdapted = queries.map((query) => new Float64Array(query.rows * dim));
-  kernel.backwardMany(
-    queries.map((query, j) => ({
-      result: results[j]!,
-      gradScores: gradScores[j]!,
-      segments: query.candidates,
-      gradQuery: gradAdapted[j]!,
-    })),
-  );
+  for (const group of groupBySet(queries)) {
+    const results = await kernel.maxSimMany(
+      group.map((j) => ({
+        query: forward[j]!.adapted,
+        rows: queries[j]!.rows,
+        segments: queries[j]!.candidates,
+      })),
+    );
+    const gradScores = results.map((result) => new Float64Array(result.memories));
+    group.forEach((j, g) => {
+      const { positives } = queries[j]!;
+      losses[j] = multiPositiveCrossEntropy(
+        results[g]!.scores,
+        positives,
+        temperature,
+        gradScores[g],
+      );
+    });
+    kernel.backwardMany(
+      group.map((j, g) => ({
+        result: results[g]!,
+        gradScores: gradScores[g]!,
+        segments: queries[j]!.candidates,
+        gradQuery: gradAdapted[j]!,
+      })),
+    );
+  }
+  let sum = 0;
   for (let j = 0; j < queries.length; j++) {
+    sum += losses[j]!;
     const { tokens, rows } = queries[j]!;
     kernel.adapterBackward(
       params,
@@ -79,4 +98,18 @@ export async function lossSumOrt(
     );
   }
   return sum;
+}
+
+/** Indices of `queries` grouped by candidate set (by identity), in order of first appearance. */
+function groupBySet(
+  queries: readonly { readonly candidates: { readonly tokenVectors: Float32Array } }[],
+): number[][] {
+  const groups = new Map<Float32Array, number[]>();
+  queries.forEach((query, j) => {
+    const key = query.candidates.tokenVectors;
+    const group = groups.get(key);
+    if (group === undefined) groups.set(key, [j]);
+    else group.push(j);
+  });
+  return [...groups.values()];
 }

@@ -29,7 +29,8 @@ import {
 } from './maxsim-exact.js';
 import { adapterBackward } from './model.js';
 import { similarityGraph } from './sim-graph.js';
-import { WasmKernel } from './wasm-kernel.js';
+import { ORT_SLICE_BYTES, memorySlices, type MemorySlice } from './slices.js';
+import { WasmKernel, type ExactItem } from './wasm-kernel.js';
 
 /** Where the exact float64 maxima and the backward run: WebAssembly, or JavaScript. */
 export type ExactKernel = 'wasm' | 'js';
@@ -60,6 +61,7 @@ export class OrtMaxSim {
   readonly #sets = new Map<Float32Array, CachedSet>();
   readonly #budget: number;
   readonly #wasm: WasmKernel | undefined;
+  readonly #sliceBytes: number;
   #bytes = 0;
 
   private constructor(
@@ -68,12 +70,14 @@ export class OrtMaxSim {
     dim: number,
     budget: number,
     exact: ExactKernel,
+    sliceBytes: number,
   ) {
     this.#ort = ort;
     this.#session = session;
     this.dim = dim;
     this.#budget = budget;
     this.#wasm = exact === 'wasm' ? new WasmKernel() : undefined;
+    this.#sliceBytes = sliceBytes;
   }
 
   /** Candidate sets held, and their bytes (the newest one is kept even beyond the budget). */
@@ -85,13 +89,16 @@ export class OrtMaxSim {
    * Loads onnxruntime-node (only now: the JavaScript kernel never loads it) and the graph;
    * `cacheBytes` bounds the private copies of candidate sets; `threads` is onnxruntime's
    * intra-op thread count (1 in training: the workers are the parallelism; the result does not
-   * depend on it); `exact` where the float64 maxima and the backward run (same result).
+   * depend on it); `exact` where the float64 maxima and the backward run (same result);
+   * `sliceBytes` the tokens per MatMul slice with exact `'wasm'` ({@link memorySlices}; the
+   * result does not depend on it).
    */
   static async create(
     dim: number,
     cacheBytes = ORT_SET_CACHE_BYTES,
     threads = 1,
     exact: ExactKernel = 'wasm',
+    sliceBytes = ORT_SLICE_BYTES,
   ): Promise<OrtMaxSim> {
     const ort = await import('onnxruntime-node');
     const session = await ort.InferenceSession.create(similarityGraph(dim), {
@@ -101,7 +108,7 @@ export class OrtMaxSim {
       interOpNumThreads: 1,
       executionMode: 'sequential',
     });
-    return new OrtMaxSim(ort, session, dim, cacheBytes, exact);
+    return new OrtMaxSim(ort, session, dim, cacheBytes, exact, sliceBytes);
   }
 
   /**
@@ -169,20 +176,7 @@ export class OrtMaxSim {
           }
           const queryTensor = new this.#ort.Tensor('float32', queryT, [dim, width]);
           if (wasm !== undefined) {
-            // the MatMul writes into the WebAssembly memory (no copy, no garbage)
-            const simBytes = set.tokens * width * 4;
-            const simsPtr = wasm.alloc(simBytes);
-            try {
-              const scores = new this.#ort.Tensor('float32', wasm.f32(simsPtr, simBytes / 4), [
-                set.tokens,
-                width,
-              ]);
-              const feeds = { memory: this.#tensor(set), queryT: queryTensor };
-              await this.#session.run(feeds, { scores });
-              this.#exactWasm(wasm, items, chunk, results, simsPtr, width, set);
-            } finally {
-              wasm.free(simsPtr, simBytes);
-            }
+            await this.#exactWasm(wasm, items, chunk, results, queryTensor, width, set);
             continue;
           }
           const feeds = { memory: this.#tensor(set), queryT: queryTensor };
@@ -256,21 +250,24 @@ export class OrtMaxSim {
     }
   }
 
-  #exactWasm(
+  /**
+   * The MatMul and the exact maxima of a chunk with the WebAssembly kernel, one slice of
+   * memories ({@link memorySlices}) at a time: the MatMul of the slice's
+   * tokens writes into the WebAssembly memory (no copy, no garbage) and its exact maxima
+   * follow while those tokens are still in cache.
+   */
+  async #exactWasm(
     wasm: WasmKernel,
     items: Parameters<OrtMaxSim['maxSimMany']>[0],
     chunk: readonly number[],
     results: MaxSimResult[],
-    simsPtr: number,
+    queryTensor: Tensor,
     width: number,
     set: CachedSet,
-  ): void {
+  ): Promise<void> {
     const { dim } = this;
-    // one pass per distinct offsets array (one per candidate set in practice)
-    const groups = new Map<
-      ArrayLike<number>,
-      Parameters<WasmKernel['maxSimExactMany']>[5][number][]
-    >();
+    const offsets = items[chunk[0]!]!.segments.memoryOffsets;
+    const entries: ExactItem[] = [];
     let column = 0;
     for (const j of chunk) {
       const { query, rows, segments } = items[j]!;
@@ -279,16 +276,54 @@ export class OrtMaxSim {
       if (segments.memoryOffsets[count]! > set.tokens) {
         throw new Error('maxSimFromSimilarities: the similarity matrix is too small');
       }
-      const item = { out, query, offset: column, slack: rowSlack(query, rows, dim, set.norm) };
-      const group = groups.get(segments.memoryOffsets);
-      if (group === undefined) groups.set(segments.memoryOffsets, [item]);
-      else group.push(item);
+      entries.push({ out, query, offset: column, slack: rowSlack(query, rows, dim, set.norm) });
       results[j] = out;
       column += rows;
     }
-    for (const [offsets, group] of groups) {
-      wasm.maxSimExactMany(simsPtr, width, dim, set.ptr, offsets, group);
-      for (const { out } of group) finishMaxSimScores(out);
+    // one kernel pass per distinct offsets array (one per candidate set in practice); only
+    // the usual case is sliced
+    const sameOffsets = chunk.every((j) => items[j]!.segments.memoryOffsets === offsets);
+    const groups = sameOffsets
+      ? [{ offsets, entries, slices: memorySlices(offsets, set.tokens, dim, this.#sliceBytes) }]
+      : chunk.map((j, n) => {
+          const own = items[j]!.segments.memoryOffsets;
+          const whole = { from: 0, to: own.length - 1, token0: 0, token1: set.tokens };
+          return { offsets: own, entries: [entries[n]!], slices: [whole] };
+        });
+    const most = Math.max(...groups.flatMap((g) => g.slices.map((s) => s.token1 - s.token0)));
+    const simBytes = Math.max(most, 1) * width * 4;
+    const simsPtr = wasm.alloc(simBytes);
+    try {
+      const fill = async (slice: MemorySlice): Promise<number> => {
+        const tokens = slice.token1 - slice.token0;
+        if (tokens > 0) {
+          const memory = new this.#ort.Tensor(
+            'float32',
+            wasm.f32(set.ptr + slice.token0 * dim * 4, tokens * dim),
+            [tokens, dim],
+          );
+          const scores = new this.#ort.Tensor('float32', wasm.f32(simsPtr, tokens * width), [
+            tokens,
+            width,
+          ]);
+          await this.#session.run({ memory, queryT: queryTensor }, { scores });
+        }
+        return simsPtr;
+      };
+      for (const group of groups) {
+        await wasm.maxSimExactSliced(
+          width,
+          dim,
+          set.ptr,
+          group.offsets,
+          group.entries,
+          group.slices,
+          fill,
+        );
+        for (const { out } of group.entries) finishMaxSimScores(out);
+      }
+    } finally {
+      wasm.free(simsPtr, simBytes);
     }
   }
 

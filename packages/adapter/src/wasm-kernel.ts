@@ -11,6 +11,7 @@
 import { Buffer } from 'node:buffer';
 import type { MaxSimResult } from './loss.js';
 import type { AdapterForwardCache, AdapterParams } from './model.js';
+import type { MemorySlice } from './slices.js';
 import { KERNEL_WASM_BASE64 } from './wasm-bytes.js';
 import { WasmHeap, align, wasmApi } from './wasm-heap.js';
 
@@ -26,6 +27,10 @@ interface KernelExports {
     table: number,
     count: number,
     work: number,
+    from: number,
+    to: number,
+    token0: number,
+    prepare: boolean,
   ): number;
   backwardMany(x: number, dim: number, memories: number, table: number, count: number): void;
   adapterBackward(
@@ -44,6 +49,26 @@ interface KernelExports {
     gz: number,
     gu: number,
   ): void;
+}
+
+/** One query of an exact-maxima batch (see {@link WasmKernel.maxSimExactMany}). */
+export interface ExactItem {
+  readonly out: MaxSimResult;
+  readonly query: Float64Array;
+  /** Its first column in the similarity matrix. */
+  readonly offset: number;
+  /** {@link rowSlack} of its rows. */
+  readonly slack: Float64Array;
+}
+
+/** A batch's block in the WebAssembly memory (addresses of its parts). */
+interface ExactBatch {
+  readonly base: number;
+  readonly total: number;
+  readonly at: readonly number[];
+  readonly dim: number;
+  readonly memories: number;
+  readonly count: number;
 }
 
 let compiled: object | undefined;
@@ -97,18 +122,54 @@ export class WasmKernel extends WasmHeap {
     dim: number,
     xPtr: number,
     offsets: ArrayLike<number>,
-    items: readonly {
-      readonly out: MaxSimResult;
-      readonly query: Float64Array;
-      readonly offset: number;
-      readonly slack: Float64Array;
-    }[],
+    items: readonly ExactItem[],
   ): void {
+    const batch = this.#exactBegin(dim, offsets, items);
+    try {
+      this.#exactRun(batch, simsPtr, stride, xPtr, 0, offsets.length - 1, 0, true);
+      this.#exactEnd(batch, items);
+    } finally {
+      this.free(batch.base, batch.total);
+    }
+  }
+
+  /**
+   * {@link maxSimExactMany} one slice of memories at a time: for each slice in order, `fill`
+   * writes the similarities of the tokens `slice.token0 ..` (at least those of memories
+   * `slice.from .. slice.to`) and gives their address; the slice's maxima follow at once,
+   * while its tokens are still in cache. The same results bit for bit, however sliced.
+   */
+  async maxSimExactSliced(
+    stride: number,
+    dim: number,
+    xPtr: number,
+    offsets: ArrayLike<number>,
+    items: readonly ExactItem[],
+    slices: readonly MemorySlice[],
+    fill: (slice: MemorySlice) => Promise<number>,
+  ): Promise<void> {
+    const batch = this.#exactBegin(dim, offsets, items);
+    try {
+      let prepare = true;
+      for (const slice of slices) {
+        const simsPtr = await fill(slice);
+        this.#exactRun(batch, simsPtr, stride, xPtr, slice.from, slice.to, slice.token0, prepare);
+        prepare = false;
+      }
+      this.#exactEnd(batch, items);
+    } finally {
+      this.free(batch.base, batch.total);
+    }
+  }
+
+  /** Allocates a batch's block and copies its queries, slacks and memory offsets in. */
+  #exactBegin(dim: number, offsets: ArrayLike<number>, items: readonly ExactItem[]): ExactBatch {
     const memories = offsets.length - 1;
     let most = 0;
     const parts: number[] = [align(items.length * 32), align(offsets.length * 4)];
     for (const { out } of items) {
       const { rows } = out;
+      if (out.memories !== memories) throw new Error('maxSimExactMany: another candidate set');
       most = Math.max(most, rows);
       // query, slack, best, argmax, qi
       parts.push(
@@ -120,47 +181,75 @@ export class WasmKernel extends WasmHeap {
       );
     }
     parts.push(most * 32 + 128); // work
-    this.#withParts(parts, (at) => {
-      const table = at[0]!;
-      const offsetsPtr = at[1]!;
-      const work = at[at.length - 1]!;
-      this.i32(offsetsPtr, offsets.length).set(offsets);
-      const entries = this.i32(table, items.length * 8);
-      items.forEach(({ out, query, offset, slack }, j) => {
-        const { rows } = out;
-        if (out.memories !== memories) throw new Error('maxSimExactMany: another candidate set');
-        const [q, s, b, a, qi] = at.slice(2 + 5 * j, 7 + 5 * j) as [
-          number,
-          number,
-          number,
-          number,
-          number,
-        ];
-        this.f64(q, rows * dim).set(query.subarray(0, rows * dim));
-        this.f64(s, rows).set(slack.subarray(0, rows));
-        entries.set([offset, q, rows, s, b, a, qi, 0], j * 8);
-      });
-      const failed = this.#exports.maxSimExactMany(
-        simsPtr,
-        stride,
-        xPtr,
-        dim,
-        offsetsPtr,
-        memories,
-        table,
-        items.length,
-        work,
-      );
-      if (failed !== 0) {
-        const [row, m] = this.i32(work, 2) as unknown as [number, number];
-        throw new Error(`maxSimFromSimilarities: no candidate for row ${row}, memory ${m}`);
-      }
-      items.forEach(({ out }, j) => {
-        const { rows } = out;
-        const [b, a] = at.slice(4 + 5 * j, 6 + 5 * j) as [number, number];
-        out.best.set(this.f64(b, rows * memories));
-        out.argmax.set(this.i32(a, rows * memories));
-      });
+    const total = parts.reduce((sum, bytes) => sum + align(bytes), 0);
+    const base = this.alloc(total);
+    const at: number[] = [];
+    let next = base;
+    for (const bytes of parts) {
+      at.push(next);
+      next += align(bytes);
+    }
+    const table = at[0]!;
+    this.i32(at[1]!, offsets.length).set(offsets);
+    const entries = this.i32(table, items.length * 8);
+    items.forEach(({ out, query, offset, slack }, j) => {
+      const { rows } = out;
+      const [q, s, b, a, qi] = at.slice(2 + 5 * j, 7 + 5 * j) as [
+        number,
+        number,
+        number,
+        number,
+        number,
+      ];
+      this.f64(q, rows * dim).set(query.subarray(0, rows * dim));
+      this.f64(s, rows).set(slack.subarray(0, rows));
+      entries.set([offset, q, rows, s, b, a, qi, 0], j * 8);
+    });
+    return { base, total, at, dim, memories, count: items.length };
+  }
+
+  /** One call of the kernel over memories `from .. to`; throws on a row without a candidate. */
+  #exactRun(
+    batch: ExactBatch,
+    simsPtr: number,
+    stride: number,
+    xPtr: number,
+    from: number,
+    to: number,
+    token0: number,
+    prepare: boolean,
+  ): void {
+    const { at, dim, memories, count } = batch;
+    const work = at[at.length - 1]!;
+    const failed = this.#exports.maxSimExactMany(
+      simsPtr,
+      stride,
+      xPtr,
+      dim,
+      at[1]!,
+      memories,
+      at[0]!,
+      count,
+      work,
+      from,
+      to,
+      token0,
+      prepare,
+    );
+    if (failed !== 0) {
+      const [row, m] = this.i32(work, 2) as unknown as [number, number];
+      throw new Error(`maxSimFromSimilarities: no candidate for row ${row}, memory ${m}`);
+    }
+  }
+
+  /** Copies each query's maxima and argmax out of the batch's block. */
+  #exactEnd(batch: ExactBatch, items: readonly ExactItem[]): void {
+    const { at, memories } = batch;
+    items.forEach(({ out }, j) => {
+      const { rows } = out;
+      const [b, a] = at.slice(4 + 5 * j, 6 + 5 * j) as [number, number];
+      out.best.set(this.f64(b, rows * memories));
+      out.argmax.set(this.i32(a, rows * memories));
     });
   }
 
