@@ -362,3 +362,4 @@ function exactOne(
 }
 
 export { adapterBackward, backwardMany } from './backward';
+export { adapterForward } from './forward';

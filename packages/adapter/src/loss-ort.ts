@@ -8,7 +8,7 @@ import {
   type AdapterGradients,
   type LossQuery,
 } from './loss.js';
-import { applyAdapterInto, createForwardCache, type AdapterParams } from './model.js';
+import { createForwardCache, type AdapterParams } from './model.js';
 import type { OrtMaxSim } from './ort-maxsim.js';
 
 /**
@@ -26,17 +26,19 @@ export async function lossSumOrt(
   grads?: AdapterGradients,
 ): Promise<number> {
   const { dim, rank } = params;
-  const forward = queries.map((query) => {
-    const cache = createForwardCache(query.rows, dim, rank);
-    const adapted = applyAdapterInto(
-      new Float64Array(query.rows * dim),
-      params,
-      query.tokens,
-      query.rows,
-      cache,
-    );
-    return { cache, adapted };
-  });
+  const forward = queries.map((query) => ({
+    cache: createForwardCache(query.rows, dim, rank),
+    adapted: new Float64Array(query.rows * dim),
+  }));
+  kernel.adapterForward(
+    params,
+    queries.map((query, j) => ({
+      tokens: query.tokens,
+      rows: query.rows,
+      cache: forward[j]!.cache,
+      out: forward[j]!.adapted,
+    })),
+  );
   if (grads === undefined) {
     const results = await kernel.maxSimMany(
       queries.map((query, j) => ({

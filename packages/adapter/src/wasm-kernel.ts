@@ -88,6 +88,11 @@ export class WasmKernel extends WasmHeap {
     this.#exports = instance.exports as unknown as KernelExports;
   }
 
+  /** The module's exports, for the kernel's other wrappers (`wasm-forward.ts`). */
+  get exports(): unknown {
+    return this.#exports;
+  }
+
   /**
    * `maxSimFromSimilarities(out, sims, query, dim, segments, tokenNorm, columns)` without the
    * final mean ({@link finishMaxSimScores}), all in this memory: `simsPtr` float32

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { applyAdapterInto, createForwardCache, initAdapterParams } from './model.js';
+import { Prng } from './prng.js';
+import { wasmAdapterForward, type ForwardItem } from './wasm-forward.js';
+import { WasmKernel } from './wasm-kernel.js';
+
+describe('wasmAdapterForward (the adapter forward in WebAssembly)', () => {
+  it('gives applyAdapterInto bit for bit: odd rank and dim, zero rows, B = 0, a huge B', () => {
+    const kernel = new WasmKernel();
+    for (const [dim, rank, rows, bScale] of [
+      [23, 3, 5, 0.05],
+      [384, 32, 12, 0.02],
+      [31, 7, 1, 0],
+      [9, 9, 3, 1e6],
+    ] as const) {
+      const prng = new Prng(dim * 7 + rank);
+      const params = initAdapterParams(dim, rank, 4, 0.05);
+      params.b.forEach((_, k) => (params.b[k] = bScale * prng.normal()));
+      const items: (ForwardItem & { readonly expected: Float64Array; cacheRef: unknown })[] = [];
+      for (const n of [rows, 2, 1]) {
+        const tokens = Float32Array.from({ length: n * dim }, () => prng.normal());
+        if (n > 1) tokens.fill(0, dim, 2 * dim); // row 1 is zero
+        const ref = createForwardCache(n, dim, rank);
+        const expected = applyAdapterInto(new Float64Array(n * dim), params, tokens, n, ref);
+        items.push({
+          tokens,
+          rows: n,
+          cache: createForwardCache(n, dim, rank),
+          out: new Float64Array(n * dim).fill(Number.NaN),
+          expected,
+          cacheRef: ref,
+        });
+      }
+      wasmAdapterForward(kernel, params, items);
+      for (const item of items) {
+        expect(item.out).toEqual(item.expected);
+        expect(item.cache).toEqual(item.cacheRef);
+      }
+    }
+    expect(kernel.used).toBe(0); // everything it took came back
+  });
+
+  it('refuses float64 tokens and shapes that do not fit', () => {
+    const kernel = new WasmKernel();
+    const params = initAdapterParams(8, 2, 1);
+    const item = (tokens: Float32Array | Float64Array, rows: number): ForwardItem => ({
+      tokens,
+      rows,
+      cache: createForwardCache(rows, 8, 2),
+      out: new Float64Array(rows * 8),
+    });
+    expect(() => wasmAdapterForward(kernel, params, [item(new Float64Array(8), 1)])).toThrow(
+      /float32/,
+    );
+    expect(() => wasmAdapterForward(kernel, params, [item(new Float32Array(9), 1)])).toThrow(
+      /tokens hold 9 values/,
+    );
+  });
+});

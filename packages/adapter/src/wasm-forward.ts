@@ -1,0 +1,101 @@
+/**
+ * The adapter's forward pass on the WebAssembly kernel (`assembly/forward.ts`), bit for bit as
+ * `applyAdapterInto` (model.ts) computes it with a forward cache: `A` and `B` are copied into the
+ * kernel's memory once for a whole batch of queries.
+ */
+import type { AdapterForwardCache, AdapterParams, FloatArray } from './model.js';
+import type { WasmKernel } from './wasm-kernel.js';
+
+interface ForwardExports {
+  adapterForward(
+    a: number,
+    bT: number,
+    dim: number,
+    rank: number,
+    tokens: number,
+    rows: number,
+    u: number,
+    z: number,
+    hNorm: number,
+    zNorm: number,
+    out: number,
+  ): void;
+}
+
+/** One query of a forward pass: its token rows, and where the results go. */
+export interface ForwardItem {
+  /** Float32 for {@link wasmAdapterForward}. */
+  readonly tokens: FloatArray;
+  readonly rows: number;
+  /** Filled (`u`, `z`, `hNorm`, `zNorm`), as `applyAdapterInto` fills it. */
+  readonly cache: AdapterForwardCache;
+  /** `T` of each row, `[rows × dim]`. */
+  readonly out: Float64Array;
+}
+
+/**
+ * `applyAdapterInto(item.out, params, item.tokens, item.rows, item.cache)` for every item, bit
+ * for bit, on `kernel`.
+ */
+export function wasmAdapterForward(
+  kernel: WasmKernel,
+  params: AdapterParams,
+  items: readonly ForwardItem[],
+): void {
+  const { dim, rank, a, b } = params;
+  let most = 0;
+  for (const { tokens, rows, cache, out } of items) {
+    if (!(tokens instanceof Float32Array))
+      throw new Error('wasmAdapterForward: float32 tokens only');
+    if (tokens.length !== rows * dim) {
+      throw new Error(`applyAdapter: tokens hold ${tokens.length} values, not ${rows} × ${dim}`);
+    }
+    if (out.length < rows * dim || cache.rows < rows) {
+      throw new Error(`applyAdapter: out or cache smaller than ${rows} × ${dim}`);
+    }
+    most = Math.max(most, rows);
+  }
+  const matrix = rank * dim * 8;
+  const sizes = [matrix, matrix, most * dim * 4, most * rank * 8, most * dim * 8, most * 8];
+  const bytes = sizes.map((n) => Math.ceil(Math.max(n, 1) / 64) * 64);
+  // A, Bᵀ, tokens, u, z, hNorm, zNorm, out
+  const layout = [bytes[0]!, bytes[1]!, bytes[2]!, bytes[3]!, bytes[4]!, bytes[5]!, bytes[5]!];
+  layout.push(bytes[4]!);
+  const total = layout.reduce((sum, n) => sum + n, 0);
+  const base = kernel.alloc(total);
+  try {
+    const at: number[] = [];
+    let next = base;
+    for (const n of layout) {
+      at.push(next);
+      next += n;
+    }
+    const [pa, pb, pt, pu, pz, ph, pn, po] = at as [
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
+    kernel.f64(pa, rank * dim).set(a.subarray(0, rank * dim));
+    const bT = kernel.f64(pb, rank * dim);
+    for (let k = 0; k < dim; k++) {
+      for (let j = 0; j < rank; j++) bT[j * dim + k] = b[k * rank + j]!;
+    }
+    const run = (kernel.exports as ForwardExports).adapterForward;
+    for (const { tokens, rows, cache, out } of items) {
+      kernel.f32(pt, rows * dim).set(tokens as Float32Array);
+      run(pa, pb, dim, rank, pt, rows, pu, pz, ph, pn, po);
+      cache.u.set(kernel.f64(pu, rows * rank));
+      cache.z.set(kernel.f64(pz, rows * dim));
+      cache.hNorm.set(kernel.f64(ph, rows));
+      cache.zNorm.set(kernel.f64(pn, rows));
+      out.set(kernel.f64(po, rows * dim));
+    }
+  } finally {
+    kernel.free(base, total);
+  }
+}
