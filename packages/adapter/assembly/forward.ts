@@ -78,3 +78,60 @@ export function adapterForward(
     }
   }
 }
+
+/**
+ * The largest `Σ_k x[t, k]²` over the float32 rows `t < tokens` of `x [· × dim]`, each sum
+ * sequential over `k` from zero as `maxTokenNorm` (maxsim-exact.ts) sums it (SIMD lanes are
+ * rows, eight at a time); NaN sums are passed over, as its `>` does.
+ */
+export function maxSquaredNorm(x: usize, tokens: i32, dim: i32): f64 {
+  let most: f64 = 0;
+  const rowBytes = (<usize>dim) << 2;
+  let t = 0;
+  for (; t + 8 <= tokens; t += 8) {
+    const r = x + <usize>t * rowBytes;
+    let s0 = f64x2.splat(0);
+    let s1 = f64x2.splat(0);
+    let s2 = f64x2.splat(0);
+    let s3 = f64x2.splat(0);
+    for (let k = 0; k < dim; k++) {
+      const p = r + ((<usize>k) << 2);
+      const v0 = pair(p, rowBytes);
+      const v1 = pair(p + 2 * rowBytes, rowBytes);
+      const v2 = pair(p + 4 * rowBytes, rowBytes);
+      const v3 = pair(p + 6 * rowBytes, rowBytes);
+      s0 = f64x2.add(s0, f64x2.mul(v0, v0));
+      s1 = f64x2.add(s1, f64x2.mul(v1, v1));
+      s2 = f64x2.add(s2, f64x2.mul(v2, v2));
+      s3 = f64x2.add(s3, f64x2.mul(v3, v3));
+    }
+    most = larger(most, s0);
+    most = larger(most, s1);
+    most = larger(most, s2);
+    most = larger(most, s3);
+  }
+  for (; t < tokens; t++) {
+    const a = x + <usize>t * rowBytes;
+    let s: f64 = 0;
+    for (let k = 0; k < dim; k++) {
+      const v = <f64>load<f32>(a + ((<usize>k) << 2));
+      s += v * v;
+    }
+    if (s > most) most = s;
+  }
+  return most;
+}
+
+/** The float32 values at `p` and `p + stride`, as float64 lanes. */
+function pair(p: usize, stride: usize): v128 {
+  return f64x2.promote_low_f32x4(v128.load32_lane(p + stride, v128.load32_zero(p), 1));
+}
+
+/** `most` after `if (s > most) most = s` for lane 0, then lane 1. */
+function larger(most: f64, s: v128): f64 {
+  const s0 = f64x2.extract_lane(s, 0);
+  const s1 = f64x2.extract_lane(s, 1);
+  if (s0 > most) most = s0;
+  if (s1 > most) most = s1;
+  return most;
+}

@@ -362,4 +362,4 @@ function exactOne(
 }
 
 export { adapterBackward, backwardMany } from './backward';
-export { adapterForward } from './forward';
+export { adapterForward, maxSquaredNorm } from './forward';

@@ -47,6 +47,12 @@ export interface PoolSetup {
   readonly positives: Int32Array;
 }
 
+/** What a worker starts with (`workerData`); the rest of its {@link PoolSetup} follows as its first message. */
+export type PoolBoot = Pick<PoolSetup, 'worker' | 'dim' | 'rank' | 'temperature' | 'kernel'>;
+
+/** A worker's first message: its token states and queries (shared memory is not copied). */
+export type PoolData = Omit<PoolSetup, keyof PoolBoot>;
+
 /** A request: the losses (and, with `gradients`, their gradient) of `queries` at `A`, `B`. */
 export interface PoolRequest {
   readonly a: Float64Array;
@@ -90,28 +96,31 @@ export function trainWorkerCounts(): { readonly started: number; readonly live: 
  * Start with {@link LossPool.start}; always {@link LossPool.close} (also on error).
  */
 export class LossPool {
-  readonly #slots: Slot[];
-  readonly #rows: Int32Array;
-  readonly #bankTokens: Int32Array;
+  readonly #slots: Slot[] = [];
+  #rows = new Int32Array(0);
+  #bankTokens = new Int32Array(0);
   #closing = false;
 
-  private constructor(slots: Slot[], setup: Omit<PoolSetup, 'worker'>) {
-    this.#slots = slots;
-    const n = setup.querySet.length;
+  private constructor() {}
+
+  /** Each query's rows and candidate tokens, the cost of its MaxSim. */
+  #measure(data: PoolData): void {
+    const n = data.querySet.length;
     this.#rows = new Int32Array(n);
     this.#bankTokens = new Int32Array(n);
     for (let q = 0; q < n; q++) {
-      this.#rows[q] = setup.queryRows[q + 1]! - setup.queryRows[q]!;
-      const offsets = setup.sets[setup.querySet[q]!]!.memoryOffsets;
+      this.#rows[q] = data.queryRows[q + 1]! - data.queryRows[q]!;
+      const offsets = data.sets[data.querySet[q]!]!.memoryOffsets;
       this.#bankTokens[q] = offsets[offsets.length - 1]!;
     }
   }
 
   /**
-   * Copies the queries' token states into shared memory (each distinct candidate set once;
-   * arrays already over a `SharedArrayBuffer` are used in place), starts `workers` threads
-   * and resolves once every one has loaded its data. A worker that fails to start rejects
-   * the promise, after every thread has been terminated.
+   * Starts `workers` threads; while they load their modules, copies the queries' token
+   * states into shared memory (each distinct candidate set once; arrays already over a
+   * `SharedArrayBuffer` are used in place) and sends them over; resolves once every worker
+   * has its data. A worker that fails to start rejects the promise, after every thread has
+   * been terminated.
    */
   static async start(options: {
     readonly dim: number;
@@ -122,12 +131,18 @@ export class LossPool {
     readonly workers: number;
   }): Promise<LossPool> {
     const { dim, rank, temperature, kernel, queries, workers } = options;
-    const setup = { dim, rank, temperature, kernel, ...shareQueries(queries, dim) };
-    const slots: Slot[] = [];
-    const pool = new LossPool(slots, setup);
+    const pool = new LossPool();
+    const slots = pool.#slots;
     try {
-      for (let w = 0; w < workers; w++) slots.push(pool.#spawn({ ...setup, worker: w }, w));
-      await Promise.all(slots.map((slot, w) => pool.#wait(slot, w)));
+      for (let w = 0; w < workers; w++) {
+        slots.push(pool.#spawn({ dim, rank, temperature, kernel, worker: w }, w));
+      }
+      const ready = Promise.all(slots.map((slot, w) => pool.#wait(slot, w)));
+      ready.catch(() => undefined); // awaited below, unless sharing fails first
+      const data = shareQueries(queries, dim);
+      pool.#measure(data);
+      for (const slot of slots) slot.worker.postMessage(data);
+      await ready;
     } catch (error) {
       await pool.close();
       throw error;
@@ -200,8 +215,8 @@ export class LossPool {
     );
   }
 
-  #spawn(setup: PoolSetup, index: number): Slot {
-    const worker = startTrainWorker(setup);
+  #spawn(boot: PoolBoot, index: number): Slot {
+    const worker = startTrainWorker(boot);
     counts.started += 1;
     counts.live += 1;
     let exit!: () => void;
@@ -283,10 +298,7 @@ export function partition(costs: ArrayLike<number>, parts: number): number[] {
 }
 
 /** Copies token states into shared memory, each distinct candidate set (by identity) once. */
-function shareQueries(
-  queries: readonly PoolQuery[],
-  dim: number,
-): Omit<PoolSetup, 'worker' | 'dim' | 'rank' | 'temperature' | 'kernel'> {
+function shareQueries(queries: readonly PoolQuery[], dim: number): PoolData {
   const setIndex = new Map<PoolQuery['candidates'], number>();
   const sets: { tokenVectors: Float32Array; memoryOffsets: Int32Array }[] = [];
   const n = queries.length;
@@ -331,10 +343,10 @@ function shared(values: Float32Array): Float32Array {
  * so a source worker starts from a one-line script that registers tsx's loader first; this
  * works both under `node --import tsx` and inside vitest's forks.
  */
-function startTrainWorker(setup: PoolSetup): Worker {
+function startTrainWorker(boot: PoolBoot): Worker {
   const here = import.meta.url;
   if (!here.endsWith('.ts')) {
-    return new Worker(new URL('./train-worker.js', here), { workerData: setup });
+    return new Worker(new URL('./train-worker.js', here), { workerData: boot });
   }
   const entry = new URL('./train-worker.ts', here).href;
   let tsx: string;
@@ -350,7 +362,7 @@ function startTrainWorker(setup: PoolSetup): Worker {
   const bootstrap =
     `import(${JSON.stringify(tsx)})` +
     `.then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(bootstrap, { eval: true, workerData: setup });
+  return new Worker(bootstrap, { eval: true, workerData: boot });
 }
 
 function workerError(index: number, error: unknown): Error {

@@ -30,7 +30,7 @@ import {
 import { adapterBackward, applyAdapterInto, type AdapterParams } from './model.js';
 import { similarityGraph } from './sim-graph.js';
 import { ORT_SLICE_BYTES, memorySlices, type MemorySlice } from './slices.js';
-import { wasmAdapterForward, type ForwardItem } from './wasm-forward.js';
+import { wasmAdapterForward, wasmMaxTokenNorm, type ForwardItem } from './wasm-forward.js';
 import { WasmKernel, type ExactItem } from './wasm-kernel.js';
 
 /** Where the exact float64 maxima and the backward run: WebAssembly, or JavaScript. */
@@ -388,7 +388,8 @@ export class OrtMaxSim {
       const ptr = wasm.alloc(bytes);
       const copy = wasm.f32(ptr, tokens * dim);
       copy.set(tokenVectors.subarray(0, tokens * dim));
-      entry = { tensor: undefined, ptr, tokens, norm: maxTokenNorm(copy, tokens, dim), bytes };
+      const norm = wasmMaxTokenNorm(wasm, ptr, tokens, dim);
+      entry = { tensor: undefined, ptr, tokens, norm, bytes };
     }
     this.#sets.set(tokenVectors, entry);
     this.#bytes += entry.bytes;

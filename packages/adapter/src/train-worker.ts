@@ -1,21 +1,40 @@
 /**
  * Worker-thread entry of the parallel training path (started by `loss-pool.ts`, never
- * imported): holds views of the shared token states, and answers each request with the sum
- * of `queryLoss` over its queries, in the order given, and their summed gradient (float64) —
+ * imported): loads its kernel, then receives its data (its first message: views of the shared
+ * token states), and answers each request with the sum of `queryLoss` over its queries, in the order given, and their summed gradient (float64) —
  * on the JavaScript kernel, or with MaxSim's GEMM on onnxruntime and its float64 parts in
  * WebAssembly or JavaScript (`ort-maxsim.ts`), whose result is the same bit for bit.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { queryLoss, type LossQuery } from './loss.js';
-import type { PoolReply, PoolRequest, PoolSetup } from './loss-pool.js';
+import type { PoolBoot, PoolData, PoolReply, PoolRequest } from './loss-pool.js';
 import { lossSumOrt } from './loss-ort.js';
 import { ORT_SET_CACHE_BYTES, OrtMaxSim } from './ort-maxsim.js';
 
 const port = parentPort;
 if (port === null) throw new Error('train-worker: must run in a worker thread');
-const setup = workerData as PoolSetup;
-const { dim, rank, temperature } = setup;
+const boot = workerData as PoolBoot;
+const { dim, rank, temperature } = boot;
 
+// Test failpoint: BFE_FAULT_ADAPTER_WORKER=<worker>:<request> makes that worker throw on its
+// n-th request (from 1; 0 = while starting), to check that a failure rejects the run and
+// stops every thread.
+const fault = /^(\d+):(\d+)$/.exec(process.env.BFE_FAULT_ADAPTER_WORKER ?? '');
+const faultRequest = fault !== null && Number(fault[1]) === boot.worker ? Number(fault[2]) : -1;
+if (faultRequest === 0) throw new Error('injected fault at start (BFE_FAULT_ADAPTER_WORKER)');
+let requests = 0;
+const kernel =
+  boot.kernel === 'js'
+    ? undefined
+    : await OrtMaxSim.create(
+        dim,
+        ORT_SET_CACHE_BYTES,
+        1,
+        boot.kernel === 'onnxruntime' ? 'wasm' : 'js',
+      );
+
+// the data follows as the first message (the pool shares it while this thread starts)
+const setup = await new Promise<PoolData>((resolve) => port.once('message', resolve));
 const queries: (LossQuery & { readonly candidates: { readonly tokenVectors: Float32Array } })[] =
   [];
 for (let q = 0; q < setup.querySet.length; q++) {
@@ -30,23 +49,6 @@ for (let q = 0; q < setup.querySet.length; q++) {
     ),
   });
 }
-
-// Test failpoint: BFE_FAULT_ADAPTER_WORKER=<worker>:<request> makes that worker throw on its
-// n-th request (from 1; 0 = while starting), to check that a failure rejects the run and
-// stops every thread.
-const fault = /^(\d+):(\d+)$/.exec(process.env.BFE_FAULT_ADAPTER_WORKER ?? '');
-const faultRequest = fault !== null && Number(fault[1]) === setup.worker ? Number(fault[2]) : -1;
-if (faultRequest === 0) throw new Error('injected fault at start (BFE_FAULT_ADAPTER_WORKER)');
-let requests = 0;
-const kernel =
-  setup.kernel === 'js'
-    ? undefined
-    : await OrtMaxSim.create(
-        dim,
-        ORT_SET_CACHE_BYTES,
-        1,
-        setup.kernel === 'onnxruntime' ? 'wasm' : 'js',
-      );
 
 // One request at a time (the pool waits for each reply), so the async handler never overlaps.
 port.on('message', async (request: PoolRequest) => {

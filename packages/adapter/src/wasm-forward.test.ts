@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { maxTokenNorm } from './maxsim-exact.js';
 import { applyAdapterInto, createForwardCache, initAdapterParams } from './model.js';
 import { Prng } from './prng.js';
-import { wasmAdapterForward, type ForwardItem } from './wasm-forward.js';
+import { wasmAdapterForward, wasmMaxTokenNorm, type ForwardItem } from './wasm-forward.js';
 import { WasmKernel } from './wasm-kernel.js';
 
 describe('wasmAdapterForward (the adapter forward in WebAssembly)', () => {
@@ -55,5 +56,36 @@ describe('wasmAdapterForward (the adapter forward in WebAssembly)', () => {
     expect(() => wasmAdapterForward(kernel, params, [item(new Float32Array(9), 1)])).toThrow(
       /tokens hold 9 values/,
     );
+  });
+});
+
+describe('wasmMaxTokenNorm', () => {
+  it('gives maxTokenNorm bit for bit (rows beside multiples of eight, the longest anywhere, NaN)', () => {
+    const kernel = new WasmKernel();
+    for (const [tokens, dim, longest] of [
+      [1, 5, 0],
+      [8, 384, 7],
+      [13, 31, 12],
+      [21, 24, 3],
+    ] as const) {
+      const prng = new Prng(tokens * dim);
+      const x = new Float32Array(tokens * dim);
+      for (let t = 0; t < tokens; t++) {
+        const row = Array.from({ length: dim }, () => prng.normal());
+        const scale = (t === longest ? 1.5 : 1) / Math.hypot(...row);
+        row.forEach((v, k) => (x[t * dim + k] = v * scale));
+      }
+      const ptr = kernel.alloc(x.byteLength);
+      kernel.f32(ptr, x.length).set(x);
+      const got = wasmMaxTokenNorm(kernel, ptr, tokens, dim);
+      expect(got).toBe(maxTokenNorm(x, tokens, dim));
+      expect(got).toBeGreaterThan(1.2); // the longest row decides
+      if (tokens > 1) {
+        kernel.f32(ptr, x.length)[((longest + 1) % tokens) * dim] = Number.NaN;
+        x[((longest + 1) % tokens) * dim] = Number.NaN;
+        expect(wasmMaxTokenNorm(kernel, ptr, tokens, dim)).toBe(maxTokenNorm(x, tokens, dim));
+      }
+      kernel.free(ptr, x.byteLength);
+    }
   });
 });

@@ -7,6 +7,7 @@ import type { AdapterForwardCache, AdapterParams, FloatArray } from './model.js'
 import type { WasmKernel } from './wasm-kernel.js';
 
 interface ForwardExports {
+  maxSquaredNorm(x: number, tokens: number, dim: number): number;
   adapterForward(
     a: number,
     bT: number,
@@ -98,4 +99,18 @@ export function wasmAdapterForward(
   } finally {
     kernel.free(base, total);
   }
+}
+
+/**
+ * `maxTokenNorm(tokens at xPtr, tokens, dim)` (maxsim-exact.ts) of float32 tokens in the
+ * kernel's memory, bit for bit.
+ */
+export function wasmMaxTokenNorm(
+  kernel: WasmKernel,
+  xPtr: number,
+  tokens: number,
+  dim: number,
+): number {
+  const most = (kernel.exports as ForwardExports).maxSquaredNorm(xPtr, tokens, dim);
+  return Math.sqrt(most) * (1 + 2 ** -20);
 }
