@@ -8,8 +8,19 @@ import {
   type AdapterGradients,
   type LossQuery,
 } from './loss.js';
-import { createForwardCache, type AdapterParams } from './model.js';
+import {
+  applyAdapterInto,
+  createForwardCache,
+  type AdapterParams,
+  type FloatArray,
+} from './model.js';
 import type { OrtMaxSim } from './ort-maxsim.js';
+import {
+  wasmAdapterBackward,
+  wasmAdapterForward,
+  type BackwardItem,
+  type ForwardItem,
+} from './wasm-forward.js';
 
 /**
  * The sum of {@link queryLoss} over `queries` (in order), their gradients added into `grads`
@@ -30,7 +41,8 @@ export async function lossSumOrt(
     cache: createForwardCache(query.rows, dim, rank),
     adapted: new Float64Array(query.rows * dim),
   }));
-  kernel.adapterForward(
+  adapterForwardMany(
+    kernel,
     params,
     queries.map((query, j) => ({
       tokens: query.tokens,
@@ -86,19 +98,19 @@ export async function lossSumOrt(
     );
   }
   let sum = 0;
-  for (let j = 0; j < queries.length; j++) {
-    sum += losses[j]!;
-    const { tokens, rows } = queries[j]!;
-    kernel.adapterBackward(
-      params,
-      tokens,
-      rows,
-      forward[j]!.cache,
-      gradAdapted[j]!,
-      grads.a,
-      grads.b,
-    );
-  }
+  for (let j = 0; j < queries.length; j++) sum += losses[j]!;
+  adapterBackwardMany(
+    kernel,
+    params,
+    queries.map((query, j) => ({
+      tokens: query.tokens,
+      rows: query.rows,
+      cache: forward[j]!.cache,
+      gradOut: gradAdapted[j]!,
+    })),
+    grads.a,
+    grads.b,
+  );
   return sum;
 }
 
@@ -114,4 +126,45 @@ function groupBySet(
     else group.push(j);
   });
   return [...groups.values()];
+}
+
+/**
+ * The adapter's forward pass of several queries (`applyAdapterInto` with a cache, bit for
+ * bit): in WebAssembly on the kernel's WebAssembly instance (A and B copied in once), else in
+ * JavaScript.
+ */
+function adapterForwardMany(
+  kernel: OrtMaxSim,
+  params: AdapterParams,
+  items: readonly ForwardItem[],
+): void {
+  const wasm = kernel.wasm;
+  if (wasm !== undefined && items.every((item) => item.tokens instanceof Float32Array)) {
+    wasmAdapterForward(wasm, params, items);
+    return;
+  }
+  for (const { out, tokens, rows, cache } of items)
+    applyAdapterInto(out, params, tokens, rows, cache);
+}
+
+/**
+ * The adapter's backward of several queries in order into `gradA`, `gradB` (`adapterBackward`,
+ * bit for bit): on the kernel's WebAssembly instance with the gradients copied in and out
+ * once, else by the kernel's own {@link OrtMaxSim.adapterBackward}.
+ */
+function adapterBackwardMany(
+  kernel: OrtMaxSim,
+  params: AdapterParams,
+  items: readonly (Omit<BackwardItem, 'tokens'> & { readonly tokens: FloatArray })[],
+  gradA: Float64Array,
+  gradB: Float64Array,
+): void {
+  const wasm = kernel.wasm;
+  if (wasm !== undefined && items.every((item) => item.tokens instanceof Float32Array)) {
+    wasmAdapterBackward(wasm, params, items as readonly BackwardItem[], gradA, gradB);
+    return;
+  }
+  for (const { tokens, rows, cache, gradOut } of items) {
+    kernel.adapterBackward(params, tokens, rows, cache, gradOut, gradA, gradB);
+  }
 }

@@ -27,10 +27,10 @@ import {
   maxTokenNorm,
   rowSlack,
 } from './maxsim-exact.js';
-import { adapterBackward, applyAdapterInto, type AdapterParams } from './model.js';
+import { adapterBackward } from './model.js';
 import { similarityGraph } from './sim-graph.js';
 import { ORT_SLICE_BYTES, memorySlices, type MemorySlice } from './slices.js';
-import { wasmAdapterForward, wasmMaxTokenNorm, type ForwardItem } from './wasm-forward.js';
+import { wasmMaxTokenNorm } from './wasm-forward.js';
 import { WasmKernel, type ExactItem } from './wasm-kernel.js';
 
 /** Where the exact float64 maxima and the backward run: WebAssembly, or JavaScript. */
@@ -79,6 +79,11 @@ export class OrtMaxSim {
     this.#budget = budget;
     this.#wasm = exact === 'wasm' ? new WasmKernel() : undefined;
     this.#sliceBytes = sliceBytes;
+  }
+
+  /** The WebAssembly kernel (exact `'wasm'`), for the adapter's passes (`loss-ort.ts`). */
+  get wasm(): WasmKernel | undefined {
+    return this.#wasm;
   }
 
   /** Candidate sets held, and their bytes (the newest one is kept even beyond the budget). */
@@ -210,21 +215,6 @@ export class OrtMaxSim {
     const set = this.#set(x, segments.memoryOffsets[result.memories]!);
     return wasm.backward(result, gradScores, dim, set.ptr, gradQuery);
   };
-
-  /**
-   * The adapter's forward pass of several queries (`applyAdapterInto` with a cache, bit for
-   * bit): in WebAssembly with that kernel (A and B copied in once), else in JavaScript.
-   */
-  adapterForward(params: AdapterParams, items: readonly ForwardItem[]): void {
-    const wasm = this.#wasm;
-    if (wasm !== undefined && items.every((item) => item.tokens instanceof Float32Array)) {
-      wasmAdapterForward(wasm, params, items);
-    } else {
-      for (const { out, tokens, rows, cache } of items) {
-        applyAdapterInto(out, params, tokens, rows, cache);
-      }
-    }
-  }
 
   /** The adapter's backward that goes with this kernel (`adapterBackward`, or WebAssembly's). */
   readonly adapterBackward: typeof adapterBackward = (params, tokens, rows, cache, g, ga, gb) => {

@@ -1,8 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { maxTokenNorm } from './maxsim-exact.js';
-import { applyAdapterInto, createForwardCache, initAdapterParams } from './model.js';
+import {
+  adapterBackward,
+  applyAdapterInto,
+  createForwardCache,
+  initAdapterParams,
+} from './model.js';
 import { Prng } from './prng.js';
-import { wasmAdapterForward, wasmMaxTokenNorm, type ForwardItem } from './wasm-forward.js';
+import {
+  wasmAdapterBackward,
+  wasmAdapterForward,
+  wasmMaxTokenNorm,
+  type ForwardItem,
+} from './wasm-forward.js';
 import { WasmKernel } from './wasm-kernel.js';
 
 describe('wasmAdapterForward (the adapter forward in WebAssembly)', () => {
@@ -87,5 +97,38 @@ describe('wasmMaxTokenNorm', () => {
       }
       kernel.free(ptr, x.byteLength);
     }
+  });
+});
+
+describe('wasmAdapterBackward', () => {
+  it('gives adapterBackward over a run of queries bit for bit, added into non-zero gradients', () => {
+    const kernel = new WasmKernel();
+    for (const [dim, rank] of [
+      [23, 3],
+      [384, 32],
+    ] as const) {
+      const prng = new Prng(dim + 2 * rank);
+      const params = initAdapterParams(dim, rank, 4, 0.05);
+      params.b.forEach((_, k) => (params.b[k] = 0.03 * prng.normal()));
+      const items = [5, 1, 12].map((rows, n) => {
+        const tokens = Float32Array.from({ length: rows * dim }, () => prng.normal());
+        if (n === 0) tokens.fill(0, dim, 2 * dim); // a zero row
+        const cache = createForwardCache(rows, dim, rank);
+        applyAdapterInto(new Float64Array(rows * dim), params, tokens, rows, cache);
+        if (n === 2) cache.zNorm[3] = 1e-13; // the ε branch
+        const gradOut = Float64Array.from({ length: rows * dim }, () => prng.normal());
+        return { tokens, rows, cache, gradOut };
+      });
+      const start = Float64Array.from({ length: rank * dim }, () => prng.normal());
+      const expected = { a: start.slice(), b: start.slice().reverse() };
+      for (const { tokens, rows, cache, gradOut } of items) {
+        adapterBackward(params, tokens, rows, cache, gradOut, expected.a, expected.b);
+      }
+      const got = { a: start.slice(), b: start.slice().reverse() };
+      wasmAdapterBackward(kernel, params, items, got.a, got.b);
+      expect(got).toEqual(expected);
+      expect(got.a).not.toEqual(start);
+    }
+    expect(kernel.used).toBe(0);
   });
 });

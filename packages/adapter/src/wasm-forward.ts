@@ -7,6 +7,22 @@ import type { AdapterForwardCache, AdapterParams, FloatArray } from './model.js'
 import type { WasmKernel } from './wasm-kernel.js';
 
 interface ForwardExports {
+  adapterBackward(
+    b: number,
+    dim: number,
+    rank: number,
+    tokens: number,
+    rows: number,
+    u: number,
+    z: number,
+    hNorm: number,
+    zNorm: number,
+    gradOut: number,
+    gradA: number,
+    gradB: number,
+    gz: number,
+    gu: number,
+  ): void;
   maxSquaredNorm(x: number, tokens: number, dim: number): number;
   adapterForward(
     a: number,
@@ -96,6 +112,84 @@ export function wasmAdapterForward(
       cache.zNorm.set(kernel.f64(pn, rows));
       out.set(kernel.f64(po, rows * dim));
     }
+  } finally {
+    kernel.free(base, total);
+  }
+}
+
+/** One query of {@link wasmAdapterBackward}: its tokens, forward cache and `∂L/∂T`. */
+export interface BackwardItem {
+  readonly tokens: Float32Array;
+  readonly rows: number;
+  readonly cache: AdapterForwardCache;
+  readonly gradOut: Float64Array;
+}
+
+/**
+ * `adapterBackward(params, item.tokens, item.rows, item.cache, item.gradOut, gradA, gradB)`
+ * for each item in order, bit for bit, on `kernel`: `B`, `gradA` and `gradB` are copied in
+ * once and the gradients out once, for the whole run.
+ */
+export function wasmAdapterBackward(
+  kernel: WasmKernel,
+  params: AdapterParams,
+  items: readonly BackwardItem[],
+  gradA: Float64Array,
+  gradB: Float64Array,
+): void {
+  const { dim, rank, b } = params;
+  if (gradA.length !== rank * dim || gradB.length !== dim * rank) {
+    throw new Error(`adapterBackward: gradients must hold ${rank * dim} values each`);
+  }
+  let most = 0;
+  for (const { rows, cache, gradOut } of items) {
+    if (gradOut.length < rows * dim || cache.rows < rows) {
+      throw new Error(`adapterBackward: gradOut or cache smaller than ${rows} × ${dim}`);
+    }
+    most = Math.max(most, rows);
+  }
+  const matrix = rank * dim * 8;
+  // B, gradA, gradB, tokens, u, z, hNorm, zNorm, gradOut, gz, gu
+  const sizes = [matrix, matrix, matrix, most * dim * 4, most * rank * 8, most * dim * 8];
+  sizes.push(most * 8, most * 8, most * dim * 8, dim * 8, rank * 8);
+  const bytes = sizes.map((n) => Math.ceil(Math.max(n, 1) / 64) * 64);
+  const total = bytes.reduce((sum, n) => sum + n, 0);
+  const base = kernel.alloc(total);
+  try {
+    const at: number[] = [];
+    let next = base;
+    for (const n of bytes) {
+      at.push(next);
+      next += n;
+    }
+    const [pb, ga, gb, pt, pu, pz, ph, pn, go, gz, gu] = at as [
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
+    kernel.f64(pb, rank * dim).set(b.subarray(0, rank * dim));
+    kernel.f64(ga, rank * dim).set(gradA);
+    kernel.f64(gb, rank * dim).set(gradB);
+    const run = (kernel.exports as ForwardExports).adapterBackward;
+    for (const { tokens, rows, cache, gradOut } of items) {
+      kernel.f32(pt, rows * dim).set(tokens.subarray(0, rows * dim));
+      kernel.f64(pu, rows * rank).set(cache.u.subarray(0, rows * rank));
+      kernel.f64(pz, rows * dim).set(cache.z.subarray(0, rows * dim));
+      kernel.f64(ph, rows).set(cache.hNorm.subarray(0, rows));
+      kernel.f64(pn, rows).set(cache.zNorm.subarray(0, rows));
+      kernel.f64(go, rows * dim).set(gradOut.subarray(0, rows * dim));
+      run(pb, dim, rank, pt, rows, pu, pz, ph, pn, go, ga, gb, gz, gu);
+    }
+    gradA.set(kernel.f64(ga, rank * dim));
+    gradB.set(kernel.f64(gb, rank * dim));
   } finally {
     kernel.free(base, total);
   }
