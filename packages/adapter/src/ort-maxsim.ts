@@ -287,10 +287,12 @@ export class OrtMaxSim {
       column += rows;
     }
     // one kernel pass per distinct offsets array (one per candidate set in practice); only
-    // the usual case is sliced
+    // the usual case is sliced, the last slice first: MaxSim's backward (first memory up, its
+    // sums' order) then starts on the tokens read last (each memory's maxima are its own)
     const sameOffsets = chunk.every((j) => items[j]!.segments.memoryOffsets === offsets);
+    const slices = () => memorySlices(offsets, set.tokens, dim, this.#sliceBytes).reverse();
     const groups = sameOffsets
-      ? [{ offsets, entries, slices: memorySlices(offsets, set.tokens, dim, this.#sliceBytes) }]
+      ? [{ offsets, entries, slices: slices() }]
       : chunk.map((j, n) => {
           const own = items[j]!.segments.memoryOffsets;
           const whole = { from: 0, to: own.length - 1, token0: 0, token1: set.tokens };
