@@ -1,50 +1,102 @@
 // MaxSim's backward for the adapter's WebAssembly kernel (exported by kernel.ts; see there).
 
 /**
- * `maxSimBackward` (equal bit for bit to `maxSimBackwardBlocked`) of `count` queries against
- * one candidate set: for each memory `m` ascending, for each query with `g = gradScores[m] /
- * rows ≠ 0`, for each row with a token, `gradQuery[i, k] += g · x[argmax, k]` — each entry
- * summed in the reference's order (queries never mix); SIMD lanes are adjacent entries
- * (dimensions). Memory-major across the batch, so a memory's tokens are read from memory once
- * for all the queries. `table`: per query 16 bytes — argmax (i32 `[rows × memories]`),
+ * `maxSimBackward` (equal bit for bit to `maxSimBackwardBlocked` on a zeroed gradient) of
+ * `count` queries against one candidate set: for each memory `m` ascending, for each query
+ * with `g = gradScores[m] / rows ≠ 0`, for each row with a token, `gradQuery[i, k] += g ·
+ * x[argmax, k]` — each entry summed in the reference's order (queries never mix); SIMD lanes
+ * are adjacent entries (dimensions). In chunks of {@link CHUNK} memories across the batch, so
+ * a chunk's tokens are read from memory once for all the queries, each row's gradient held in
+ * registers across the chunk, sixteen entries at a time. `table`: per query 16 bytes — argmax (i32 `[rows × memories]`),
  * gradScores (f64 `[memories]`), rows, gradQuery (f64 `[rows × dim]`).
  */
 export function backwardMany(x: usize, dim: i32, memories: i32, table: usize, count: i32): void {
-  const d8 = dim & ~7;
-  const rowBytes = (<usize>dim) << 2;
-  for (let m = 0; m < memories; m++) {
+  for (let m0 = 0; m0 < memories; m0 += CHUNK) {
+    const m1 = min(m0 + CHUNK, memories);
     for (let e = table; e < table + ((<usize>count) << 4); e += 16) {
       const rows = load<i32>(e, 8);
       if (rows == 0) continue;
-      const g = load<f64>(load<u32>(e, 4) + ((<usize>m) << 3)) * (1 / <f64>rows);
-      if (g == 0) continue; // as the reference: no term at all
-      const gv = f64x2.splat(g);
+      const inv = 1 / <f64>rows;
       const argmax = <usize>load<u32>(e);
+      const gradScores = <usize>load<u32>(e, 4);
       const gradQuery = <usize>load<u32>(e, 12);
       for (let i = 0; i < rows; i++) {
-        const t = load<i32>(argmax + ((<usize>i * <usize>memories + <usize>m) << 2));
-        if (t < 0) continue;
-        const p = x + <usize>t * rowBytes;
-        const q = gradQuery + ((<usize>i * <usize>dim) << 3);
-        let k = 0;
-        for (; k < d8; k += 8) {
-          const pk = p + ((<usize>k) << 2);
-          const qk = q + ((<usize>k) << 3);
-          const x0 = f64x2.promote_low_f32x4(v128.load64_zero(pk));
-          const x1 = f64x2.promote_low_f32x4(v128.load64_zero(pk, 8));
-          const x2 = f64x2.promote_low_f32x4(v128.load64_zero(pk, 16));
-          const x3 = f64x2.promote_low_f32x4(v128.load64_zero(pk, 24));
-          v128.store(qk, f64x2.add(v128.load(qk), f64x2.mul(gv, x0)));
-          v128.store(qk, f64x2.add(v128.load(qk, 16), f64x2.mul(gv, x1)), 16);
-          v128.store(qk, f64x2.add(v128.load(qk, 32), f64x2.mul(gv, x2)), 32);
-          v128.store(qk, f64x2.add(v128.load(qk, 48), f64x2.mul(gv, x3)), 48);
-        }
-        for (; k < dim; k++) {
-          const qk = q + ((<usize>k) << 3);
-          store<f64>(qk, load<f64>(qk) + g * <f64>load<f32>(p + ((<usize>k) << 2)));
-        }
+        chunkRow(x, dim, memories, m0, m1, inv, argmax, gradScores, i, gradQuery);
       }
     }
+  }
+}
+
+/** Memories per register pass of {@link backwardMany}. */
+const CHUNK = 16;
+
+/**
+ * Row `i` of one query, memories `m0 .. m1`: `gradQuery[i, k] += g_m · x[argmax, k]` for each
+ * memory in ascending order, sixteen dimensions at a time held in registers across the chunk
+ * (each entry's additions in the reference's order, from its current value).
+ */
+function chunkRow(
+  x: usize,
+  dim: i32,
+  memories: i32,
+  m0: i32,
+  m1: i32,
+  inv: f64,
+  argmax: usize,
+  gradScores: usize,
+  i: i32,
+  gradQuery: usize,
+): void {
+  const rowBytes = (<usize>dim) << 2;
+  const q = gradQuery + ((<usize>i * <usize>dim) << 3);
+  const at = argmax + ((<usize>i * <usize>memories) << 2);
+  const d16 = dim & ~15;
+  let k = 0;
+  for (; k < d16; k += 16) {
+    const kx = (<usize>k) << 2;
+    const qk = q + ((<usize>k) << 3);
+    let a0 = v128.load(qk);
+    let a1 = v128.load(qk, 16);
+    let a2 = v128.load(qk, 32);
+    let a3 = v128.load(qk, 48);
+    let a4 = v128.load(qk, 64);
+    let a5 = v128.load(qk, 80);
+    let a6 = v128.load(qk, 96);
+    let a7 = v128.load(qk, 112);
+    for (let m = m0; m < m1; m++) {
+      const g = load<f64>(gradScores + ((<usize>m) << 3)) * inv;
+      const t = load<i32>(at + ((<usize>m) << 2));
+      if (g == 0 || t < 0) continue; // as the reference: no term at all
+      const gv = f64x2.splat(g);
+      const p = x + <usize>t * rowBytes + kx;
+      a0 = f64x2.add(a0, f64x2.mul(gv, f64x2.promote_low_f32x4(v128.load64_zero(p))));
+      a1 = f64x2.add(a1, f64x2.mul(gv, f64x2.promote_low_f32x4(v128.load64_zero(p, 8))));
+      a2 = f64x2.add(a2, f64x2.mul(gv, f64x2.promote_low_f32x4(v128.load64_zero(p, 16))));
+      a3 = f64x2.add(a3, f64x2.mul(gv, f64x2.promote_low_f32x4(v128.load64_zero(p, 24))));
+      a4 = f64x2.add(a4, f64x2.mul(gv, f64x2.promote_low_f32x4(v128.load64_zero(p, 32))));
+      a5 = f64x2.add(a5, f64x2.mul(gv, f64x2.promote_low_f32x4(v128.load64_zero(p, 40))));
+      a6 = f64x2.add(a6, f64x2.mul(gv, f64x2.promote_low_f32x4(v128.load64_zero(p, 48))));
+      a7 = f64x2.add(a7, f64x2.mul(gv, f64x2.promote_low_f32x4(v128.load64_zero(p, 56))));
+    }
+    v128.store(qk, a0);
+    v128.store(qk, a1, 16);
+    v128.store(qk, a2, 32);
+    v128.store(qk, a3, 48);
+    v128.store(qk, a4, 64);
+    v128.store(qk, a5, 80);
+    v128.store(qk, a6, 96);
+    v128.store(qk, a7, 112);
+  }
+  for (; k < dim; k++) {
+    const qk = q + ((<usize>k) << 3);
+    let a = load<f64>(qk);
+    for (let m = m0; m < m1; m++) {
+      const g = load<f64>(gradScores + ((<usize>m) << 3)) * inv;
+      const t = load<i32>(at + ((<usize>m) << 2));
+      if (g == 0 || t < 0) continue;
+      a += g * <f64>load<f32>(x + <usize>t * rowBytes + ((<usize>k) << 2));
+    }
+    store<f64>(qk, a);
   }
 }
 
