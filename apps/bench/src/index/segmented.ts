@@ -24,8 +24,8 @@
  *   --segment-tokens 1000000 --segments 20 --codec sq8 --threads 2
  * pnpm bench:big-bank --segmented-search --index <dir> [--segments S] --ef-search 64,128
  */
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
-import { openSync, closeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, renameSync, statSync } from 'node:fs';
+import { writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { openBank } from '@bfe/encoder';
 import {
@@ -38,7 +38,6 @@ import {
   exactTopK,
   fileCodeSource,
   flatBankSource,
-  readCodesFile,
   trainCodec,
   type CodecModel,
 } from '@bfe/index';
@@ -48,6 +47,14 @@ import { recallAt } from './measure.js';
 import { gaussianSource, loadavg, readF32, tiledQueries } from './scale.js';
 
 const peakRssMb = (): number => process.resourceUsage().maxRSS / 1024;
+
+/** Resident MiB now: anonymous (heap, arrays) and file-backed (touched pages of mapped files). */
+function rssNow(): { anon: number; file: number } {
+  const status = readFileSync('/proc/self/status', 'utf8');
+  const kb = (name: string): number =>
+    Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
+  return { anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
+}
 
 /** `<dir>/meta.json` of a segmented build. */
 export const segmentedMetaSchema = z.object({
@@ -263,13 +270,19 @@ export async function searchSegments(dir: string, o: SegmentedSearchOptions): Pr
   ) as CodecModel;
   const codesPath = join(dir, 'codes.bin');
   const t0 = performance.now();
-  const codes = o.codesInRam
-    ? (await readCodesFile(codesPath)).subarray(0, n * model.bytesPerToken)
-    : fileCodeSource({
-        path: codesPath,
-        bytesPerToken: model.bytesPerToken,
-        segments: [{ offset: 0, rows: n }],
-      });
+  const onDisk = fileCodeSource({
+    path: codesPath,
+    bytesPerToken: model.bytesPerToken,
+    segments: [{ offset: 0, rows: n }],
+  });
+  let codes: Uint8Array | typeof onDisk = onDisk;
+  if (o.codesInRam) {
+    // The first S segments' codes, copied into memory one segment at a time.
+    codes = new Uint8Array(n * model.bytesPerToken);
+    for (let a = 0; a < n; a += segmentTokens) {
+      codes.set(onDisk.bytes(a, a + segmentTokens), a * model.bytesPerToken);
+    }
+  }
   const codesS = (performance.now() - t0) / 1000;
   const memories = Math.ceil(n / memoryTokens);
   const tokenOffsets = Int32Array.from({ length: memories + 1 }, (_, m) =>
@@ -302,10 +315,15 @@ export async function searchSegments(dir: string, o: SegmentedSearchOptions): Pr
     const latencies: number[] = [];
     let recall = 0;
     let widened = 0;
+    let anon = 0;
+    let file = 0;
     for (let rep = -1; rep < 1; rep++) {
       for (let i = 0; i < meta.queries; i++) {
         const s = performance.now();
         const hits = await index.search(q.subarray(i * rows * dim), rows, k, { memories: all });
+        const now = rssNow();
+        anon = Math.max(anon, now.anon);
+        file = Math.max(file, now.file);
         if (rep < 0) continue; // warm-up pass: maps the graphs, pages them in
         latencies.push(performance.now() - s);
         widened += hits.widenedRows ?? 0;
@@ -329,10 +347,12 @@ export async function searchSegments(dir: string, o: SegmentedSearchOptions): Pr
       loadS,
       codesS,
       peakRssMb: peakRssMb(),
+      maxRssAnonMb: anon,
+      maxRssFileMb: file,
       load: loadavg(),
     });
   }
-  if (!(codes instanceof Uint8Array)) codes.close();
+  onDisk.close();
   return out;
 }
 
