@@ -1,6 +1,7 @@
 import { decodeTokens, prepareQuery } from './codecs/codec.js';
 import type { CodecModel } from './codecs/model.js';
 import { codecChunkScoring } from './codec-scan.js';
+import { codeSourceOf, type CodeSource } from './code-source.js';
 import { dotsInto, scratchOffsets } from './dots.js';
 import type { SimilarityKernel } from './kernel.js';
 import { OrtSimilarityKernel } from './ort-kernel.js';
@@ -19,8 +20,9 @@ import type { TokenStore } from './token-store.js';
  * const store = codecTokenStore(model, codes); // store.dim === model.codeDim
  * store.read(0, 10); // Float32Array [10 * codeDim], decoded
  */
-export function codecTokenStore(model: CodecModel, codes: Uint8Array): TokenStore {
+export function codecTokenStore(model: CodecModel, codes: Uint8Array | CodeSource): TokenStore {
   const { codeDim, bytesPerToken } = model;
+  if (!(codes instanceof Uint8Array)) return sourceTokenStore(model, codes);
   if (codes.length % bytesPerToken !== 0) {
     throw new Error(`codecTokenStore: ${codes.length} bytes are not codes of ${bytesPerToken}`);
   }
@@ -61,11 +63,53 @@ export function codecTokenStore(model: CodecModel, codes: Uint8Array): TokenStor
   };
 }
 
+/**
+ * {@link codecTokenStore} over codes read by position ({@link CodeSource}): each asked token's
+ * codes are decoded into a scratch row and summed with {@link dotsInto}, so the scores are
+ * those of the same codes in memory, bit for bit.
+ */
+function sourceTokenStore(model: CodecModel, source: CodeSource): TokenStore {
+  const { codeDim, bytesPerToken } = model;
+  if (source.bytesPerToken !== bytesPerToken) {
+    throw new Error(
+      `codecTokenStore: codes of ${source.bytesPerToken} bytes, ${model.name} needs ${bytesPerToken}`,
+    );
+  }
+  let scratch: Float32Array = new Float32Array(0);
+  let rowScratch: Float32Array = new Float32Array(0);
+  const grow = (buf: Float32Array, need: number): Float32Array =>
+    buf.length >= need ? buf : new Float32Array(Math.max(need, 2 * buf.length));
+  return {
+    size: source.tokens,
+    dim: codeDim,
+    read: (start, end) => {
+      scratch = grow(scratch, (end - start) * codeDim);
+      const out = scratch.subarray(0, (end - start) * codeDim);
+      return decodeTokens(model, source.bytes(start, end), 0, end - start, out);
+    },
+    dots: (tokens, count, query, at, out) => {
+      rowScratch = grow(rowScratch, count * codeDim);
+      const offsets = scratchOffsets(count);
+      for (let h = 0; h < count; h++) {
+        const row = rowScratch.subarray(h * codeDim, (h + 1) * codeDim);
+        decodeTokens(model, source.row(tokens[h]!), 0, 1, row);
+        offsets[h] = h * codeDim;
+      }
+      dotsInto(rowScratch, offsets, count, query, at, out, codeDim);
+    },
+    close: () => source.close?.(),
+  };
+}
+
 /** The memory side of a codec index: its stored codes and the bank's layout. */
 export interface CodecSide {
   readonly model: CodecModel;
-  /** `[tokens × model.bytesPerToken]` code bytes, in bank token order. */
-  readonly codes: Uint8Array;
+  /**
+   * `[tokens × model.bytesPerToken]` code bytes, in bank token order: in memory, or read by
+   * position ({@link CodeSource}: `fileCodeSource` over `codes.bin`, or for fp32 the bank's
+   * token file).
+   */
+  readonly codes: Uint8Array | CodeSource;
   /** `[memories + 1]`: memory `m` owns tokens `tokenOffsets[m]..tokenOffsets[m+1]-1`. */
   readonly tokenOffsets: ArrayLike<number>;
   /** Memory ids: the tie order of equal similarities (`tieOrder`). */
@@ -110,7 +154,7 @@ export class CodecExactTokenIndex implements TokenIndex {
       },
       kernel,
       kernel instanceof OrtSimilarityKernel && kernel.executionProvider === 'cpu'
-        ? codecChunkScoring(side.model, side.codes, kernel)
+        ? codecChunkScoring(side.model, codeSourceOf(side.codes, side.model.bytesPerToken), kernel)
         : undefined,
     );
   }

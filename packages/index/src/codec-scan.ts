@@ -1,4 +1,5 @@
 import type { CandidateBank } from './candidate-bank.js';
+import { codeSourceOf, type CodeSource } from './code-source.js';
 import type { CodeElement } from './codec-graph.js';
 import type { CodecModel } from './codecs/model.js';
 import type { OrtSimilarityKernel } from './ort-kernel.js';
@@ -49,9 +50,10 @@ function levelsOf(model: CodecModel): { lo: Float32Array; step: Float32Array; to
  */
 export function codecChunkScoring(
   model: CodecModel,
-  codes: Uint8Array,
+  codes: Uint8Array | CodeSource,
   kernel: OrtSimilarityKernel,
 ): ChunkScoring {
+  const source = codeSourceOf(codes, model.bytesPerToken);
   const element = elementOf(model);
   const width = widthOf(model, element);
   const dim = model.codeDim;
@@ -96,12 +98,12 @@ export function codecChunkScoring(
     const chunkCodes = (start: number, end: number): Uint8Array => {
       const runs: number[] = [];
       bank.forEachRun(start, end, (a, b) => runs.push(a, b));
-      if (runs.length === 2) return codes.subarray(runs[0]! * bpt, runs[1]! * bpt);
+      if (runs.length === 2) return source.bytes(runs[0]!, runs[1]!);
       const need = (end - start) * bpt;
       if (gathered.length < need) gathered = new Uint8Array(need);
       let o = 0;
       for (let i = 0; i < runs.length; i += 2) {
-        const part = codes.subarray(runs[i]! * bpt, runs[i + 1]! * bpt);
+        const part = source.bytes(runs[i]!, runs[i + 1]!);
         gathered.set(part, o);
         o += part.length;
       }

@@ -1,10 +1,11 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { decodeTokens, prepareQuery } from './codecs/codec.js';
+import { prepareQuery } from './codecs/codec.js';
 import { CodecExactTokenIndex, codecTokenStore, type CodecSide } from './codec-index.js';
 import { searchK } from './errors.js';
-import { buildHnsw, loadHnsw } from './hnsw/hnsw.js';
-import type { HnswIndex, HnswOptions, HnswParams, HnswScalarKind } from './hnsw/hnsw.js';
+import { hnswFileKind } from './hnsw/hnsw.js';
+import type { HnswOptions, HnswParams, HnswScalarKind } from './hnsw/hnsw.js';
+import { GraphMaps, buildPart, openGraph, type Part } from './hnsw/parts.js';
 import {
   GraphChooser,
   graphGroups,
@@ -58,20 +59,19 @@ export interface HnswTokenIndexOptions extends HnswOptions {
    * the proposals its coarser ranking misses. usearch searches with `max(efSearch, proposals)`.
    */
   readonly overFetch?: number;
+  /**
+   * {@link HnswTokenIndex.load} with `view`: how many memory-mapped graphs stay open at once
+   * (default `DEFAULT_OPEN_GRAPHS`, 8); a graph is mapped when a search first needs it and the
+   * least recently used one beyond this count is unmapped, so resident memory stays bounded by a
+   * few graphs, not the whole index.
+   */
+  readonly openGraphs?: number;
 }
 
 /** Proposals per query row and graph for `k` (see {@link HnswTokenIndexOptions.overFetch}). */
 export function proposalsFor(k: number, overFetch = 1): number {
   if (!(overFetch >= 1)) throw new Error(`overFetch must be ≥ 1, got ${overFetch}.`);
   return Math.ceil(overFetch * k) + HNSW_MARGIN;
-}
-
-interface Part {
-  readonly index: HnswIndex;
-  /** Local key → bank token index, ascending. */
-  readonly tokens: Int32Array;
-  /** Local key → memory row, for a filtered search (made on first need). */
-  keyMemory?: Int32Array;
 }
 
 /**
@@ -114,13 +114,23 @@ export class HnswTokenIndex implements TokenIndex {
   #global: Part | undefined;
   readonly #tokenMemory: Int32Array;
   readonly #exhaustive: CodecExactTokenIndex | undefined;
+  /** Maps viewed graphs on first use (`load` with `view`), else undefined. */
+  readonly #maps: GraphMaps | undefined;
 
   private constructor(
     side: HnswSide,
     params: HnswParams,
     parts: Part[],
     options: HnswTokenIndexOptions,
+    viewDir?: string,
   ) {
+    this.#maps =
+      viewDir === undefined
+        ? undefined
+        : new GraphMaps(viewDir, parts, graphGroups(side), side.model.codeDim, params, {
+            ...options,
+            kind: options.kind ?? graphKindOf(side.model.name),
+          });
     this.#side = side;
     this.params = params;
     this.codec = side.model.name;
@@ -178,8 +188,8 @@ export class HnswTokenIndex implements TokenIndex {
     const names: string[] = [];
     for (const g of graphGroups(side)) {
       const part = await buildPart(side, g.tokens, params, { ...options, kind });
-      await part.index.save(join(dir, g.file));
-      part.index.dispose();
+      await part.index!.save(join(dir, g.file));
+      part.index!.dispose();
       names.push(g.file);
     }
     if (side.candidateSets !== undefined) await writeLayout(dir, side.candidateSets);
@@ -208,27 +218,43 @@ export class HnswTokenIndex implements TokenIndex {
       side = { ...side, candidateSets: recorded };
     }
     for (const { file, tokens } of graphGroups(side)) {
-      const index = await loadHnsw(join(dir, file), side.model.codeDim, params, {
-        ...options,
-        kind,
-      });
+      // Viewed graphs are mapped on first use (#part), and checked then.
+      if (options.view === true) {
+        if ((await hnswFileKind(join(dir, file))) !== kind) {
+          throw new Error(`${join(dir, file)} does not store ${kind} vectors.`);
+        }
+        parts.push({ index: undefined, tokens });
+        continue;
+      }
+      const index = await openGraph(join(dir, file), side.model.codeDim, params, options, kind);
       if (index.size !== tokens.length) {
         throw new Error(`${file} holds ${index.size} tokens, expected ${tokens.length}`);
       }
       parts.push({ index, tokens });
     }
-    return new HnswTokenIndex(side, params, parts, options);
+    return new HnswTokenIndex(
+      side,
+      params,
+      parts,
+      options,
+      options.view === true ? dir : undefined,
+    );
   }
 
   /** Writes one usearch file per graph into `dir`; returns the file names. */
   async save(dir: string): Promise<string[]> {
     await mkdir(dir, { recursive: true });
     for (let i = 0; i < this.#groups.length; i++) {
-      await this.#parts[i]!.index.save(join(dir, this.#groups[i]!.file));
+      await (await this.#part(i)).index!.save(join(dir, this.#groups[i]!.file));
     }
     const sets = this.#side.candidateSets;
     if (sets !== undefined) await writeLayout(dir, sets);
     return this.#groups.map((g) => g.file);
+  }
+
+  /** Graphs memory-mapped now (`load` with `view`; at most `openGraphs`), else 0. */
+  get mappedGraphs(): number {
+    return this.#maps?.mapped ?? 0;
   }
 
   /** The graphs' files and sizes (graph keys), in {@link graphGroups} order. */
@@ -237,9 +263,10 @@ export class HnswTokenIndex implements TokenIndex {
   }
 
   dispose(): void {
-    for (const p of this.#parts) p.index.dispose();
+    for (const p of this.#parts) p.index?.dispose();
     this.#parts.length = 0;
-    this.#global?.index.dispose();
+    this.#maps?.forget();
+    this.#global?.index?.dispose();
     this.#global = undefined;
   }
 
@@ -323,16 +350,17 @@ export class HnswTokenIndex implements TokenIndex {
   ): Promise<Int32Array[]> {
     const out: number[][] = Array.from({ length: rows }, () => []);
     const choice = this.#chooser.choose(memories);
-    const parts =
-      choice === undefined ? [await this.#globalPart()] : choice.groups.map((g) => this.#parts[g]!);
+    const groups = choice === undefined ? [-1] : choice.groups;
     const filtered = choice === undefined || choice.filtered;
-    for (const part of parts) {
+    for (const g of groups) {
+      const part = g < 0 ? await this.#globalPart() : await this.#part(g);
+      const index = part.index!;
       const res = filtered
-        ? part.index.search(q, rows, fetch, {
+        ? index.search(q, rows, fetch, {
             tokenMemory: (part.keyMemory ??= part.tokens.map((t) => this.#tokenMemory[t]!)),
             allowedMemories: memories,
           })
-        : part.index.search(q, rows, Math.min(fetch, part.tokens.length));
+        : index.search(q, rows, Math.min(fetch, part.tokens.length));
       for (let r = 0; r < rows; r++) {
         for (let j = 0; j < res.k; j++) {
           const key = res.indices[r * res.k + j]!;
@@ -343,6 +371,11 @@ export class HnswTokenIndex implements TokenIndex {
     return out.map((list) => Int32Array.from(list));
   }
 
+  /** Graph `g`, mapped now when it is a viewed graph ({@link GraphMaps.part}). */
+  #part(g: number): Promise<Part> {
+    return this.#maps === undefined ? Promise.resolve(this.#parts[g]!) : this.#maps.part(g);
+  }
+
   /** The one graph over every token (the filtered search's fallback), built on first need. */
   async #globalPart(): Promise<Part> {
     if (this.#global === undefined) {
@@ -351,25 +384,4 @@ export class HnswTokenIndex implements TokenIndex {
     }
     return this.#global;
   }
-}
-
-async function buildPart(
-  side: HnswSide,
-  tokens: Int32Array,
-  params: HnswParams,
-  options: HnswOptions,
-): Promise<Part> {
-  const { codeDim } = side.model;
-  const vectors = new Float32Array(tokens.length * codeDim);
-  for (let j = 0; j < tokens.length; j++) {
-    const t = tokens[j]!;
-    decodeTokens(
-      side.model,
-      side.codes,
-      t,
-      t + 1,
-      vectors.subarray(j * codeDim, (j + 1) * codeDim),
-    );
-  }
-  return { index: await buildHnsw(vectors, tokens.length, codeDim, params, options), tokens };
 }

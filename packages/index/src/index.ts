@@ -59,6 +59,15 @@ export type {
 } from './hnsw/hnsw.js';
 export { CodecExactTokenIndex, codecTokenStore } from './codec-index.js';
 export { readCodesFile } from './codes-file.js';
+export {
+  DEFAULT_CODE_CACHE_ROWS,
+  arrayCodeSource,
+  codeFileLayoutSchema,
+  codeSourceOf,
+  fileCodeSource,
+} from './code-source.js';
+export type { CodeFileLayout, CodeSource } from './code-source.js';
+export { DEFAULT_OPEN_GRAPHS } from './hnsw/parts.js';
 export type { CodecSide } from './codec-index.js';
 export { graphKindOf, HNSW_MARGIN, HnswTokenIndex, proposalsFor } from './hnsw-index.js';
 export type { HnswSide, HnswTokenIndexOptions } from './hnsw-index.js';

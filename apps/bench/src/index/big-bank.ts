@@ -19,6 +19,8 @@
  * `--milvus-reindex`: one insert, the index replaced per type; `--milvus-warmup N` queries);
  * `--milvus-insert`: the SDK's insert rate into Lite by batch size × requests in flight
  * (`milvus-insert.ts`).
+ * `--segmented-build` / `--segmented-search`: the large HNSW point as segmented i8 graphs over
+ * sq8 / sq4 codes, memory-mapped and rescored from the codes (`segmented.ts`).
  */
 import { spawnSync } from 'node:child_process';
 import {
@@ -49,6 +51,7 @@ import { terminalTableLines } from '@bfe/core';
 import { runMilvusBench } from './milvus-bench.js';
 import { runMilvusInsertBench } from './milvus-insert.js';
 import { runScale } from './scale-cli.js';
+import { runSegmented } from './segmented.js';
 
 const { values } = parseArgs({
   options: {
@@ -97,6 +100,13 @@ const { values } = parseArgs({
     'milvus-insert': { type: 'boolean', default: false },
     'milvus-insert-tokens': { type: 'string', default: '30000' },
     'milvus-insert-configs': { type: 'string', default: '8192x1,32768x1,8192x2,4096x4' },
+    // Segmented i8 graphs (segmented.ts).
+    'segmented-build': { type: 'boolean', default: false },
+    'segmented-search': { type: 'boolean', default: false },
+    'segment-tokens': { type: 'string', default: '1000000' },
+    segments: { type: 'string' },
+    codec: { type: 'string', default: 'sq8' },
+    'codes-in-ram': { type: 'boolean', default: false },
   },
 });
 const N = Number(values.tokens);
@@ -303,7 +313,9 @@ function child(phase: string): Record<string, number> {
   return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, number>;
 }
 
-if (values.milvus) {
+if (values['segmented-build'] || values['segmented-search']) {
+  await runSegmented(values, K);
+} else if (values.milvus) {
   await runMilvusBench(values);
 } else if (values['milvus-insert']) {
   await runMilvusInsertBench(values);

@@ -131,17 +131,7 @@ export async function buildScale(o: BuildOptions): Promise<ScaleMeta> {
   } finally {
     closeSync(fd);
   }
-  const qs = b.queries;
-  const q = new Float32Array(o.queries * o.rows * dim);
-  const step = Math.floor(qs.ids.length / o.queries);
-  for (let i = 0; i < o.queries; i++) {
-    let w = 0;
-    for (let j = i * step; w < o.rows; j = (j + 1) % qs.ids.length) {
-      for (let t = qs.tokenOffsets[j]!; t < qs.tokenOffsets[j + 1]! && w < o.rows; t++, w++) {
-        q.set(qs.tokenVectors.subarray(t * dim, (t + 1) * dim), (i * o.rows + w) * dim);
-      }
-    }
-  }
+  const q = tiledQueries(b.queries, dim, o.queries, o.rows);
   writeFileSync(join(o.dir, 'queries.f32'), new Uint8Array(q.buffer));
 
   const index = new Index({
@@ -191,6 +181,29 @@ export async function buildScale(o: BuildOptions): Promise<ScaleMeta> {
     process.stderr.write(`  ${c} tokens: ${cumulative.toFixed(0)} s cumulative (${loadavg()})\n`);
   }
   return meta;
+}
+
+/**
+ * `queries` queries of `rows` real query token states each: the tokens of consecutive questions
+ * from evenly spaced starts, joined until `rows` rows.
+ */
+export function tiledQueries(
+  qs: { ids: readonly string[]; tokenOffsets: Int32Array; tokenVectors: Float32Array },
+  dim: number,
+  queries: number,
+  rows: number,
+): Float32Array {
+  const q = new Float32Array(queries * rows * dim);
+  const step = Math.floor(qs.ids.length / queries);
+  for (let i = 0; i < queries; i++) {
+    let w = 0;
+    for (let j = i * step; w < rows; j = (j + 1) % qs.ids.length) {
+      for (let t = qs.tokenOffsets[j]!; t < qs.tokenOffsets[j + 1]! && w < rows; t++, w++) {
+        q.set(qs.tokenVectors.subarray(t * dim, (t + 1) * dim), (i * rows + w) * dim);
+      }
+    }
+  }
+  return q;
 }
 
 export function readMeta(dir: string): ScaleMeta {

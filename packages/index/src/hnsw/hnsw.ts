@@ -33,6 +33,12 @@ export interface HnswOptions {
   readonly threads?: number;
   /** The graph's stored scalar kind (default `f32`); {@link loadHnsw} refuses a file of another. */
   readonly kind?: HnswScalarKind;
+  /**
+   * {@link loadHnsw} only: memory-map the file (usearch `view`) instead of reading it into the
+   * process: pages are read on demand and stay the page cache's, the index is read-only, and
+   * `dispose()` unmaps it. Searches are the loaded index's, bit for bit (tested).
+   */
+  readonly view?: boolean;
 }
 
 /** A search restriction: tokens whose memory row is in `allowedMemories`. */
@@ -153,9 +159,9 @@ export async function hnswFileKind(path: string): Promise<HnswScalarKind | undef
 }
 
 /**
- * Loads an index file written by {@link HnswIndex.save}; `params.efSearch` applies to the
- * loaded index (M and efConstruction are read from the file). The file must store
- * `options.kind` (default f32).
+ * Loads an index file written by {@link HnswIndex.save} (or memory-maps it: `options.view`);
+ * `params.efSearch` applies to the loaded index (M and efConstruction are read from the file).
+ * The file must store `options.kind` (default f32).
  *
  * @example
  * const index = await loadHnsw('bank.usearch', 384, params);
@@ -172,7 +178,8 @@ export async function loadHnsw(
     throw new Error(`${path} stores ${stored ?? 'another'} vectors, expected ${kind}.`);
   }
   const index = makeIndex(dim, params, kind);
-  index.load(path);
+  if (options.view === true) index.view(path);
+  else index.load(path);
   if (index.dimensions() !== dim) {
     throw new Error(`${path} holds ${index.dimensions()}-dim vectors, expected ${dim}.`);
   }

@@ -7,9 +7,10 @@ import {
   codecModelSchema,
   codecShape,
   encodeTokens,
+  fileCodeSource,
   graphKindOf,
-  readCodesFile,
   trainCodec,
+  type CodeSource,
   type CodecModel,
   type HnswSide,
   type SimilarityKernel,
@@ -240,23 +241,52 @@ export async function runIndexStage(
       const model = codecModelSchema.parse(
         JSON.parse(await readFile(join(artifact.dir, CODEC_FILE), 'utf8')),
       ) as CodecModel;
-      // A fresh, aligned copy (float32/float16 codes are read as typed-array views), read in
-      // pieces: LongMemEval-S's fp32 codes are over readFile's 2 GiB.
-      const codes = await readCodesFile(join(artifact.dir, CODES_FILE));
+      // Codes are read by position, never whole (fp32: from the bank's own token file, whose
+      // float32 rows are the codes); graphs are memory-mapped, a few at a time.
+      const codes = codeSourceFor(bank, model, join(artifact.dir, CODES_FILE));
       const side = hnswSide(bank, model, codes);
       if (c.backend === 'exact') {
-        return { index: new CodecExactTokenIndex(side, kernel), dispose: () => {} };
+        return { index: new CodecExactTokenIndex(side, kernel), dispose: () => codes.close() };
       }
       const index = await HnswTokenIndex.load(join(artifact.dir, HNSW_DIR), side, params, {
         kernel,
+        view: true,
         ...graphOptions(c),
       });
-      return { index, dispose: () => index.dispose() };
+      return {
+        index,
+        dispose: () => {
+          index.dispose();
+          codes.close();
+        },
+      };
     },
   };
 }
 
-function hnswSide(bank: AnyBank, model: CodecModel, codes: Uint8Array): HnswSide {
+/**
+ * The index's codes read by position: for fp32 over a float32 bank file, the bank's token file
+ * itself (its rows are the fp32 codes, byte for byte); else `codes.bin`.
+ */
+function codeSourceFor(
+  bank: AnyBank,
+  model: CodecModel,
+  codesFile: string,
+): CodeSource & { close(): void } {
+  const { memories } = bank;
+  const tokens = memories.tokenOffsets[memories.tokenOffsets.length - 1]!;
+  if (model.name === 'fp32' && 'tokenFile' in memories && memories.tokenFile.dtype === 'float32') {
+    const { path, segments } = memories.tokenFile;
+    return fileCodeSource({ path, bytesPerToken: model.bytesPerToken, segments });
+  }
+  return fileCodeSource({
+    path: codesFile,
+    bytesPerToken: model.bytesPerToken,
+    segments: [{ offset: 0, rows: tokens }],
+  });
+}
+
+function hnswSide(bank: AnyBank, model: CodecModel, codes: Uint8Array | CodeSource): HnswSide {
   const memoryBank = memoryBanks(bank);
   return {
     model,
