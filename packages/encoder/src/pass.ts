@@ -1,6 +1,6 @@
 import type { EncoderSession } from './onnx-session.js';
 import type { TextTokenizer, TokenizedText } from './tokenizer.js';
-import { splitWindows, type WindowedText, type WindowSpec } from './window.js';
+import { splitWindows, wholeText, type WindowedText, type WindowSpec } from './window.js';
 
 /** How a model pools its token states into one vector (METHOD.md §1). */
 export interface PoolingSpec {
@@ -40,6 +40,12 @@ export interface PassOptions {
   readonly maxBatchTokens?: number;
   readonly maxBatchSize?: number;
   /**
+   * Padded attention cells per ONNX batch, rows × longest² (default 32 × 128²): onnxruntime's
+   * CPU arena keeps the high-water mark of its attention buffers, which grow with the square of
+   * the row length. Rows ≤ 128 tokens are never cut by the default; 256 run 8 a batch, 512 two.
+   */
+  readonly maxBatchAttention?: number;
+  /**
    * Tokenise the next chunk while this one runs through the graph (the tokenizer works on a
    * libuv thread). Same outputs either way. Default false.
    */
@@ -58,6 +64,9 @@ export interface PassOptions {
    */
   readonly maxChunkTokens?: number;
 }
+
+/** A full batch of the truncated pass at `maxLength` 128: 32 rows × 128². */
+export const DEFAULT_MAX_BATCH_ATTENTION = 32 * 128 * 128;
 
 /**
  * One frozen pass over `texts`: tokenise, bucket by length (sorted within a chunk, so little
@@ -78,8 +87,7 @@ export async function* encodePass(
   options: PassOptions = {},
 ): AsyncGenerator<EncodedChunk> {
   const chunkSize = options.chunkSize ?? 2048;
-  const maxBatchTokens = options.maxBatchTokens ?? 8192;
-  const maxBatchSize = options.maxBatchSize ?? 32;
+  const batching = batchLimits(options);
   const window = options.window;
   if (window !== undefined) {
     if (tokenizer.maxLength !== undefined)
@@ -102,7 +110,7 @@ export async function* encodePass(
     next = overlap && start + chunkSize < texts.length ? tokenize(start + chunkSize) : undefined;
     if (window === undefined) {
       const rows = tokenized.map((t) => wholeText(t));
-      yield await encodeGroup(session, spec, start, tokenized, rows, progress, batching());
+      yield await encodeGroup(session, spec, start, tokenized, rows, progress, batching);
       continue;
     }
     // Windowed: whole texts, cut into parts of bounded size (bounded memory).
@@ -115,14 +123,19 @@ export async function* encodePass(
         held += tokenized[to++]!.ids.length;
       const part = tokenized.slice(from, to);
       const rows = part.map((t) => splitWindows(t, window));
-      yield await encodeGroup(session, spec, start + from, part, rows, progress, batching());
+      yield await encodeGroup(session, spec, start + from, part, rows, progress, batching);
       from = to;
     }
   }
+}
 
-  function batching() {
-    return { maxBatchTokens, maxBatchSize, windowed: window !== undefined };
-  }
+function batchLimits(options: PassOptions) {
+  return {
+    maxBatchTokens: options.maxBatchTokens ?? 8192,
+    maxBatchSize: options.maxBatchSize ?? 32,
+    maxBatchAttention: options.maxBatchAttention ?? DEFAULT_MAX_BATCH_ATTENTION,
+    windowed: options.window !== undefined,
+  };
 }
 
 interface Progress {
@@ -130,26 +143,6 @@ interface Progress {
   tokens: number;
   readonly total: number;
   readonly onProgress: PassOptions['onProgress'];
-}
-
-/** A text run as one row, whole (the pass without windows). */
-function wholeText(t: TokenizedText): WindowedText {
-  return {
-    head: 0,
-    tail: 0,
-    content: 0,
-    rows: [
-      {
-        ids: t.ids,
-        content: t.content,
-        first: 0,
-        ownFrom: 0,
-        ownTo: 0,
-        ownsHead: true,
-        ownsTail: true,
-      },
-    ],
-  };
 }
 
 /**
@@ -165,7 +158,7 @@ async function encodeGroup(
   tokenized: readonly TokenizedText[],
   windowed: readonly WindowedText[],
   progress: Progress,
-  batching: { maxBatchTokens: number; maxBatchSize: number; windowed: boolean },
+  batching: ReturnType<typeof batchLimits>,
 ): Promise<EncodedChunk> {
   const count = tokenized.length;
   const rowText: number[] = [];
@@ -193,6 +186,7 @@ async function encodeGroup(
       Math.min(
         batching.maxBatchSize,
         Math.floor(batching.maxBatchTokens / longest),
+        Math.floor(batching.maxBatchAttention / (longest * longest)),
         order.length - at,
       ),
     );
