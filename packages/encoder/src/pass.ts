@@ -58,9 +58,10 @@ export interface PassOptions {
    */
   readonly window?: WindowSpec;
   /**
-   * Windowed passes: a chunk is cut into parts of at most this many input tokens (whole texts;
-   * default 131,072, about 200 MB of 384-d float32 states), each yielded as its own chunk, so
-   * a chunk of long texts holds no more than a truncated chunk would.
+   * A chunk is cut into parts of at most this many input tokens (whole texts), each yielded as
+   * its own chunk. Default: windowed 131,072 (about 200 MB of 384-d float32 states); truncated
+   * `chunkSize` × 128, which never cuts a pass at `maxLength` ≤ 128 and holds a pass at 256 or
+   * 512 to the states of a chunk of 128-token texts.
    */
   readonly maxChunkTokens?: number;
 }
@@ -108,13 +109,8 @@ export async function* encodePass(
   for (let start = 0; start < texts.length; start += chunkSize) {
     const tokenized = await (next ?? tokenize(start));
     next = overlap && start + chunkSize < texts.length ? tokenize(start + chunkSize) : undefined;
-    if (window === undefined) {
-      const rows = tokenized.map((t) => wholeText(t));
-      yield await encodeGroup(session, spec, start, tokenized, rows, progress, batching);
-      continue;
-    }
-    // Windowed: whole texts, cut into parts of bounded size (bounded memory).
-    const budget = options.maxChunkTokens ?? 131_072;
+    // Whole texts, cut into parts of bounded size (bounded memory).
+    const budget = options.maxChunkTokens ?? (window === undefined ? chunkSize * 128 : 131_072);
     let from = 0;
     while (from < tokenized.length) {
       let to = from;
@@ -122,7 +118,7 @@ export async function* encodePass(
       while (to < tokenized.length && (to === from || held + tokenized[to]!.ids.length <= budget))
         held += tokenized[to++]!.ids.length;
       const part = tokenized.slice(from, to);
-      const rows = part.map((t) => splitWindows(t, window));
+      const rows = part.map((t) => (window === undefined ? wholeText(t) : splitWindows(t, window)));
       yield await encodeGroup(session, spec, start + from, part, rows, progress, batching);
       from = to;
     }

@@ -227,6 +227,35 @@ describe('encodePass with windows', () => {
     ]);
   });
 
+  it('holds a truncated pass beyond 128 tokens to the states of a chunk of 128-token texts; at 128 nothing is cut', async () => {
+    const texts = Array.from({ length: 4 }, (_, i) => `${long[i % 2]!} `.repeat(8)); // 266–338 tokens
+    const run = async (maxLength: number, maxChunkTokens?: number) =>
+      collect(
+        encodePass(fakeSession(), new TextTokenizer(tiny, maxLength), MEAN, texts, {
+          chunkSize: 4,
+          ...(maxChunkTokens === undefined ? {} : { maxChunkTokens }),
+        }),
+      );
+    // chunkSize 4 × 128 = 512 input tokens a part: texts of 256 two a part, of 512 one.
+    expect((await run(128)).map((c) => c.count)).toEqual([4]);
+    const at256 = await run(256);
+    expect(at256.map((c) => [c.start, c.count])).toEqual([
+      [0, 2],
+      [2, 2],
+    ]);
+    const at512 = await run(512);
+    expect(at512.map((c) => c.count)).toEqual([1, 1, 1, 1]);
+    expect(Math.max(...at512.map((c) => c.tokenOwner.length + 2 * c.count))).toBeLessThanOrEqual(
+      512,
+    );
+    // Same outputs as one uncut chunk.
+    const [whole] = await run(512, Number.POSITIVE_INFINITY);
+    const joined = (key: 'pooled' | 'tokenVectors' | 'tokenPosition' | 'tokenOwner') =>
+      Buffer.concat(at512.map((c) => Buffer.from(c[key].buffer)));
+    for (const key of ['pooled', 'tokenVectors', 'tokenPosition', 'tokenOwner'] as const)
+      expect(joined(key).equals(Buffer.from(whole![key].buffer))).toBe(true);
+  });
+
   it('refuses a truncating tokenizer, a pooling other than the mean, and a stride the window cannot hold', async () => {
     const run = (tokenizer: TextTokenizer, window: WindowSpec, pooling: 'mean' | 'cls' = 'mean') =>
       collect(encodePass(fakeSession(), tokenizer, { pooling, normalize: true }, long, { window }));
