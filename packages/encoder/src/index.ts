@@ -2,7 +2,7 @@ export { EncoderSession } from './onnx-session.js';
 export type { ExecutionProvider, GraphOptimizationLevel, SessionOptions } from './onnx-session.js';
 export { TextTokenizer } from './tokenizer.js';
 export type { TokenizedText } from './tokenizer.js';
-export { encodePass } from './pass.js';
+export { DEFAULT_MAX_BATCH_ATTENTION, encodePass } from './pass.js';
 export type { EncodedChunk, PassOptions, PoolingSpec } from './pass.js';
 export { openEncoder } from './encoder.js';
 export type { Encoder } from './encoder.js';

@@ -1,6 +1,6 @@
 import type { EncoderSession } from './onnx-session.js';
 import type { TextTokenizer, TokenizedText } from './tokenizer.js';
-import { splitWindows, type WindowedText, type WindowSpec } from './window.js';
+import { splitWindows, wholeText, type WindowedText, type WindowSpec } from './window.js';
 
 /** How a model pools its token states into one vector (METHOD.md §1). */
 export interface PoolingSpec {
@@ -40,6 +40,12 @@ export interface PassOptions {
   readonly maxBatchTokens?: number;
   readonly maxBatchSize?: number;
   /**
+   * Padded attention cells per ONNX batch, rows × longest² (default 32 × 128²): onnxruntime's
+   * CPU arena keeps the high-water mark of its attention buffers, which grow with the square of
+   * the row length. Rows ≤ 128 tokens are never cut by the default; 256 run 8 a batch, 512 two.
+   */
+  readonly maxBatchAttention?: number;
+  /**
    * Tokenise the next chunk while this one runs through the graph (the tokenizer works on a
    * libuv thread). Same outputs either way. Default false.
    */
@@ -52,12 +58,16 @@ export interface PassOptions {
    */
   readonly window?: WindowSpec;
   /**
-   * Windowed passes: a chunk is cut into parts of at most this many input tokens (whole texts;
-   * default 131,072, about 200 MB of 384-d float32 states), each yielded as its own chunk, so
-   * a chunk of long texts holds no more than a truncated chunk would.
+   * A chunk is cut into parts of at most this many input tokens (whole texts), each yielded as
+   * its own chunk. Default: windowed 131,072 (about 200 MB of 384-d float32 states); truncated
+   * `chunkSize` × 128, which never cuts a pass at `maxLength` ≤ 128 and holds a pass at 256 or
+   * 512 to the states of a chunk of 128-token texts.
    */
   readonly maxChunkTokens?: number;
 }
+
+/** A full batch of the truncated pass at `maxLength` 128: 32 rows × 128². */
+export const DEFAULT_MAX_BATCH_ATTENTION = 32 * 128 * 128;
 
 /**
  * One frozen pass over `texts`: tokenise, bucket by length (sorted within a chunk, so little
@@ -78,8 +88,7 @@ export async function* encodePass(
   options: PassOptions = {},
 ): AsyncGenerator<EncodedChunk> {
   const chunkSize = options.chunkSize ?? 2048;
-  const maxBatchTokens = options.maxBatchTokens ?? 8192;
-  const maxBatchSize = options.maxBatchSize ?? 32;
+  const batching = batchLimits(options);
   const window = options.window;
   if (window !== undefined) {
     if (tokenizer.maxLength !== undefined)
@@ -100,13 +109,8 @@ export async function* encodePass(
   for (let start = 0; start < texts.length; start += chunkSize) {
     const tokenized = await (next ?? tokenize(start));
     next = overlap && start + chunkSize < texts.length ? tokenize(start + chunkSize) : undefined;
-    if (window === undefined) {
-      const rows = tokenized.map((t) => wholeText(t));
-      yield await encodeGroup(session, spec, start, tokenized, rows, progress, batching());
-      continue;
-    }
-    // Windowed: whole texts, cut into parts of bounded size (bounded memory).
-    const budget = options.maxChunkTokens ?? 131_072;
+    // Whole texts, cut into parts of bounded size (bounded memory).
+    const budget = options.maxChunkTokens ?? (window === undefined ? chunkSize * 128 : 131_072);
     let from = 0;
     while (from < tokenized.length) {
       let to = from;
@@ -114,15 +118,20 @@ export async function* encodePass(
       while (to < tokenized.length && (to === from || held + tokenized[to]!.ids.length <= budget))
         held += tokenized[to++]!.ids.length;
       const part = tokenized.slice(from, to);
-      const rows = part.map((t) => splitWindows(t, window));
-      yield await encodeGroup(session, spec, start + from, part, rows, progress, batching());
+      const rows = part.map((t) => (window === undefined ? wholeText(t) : splitWindows(t, window)));
+      yield await encodeGroup(session, spec, start + from, part, rows, progress, batching);
       from = to;
     }
   }
+}
 
-  function batching() {
-    return { maxBatchTokens, maxBatchSize, windowed: window !== undefined };
-  }
+function batchLimits(options: PassOptions) {
+  return {
+    maxBatchTokens: options.maxBatchTokens ?? 8192,
+    maxBatchSize: options.maxBatchSize ?? 32,
+    maxBatchAttention: options.maxBatchAttention ?? DEFAULT_MAX_BATCH_ATTENTION,
+    windowed: options.window !== undefined,
+  };
 }
 
 interface Progress {
@@ -130,26 +139,6 @@ interface Progress {
   tokens: number;
   readonly total: number;
   readonly onProgress: PassOptions['onProgress'];
-}
-
-/** A text run as one row, whole (the pass without windows). */
-function wholeText(t: TokenizedText): WindowedText {
-  return {
-    head: 0,
-    tail: 0,
-    content: 0,
-    rows: [
-      {
-        ids: t.ids,
-        content: t.content,
-        first: 0,
-        ownFrom: 0,
-        ownTo: 0,
-        ownsHead: true,
-        ownsTail: true,
-      },
-    ],
-  };
 }
 
 /**
@@ -165,7 +154,7 @@ async function encodeGroup(
   tokenized: readonly TokenizedText[],
   windowed: readonly WindowedText[],
   progress: Progress,
-  batching: { maxBatchTokens: number; maxBatchSize: number; windowed: boolean },
+  batching: ReturnType<typeof batchLimits>,
 ): Promise<EncodedChunk> {
   const count = tokenized.length;
   const rowText: number[] = [];
@@ -193,6 +182,7 @@ async function encodeGroup(
       Math.min(
         batching.maxBatchSize,
         Math.floor(batching.maxBatchTokens / longest),
+        Math.floor(batching.maxBatchAttention / (longest * longest)),
         order.length - at,
       ),
     );

@@ -10,7 +10,7 @@ import { openBank } from './bank-reader.js';
 import { encodeBenchmark } from './encode-benchmark.js';
 import { openEncoder, type Encoder } from './encoder.js';
 import type { EncoderSession } from './onnx-session.js';
-import { encodePass, type EncodedChunk } from './pass.js';
+import { DEFAULT_MAX_BATCH_ATTENTION, encodePass, type EncodedChunk } from './pass.js';
 import { TextTokenizer } from './tokenizer.js';
 import { WINDOW_POOLING, windowOwnership, windowStarts, type WindowSpec } from './window.js';
 
@@ -178,6 +178,83 @@ describe('encodePass with windows', () => {
       if (maxChunkTokens === 40) expect(chunks.map((c) => c.count)).toEqual([1, 1, 1, 1]);
     },
   );
+
+  it('bounds the attention a batch holds: 256-token windows run 8 a batch, 128-token rows 32, same outputs', async () => {
+    // onnxruntime's arena keeps the high-water mark of its attention buffers (rows × length²):
+    // 32 windows of 256 held ≈ 340 MB more than the truncated pass's 32 rows of 128.
+    const shapes: Array<[number, number]> = [];
+    const recording = (): EncoderSession => {
+      const inner = fakeSession();
+      return {
+        ...inner,
+        run: (ids: BigInt64Array, mask: BigInt64Array, batch: number, seq: number) => {
+          shapes.push([batch, seq]);
+          return inner.run(ids, mask, batch, seq);
+        },
+      } as unknown as EncoderSession;
+    };
+    const texts = Array.from({ length: 12 }, (_, i) => `${long[i % 2]!} `.repeat(8)); // > 256 tokens
+    const window = { size: 256, stride: 192 };
+    const windowed = await collect(
+      encodePass(recording(), new TextTokenizer(tiny, undefined), MEAN, texts, { window }),
+    );
+    expect(shapes.every(([b, seq]) => b * seq * seq <= DEFAULT_MAX_BATCH_ATTENTION)).toBe(true);
+    const full = shapes.filter(([, seq]) => seq === 256);
+    expect(full.length).toBeGreaterThan(1); // maxBatchTokens alone would run them as one batch
+    expect(Math.max(...full.map(([b]) => b))).toBe(8);
+    shapes.length = 0;
+    const unbounded = await collect(
+      encodePass(recording(), new TextTokenizer(tiny, undefined), MEAN, texts, {
+        window,
+        maxBatchAttention: Number.POSITIVE_INFINITY,
+      }),
+    );
+    expect(Math.max(...shapes.map(([b]) => b))).toBeGreaterThan(8);
+    expect(windowed.length).toBe(unbounded.length);
+    for (const [i, c] of windowed.entries())
+      for (const key of ['pooled', 'tokenVectors', 'tokenPosition', 'tokenOwner'] as const)
+        expect(Buffer.from(c[key].buffer).equals(Buffer.from(unbounded[i]![key].buffer))).toBe(
+          true,
+        );
+    // The truncated pass at maxLength 128 keeps its batches of 32 rows.
+    shapes.length = 0;
+    await collect(
+      encodePass(recording(), new TextTokenizer(tiny, 128), MEAN, Array(40).fill(texts[0]), {}),
+    );
+    expect(shapes).toEqual([
+      [32, 128],
+      [8, 128],
+    ]);
+  });
+
+  it('holds a truncated pass beyond 128 tokens to the states of a chunk of 128-token texts; at 128 nothing is cut', async () => {
+    const texts = Array.from({ length: 4 }, (_, i) => `${long[i % 2]!} `.repeat(8)); // 266–338 tokens
+    const run = async (maxLength: number, maxChunkTokens?: number) =>
+      collect(
+        encodePass(fakeSession(), new TextTokenizer(tiny, maxLength), MEAN, texts, {
+          chunkSize: 4,
+          ...(maxChunkTokens === undefined ? {} : { maxChunkTokens }),
+        }),
+      );
+    // chunkSize 4 × 128 = 512 input tokens a part: texts of 256 two a part, of 512 one.
+    expect((await run(128)).map((c) => c.count)).toEqual([4]);
+    const at256 = await run(256);
+    expect(at256.map((c) => [c.start, c.count])).toEqual([
+      [0, 2],
+      [2, 2],
+    ]);
+    const at512 = await run(512);
+    expect(at512.map((c) => c.count)).toEqual([1, 1, 1, 1]);
+    expect(Math.max(...at512.map((c) => c.tokenOwner.length + 2 * c.count))).toBeLessThanOrEqual(
+      512,
+    );
+    // Same outputs as one uncut chunk.
+    const [whole] = await run(512, Number.POSITIVE_INFINITY);
+    const joined = (key: 'pooled' | 'tokenVectors' | 'tokenPosition' | 'tokenOwner') =>
+      Buffer.concat(at512.map((c) => Buffer.from(c[key].buffer)));
+    for (const key of ['pooled', 'tokenVectors', 'tokenPosition', 'tokenOwner'] as const)
+      expect(joined(key).equals(Buffer.from(whole![key].buffer))).toBe(true);
+  });
 
   it('refuses a truncating tokenizer, a pooling other than the mean, and a stride the window cannot hold', async () => {
     const run = (tokenizer: TextTokenizer, window: WindowSpec, pooling: 'mean' | 'cls' = 'mean') =>

@@ -152,3 +152,23 @@ export function splitWindows(t: TokenizedText, spec: WindowSpec): WindowedText {
   });
   return { head, tail, content: n, rows };
 }
+
+/** A text run as one row, whole (the pass without windows). */
+export function wholeText(t: TokenizedText): WindowedText {
+  return {
+    head: 0,
+    tail: 0,
+    content: 0,
+    rows: [
+      {
+        ids: t.ids,
+        content: t.content,
+        first: 0,
+        ownFrom: 0,
+        ownTo: 0,
+        ownsHead: true,
+        ownsTail: true,
+      },
+    ],
+  };
+}
