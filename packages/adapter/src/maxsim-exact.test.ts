@@ -27,6 +27,7 @@ import { lossSumOrt } from './loss-ort.js';
 import { OrtMaxSim, type ExactKernel } from './ort-maxsim.js';
 import { Prng } from './prng.js';
 import { syntheticQueries } from './testing/synthetic.js';
+import { wasmAdapterBackward } from './wasm-forward.js';
 import { WasmKernel } from './wasm-kernel.js';
 
 interface Problem {
@@ -394,7 +395,13 @@ describe('WasmKernel (WebAssembly SIMD exact maxima and backward)', () => {
       const expected = { a: start.slice(), b: start.slice().reverse() };
       adapterBackward(params, tokens, rows, cache, gradOut, expected.a, expected.b);
       const got = { a: start.slice(), b: start.slice().reverse() };
-      new WasmKernel().adapterBackward(params, tokens, rows, cache, gradOut, got.a, got.b);
+      wasmAdapterBackward(
+        new WasmKernel(),
+        params,
+        [{ tokens, rows, cache, gradOut }],
+        got.a,
+        got.b,
+      );
       expect(got).toEqual(expected);
     }
   });

@@ -30,7 +30,7 @@ import {
 import { adapterBackward } from './model.js';
 import { similarityGraph } from './sim-graph.js';
 import { ORT_SLICE_BYTES, memorySlices, type MemorySlice } from './slices.js';
-import { wasmMaxTokenNorm } from './wasm-forward.js';
+import { wasmAdapterBackward, wasmMaxTokenNorm } from './wasm-forward.js';
 import { WasmKernel, type ExactItem } from './wasm-kernel.js';
 
 /** Where the exact float64 maxima and the backward run: WebAssembly, or JavaScript. */
@@ -221,7 +221,7 @@ export class OrtMaxSim {
     const wasm = this.#wasm;
     if (wasm === undefined || !(tokens instanceof Float32Array) || !(g instanceof Float64Array)) {
       adapterBackward(params, tokens, rows, cache, g, ga, gb);
-    } else wasm.adapterBackward(params, tokens, rows, cache, g, ga, gb);
+    } else wasmAdapterBackward(wasm, params, [{ tokens, rows, cache, gradOut: g }], ga, gb);
   };
 
   /**

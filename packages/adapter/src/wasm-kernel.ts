@@ -10,7 +10,6 @@
  */
 import { Buffer } from 'node:buffer';
 import type { MaxSimResult } from './loss.js';
-import type { AdapterForwardCache, AdapterParams } from './model.js';
 import type { MemorySlice } from './slices.js';
 import { KERNEL_WASM_BASE64 } from './wasm-bytes.js';
 import { WasmHeap, align, wasmApi } from './wasm-heap.js';
@@ -33,22 +32,6 @@ interface KernelExports {
     prepare: boolean,
   ): number;
   backwardMany(x: number, dim: number, memories: number, table: number, count: number): void;
-  adapterBackward(
-    b: number,
-    dim: number,
-    rank: number,
-    tokens: number,
-    rows: number,
-    u: number,
-    z: number,
-    hNorm: number,
-    zNorm: number,
-    gradOut: number,
-    gradA: number,
-    gradB: number,
-    gz: number,
-    gu: number,
-  ): void;
 }
 
 /** One query of an exact-maxima batch (see {@link WasmKernel.maxSimExactMany}). */
@@ -311,68 +294,6 @@ export class WasmKernel extends WasmHeap {
       items.forEach(({ result, gradQuery }, j) => {
         gradQuery.set(this.f64(at[3 + 3 * j]!, result.rows * dim));
       });
-    });
-  }
-
-  /**
-   * `adapterBackward(params, tokens, rows, cache, gradOut, gradA, gradB)` of model.ts, bit for
-   * bit (float32 `tokens`): adds into `gradA` and `gradB`.
-   */
-  adapterBackward(
-    params: AdapterParams,
-    tokens: Float32Array,
-    rows: number,
-    cache: AdapterForwardCache,
-    gradOut: Float64Array,
-    gradA: Float64Array,
-    gradB: Float64Array,
-  ): void {
-    const { dim, rank } = params;
-    if (gradOut.length < rows * dim || cache.rows < rows) {
-      throw new Error(`adapterBackward: gradOut or cache smaller than ${rows} × ${dim}`);
-    }
-    if (gradA.length !== rank * dim || gradB.length !== dim * rank) {
-      throw new Error(`adapterBackward: gradients must hold ${rank * dim} values each`);
-    }
-    const parts = [
-      rank * dim * 8, // B
-      rows * dim * 4, // tokens
-      rows * rank * 8, // u
-      rows * dim * 8, // z
-      rows * 8, // hNorm
-      rows * 8, // zNorm
-      rows * dim * 8, // gradOut
-      rank * dim * 8, // gradA
-      rank * dim * 8, // gradB
-      dim * 8, // gz
-      rank * 8, // gu
-    ];
-    this.#withParts(parts, (at) => {
-      const [b, tk, u, z, hn, zn, go, ga, gb, gz, gu] = at as [
-        number,
-        number,
-        number,
-        number,
-        number,
-        number,
-        number,
-        number,
-        number,
-        number,
-        number,
-      ];
-      this.f64(b, rank * dim).set(params.b.subarray(0, rank * dim));
-      this.f32(tk, rows * dim).set(tokens.subarray(0, rows * dim));
-      this.f64(u, rows * rank).set(cache.u.subarray(0, rows * rank));
-      this.f64(z, rows * dim).set(cache.z.subarray(0, rows * dim));
-      this.f64(hn, rows).set(cache.hNorm.subarray(0, rows));
-      this.f64(zn, rows).set(cache.zNorm.subarray(0, rows));
-      this.f64(go, rows * dim).set(gradOut.subarray(0, rows * dim));
-      this.f64(ga, rank * dim).set(gradA);
-      this.f64(gb, rank * dim).set(gradB);
-      this.#exports.adapterBackward(b, dim, rank, tk, rows, u, z, hn, zn, go, ga, gb, gz, gu);
-      gradA.set(this.f64(ga, rank * dim));
-      gradB.set(this.f64(gb, rank * dim));
     });
   }
 
