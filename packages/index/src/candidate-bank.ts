@@ -1,6 +1,7 @@
 import { tieOrder } from './ties.js';
 import type { BankChunkSource } from './top-k.js';
 import type { TokenStore } from './token-store.js';
+import { lastAtMost } from './sorted.js';
 
 /**
  * The tokens of a query's candidate memories, seen as one virtual bank: candidates in
@@ -61,17 +62,9 @@ export class CandidateBank implements BankChunkSource {
 
   /** Candidate slot (index into {@link rows}) owning virtual token `v`. */
   slotOf(v: number): number {
-    const start = this.start;
-    let lo = 0;
-    let hi = start.length - 2;
     // Largest s with start[s] <= v; empty memories share a start with the next one, and the
     // last of such a tie is the one whose range is non-empty.
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >>> 1;
-      if (start[mid]! <= v) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo;
+    return lastAtMost(this.start, v, this.start.length - 2);
   }
 
   /** Bank token index (into the memories' `tokenVectors` rows) of virtual token `v`. */

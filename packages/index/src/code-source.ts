@@ -1,5 +1,6 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { z } from 'zod';
+import { lastAtMost } from './sorted.js';
 
 /**
  * A codec's stored codes `[tokens × bytesPerToken]`, read by position: a range for the exact
@@ -95,16 +96,7 @@ export function fileCodeSource(
   const cache = new Uint8Array(cacheRows * bpt);
   const tag = new Float64Array(cacheRows).fill(-1);
 
-  const segmentOf = (t: number): number => {
-    let lo = 0;
-    let hi = segments.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >>> 1;
-      if (starts[mid]! <= t) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo;
-  };
+  const segmentOf = (t: number): number => lastAtMost(starts, t, segments.length - 1);
   const readInto = (out: Uint8Array, at: number, position: number, count: number): void => {
     if (!open) throw new Error(`${path}: the code source is closed`);
     for (let done = 0; done < count;) {

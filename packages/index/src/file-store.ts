@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { fromHalfInto } from './codecs/fp16.js';
 import { dotsInto, scratchOffsets } from './dots.js';
 import type { TokenStore } from './token-store.js';
+import { lastAtMost } from './sorted.js';
 
 /**
  * Where a row-major `[rows × dim]` matrix of float32 or float16 values lies in a file: in
@@ -90,16 +91,7 @@ export function fileTokenStore(
   let epoch = 0;
 
   /** Segment holding row `t` (binary search over the segments' first rows). */
-  const segmentOf = (t: number): number => {
-    let lo = 0;
-    let hi = segments.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >>> 1;
-      if (starts[mid]! <= t) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo;
-  };
+  const segmentOf = (t: number): number => lastAtMost(starts, t, segments.length - 1);
 
   /** Reads `count` rows from file position `position` into `out` at row `at`. */
   const readRows = (position: number, count: number, out: Float32Array, at: number): void => {
