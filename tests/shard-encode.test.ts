@@ -89,8 +89,13 @@ describe('bfe run --shard i/n through one team cache', () => {
     expect(one!.stages.find((s) => s.name === 'encode-shard 1/2')?.source).toBe('computed');
 
     const assembled = await fullRun(file, freshDir(root, 'assemble'), server.env);
+    // Both slices computed the dataset stage and uploaded it at the same moment. The test server
+    // stores with fs-blob-store (a plain write stream per PUT, no rename), so two PUTs of the
+    // dataset's index (its manifest's timings differ) can interleave into a corrupt file; the
+    // client then refuses it (signature/hash checks) and computes the stage itself. Either way the
+    // dataset is right; the slices, each uploaded by one machine only, must come from the server.
+    expect(['remote', 'computed']).toContain(sources(assembled.out.stages).dataset);
     expect(sources(assembled.out.stages)).toMatchObject({
-      dataset: 'remote',
       'encode-shard 0/2': 'remote',
       'encode-shard 1/2': 'remote',
       encode: 'computed',
