@@ -74,19 +74,9 @@ export function wasmAdapterForward(
   }
   const matrix = rank * dim * 8;
   const sizes = [matrix, matrix, most * dim * 4, most * rank * 8, most * dim * 8, most * 8];
-  const bytes = sizes.map((n) => Math.ceil(Math.max(n, 1) / 64) * 64);
   // A, Bᵀ, tokens, u, z, hNorm, zNorm, out
-  const layout = [bytes[0]!, bytes[1]!, bytes[2]!, bytes[3]!, bytes[4]!, bytes[5]!, bytes[5]!];
-  layout.push(bytes[4]!);
-  const total = layout.reduce((sum, n) => sum + n, 0);
-  const base = kernel.alloc(total);
-  try {
-    const at: number[] = [];
-    let next = base;
-    for (const n of layout) {
-      at.push(next);
-      next += n;
-    }
+  const layout = [...sizes, sizes[5]!, sizes[4]!];
+  kernel.withParts(layout, (at) => {
     const [pa, pb, pt, pu, pz, ph, pn, po] = at as [
       number,
       number,
@@ -112,9 +102,7 @@ export function wasmAdapterForward(
       cache.zNorm.set(kernel.f64(pn, rows));
       out.set(kernel.f64(po, rows * dim));
     }
-  } finally {
-    kernel.free(base, total);
-  }
+  });
 }
 
 /** One query of {@link wasmAdapterBackward}: its tokens, forward cache and `∂L/∂T`. */
@@ -152,16 +140,7 @@ export function wasmAdapterBackward(
   // B, gradA, gradB, tokens, u, z, hNorm, zNorm, gradOut, gz, gu
   const sizes = [matrix, matrix, matrix, most * dim * 4, most * rank * 8, most * dim * 8];
   sizes.push(most * 8, most * 8, most * dim * 8, dim * 8, rank * 8);
-  const bytes = sizes.map((n) => Math.ceil(Math.max(n, 1) / 64) * 64);
-  const total = bytes.reduce((sum, n) => sum + n, 0);
-  const base = kernel.alloc(total);
-  try {
-    const at: number[] = [];
-    let next = base;
-    for (const n of bytes) {
-      at.push(next);
-      next += n;
-    }
+  kernel.withParts(sizes, (at) => {
     const [pb, ga, gb, pt, pu, pz, ph, pn, go, gz, gu] = at as [
       number,
       number,
@@ -190,9 +169,7 @@ export function wasmAdapterBackward(
     }
     gradA.set(kernel.f64(ga, rank * dim));
     gradB.set(kernel.f64(gb, rank * dim));
-  } finally {
-    kernel.free(base, total);
-  }
+  });
 }
 
 /**

@@ -110,4 +110,21 @@ export class WasmHeap {
   i32(ptr: number, length: number): Int32Array {
     return new Int32Array(this.memory.buffer, ptr, length);
   }
+
+  /** Allocates `parts` (each {@link align}ed) as one block, runs `body` with their addresses, frees it. */
+  withParts<T>(parts: readonly number[], body: (at: number[]) => T): T {
+    const total = parts.reduce((sum, bytes) => sum + align(bytes), 0);
+    const base = this.alloc(total);
+    try {
+      const at: number[] = [];
+      let next = base;
+      for (const bytes of parts) {
+        at.push(next);
+        next += align(bytes);
+      }
+      return body(at);
+    } finally {
+      this.free(base, total);
+    }
+  }
 }

@@ -280,7 +280,7 @@ export class WasmKernel extends WasmHeap {
       }
       parts.push(rows * memories * 4, memories * 8, rows * dim * 8);
     }
-    this.#withParts(parts, (at) => {
+    this.withParts(parts, (at) => {
       const table = this.i32(at[0]!, items.length * 4);
       items.forEach(({ result, gradScores, gradQuery }, j) => {
         const { rows } = result;
@@ -295,22 +295,5 @@ export class WasmKernel extends WasmHeap {
         gradQuery.set(this.f64(at[3 + 3 * j]!, result.rows * dim));
       });
     });
-  }
-
-  /** Allocates `parts` (each aligned) as one block, runs `body` with their addresses, frees it. */
-  #withParts(parts: readonly number[], body: (at: number[]) => void): void {
-    const total = parts.reduce((sum, bytes) => sum + align(bytes), 0);
-    const base = this.alloc(total);
-    try {
-      const at: number[] = [];
-      let next = base;
-      for (const bytes of parts) {
-        at.push(next);
-        next += align(bytes);
-      }
-      body(at);
-    } finally {
-      this.free(base, total);
-    }
   }
 }
