@@ -77,6 +77,8 @@ export const segmentedMetaSchema = z.object({
       genS: z.number(),
       codecS: z.number(),
       buildS: z.number(),
+      /** CPU seconds of the graph build (all threads; wall is inflated when the build is niced). */
+      buildCpuS: z.number().optional(),
       exactS: z.number(),
       graphBytes: z.number(),
       codeBytes: z.number(),
@@ -201,8 +203,11 @@ export async function buildSegments(o: SegmentedBuildOptions): Promise<Segmented
       }
       decodeTokens(model, codes, 0, S, decoded);
       const t2 = performance.now();
+      const cpu0 = process.cpuUsage();
       const index = await buildHnsw(decoded, S, dim, params, { kind: 'i8', threads: o.threads });
       const t3 = performance.now();
+      const cpu = process.cpuUsage(cpu0);
+      const buildCpuS = (cpu.user + cpu.system) / 1e6;
       const file = join(o.dir, `bank-${s}.usearch`);
       await index.save(file);
       index.dispose();
@@ -220,6 +225,7 @@ export async function buildSegments(o: SegmentedBuildOptions): Promise<Segmented
         genS: (t1 - t0) / 1000,
         codecS: (t2 - t1) / 1000,
         buildS: (t3 - t2) / 1000,
+        buildCpuS,
         exactS: (t5 - t4) / 1000,
         graphBytes: statSync(file).size,
         codeBytes: codes.length,
@@ -229,7 +235,7 @@ export async function buildSegments(o: SegmentedBuildOptions): Promise<Segmented
       writeJson(join(o.dir, `exact-${s + 1}.json`), Array.from(refTokens));
       writeJson(join(o.dir, 'meta.json'), meta);
       process.stderr.write(
-        `  segment ${s + 1}/${o.segments}: gen ${((t1 - t0) / 1000).toFixed(0)} s, codec ${((t2 - t1) / 1000).toFixed(0)} s, graph ${((t3 - t2) / 1000).toFixed(0)} s (${(S / ((t3 - t2) / 1000)).toFixed(0)} tok/s), exact ${((t5 - t4) / 1000).toFixed(1)} s (${loadavg()})\n`,
+        `  segment ${s + 1}/${o.segments}: gen ${((t1 - t0) / 1000).toFixed(0)} s, codec ${((t2 - t1) / 1000).toFixed(0)} s, graph ${((t3 - t2) / 1000).toFixed(0)} s (${(S / ((t3 - t2) / 1000)).toFixed(0)} tok/s, ${buildCpuS.toFixed(0)} CPU s), exact ${((t5 - t4) / 1000).toFixed(1)} s (${loadavg()})\n`,
       );
     }
   } finally {
