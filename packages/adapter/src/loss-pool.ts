@@ -9,7 +9,7 @@
  * worker order: for a given worker count the result is the same on every run; it differs
  * from one thread only in the float64 summation order.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { AdapterGradients, TokenSegments } from './loss.js';
 import type { AdapterParams } from './model.js';
 import type { TrainKernel } from './options.js';
