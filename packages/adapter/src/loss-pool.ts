@@ -9,10 +9,11 @@
  * worker order: for a given worker count the result is the same on every run; it differs
  * from one thread only in the float64 summation order.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { AdapterGradients, TokenSegments } from './loss.js';
 import type { AdapterParams } from './model.js';
 import type { TrainKernel } from './options.js';
+import { startTrainWorker } from './worker-start.js';
 
 /** One query as the pool takes it: unit token states and a candidate set (shared by identity). */
 export interface PoolQuery {
@@ -216,7 +217,7 @@ export class LossPool {
   }
 
   #spawn(boot: PoolBoot, index: number): Slot {
-    const worker = startTrainWorker(boot);
+    const worker = startTrainWorker(import.meta.url, boot);
     counts.started += 1;
     counts.live += 1;
     let exit!: () => void;
@@ -335,34 +336,6 @@ function shared(values: Float32Array): Float32Array {
   const out = new Float32Array(new SharedArrayBuffer(values.byteLength));
   out.set(values);
   return out;
-}
-
-/**
- * Starts `train-worker` beside this module: the `.js` file when running from `dist`, the
- * `.ts` source otherwise. Node 20 does not apply `--import tsx` to a worker's entry module,
- * so a source worker starts from a one-line script that registers tsx's loader first; this
- * works both under `node --import tsx` and inside vitest's forks.
- */
-function startTrainWorker(boot: PoolBoot): Worker {
-  const here = import.meta.url;
-  if (!here.endsWith('.ts')) {
-    return new Worker(new URL('./train-worker.js', here), { workerData: boot });
-  }
-  const entry = new URL('./train-worker.ts', here).href;
-  let tsx: string;
-  try {
-    tsx = import.meta.resolve('tsx/esm/api');
-  } catch (cause) {
-    throw new Error(
-      'adapter training workers: running from TypeScript sources needs tsx, which could not ' +
-        'be resolved; build the package or use { workers: 1 }.',
-      { cause },
-    );
-  }
-  const bootstrap =
-    `import(${JSON.stringify(tsx)})` +
-    `.then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(bootstrap, { eval: true, workerData: boot });
 }
 
 function workerError(index: number, error: unknown): Error {

@@ -1,0 +1,59 @@
+/**
+ * How `loss-pool.ts` starts a training worker: the `.js` entry beside it when running from
+ * `dist`; from TypeScript sources, the package's built `dist/train-worker.js` when that build
+ * is up to date (see {@link builtWorker}), else the `.ts` entry under tsx's loader.
+ */
+import { readdirSync, statSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
+
+/**
+ * The built worker entry `../dist/train-worker.js` beside the source folder `src` (a `file:`
+ * URL ending in `/`), when every non-test `.ts` file directly in `src` has a `.js` file in
+ * `dist` that is at least as new (by modification time); otherwise `undefined`, also when
+ * `dist` is missing or unreadable. The worker's modules are all directly in `src` and import
+ * nothing from other workspace packages, so a fresh build runs the same code as the sources
+ * without tsx's loader in the thread.
+ */
+export function builtWorker(src: URL): URL | undefined {
+  const dist = new URL('../dist/', src);
+  try {
+    for (const name of readdirSync(src)) {
+      if (!name.endsWith('.ts') || name.endsWith('.test.ts')) continue;
+      const built = statSync(new URL(`${name.slice(0, -3)}.js`, dist));
+      if (built.mtimeMs < statSync(new URL(name, src)).mtimeMs) return undefined;
+    }
+    return new URL('train-worker.js', dist);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Starts `train-worker` for the module at `here` (`loss-pool`'s `import.meta.url`): the `.js`
+ * file beside it when running from `dist`; from sources, the fresh build if any
+ * ({@link builtWorker}), else the `.ts` source. Node 20 does not apply `--import tsx` to a
+ * worker's entry module, so a source worker starts from a one-line script that registers
+ * tsx's loader first; this works both under `node --import tsx` and inside vitest's forks.
+ */
+export function startTrainWorker(here: string, workerData: unknown): Worker {
+  if (!here.endsWith('.ts')) {
+    return new Worker(new URL('./train-worker.js', here), { workerData });
+  }
+  const built = builtWorker(new URL('./', here));
+  if (built !== undefined) return new Worker(built, { workerData });
+  const entry = new URL('./train-worker.ts', here).href;
+  let tsx: string;
+  try {
+    tsx = import.meta.resolve('tsx/esm/api');
+  } catch (cause) {
+    throw new Error(
+      'adapter training workers: running from TypeScript sources needs tsx, which could not ' +
+        'be resolved; build the package or use { workers: 1 }.',
+      { cause },
+    );
+  }
+  const bootstrap =
+    `import(${JSON.stringify(tsx)})` +
+    `.then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`;
+  return new Worker(bootstrap, { eval: true, workerData });
+}
