@@ -2,17 +2,12 @@
  * The training loss of a run of queries with MaxSim on an {@link OrtMaxSim} kernel: the same
  * result bit for bit as the loop over `queryLoss`.
  */
-import {
-  lossFromMaxSim,
-  multiPositiveCrossEntropy,
-  type AdapterGradients,
-  type LossQuery,
-} from './loss.js';
+import { multiPositiveCrossEntropy, type AdapterGradients, type LossQuery } from './loss.js';
 import {
   applyAdapterInto,
   createForwardCache,
+  type AdapterForwardCache,
   type AdapterParams,
-  type FloatArray,
 } from './model.js';
 import type { OrtMaxSim } from './ort-maxsim.js';
 import {
@@ -22,6 +17,11 @@ import {
   type ForwardItem,
 } from './wasm-forward.js';
 
+/** A query of the `onnxruntime` kernels: its candidate set shared by identity. */
+export type OrtLossQuery = LossQuery & {
+  readonly candidates: { readonly tokenVectors: Float32Array };
+};
+
 /**
  * The sum of {@link queryLoss} over `queries` (in order), their gradients added into `grads`
  * in the same order, with MaxSim on `kernel` ({@link OrtMaxSim.maxSimMany}): the same result
@@ -30,54 +30,70 @@ import {
 export async function lossSumOrt(
   kernel: OrtMaxSim,
   params: AdapterParams,
-  queries: readonly (LossQuery & {
-    readonly candidates: { readonly tokenVectors: Float32Array };
-  })[],
+  queries: readonly OrtLossQuery[],
   temperature: number,
   grads?: AdapterGradients,
 ): Promise<number> {
+  const { dim } = params;
+  const losses = new Float64Array(queries.length);
+  const gradAdapted =
+    grads === undefined ? undefined : queries.map((query) => new Float64Array(query.rows * dim));
+  const caches = await queryPartsOrt(kernel, params, queries, temperature, losses, gradAdapted);
+  let sum = 0;
+  for (let j = 0; j < queries.length; j++) sum += losses[j]!;
+  if (grads !== undefined && gradAdapted !== undefined) {
+    adapterBackwardMany(kernel, params, queries, caches, gradAdapted, grads);
+  }
+  return sum;
+}
+
+/**
+ * The heavy part of {@link lossSumOrt}, query by query: each query's loss into `losses[j]`
+ * and, with `gradAdapted`, the gradient with respect to its adapted rows added into
+ * `gradAdapted[j]` (zeroed, `[rows × dim]`) — the adapter's forward, MatMul, exact maxima,
+ * cross-entropy and MaxSim's backward, one candidate set at a time (while the set's tokens
+ * are still in cache). Each query's values are the same bits whatever the other queries in
+ * the call. Returns the queries' forward caches, for {@link adapterBackwardMany}.
+ */
+export async function queryPartsOrt(
+  kernel: OrtMaxSim,
+  params: AdapterParams,
+  queries: readonly OrtLossQuery[],
+  temperature: number,
+  losses: Float64Array,
+  gradAdapted?: readonly Float64Array[],
+): Promise<AdapterForwardCache[]> {
   const { dim, rank } = params;
-  const forward = queries.map((query) => ({
-    cache: createForwardCache(query.rows, dim, rank),
-    adapted: new Float64Array(query.rows * dim),
-  }));
+  const caches = queries.map((query) => createForwardCache(query.rows, dim, rank));
+  const adapted = queries.map((query) => new Float64Array(query.rows * dim));
   adapterForwardMany(
     kernel,
     params,
     queries.map((query, j) => ({
       tokens: query.tokens,
       rows: query.rows,
-      cache: forward[j]!.cache,
-      out: forward[j]!.adapted,
+      cache: caches[j]!,
+      out: adapted[j]!,
     })),
   );
-  if (grads === undefined) {
-    const results = await kernel.maxSimMany(
-      queries.map((query, j) => ({
-        query: forward[j]!.adapted,
-        rows: query.rows,
-        segments: query.candidates,
-      })),
-    );
-    let sum = 0;
-    for (let j = 0; j < queries.length; j++) {
-      sum += lossFromMaxSim(params, queries[j]!, forward[j]!.cache, results[j]!, temperature);
-    }
-    return sum;
-  }
-  // lossFromMaxSim's steps, one candidate set at a time (MatMul, exact maxima, cross-entropy,
-  // MaxSim's backward, while the set's tokens are still in cache); each query's own sums, and
-  // the losses and the adapter's gradients added in query order as the loop over queryLoss does
-  const losses = new Float64Array(queries.length);
-  const gradAdapted = queries.map((query) => new Float64Array(query.rows * dim));
   for (const group of groupBySet(queries)) {
     const results = await kernel.maxSimMany(
       group.map((j) => ({
-        query: forward[j]!.adapted,
+        query: adapted[j]!,
         rows: queries[j]!.rows,
         segments: queries[j]!.candidates,
       })),
     );
+    if (gradAdapted === undefined) {
+      group.forEach((j, g) => {
+        losses[j] = multiPositiveCrossEntropy(
+          results[g]!.scores,
+          queries[j]!.positives,
+          temperature,
+        );
+      });
+      continue;
+    }
     const gradScores = results.map((result) => new Float64Array(result.memories));
     group.forEach((j, g) => {
       const { positives } = queries[j]!;
@@ -97,21 +113,61 @@ export async function lossSumOrt(
       })),
     );
   }
-  let sum = 0;
-  for (let j = 0; j < queries.length; j++) sum += losses[j]!;
-  adapterBackwardMany(
+  return caches;
+}
+
+/**
+ * The forward caches of `queries` at `params` (the adapter's forward, as {@link queryPartsOrt}
+ * computes them: the same bits), for {@link adapterBackwardMany} where the heavy part ran
+ * elsewhere.
+ */
+export function forwardCaches(
+  kernel: OrtMaxSim,
+  params: AdapterParams,
+  queries: readonly LossQuery[],
+): AdapterForwardCache[] {
+  const { dim, rank } = params;
+  const caches = queries.map((query) => createForwardCache(query.rows, dim, rank));
+  adapterForwardMany(
     kernel,
     params,
     queries.map((query, j) => ({
       tokens: query.tokens,
       rows: query.rows,
-      cache: forward[j]!.cache,
-      gradOut: gradAdapted[j]!,
+      cache: caches[j]!,
+      out: new Float64Array(query.rows * dim),
     })),
-    grads.a,
-    grads.b,
   );
-  return sum;
+  return caches;
+}
+
+/**
+ * The adapter's backward of `queries` in order into `grads` (`adapterBackward` of each
+ * query's `gradAdapted[j]`, bit for bit): on the kernel's WebAssembly instance with the
+ * gradients copied in and out once, else by the kernel's own {@link OrtMaxSim.adapterBackward}.
+ */
+export function adapterBackwardMany(
+  kernel: OrtMaxSim,
+  params: AdapterParams,
+  queries: readonly LossQuery[],
+  caches: readonly AdapterForwardCache[],
+  gradAdapted: readonly Float64Array[],
+  grads: AdapterGradients,
+): void {
+  const items = queries.map((query, j) => ({
+    tokens: query.tokens,
+    rows: query.rows,
+    cache: caches[j]!,
+    gradOut: gradAdapted[j]!,
+  }));
+  const wasm = kernel.wasm;
+  if (wasm !== undefined && items.every((item) => item.tokens instanceof Float32Array)) {
+    wasmAdapterBackward(wasm, params, items as readonly BackwardItem[], grads.a, grads.b);
+    return;
+  }
+  for (const { tokens, rows, cache, gradOut } of items) {
+    kernel.adapterBackward(params, tokens, rows, cache, gradOut, grads.a, grads.b);
+  }
 }
 
 /** Indices of `queries` grouped by candidate set (by identity), in order of first appearance. */
@@ -145,26 +201,4 @@ function adapterForwardMany(
   }
   for (const { out, tokens, rows, cache } of items)
     applyAdapterInto(out, params, tokens, rows, cache);
-}
-
-/**
- * The adapter's backward of several queries in order into `gradA`, `gradB` (`adapterBackward`,
- * bit for bit): on the kernel's WebAssembly instance with the gradients copied in and out
- * once, else by the kernel's own {@link OrtMaxSim.adapterBackward}.
- */
-function adapterBackwardMany(
-  kernel: OrtMaxSim,
-  params: AdapterParams,
-  items: readonly (Omit<BackwardItem, 'tokens'> & { readonly tokens: FloatArray })[],
-  gradA: Float64Array,
-  gradB: Float64Array,
-): void {
-  const wasm = kernel.wasm;
-  if (wasm !== undefined && items.every((item) => item.tokens instanceof Float32Array)) {
-    wasmAdapterBackward(wasm, params, items as readonly BackwardItem[], gradA, gradB);
-    return;
-  }
-  for (const { tokens, rows, cache, gradOut } of items) {
-    kernel.adapterBackward(params, tokens, rows, cache, gradOut, gradA, gradB);
-  }
 }

@@ -13,6 +13,9 @@ import type { Worker } from 'node:worker_threads';
 import type { AdapterGradients, TokenSegments } from './loss.js';
 import type { AdapterParams } from './model.js';
 import type { TrainKernel } from './options.js';
+import { ORT_BATCH_COLUMNS } from './ort-maxsim.js';
+import { abandon, type StepRequest } from './pool-step.js';
+import { partition, planStep, stepShared, type StepShared } from './step-plan.js';
 import { startTrainWorker } from './worker-start.js';
 
 /** One query as the pool takes it: unit token states and a candidate set (shared by identity). */
@@ -73,6 +76,12 @@ export type PoolReply =
     }
   | { readonly kind: 'error'; readonly message: string; readonly stack?: string };
 
+/** A request's reply, and whether its sums are part of the result. */
+interface Pending {
+  readonly reply: Promise<PoolReply>;
+  readonly counted: boolean;
+}
+
 interface Waiter {
   resolve(reply: PoolReply): void;
   reject(error: Error): void;
@@ -100,6 +109,11 @@ export class LossPool {
   readonly #slots: Slot[] = [];
   #rows = new Int32Array(0);
   #bankTokens = new Int32Array(0);
+  #querySet: ArrayLike<number> = [];
+  #dim = 0;
+  /** Step requests (the `onnxruntime` kernels) instead of whole runs (`js`). */
+  #steps = false;
+  #shared: StepShared | undefined;
   #closing = false;
 
   private constructor() {}
@@ -114,6 +128,7 @@ export class LossPool {
       const offsets = data.sets[data.querySet[q]!]!.memoryOffsets;
       this.#bankTokens[q] = offsets[offsets.length - 1]!;
     }
+    this.#querySet = data.querySet;
   }
 
   /**
@@ -133,6 +148,8 @@ export class LossPool {
   }): Promise<LossPool> {
     const { dim, rank, temperature, kernel, queries, workers } = options;
     const pool = new LossPool();
+    pool.#dim = dim;
+    pool.#steps = kernel !== 'js';
     const slots = pool.#slots;
     try {
       for (let w = 0; w < workers; w++) {
@@ -168,19 +185,15 @@ export class LossPool {
       costs[i] = this.#rows[q]! * (this.#bankTokens[q]! + 1);
     }
     const bounds = partition(costs, this.#slots.length);
-    const pending: Promise<PoolReply>[] = [];
-    for (let w = 0; w < this.#slots.length; w++) {
-      const share = Int32Array.from(queries.slice(bounds[w], bounds[w + 1]));
-      if (share.length === 0) continue;
-      const request: PoolRequest = {
-        a: params.a,
-        b: params.b,
-        queries: share,
-        gradients: grads !== undefined,
-      };
-      pending.push(this.#request(w, request));
-    }
-    const replies = await Promise.all(pending);
+    const pending = this.#steps
+      ? this.#stepRequests(params, queries, bounds, grads !== undefined)
+      : this.#runRequests(params, queries, bounds, grads !== undefined);
+    const shared = this.#shared;
+    const settled = await Promise.all(pending.map(({ reply }) => reply)).catch((error: unknown) => {
+      if (this.#steps && shared !== undefined) abandon(shared.control);
+      throw error;
+    });
+    const replies = settled.filter((_, i) => pending[i]!.counted);
     if (grads !== undefined) {
       grads.a.fill(0);
       grads.b.fill(0);
@@ -203,6 +216,56 @@ export class LossPool {
       for (let k = 0; k < b.length; k++) grads.b[k]! += b[k]!;
     }
     return sum;
+  }
+
+  /** One request per worker with a non-empty run: its run, summed alone (the `js` kernel). */
+  #runRequests(
+    params: AdapterParams<Float64Array>,
+    queries: readonly number[],
+    bounds: readonly number[],
+    gradients: boolean,
+  ): Pending[] {
+    const pending: Pending[] = [];
+    for (let w = 0; w < this.#slots.length; w++) {
+      const share = Int32Array.from(queries.slice(bounds[w], bounds[w + 1]));
+      if (share.length === 0) continue;
+      const request: PoolRequest = { a: params.a, b: params.b, queries: share, gradients };
+      pending.push({ reply: this.#request(w, request), counted: true });
+    }
+    return pending;
+  }
+
+  /**
+   * A step request to every worker (`step-plan.ts`): all take items; only the replies of
+   * those with a non-empty run are added (as with whole runs), every reply is awaited.
+   */
+  #stepRequests(
+    params: AdapterParams<Float64Array>,
+    queries: readonly number[],
+    bounds: readonly number[],
+    gradients: boolean,
+  ): Pending[] {
+    if (queries.length === 0) return [];
+    const ids = Int32Array.from(queries);
+    const rows = Array.from(ids, (q) => this.#rows[q]!);
+    let values = 0;
+    for (const r of rows) values += r * this.#dim;
+    const shared = stepShared(ids.length, gradients ? values : 0, this.#shared);
+    this.#shared = shared;
+    const plan = planStep(
+      Array.from(ids, (q) => this.#querySet[q]!),
+      rows,
+      Array.from(ids, (q) => this.#bankTokens[q]!),
+      ORT_BATCH_COLUMNS,
+    );
+    return this.#slots.map((_, w) => {
+      const own: [number, number] = [bounds[w]!, bounds[w + 1]!];
+      const request: StepRequest = {
+        kind: 'step',
+        ...{ a: params.a, b: params.b, queries: ids, gradients, own, plan, shared },
+      };
+      return { reply: this.#request(w, request), counted: own[0] < own[1] };
+    });
   }
 
   /** Terminates every worker and waits until each has exited; safe to call twice. */
@@ -263,7 +326,7 @@ export class LossPool {
     return new Promise<PoolReply>((resolve, reject) => (slot.waiter = { resolve, reject }));
   }
 
-  #request(index: number, request: PoolRequest): Promise<PoolReply> {
+  #request(index: number, request: PoolRequest | StepRequest): Promise<PoolReply> {
     const slot = this.#slots[index]!;
     if (this.#closing) return Promise.reject(new Error('LossPool: the pool is closed'));
     if (slot.failure !== undefined || slot.waiter !== undefined) return this.#wait(slot, index);
@@ -271,31 +334,6 @@ export class LossPool {
     slot.worker.postMessage(request);
     return reply;
   }
-}
-
-/**
- * Boundaries `[0, …, n]` (`parts + 1` values, non-decreasing) that cut `costs` into `parts`
- * contiguous runs of about equal total cost: boundary `w` is the prefix closest to
- * `w/parts` of the total. Depends on the costs and `parts` only, so the split — and the
- * summation order — is the same on every run.
- * @example partition(Float64Array.of(1, 1, 1, 3), 2); // [0, 3, 4]
- */
-export function partition(costs: ArrayLike<number>, parts: number): number[] {
-  const n = costs.length;
-  const prefix = new Float64Array(n + 1);
-  for (let i = 0; i < n; i++) prefix[i + 1] = prefix[i]! + costs[i]!;
-  const total = prefix[n]!;
-  const bounds = [0];
-  let i = 0;
-  for (let w = 1; w < parts; w++) {
-    const target = (total * w) / parts;
-    while (i < n && prefix[i + 1]! <= target) i += 1;
-    // i is the last prefix ≤ target; take i + 1 when it is closer
-    const cut = i < n && prefix[i + 1]! - target < target - prefix[i]! ? i + 1 : i;
-    bounds.push(Math.max(cut, bounds[w - 1]!));
-  }
-  bounds.push(n);
-  return bounds;
 }
 
 /** Copies token states into shared memory, each distinct candidate set (by identity) once. */

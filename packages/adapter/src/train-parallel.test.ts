@@ -1,7 +1,8 @@
 import { availableParallelism } from 'node:os';
 import { ConfigError, LabelLeakError } from '@bfe/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { partition, trainWorkerCounts } from './loss-pool.js';
+import { trainWorkerCounts } from './loss-pool.js';
+import { partition } from './step-plan.js';
 import { syntheticQueries, type SyntheticOptions } from './testing/synthetic.js';
 import { relativeError } from './testing/reference.js';
 import { trainAdapter, trainAdapterAsync, type TrainResult } from './train.js';
@@ -102,7 +103,8 @@ describe('trainAdapterAsync with worker threads', () => {
   });
 
   it('gives the same result bit for bit on every kernel, per worker count', async () => {
-    for (const workers of [1, 2]) {
+    // 3 workers: the last batch's 2 queries leave one worker's run empty (it still takes items)
+    for (const workers of [1, 2, 3]) {
       const js = await trainAdapterAsync(splits(), { ...options, workers, kernel: 'js' });
       const onnx = await trainAdapterAsync(splits(), { ...options, workers });
       expect(onnx.options.kernel).toBe('onnxruntime'); // the default (MatMul + WebAssembly)
@@ -141,6 +143,24 @@ describe('trainAdapterAsync with worker threads', () => {
     );
     await expect(run).rejects.toThrow(/worker 1 failed: injected fault on request 3/);
     // request 1 is the validation loss of epoch 0, requests 2 and 3 the first two batches
+    expect(steps).toBe(1);
+    expect(trainWorkerCounts()).toEqual({ started: before.started + 2, live: 0 });
+  });
+
+  it('rejects, without waiting forever, when a worker fails inside a step item', async () => {
+    const before = trainWorkerCounts();
+    // worker 1 throws as it takes an item of its third request, its results never written:
+    // worker 0, whose run may need them, must give up instead of waiting for them
+    process.env.BFE_FAULT_ADAPTER_WORKER = '1:3:item';
+    let steps = 0;
+    const run = trainAdapterAsync(
+      splits(),
+      { ...options, workers: 2 },
+      { onStep: () => (steps += 1) },
+    );
+    await expect(run).rejects.toThrow(
+      /worker [01] failed: (injected fault on request 3|training step abandoned)/,
+    );
     expect(steps).toBe(1);
     expect(trainWorkerCounts()).toEqual({ started: before.started + 2, live: 0 });
   });

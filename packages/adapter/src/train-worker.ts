@@ -1,14 +1,17 @@
 /**
  * Worker-thread entry of the parallel training path (started by `loss-pool.ts`, never
  * imported): loads its kernel, then receives its data (its first message: views of the shared
- * token states), and answers each request with the sum of `queryLoss` over its queries, in the order given, and their summed gradient (float64) —
- * on the JavaScript kernel, or with MaxSim's GEMM on onnxruntime and its float64 parts in
- * WebAssembly or JavaScript (`ort-maxsim.ts`), whose result is the same bit for bit.
+ * token states), and answers each request with the sum of `queryLoss` over its queries, in
+ * the order given, and their summed gradient (float64) — on the JavaScript kernel; or, on
+ * onnxruntime (MaxSim's GEMM there, its float64 parts in WebAssembly or JavaScript,
+ * `ort-maxsim.ts`), a step request: items of the step taken from a shared counter, then its
+ * own run's sums (`pool-step.ts`) — the same result bit for bit.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { queryLoss, type LossQuery } from './loss.js';
 import type { PoolBoot, PoolData, PoolReply, PoolRequest } from './loss-pool.js';
 import { lossSumOrt } from './loss-ort.js';
+import { workerStep, type StepRequest } from './pool-step.js';
 import { ORT_SET_CACHE_BYTES, OrtMaxSim } from './ort-maxsim.js';
 
 const port = parentPort;
@@ -16,11 +19,13 @@ if (port === null) throw new Error('train-worker: must run in a worker thread');
 const boot = workerData as PoolBoot;
 const { dim, rank, temperature } = boot;
 
-// Test failpoint: BFE_FAULT_ADAPTER_WORKER=<worker>:<request> makes that worker throw on its
-// n-th request (from 1; 0 = while starting), to check that a failure rejects the run and
-// stops every thread.
-const fault = /^(\d+):(\d+)$/.exec(process.env.BFE_FAULT_ADAPTER_WORKER ?? '');
+// Test failpoint: BFE_FAULT_ADAPTER_WORKER=<worker>:<request>[:item] makes that worker throw on
+// its n-th request (from 1; 0 = while starting) — with `:item`, inside a step, as it takes an
+// item (its results never written: another worker may be waiting for them) — to check that a
+// failure rejects the run and stops every thread.
+const fault = /^(\d+):(\d+)(:item)?$/.exec(process.env.BFE_FAULT_ADAPTER_WORKER ?? '');
 const faultRequest = fault !== null && Number(fault[1]) === boot.worker ? Number(fault[2]) : -1;
+const faultInItem = fault?.[3] !== undefined;
 if (faultRequest === 0) throw new Error('injected fault at start (BFE_FAULT_ADAPTER_WORKER)');
 let requests = 0;
 const kernel =
@@ -51,26 +56,33 @@ for (let q = 0; q < setup.querySet.length; q++) {
 }
 
 // One request at a time (the pool waits for each reply), so the async handler never overlaps.
-port.on('message', async (request: PoolRequest) => {
+port.on('message', async (request: PoolRequest | StepRequest) => {
   requests += 1;
   let reply: PoolReply;
   const transfer: ArrayBuffer[] = [];
   try {
-    if (requests === faultRequest) {
+    const injected = (): never => {
       throw new Error(`injected fault on request ${requests} (BFE_FAULT_ADAPTER_WORKER)`);
-    }
+    };
+    if (requests === faultRequest && !faultInItem) injected();
     const params = { dim, rank, a: request.a, b: request.b };
     const grads = request.gradients
       ? { a: new Float64Array(rank * dim), b: new Float64Array(dim * rank) }
       : undefined;
-    const run = Array.from(request.queries, (id) => {
-      const query = queries[id];
-      if (query === undefined) throw new Error(`train-worker: no query ${id}`);
-      return query;
-    });
     let sum = 0;
-    if (kernel !== undefined) sum = await lossSumOrt(kernel, params, run, temperature, grads);
-    else for (const query of run) sum += queryLoss(params, query, temperature, grads);
+    if ('kind' in request) {
+      if (kernel === undefined) throw new Error('train-worker: a step request needs onnxruntime');
+      const onItem = requests === faultRequest ? injected : undefined;
+      sum = await workerStep(kernel, params, queries, temperature, request, grads, onItem);
+    } else {
+      const run = Array.from(request.queries, (id) => {
+        const query = queries[id];
+        if (query === undefined) throw new Error(`train-worker: no query ${id}`);
+        return query;
+      });
+      if (kernel !== undefined) sum = await lossSumOrt(kernel, params, run, temperature, grads);
+      else for (const query of run) sum += queryLoss(params, query, temperature, grads);
+    }
     if (grads === undefined) reply = { kind: 'result', loss: sum };
     else {
       reply = { kind: 'result', loss: sum, a: grads.a, b: grads.b };

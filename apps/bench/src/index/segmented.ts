@@ -77,8 +77,7 @@ export const segmentedMetaSchema = z.object({
       genS: z.number(),
       codecS: z.number(),
       buildS: z.number(),
-      /** CPU seconds of the graph build (all threads; wall is inflated when the build is niced). */
-      buildCpuS: z.number().optional(),
+      buildCpuS: z.number().optional(), // all threads' CPU s (a niced build's wall is inflated)
       exactS: z.number(),
       graphBytes: z.number(),
       codeBytes: z.number(),
@@ -112,10 +111,7 @@ function writeJson(path: string, value: unknown): void {
   renameSync(`${path}.tmp`, path);
 }
 
-/**
- * Merges one segment's exact top-k (indices local to the segment, from `base`) into the
- * running top-k of row `r`: similarity descending, then bank token ascending.
- */
+/** Merges a segment's exact top-k (local indices from `base`) into row `r`'s: similarity ↓, token ↑. */
 function mergeTop(
   values: Float64Array,
   tokens: Int32Array,
@@ -206,8 +202,7 @@ export async function buildSegments(o: SegmentedBuildOptions): Promise<Segmented
       const cpu0 = process.cpuUsage();
       const index = await buildHnsw(decoded, S, dim, params, { kind: 'i8', threads: o.threads });
       const t3 = performance.now();
-      const cpu = process.cpuUsage(cpu0);
-      const buildCpuS = (cpu.user + cpu.system) / 1e6;
+      const buildCpuS = ((c) => (c.user + c.system) / 1e6)(process.cpuUsage(cpu0));
       const file = join(o.dir, `bank-${s}.usearch`);
       await index.save(file);
       index.dispose();
