@@ -363,3 +363,4 @@ function exactOne(
 
 export { adapterBackward, backwardMany } from './backward';
 export { adapterForward, maxSquaredNorm } from './forward';
+export { accumulateMany } from './fused';

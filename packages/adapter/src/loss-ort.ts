@@ -1,8 +1,15 @@
 /**
- * The training loss of a run of queries with MaxSim on an {@link OrtMaxSim} kernel: the same
- * result bit for bit as the loop over `queryLoss`.
+ * The training loss of a run of queries with MaxSim on an {@link OrtMaxSim} kernel: the losses
+ * bit for bit as the loop over `queryLoss`; the gradient too with the JavaScript exact kernel,
+ * within float64 rounding of it with the WebAssembly one (MaxSim's backward fused, see
+ * `fusedParts`).
  */
-import { multiPositiveCrossEntropy, type AdapterGradients, type LossQuery } from './loss.js';
+import {
+  logSumExps,
+  multiPositiveCrossEntropy,
+  type AdapterGradients,
+  type LossQuery,
+} from './loss.js';
 import {
   applyAdapterInto,
   createForwardCache,
@@ -10,6 +17,7 @@ import {
   type AdapterParams,
 } from './model.js';
 import type { OrtMaxSim } from './ort-maxsim.js';
+import type { FusedSum } from './wasm-kernel.js';
 import {
   wasmAdapterBackward,
   wasmAdapterForward,
@@ -24,8 +32,8 @@ export type OrtLossQuery = LossQuery & {
 
 /**
  * The sum of {@link queryLoss} over `queries` (in order), their gradients added into `grads`
- * in the same order, with MaxSim on `kernel` ({@link OrtMaxSim.maxSimMany}): the same result
- * bit for bit as the loop over `queryLoss`.
+ * in the same order, with MaxSim on `kernel` ({@link OrtMaxSim.maxSimMany}): see the file's
+ * comment for how equal it is to the loop over `queryLoss`.
  */
 export async function lossSumOrt(
   kernel: OrtMaxSim,
@@ -76,6 +84,10 @@ export async function queryPartsOrt(
       out: adapted[j]!,
     })),
   );
+  if (gradAdapted !== undefined && kernel.wasm !== undefined) {
+    await fusedParts(kernel, queries, adapted, temperature, losses, gradAdapted);
+    return caches;
+  }
   for (const group of groupBySet(queries)) {
     const results = await kernel.maxSimMany(
       group.map((j) => ({
@@ -114,6 +126,64 @@ export async function queryPartsOrt(
     );
   }
   return caches;
+}
+
+/**
+ * {@link queryPartsOrt}'s losses and gradients on the WebAssembly kernel, MaxSim's backward
+ * fused into the maxima's pass (`assembly/fused.ts`): per query, `Σ_m e^{s_m/τ − c} ·
+ * x[argmax[i, m]]` is gathered slice by slice while the slice's tokens are in cache; then
+ * `∂L/∂q_i = (1/τ n_q) · (e^{c − lseAll} · that − Σ_{m∈P} e^{s_m/τ − lsePos} · x[argmax[i, m]])`,
+ * the reference's gradient (`multiPositiveCrossEntropy` then `maxSimBackward`) summed in
+ * another order: equal to it within float64 rounding, not bit for bit. The losses are the
+ * reference's bit for bit.
+ */
+async function fusedParts(
+  kernel: OrtMaxSim,
+  queries: readonly OrtLossQuery[],
+  adapted: readonly Float64Array[],
+  temperature: number,
+  losses: Float64Array,
+  gradAdapted: readonly Float64Array[],
+): Promise<void> {
+  const { dim } = kernel;
+  const invTau = 1 / temperature;
+  for (const group of groupBySet(queries)) {
+    const sums: FusedSum[] = group.map((j) => ({
+      acc: new Float64Array(queries[j]!.rows * dim),
+      max: -Infinity,
+    }));
+    const results = await kernel.maxSimMany(
+      group.map((j, g) => ({
+        query: adapted[j]!,
+        rows: queries[j]!.rows,
+        segments: queries[j]!.candidates,
+        fused: sums[g]!,
+      })),
+      invTau,
+    );
+    group.forEach((j, g) => {
+      const { rows, memories, argmax, scores } = results[g]!;
+      const { positives, candidates } = queries[j]!;
+      const { lseAll, lsePos } = logSumExps(scores, positives, temperature);
+      losses[j] = lseAll - lsePos;
+      if (rows === 0) return;
+      const out = gradAdapted[j]!;
+      const { acc, max } = sums[g]!;
+      const all = Math.exp(max - lseAll);
+      for (let k = 0; k < rows * dim; k++) out[k] = all * acc[k]!;
+      const x = candidates.tokenVectors;
+      for (const m of positives) {
+        const w = Math.exp(scores[m]! * invTau - lsePos);
+        for (let i = 0; i < rows; i++) {
+          const t = argmax[i * memories + m]!;
+          if (t < 0) continue;
+          for (let k = 0; k < dim; k++) out[i * dim + k]! -= w * x[t * dim + k]!;
+        }
+      }
+      const scale = invTau / rows;
+      for (let k = 0; k < rows * dim; k++) out[k]! *= scale;
+    });
+  }
 }
 
 /**

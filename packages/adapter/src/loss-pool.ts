@@ -1,8 +1,8 @@
 /**
  * The parallel path of `trainAdapterAsync`: a small pool of worker threads that compute the
  * loss and gradient of a batch's queries (METHOD.md §4's objective, by the same `queryLoss`
- * as the single-thread path, or with MaxSim's GEMM on onnxruntime — `kernel`, the same result
- * bit for bit). The token states are copied once into `SharedArrayBuffer`s —
+ * as the single-thread path, or with MaxSim's GEMM on onnxruntime — `kernel`; on onnxruntime
+ * the step's heavy part is shared out by items, `step-plan.ts`). The token states are copied once into `SharedArrayBuffer`s —
  * each distinct candidate set once, however many queries share it — so the workers read
  * them in place; per request they receive only `A`, `B` and a list of query indices, and
  * send back a loss sum and a float64 gradient. The calling thread adds the workers' parts in
@@ -33,7 +33,7 @@ export interface PoolSetup {
   readonly dim: number;
   readonly rank: number;
   readonly temperature: number;
-  /** What computes MaxSim (the result is the same bit for bit). */
+  /** What computes MaxSim (`TRAIN_KERNELS`). */
   readonly kernel: TrainKernel;
   /** Distinct candidate sets: token states `[N × dim]` (shared memory) and offsets `[M + 1]`. */
   readonly sets: readonly {

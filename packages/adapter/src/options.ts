@@ -50,10 +50,11 @@ export function defaultTrainWorkers(): number {
 
 /**
  * What computes MaxSim during training: `onnxruntime` — a float32 MatMul on onnxruntime's CPU
- * provider, the maxima then recomputed exactly and the backward summed in float64 in
- * WebAssembly with SIMD (`wasm-kernel.ts`); `onnxruntime-js` — the same MatMul, the float64
- * parts in JavaScript (`maxsim-exact.ts`); or `js`, the reference loops. The result is the same
- * bit for bit.
+ * provider, the maxima then recomputed exactly in float64 in WebAssembly with SIMD
+ * (`wasm-kernel.ts`) and MaxSim's backward fused into that pass (`assembly/fused.ts`: the
+ * losses bit for bit, the gradients within float64 rounding of the reference's); `onnxruntime-js`
+ * — the same MatMul, the float64 parts in JavaScript (`maxsim-exact.ts`), the same result as
+ * `js` bit for bit; or `js`, the reference loops.
  */
 export const TRAIN_KERNELS = ['onnxruntime', 'onnxruntime-js', 'js'] as const;
 export type TrainKernel = (typeof TRAIN_KERNELS)[number];

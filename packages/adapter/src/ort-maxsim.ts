@@ -1,8 +1,8 @@
 /**
  * The `onnxruntime` training kernels: the GEMM of MaxSim — every (adapted) query row against
  * every candidate token — runs as one float32 MatMul on onnxruntime's CPU provider (MLAS), and
- * the exact float64 maxima and MaxSim's backward follow bit for bit as the JavaScript kernel
- * computes them: in WebAssembly (`wasm-kernel.ts`, exact `'wasm'`, the `onnxruntime` kernel) or
+ * the exact float64 maxima (and MaxSim's backward, fused into their pass in WebAssembly or
+ * bit for bit in JavaScript; `loss-ort.ts`) follow as the JavaScript kernel computes them: in WebAssembly (`wasm-kernel.ts`, exact `'wasm'`, the `onnxruntime` kernel) or
  * in JavaScript ({@link maxSimFromSimilarities}, {@link maxSimBackwardBlocked}; exact `'js'`,
  * the `onnxruntime-js` kernel). One session per training worker, one intra-op thread (the
  * workers are the parallelism).
@@ -14,13 +14,7 @@
  */
 import type * as OrtModule from 'onnxruntime-node';
 import type { InferenceSession, Tensor } from 'onnxruntime-node';
-import {
-  finishMaxSimScores,
-  type MaxSimResult,
-  type TokenSegments,
-  type maxSimBackward,
-  emptyMaxSim,
-} from './loss.js';
+import { finishMaxSimScores, type MaxSimResult, type TokenSegments, emptyMaxSim } from './loss.js';
 import {
   maxSimBackwardBlocked,
   maxSimFromSimilarities,
@@ -31,7 +25,7 @@ import { adapterBackward } from './model.js';
 import { similarityGraph } from './sim-graph.js';
 import { ORT_SLICE_BYTES, memorySlices, type MemorySlice } from './slices.js';
 import { wasmAdapterBackward, wasmMaxTokenNorm } from './wasm-forward.js';
-import { WasmKernel, type ExactItem } from './wasm-kernel.js';
+import { WasmKernel, type ExactItem, type FusedSum } from './wasm-kernel.js';
 
 /** Where the exact float64 maxima and the backward run: WebAssembly, or JavaScript. */
 export type ExactKernel = 'wasm' | 'js';
@@ -133,15 +127,21 @@ export class OrtMaxSim {
    * {@link maxSim} of several queries, equal bit for bit: the queries against one candidate
    * set share a MatMul (their rows side by side, up to {@link ORT_BATCH_COLUMNS} columns),
    * which MLAS runs at full width where one query's few rows would not fill its 16-column
-   * blocks. Results in the order given.
+   * blocks. Results in the order given. With `invTau` (the WebAssembly exact kernel only),
+   * each item's `fused` sum is filled too (`FusedSum`, `assembly/fused.ts`).
    */
   async maxSimMany(
     items: readonly {
       readonly query: Float64Array;
       readonly rows: number;
       readonly segments: TokenSegments & { readonly tokenVectors: Float32Array };
+      readonly fused?: FusedSum;
     }[],
+    invTau?: number,
   ): Promise<MaxSimResult[]> {
+    if (invTau !== undefined && this.#wasm === undefined) {
+      throw new Error('OrtMaxSim: fused sums need the WebAssembly exact kernel');
+    }
     const { dim } = this;
     const results: MaxSimResult[] = new Array<MaxSimResult>(items.length);
     const groups = new Map<Float32Array, number[]>();
@@ -182,7 +182,7 @@ export class OrtMaxSim {
           }
           const queryTensor = new this.#ort.Tensor('float32', queryT, [dim, width]);
           if (wasm !== undefined) {
-            await this.#exactWasm(wasm, items, chunk, results, queryTensor, width, set);
+            await this.#exactWasm(wasm, items, chunk, results, queryTensor, width, set, invTau);
             continue;
           }
           const feeds = { memory: this.#tensor(set), queryT: queryTensor };
@@ -201,20 +201,6 @@ export class OrtMaxSim {
     }
     return results;
   }
-
-  /**
-   * The backward of MaxSim that goes with this kernel ({@link maxSimBackwardBlocked}, or the
-   * WebAssembly one over the set's copy): adds into `gradQuery`, the same bit for bit.
-   */
-  readonly backward: typeof maxSimBackward = (result, gradScores, dim, segments, gradQuery) => {
-    const wasm = this.#wasm;
-    const x = segments.tokenVectors;
-    if (wasm === undefined || !(x instanceof Float32Array) || result.rows === 0) {
-      return maxSimBackwardBlocked(result, gradScores, dim, segments, gradQuery);
-    }
-    const set = this.#set(x, segments.memoryOffsets[result.memories]!);
-    return wasm.backward(result, gradScores, dim, set.ptr, gradQuery);
-  };
 
   /** The adapter's backward that goes with this kernel (`adapterBackward`, or WebAssembly's). */
   readonly adapterBackward: typeof adapterBackward = (params, tokens, rows, cache, g, ga, gb) => {
@@ -270,6 +256,7 @@ export class OrtMaxSim {
     queryTensor: Tensor,
     width: number,
     set: CachedSet,
+    invTau?: number,
   ): Promise<void> {
     const { dim } = this;
     const offsets = items[chunk[0]!]!.segments.memoryOffsets;
@@ -282,7 +269,15 @@ export class OrtMaxSim {
       if (segments.memoryOffsets[count]! > set.tokens) {
         throw new Error('maxSimFromSimilarities: the similarity matrix is too small');
       }
-      entries.push({ out, query, offset: column, slack: rowSlack(query, rows, dim, set.norm) });
+      const slack = rowSlack(query, rows, dim, set.norm);
+      const { fused } = items[j]!;
+      entries.push({
+        out,
+        query,
+        offset: column,
+        slack,
+        ...(fused === undefined ? {} : { fused }),
+      });
       results[j] = out;
       column += rows;
     }
@@ -327,6 +322,7 @@ export class OrtMaxSim {
           group.entries,
           group.slices,
           fill,
+          invTau,
         );
         for (const { out } of group.entries) finishMaxSimScores(out);
       }

@@ -4,6 +4,7 @@ import { lossSumOrt } from './loss-ort.js';
 import { initAdapterParams } from './model.js';
 import { OrtMaxSim } from './ort-maxsim.js';
 import { memorySlices } from './slices.js';
+import { relativeError } from './testing/reference.js';
 import { syntheticQueries } from './testing/synthetic.js';
 
 describe('memorySlices', () => {
@@ -57,7 +58,7 @@ describe('OrtMaxSim cut into MatMul slices', () => {
     for (const k of kernels) await k.release();
   });
 
-  it('equals maxSim and the loss loop bit for bit, however small the slices', async () => {
+  it('equals maxSim and the loss loop (gradient: within float64 rounding), however small the slices', async () => {
     const { memoryOffsets } = queries[0]!.candidates;
     // 1 token (every memory its own slice), 10 tokens (a few memories each), everything
     for (const tokens of [1, 10, 1 << 16]) {
@@ -79,7 +80,9 @@ describe('OrtMaxSim cut into MatMul slices', () => {
       for (const q of queries) expected += queryLoss(params, q, 0.07, reference);
       const grads = { a: new Float64Array(4 * dim), b: new Float64Array(dim * 4) };
       expect(await lossSumOrt(kernel, params, queries, 0.07, grads)).toBe(expected);
-      expect(grads).toEqual(reference);
+      // MaxSim's backward fused into the sliced maxima: another summation order
+      expect(relativeError(grads.a, reference.a)).toBeLessThan(1e-13);
+      expect(relativeError(grads.b, reference.b)).toBeLessThan(1e-13);
     }
   });
 });

@@ -102,22 +102,22 @@ describe('trainAdapterAsync with worker threads', () => {
     expect(trainWorkerCounts().started).toBe(before); // js on one thread: no worker
   });
 
-  it('gives the same result bit for bit on every kernel, per worker count', async () => {
+  it('matches the js kernel per worker count: onnxruntime-js bit for bit, onnxruntime to 1e-12', async () => {
     // 3 workers: the last batch's 2 queries leave one worker's run empty (it still takes items)
     for (const workers of [1, 2, 3]) {
       const js = await trainAdapterAsync(splits(), { ...options, workers, kernel: 'js' });
       const onnx = await trainAdapterAsync(splits(), { ...options, workers });
       expect(onnx.options.kernel).toBe('onnxruntime'); // the default (MatMul + WebAssembly)
-      expectIdentical(js, onnx);
+      // MaxSim's backward fused into the maxima: the same losses up to float64 rounding
+      expectClose(js, onnx, 1e-12);
       const onnxJs = await trainAdapterAsync(splits(), {
         ...options,
         workers,
         kernel: 'onnxruntime-js',
       });
       expectIdentical(js, onnxJs);
-      if (workers === 2) {
-        expectIdentical(onnx, await trainAdapterAsync(splits(), { ...options, workers }));
-      }
+      // deterministic: the same bits on every run for a worker count
+      expectIdentical(onnx, await trainAdapterAsync(splits(), { ...options, workers }));
     }
     expect(trainWorkerCounts().live).toBe(0);
   });

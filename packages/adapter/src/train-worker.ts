@@ -5,7 +5,7 @@
  * the order given, and their summed gradient (float64) — on the JavaScript kernel; or, on
  * onnxruntime (MaxSim's GEMM there, its float64 parts in WebAssembly or JavaScript,
  * `ort-maxsim.ts`), a step request: items of the step taken from a shared counter, then its
- * own run's sums (`pool-step.ts`) — the same result bit for bit.
+ * own run's sums (`pool-step.ts`): the same sums, in the same order, as its run alone.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { queryLoss, type LossQuery } from './loss.js';

@@ -130,7 +130,8 @@ export function trainAdapter(
  * each batch (and the validation split) is cut into `w` contiguous runs of about equal cost,
  * one per worker, whose losses and gradients are added in worker order: the result is the
  * same on every run with the same `w`, and differs from one thread only in float64
- * summation order (relative differences ~1e-15 per step, which training can amplify slowly).
+ * summation order (relative differences ~1e-15 per step, which training can amplify slowly);
+ * the `onnxruntime` kernel's fused backward is another such order (`loss-ort.ts`).
  * @example
  * const result = await trainAdapterAsync({ dim: 384, train, validation }, { workers: 2 });
  */

@@ -6,6 +6,9 @@
  * contracted into FMA; the kernel keeps the reference's summation order per element and uses
  * SIMD lanes only for independent sums.
  *
+ * With `invTau`, {@link WasmKernel.maxSimExactSliced} also runs MaxSim's backward fused into
+ * the maxima's pass (`assembly/fused.ts`): not the reference's order, equal within rounding.
+ *
  * One instance owns one linear memory and its heap ({@link WasmHeap}).
  */
 import { Buffer } from 'node:buffer';
@@ -32,6 +35,27 @@ interface KernelExports {
     prepare: boolean,
   ): number;
   backwardMany(x: number, dim: number, memories: number, table: number, count: number): void;
+  accumulateMany(
+    x: number,
+    dim: number,
+    memories: number,
+    table: number,
+    count: number,
+    from: number,
+    to: number,
+    invTau: number,
+    weights: number,
+  ): void;
+}
+
+/**
+ * A query's fused accumulation (`assembly/fused.ts`): `acc` `[rows × dim]` =
+ * Σ_m e^{s_m/τ − max} · x[argmax[i, m]] over the memories with a token, `max` the largest
+ * `s_m/τ` (−∞ before any memory).
+ */
+export interface FusedSum {
+  readonly acc: Float64Array;
+  max: number;
 }
 
 /** One query of an exact-maxima batch (see {@link WasmKernel.maxSimExactMany}). */
@@ -42,6 +66,17 @@ export interface ExactItem {
   readonly offset: number;
   /** {@link rowSlack} of its rows. */
   readonly slack: Float64Array;
+  /** With {@link WasmKernel.maxSimExactSliced}'s `invTau`: filled with the fused sum. */
+  readonly fused?: FusedSum;
+}
+
+/** The fused sums' block in the WebAssembly memory. */
+interface FusedBlock {
+  readonly base: number;
+  readonly total: number;
+  readonly table: number;
+  readonly weights: number;
+  readonly accs: readonly number[];
 }
 
 /** A batch's block in the WebAssembly memory (addresses of its parts). */
@@ -135,19 +170,70 @@ export class WasmKernel extends WasmHeap {
     items: readonly ExactItem[],
     slices: readonly MemorySlice[],
     fill: (slice: MemorySlice) => Promise<number>,
+    invTau?: number,
   ): Promise<void> {
     const batch = this.#exactBegin(dim, offsets, items);
+    const fused = invTau === undefined ? undefined : this.#fusedBegin(batch, items);
     try {
       let prepare = true;
       for (const slice of slices) {
         const simsPtr = await fill(slice);
         this.#exactRun(batch, simsPtr, stride, xPtr, slice.from, slice.to, slice.token0, prepare);
         prepare = false;
+        if (fused === undefined) continue;
+        const { memories, count } = batch;
+        const { from, to } = slice;
+        const { table, weights } = fused;
+        this.#exports.accumulateMany(xPtr, dim, memories, table, count, from, to, invTau!, weights);
       }
       this.#exactEnd(batch, items);
+      if (fused !== undefined) this.#fusedEnd(fused, items, dim);
     } finally {
+      if (fused !== undefined) this.free(fused.base, fused.total);
       this.free(batch.base, batch.total);
     }
+  }
+
+  /** The fused sums' block: per query its table entry, `acc` (zeroed) and running max (−∞). */
+  #fusedBegin(batch: ExactBatch, items: readonly ExactItem[]): FusedBlock {
+    const { at, dim } = batch;
+    if (items.some((item) => item.fused === undefined)) {
+      throw new Error('maxSimExactSliced: invTau needs every item fused');
+    }
+    const entry = 20; // FUSED_ENTRY of assembly/fused.ts
+    const parts = [
+      items.length * entry,
+      batch.memories * 8, // the weights of a slice's memories
+      ...items.map(({ out }) => out.rows * dim * 8 + 8),
+    ];
+    for (const { out, fused } of items) {
+      if (fused!.acc.length < out.rows * dim) throw new Error('maxSimExactSliced: acc too small');
+    }
+    const total = parts.reduce((sum, bytes) => sum + align(bytes), 0);
+    const base = this.alloc(total);
+    const table = base;
+    const weights = table + align(parts[0]!);
+    const accs: number[] = [];
+    let next = weights + align(parts[1]!);
+    items.forEach(({ out }, j) => {
+      accs.push(next);
+      this.f64(next, out.rows * dim).fill(0);
+      this.f64(next + out.rows * dim * 8, 1)[0] = -Infinity;
+      const [b, a] = at.slice(4 + 5 * j, 6 + 5 * j) as [number, number];
+      const words = [b, a, out.rows, next, next + out.rows * dim * 8];
+      this.i32(table + j * entry, 5).set(words);
+      next += align(parts[j + 2]!);
+    });
+    return { base, total, table, weights, accs };
+  }
+
+  /** Copies each query's fused sum and running max out. */
+  #fusedEnd(block: FusedBlock, items: readonly ExactItem[], dim: number): void {
+    items.forEach(({ out, fused }, j) => {
+      const n = out.rows * dim;
+      fused!.acc.set(this.f64(block.accs[j]!, n));
+      fused!.max = this.f64(block.accs[j]! + n * 8, 1)[0]!;
+    });
   }
 
   /** Allocates a batch's block and copies its queries, slacks and memory offsets in. */

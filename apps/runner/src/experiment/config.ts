@@ -146,10 +146,11 @@ export const experimentSchema = z.strictObject({
       workers: z.int().min(1).max(16).default(2),
       /**
        * What runs MaxSim's heavy algebra in training: `onnxruntime` (a float32 MatMul on
-       * onnxruntime's CPU provider, the maxima recomputed exactly and the backward summed in
-       * WebAssembly SIMD), `onnxruntime-js` (the same with those float64 parts in JavaScript)
-       * or `js` (the reference loops). All give the same adapter bit for bit; kept in the cache
-       * key so that a `js` run really recomputes.
+       * onnxruntime's CPU provider, the maxima recomputed exactly in WebAssembly SIMD with
+       * MaxSim's backward fused into that pass: the losses bit for bit, the gradients within
+       * float64 rounding of the reference's), `onnxruntime-js` (the same MatMul, the float64
+       * parts in JavaScript, unfused: the `js` adapter bit for bit) or `js` (the reference
+       * loops). Part of the cache key.
        */
       kernel: z.enum(TRAIN_KERNELS).default('onnxruntime'),
     })
