@@ -156,7 +156,10 @@ export async function computeAdapt(input: AdaptInput): Promise<Record<string, un
       rows.forEach((r, i) => {
         memoryOffsets[i + 1] = memoryOffsets[i]! + (mOffsets[r + 1]! - mOffsets[r]!);
       });
-      const tokenVectors = new Float32Array(memoryOffsets[rows.length]! * dim);
+      // over shared memory: the training workers read it in place (no second copy)
+      const tokenVectors = new Float32Array(
+        new SharedArrayBuffer(memoryOffsets[rows.length]! * dim * 4),
+      );
       rows.forEach((r, i) =>
         tokenVectors.set(
           memory.memories.tokenVectors.subarray(mOffsets[r]! * dim, mOffsets[r + 1]! * dim),
