@@ -2,7 +2,8 @@
  * A benchmark, not a test: wall time of `trainAdapterAsync` (METHOD.md §4) for each kernel
  * (`js`, the reference loops; `onnxruntime-js`, MaxSim's GEMM on onnxruntime's CPU provider and
  * the exact float64 parts in JavaScript; `onnxruntime`, the same with those in WebAssembly) and
- * each worker count given, on one synthetic problem (generated once, untimed). Two shapes:
+ * each worker count given, on one synthetic problem (generated once, untimed; its candidate
+ * sets over `SharedArrayBuffer`s, as the runner's adapt stage builds them). Two shapes:
  *
  * - `--shape small` (default): 60 training queries of 12 tokens, each with its own bank of 50
  *   memories (≈ 5,000 tokens), 20 validation queries alike, 2 epochs.
@@ -13,7 +14,8 @@
  * d = 384, r = 32, batch 16, METHOD.md's optimiser settings; any flag overrides the shape.
  * Runs go kernel by kernel (`--kernels`, default `js,onnxruntime-js,onnxruntime`), each over `--workers`
  * (default 2). Every run after the first is compared with it: wall-time ratio, and the largest
- * relative difference of the step losses and final weights (0 when bit-identical).
+ * relative difference of the step losses and final weights (0 when bit-identical; `onnxruntime`
+ * fuses MaxSim's backward, so its step losses differ in the last bits).
  *
  * @example
  * pnpm bench:adapter
@@ -109,15 +111,35 @@ const problem: SyntheticOptions = {
 };
 const epochs = int('epochs');
 
+/** The queries with their candidate sets over shared memory, as the runner's adapt stage builds them. */
+function sharedSets<Q extends { readonly candidates: { readonly tokenVectors: Float32Array } }>(
+  queries: readonly Q[],
+): Q[] {
+  const moved = new Map<Q['candidates'], Q['candidates']>();
+  return queries.map((q) => {
+    let candidates = moved.get(q.candidates);
+    if (candidates === undefined) {
+      const { tokenVectors } = q.candidates;
+      const copy = new Float32Array(new SharedArrayBuffer(tokenVectors.byteLength));
+      copy.set(tokenVectors);
+      candidates = { ...q.candidates, tokenVectors: copy };
+      moved.set(q.candidates, candidates);
+    }
+    return { ...q, candidates };
+  });
+}
+
 let t = performance.now();
-const train = syntheticQueries(problem);
-const validation = syntheticQueries({
-  ...problem,
-  queries: int('validation'),
-  queriesPerBank: int('validation-per-bank'),
-  seed: int('seed') + 1,
-  prefix: 'validation-',
-});
+const train = sharedSets(syntheticQueries(problem));
+const validation = sharedSets(
+  syntheticQueries({
+    ...problem,
+    queries: int('validation'),
+    queriesPerBank: int('validation-per-bank'),
+    seed: int('seed') + 1,
+    prefix: 'validation-',
+  }),
+);
 const generateMs = performance.now() - t;
 const bankTokens = train[0]!.candidates.tokenVectors.length / problem.dim;
 const banks = new Set(train.map((q) => q.candidates)).size;
