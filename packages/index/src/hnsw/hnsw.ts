@@ -243,9 +243,13 @@ class UsearchHnsw implements HnswIndex {
   ): number[] {
     const index = this.live();
     const todo = only ?? Array.from({ length: rows }, (_, r) => r);
-    const batch = new Float32Array(todo.length * this.dim);
-    for (let j = 0; j < todo.length; j++) {
-      batch.set(q.subarray(todo[j]! * this.dim, (todo[j]! + 1) * this.dim), j * this.dim);
+    // Every row: `q` itself (already `rows` contiguous rows); else the rows still short.
+    let batch = q;
+    if (only !== null) {
+      batch = new Float32Array(todo.length * this.dim);
+      for (let j = 0; j < todo.length; j++) {
+        batch.set(q.subarray(todo[j]! * this.dim, (todo[j]! + 1) * this.dim), j * this.dim);
+      }
     }
     const res = index.search(batch, fetch, this.threads);
     const keys = res.keys;
