@@ -2,9 +2,10 @@
  * bfe's HNSW vs faiss-cpu at matched recall, on the same vectors and query rows (the first `n`
  * tokens of a `--hnsw-build` directory, its query rows), one thread on every side:
  *
- * - **usearch (raw)**: the graph `@bfe/index`'s `buildHnsw` builds (usearch, inner product, f32),
- *   every query row in one batch; the usearch index reloaded per efSearch; `raw i8`: a graph
- *   built with i8 vectors (usearch's cast), its own top-k (no rescoring);
+ * - **usearch (raw)**: the graph `@bfe/index`'s `buildHnsw` builds (usearch, inner product, f32,
+ *   rows inserted in its seeded shuffled order), every query row in one batch; the usearch
+ *   index reloaded per efSearch; `raw i8`: the same build with i8 vectors (usearch's cast),
+ *   its own top-k (no rescoring);
  * - **bfe TokenIndex**: the same graph files through `HnswTokenIndex.load`, one query (its rows)
  *   per call, `proposalsFor(k, overFetch)` proposals rescored in float64 from the stored fp32
  *   codes — what bfe runs: `bfe f32` (today's default), `bfe i8 ×f` (the i8 graph proposes
@@ -21,11 +22,12 @@
  * point's recall.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   HnswTokenIndex,
   OrtSimilarityKernel,
+  buildHnsw,
   exactTopK,
   flatBankSource,
   loadHnsw,
@@ -98,6 +100,8 @@ export interface SweepOptions {
   readonly overFetch: readonly number[];
   /** Threads of a graph build (default 1; searches are always one thread). */
   readonly buildThreads?: number;
+  /** The graphs' insertion order (`buildHnsw`'s `insert`; default its seeded shuffle). */
+  readonly insert?: 'shuffled' | 'given';
 }
 
 type Usearch = InstanceType<typeof Index>;
@@ -134,24 +138,24 @@ export async function matchedSweep(
     expansion_search: ef,
     multi: false,
   });
-  // The graphs, once per folder: f32 (the scale build's checkpoint of these n tokens when
-  // there is one), i8 (usearch's own i8 build), and the f32 graph's links with i8 vectors.
-  const keys = BigUint64Array.from({ length: n }, (_, i) => BigInt(i));
+  // The graphs, once per folder: f32 and i8 as bfe builds them (`buildHnsw`: usearch, rows
+  // inserted in its seeded shuffled order; `options.insert: 'given'` for row order), and the
+  // f32 graph's links with i8 / f16 vectors.
   const buildS: Record<string, number> = {};
   for (const kind of ['f32', 'i8'] as const) {
     const file = join(work, kind, 'all.usearch');
     if (existsSync(file)) continue;
     mkdirSync(join(work, kind), { recursive: true });
-    const checkpoint = join(dir, `hnsw-${n}`, 'all.usearch');
-    if (kind === 'f32' && existsSync(checkpoint)) {
-      copyFileSync(checkpoint, file); // the build's own graph over these n tokens
-      continue;
-    }
-    const built = new Index(config(efs[0]!, kind));
+    const params = { M: meta.M, efConstruction: meta.efConstruction, efSearch: efs[0]! };
     const t0 = performance.now();
-    built.add(keys, x, options.buildThreads ?? 1);
+    const built = await buildHnsw(x, n, dim, params, {
+      kind,
+      threads: options.buildThreads ?? 1,
+      ...(options.insert === undefined ? {} : { insert: options.insert }),
+    });
     buildS[kind] = (performance.now() - t0) / 1000;
-    built.save(file);
+    await built.save(file);
+    built.dispose();
     process.stderr.write(`  built ${kind} in ${buildS[kind].toFixed(1)} s (${loadavg()})\n`);
   }
   for (const kind of ['i8', 'f16'] as const) {
