@@ -14,14 +14,17 @@
  *   each row's `coverage` is the share of the exact top-k among the proposals, which the
  *   rescored top-k recall equals (an exact rescoring loses nothing it was given);
  * - **faiss IndexHNSWFlat** (same M / efConstruction, inner product) and **faiss IVF-PQ**
- *   (48 B/token, nlist 4√n), by `python/index_peers.py --sweep`.
+ *   (48 B/token, nlist 4√n), by `python/index_peers.py --serve`: built once, then each
+ *   efSearch timed right before and right after bfe's sides at that efSearch (its QPS the
+ *   better of the two; both in `faiss.hnswTimed`), so load drift hits every side alike.
  *
  * Recall@k of every side against one reference (exact fp32 top-k, onnxruntime). Queries per
  * second are query rows (tokens) per second, best of three passes. bfe / faiss at equal
  * recall: bfe's QPS interpolated linearly in recall between its sweep points, at each faiss
  * point's recall.
  */
-import { execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -224,7 +227,30 @@ export async function matchedSweep(
     const recall = recallAt(tokens, want, R, k);
     push(name, { ef, qps: R / apiS, recall, coverage: covered / (R * k) });
   };
+  // faiss in the same minutes: its server (built once) times each efSearch right before and
+  // right after bfe's sides at that efSearch; its QPS there is the better of the two.
+  const script = new URL('../../python/index_peers.py', import.meta.url).pathname;
+  const peer = spawnPeer(python, [
+    script,
+    '--serve',
+    join(work, 'bank.f32'),
+    join(work, 'queries.f32'),
+    join(work, 'exact.i32'),
+    String(dim),
+    String(k),
+    String(meta.M),
+    String(meta.efConstruction),
+    efs.join(','),
+    nprobes.join(','),
+  ]);
+  await peer.next(); // ready
+  const faissAt = async (ef: number): Promise<SweepPoint> => {
+    peer.send(`ef ${ef}`);
+    return JSON.parse(await peer.next()) as SweepPoint;
+  };
+  const faissPoints: SweepPoint[] = [];
   for (const ef of efs) {
+    const before = await faissAt(ef);
     for (const kind of ['f32', 'i8'] as const) {
       const index = new Index(config(ef, kind));
       index.load(join(work, kind, 'all.usearch'));
@@ -236,31 +262,13 @@ export async function matchedSweep(
       await apiRow('i8', f, ef, `bfe i8 ×${f}`);
       await apiRow('i8r', f, ef, `bfe i8r ×${f}`);
     }
+    const after = await faissAt(ef);
+    faissPoints.push({ ...after, qps: Math.max(before.qps, after.qps) });
     process.stderr.write(`  ef ${ef} (${loadavg()})\n`);
   }
-  const script = new URL('../../python/index_peers.py', import.meta.url).pathname;
-  const faiss = JSON.parse(
-    execFileSync(
-      python,
-      [
-        script,
-        '--sweep',
-        join(work, 'bank.f32'),
-        join(work, 'queries.f32'),
-        join(work, 'exact.i32'),
-        String(dim),
-        String(k),
-        String(meta.M),
-        String(meta.efConstruction),
-        efs.join(','),
-        nprobes.join(','),
-      ],
-      { encoding: 'utf8', maxBuffer: 1 << 24 },
-    )
-      .trim()
-      .split('\n')
-      .at(-1)!,
-  ) as { hnsw: SweepPoint[]; hnsw_build_s: number };
+  peer.send('end');
+  const served = JSON.parse(await peer.next()) as { hnsw: SweepPoint[]; hnsw_build_s: number };
+  const faiss = { ...served, hnsw: faissPoints, hnswTimed: served.hnsw };
   const ratios = faiss.hnsw.map((f) => ({
     ef: f.ef,
     recall: f.recall,
@@ -271,4 +279,39 @@ export async function matchedSweep(
   }));
   const sides = Object.fromEntries(sweeps);
   return { tokens: n, rows: R, k, threads: 1, buildS, sides, faiss, ratios, load: loadavg() };
+}
+
+/** A line-oriented child process: `next()` resolves with its next stdout line. */
+function spawnPeer(
+  command: string,
+  args: string[],
+): { send: (line: string) => void; next: () => Promise<string> } {
+  const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines: string[] = [];
+  const waiting: ((line: string) => void)[] = [];
+  let failed: Error | undefined;
+  const rejects: ((e: Error) => void)[] = [];
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    const w = waiting.shift();
+    rejects.shift();
+    if (w === undefined) lines.push(line);
+    else w(line);
+  });
+  child.on('exit', (code) => {
+    failed = new Error(`${command} exited with ${code}`);
+    for (const r of rejects.splice(0)) r(failed);
+    waiting.length = 0;
+  });
+  return {
+    send: (line) => void child.stdin.write(`${line}\n`),
+    next: () =>
+      lines.length > 0
+        ? Promise.resolve(lines.shift()!)
+        : failed !== undefined
+          ? Promise.reject(failed)
+          : new Promise((resolve, reject) => {
+              waiting.push(resolve);
+              rejects.push(reject);
+            }),
+  };
 }
