@@ -5,6 +5,10 @@ usage: index_peers.py BANK.f32 QUERIES.f32 DIM K M EF_CONSTRUCTION EF_SEARCH
        index_peers.py --sweep BANK.f32 QUERIES.f32 EXACT.i32 DIM K M EF_CONSTRUCTION EF_LIST NPROBE_LIST
 (the sweep: one build each, then every efSearch / nprobe; recall@K against EXACT.i32, the
 caller's exact top-K per query row, so both sides are scored against one reference)
+       index_peers.py --serve (the --sweep arguments): builds, prints `ready`, then answers each
+stdin line `ef N` with one JSON line (that efSearch, timed now), so the caller can interleave faiss
+with its own sides; `end` runs the IVF-PQ part and prints the --sweep JSON (its `hnsw` list: every
+point answered, in order)
 """
 import json
 import sys
@@ -63,7 +67,7 @@ def timed_search(index, q, k, repeats=3):
     return q.shape[0] / best, got
 
 
-def sweep():
+def sweep(serve=False):
     bank_path, query_path, exact_path, dim, k, m, efc, efs, nprobes = sys.argv[2:11]
     dim, k, m, efc = int(dim), int(k), int(m), int(efc)
     x = np.fromfile(bank_path, dtype=np.float32).reshape(-1, dim)
@@ -77,7 +81,17 @@ def sweep():
     hnsw.add(x)
     out["hnsw_build_s"] = time.perf_counter() - t
     out["hnsw"] = []
-    for ef in [int(e) for e in efs.split(",")]:
+    if serve:
+        print("ready", flush=True)
+        for line in sys.stdin:
+            if line.strip() == "end":
+                break
+            hnsw.hnsw.efSearch = int(line.split()[1])
+            qps, got = timed_search(hnsw, q, k)
+            point = {"ef": hnsw.hnsw.efSearch, "qps": qps, "recall": recall(got, want)}
+            out["hnsw"].append(point)
+            print(json.dumps(point), flush=True)
+    for ef in [] if serve else [int(e) for e in efs.split(",")]:
         hnsw.hnsw.efSearch = ef
         qps, got = timed_search(hnsw, q, k)
         out["hnsw"].append({"ef": ef, "qps": qps, "recall": recall(got, want)})
@@ -97,7 +111,7 @@ def sweep():
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--sweep":
-        sweep()
+    if sys.argv[1] in ("--sweep", "--serve"):
+        sweep(serve=sys.argv[1] == "--serve")
     else:
         main()

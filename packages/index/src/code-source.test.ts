@@ -175,6 +175,29 @@ describe('HnswTokenIndex over viewed graphs and codes read by position', () => {
     });
   }
 
+  it('per-bank viewed graphs, one mapped at a time: a search over several banks is the loaded hits', async () => {
+    const f = fixture('fp32', 11);
+    const dir = await tempDir();
+    const memoryBank = Int32Array.from({ length: 30 }, (_, m) => m % 4); // four graphs
+    const side: HnswSide = { ...f, memoryBank };
+    const params = { M: 8, efConstruction: 32, efSearch: 12 };
+    await HnswTokenIndex.buildFiles(dir, side, params, { threads: 1 });
+    const loaded = await HnswTokenIndex.load(dir, side, params, {});
+    const viewed = await HnswTokenIndex.load(dir, side, params, { view: true, openGraphs: 1 });
+    const q = unitVectors(5, DIM, rng(12));
+    // Banks 0 and 2 whole, then every bank: proposals gathered from 2, then 4 graphs per row,
+    // each graph unmapped as the next is mapped.
+    const two = Int32Array.from({ length: 15 }, (_, i) => 2 * i);
+    for (const memories of [two, Int32Array.from({ length: 30 }, (_, m) => m)]) {
+      const hits = await viewed.search(q, 5, 10, { memories });
+      same(hits, await loaded.search(q, 5, 10, { memories }));
+      expect(hits.widenedRows).toBe(0);
+      expect(viewed.mappedGraphs).toBe(1);
+    }
+    loaded.dispose();
+    viewed.dispose();
+  });
+
   it('a viewed graph of another kind is refused at load', async () => {
     const f = fixture('sq8', 9);
     const dir = await tempDir();

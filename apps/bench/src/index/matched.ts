@@ -2,9 +2,10 @@
  * bfe's HNSW vs faiss-cpu at matched recall, on the same vectors and query rows (the first `n`
  * tokens of a `--hnsw-build` directory, its query rows), one thread on every side:
  *
- * - **usearch (raw)**: the graph `@bfe/index`'s `buildHnsw` builds (usearch, inner product, f32),
- *   every query row in one batch; the usearch index reloaded per efSearch; `raw i8`: a graph
- *   built with i8 vectors (usearch's cast), its own top-k (no rescoring);
+ * - **usearch (raw)**: the graph `@bfe/index`'s `buildHnsw` builds (usearch, inner product, f32,
+ *   rows inserted in its seeded shuffled order), every query row in one batch; the usearch
+ *   index reloaded per efSearch; `raw i8`: the same build with i8 vectors (usearch's cast),
+ *   its own top-k (no rescoring);
  * - **bfe TokenIndex**: the same graph files through `HnswTokenIndex.load`, one query (its rows)
  *   per call, `proposalsFor(k, overFetch)` proposals rescored in float64 from the stored fp32
  *   codes — what bfe runs: `bfe f32` (today's default), `bfe i8 ×f` (the i8 graph proposes
@@ -13,19 +14,23 @@
  *   each row's `coverage` is the share of the exact top-k among the proposals, which the
  *   rescored top-k recall equals (an exact rescoring loses nothing it was given);
  * - **faiss IndexHNSWFlat** (same M / efConstruction, inner product) and **faiss IVF-PQ**
- *   (48 B/token, nlist 4√n), by `python/index_peers.py --sweep`.
+ *   (48 B/token, nlist 4√n), by `python/index_peers.py --serve`: built once, then each
+ *   efSearch timed right before and right after bfe's sides at that efSearch (its QPS the
+ *   better of the two; both in `faiss.hnswTimed`), so load drift hits every side alike.
  *
  * Recall@k of every side against one reference (exact fp32 top-k, onnxruntime). Queries per
  * second are query rows (tokens) per second, best of three passes. bfe / faiss at equal
  * recall: bfe's QPS interpolated linearly in recall between its sweep points, at each faiss
  * point's recall.
  */
-import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   HnswTokenIndex,
   OrtSimilarityKernel,
+  buildHnsw,
   exactTopK,
   flatBankSource,
   loadHnsw,
@@ -98,6 +103,8 @@ export interface SweepOptions {
   readonly overFetch: readonly number[];
   /** Threads of a graph build (default 1; searches are always one thread). */
   readonly buildThreads?: number;
+  /** The graphs' insertion order (`buildHnsw`'s `insert`; default its seeded shuffle). */
+  readonly insert?: 'shuffled' | 'given';
 }
 
 type Usearch = InstanceType<typeof Index>;
@@ -134,24 +141,24 @@ export async function matchedSweep(
     expansion_search: ef,
     multi: false,
   });
-  // The graphs, once per folder: f32 (the scale build's checkpoint of these n tokens when
-  // there is one), i8 (usearch's own i8 build), and the f32 graph's links with i8 vectors.
-  const keys = BigUint64Array.from({ length: n }, (_, i) => BigInt(i));
+  // The graphs, once per folder: f32 and i8 as bfe builds them (`buildHnsw`: usearch, rows
+  // inserted in its seeded shuffled order; `options.insert: 'given'` for row order), and the
+  // f32 graph's links with i8 / f16 vectors.
   const buildS: Record<string, number> = {};
   for (const kind of ['f32', 'i8'] as const) {
     const file = join(work, kind, 'all.usearch');
     if (existsSync(file)) continue;
     mkdirSync(join(work, kind), { recursive: true });
-    const checkpoint = join(dir, `hnsw-${n}`, 'all.usearch');
-    if (kind === 'f32' && existsSync(checkpoint)) {
-      copyFileSync(checkpoint, file); // the build's own graph over these n tokens
-      continue;
-    }
-    const built = new Index(config(efs[0]!, kind));
+    const params = { M: meta.M, efConstruction: meta.efConstruction, efSearch: efs[0]! };
     const t0 = performance.now();
-    built.add(keys, x, options.buildThreads ?? 1);
+    const built = await buildHnsw(x, n, dim, params, {
+      kind,
+      threads: options.buildThreads ?? 1,
+      ...(options.insert === undefined ? {} : { insert: options.insert }),
+    });
     buildS[kind] = (performance.now() - t0) / 1000;
-    built.save(file);
+    await built.save(file);
+    built.dispose();
     process.stderr.write(`  built ${kind} in ${buildS[kind].toFixed(1)} s (${loadavg()})\n`);
   }
   for (const kind of ['i8', 'f16'] as const) {
@@ -220,7 +227,30 @@ export async function matchedSweep(
     const recall = recallAt(tokens, want, R, k);
     push(name, { ef, qps: R / apiS, recall, coverage: covered / (R * k) });
   };
+  // faiss in the same minutes: its server (built once) times each efSearch right before and
+  // right after bfe's sides at that efSearch; its QPS there is the better of the two.
+  const script = new URL('../../python/index_peers.py', import.meta.url).pathname;
+  const peer = spawnPeer(python, [
+    script,
+    '--serve',
+    join(work, 'bank.f32'),
+    join(work, 'queries.f32'),
+    join(work, 'exact.i32'),
+    String(dim),
+    String(k),
+    String(meta.M),
+    String(meta.efConstruction),
+    efs.join(','),
+    nprobes.join(','),
+  ]);
+  await peer.next(); // ready
+  const faissAt = async (ef: number): Promise<SweepPoint> => {
+    peer.send(`ef ${ef}`);
+    return JSON.parse(await peer.next()) as SweepPoint;
+  };
+  const faissPoints: SweepPoint[] = [];
   for (const ef of efs) {
+    const before = await faissAt(ef);
     for (const kind of ['f32', 'i8'] as const) {
       const index = new Index(config(ef, kind));
       index.load(join(work, kind, 'all.usearch'));
@@ -232,31 +262,13 @@ export async function matchedSweep(
       await apiRow('i8', f, ef, `bfe i8 ×${f}`);
       await apiRow('i8r', f, ef, `bfe i8r ×${f}`);
     }
+    const after = await faissAt(ef);
+    faissPoints.push({ ...after, qps: Math.max(before.qps, after.qps) });
     process.stderr.write(`  ef ${ef} (${loadavg()})\n`);
   }
-  const script = new URL('../../python/index_peers.py', import.meta.url).pathname;
-  const faiss = JSON.parse(
-    execFileSync(
-      python,
-      [
-        script,
-        '--sweep',
-        join(work, 'bank.f32'),
-        join(work, 'queries.f32'),
-        join(work, 'exact.i32'),
-        String(dim),
-        String(k),
-        String(meta.M),
-        String(meta.efConstruction),
-        efs.join(','),
-        nprobes.join(','),
-      ],
-      { encoding: 'utf8', maxBuffer: 1 << 24 },
-    )
-      .trim()
-      .split('\n')
-      .at(-1)!,
-  ) as { hnsw: SweepPoint[]; hnsw_build_s: number };
+  peer.send('end');
+  const served = JSON.parse(await peer.next()) as { hnsw: SweepPoint[]; hnsw_build_s: number };
+  const faiss = { ...served, hnsw: faissPoints, hnswTimed: served.hnsw };
   const ratios = faiss.hnsw.map((f) => ({
     ef: f.ef,
     recall: f.recall,
@@ -267,4 +279,39 @@ export async function matchedSweep(
   }));
   const sides = Object.fromEntries(sweeps);
   return { tokens: n, rows: R, k, threads: 1, buildS, sides, faiss, ratios, load: loadavg() };
+}
+
+/** A line-oriented child process: `next()` resolves with its next stdout line. */
+function spawnPeer(
+  command: string,
+  args: string[],
+): { send: (line: string) => void; next: () => Promise<string> } {
+  const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines: string[] = [];
+  const waiting: ((line: string) => void)[] = [];
+  let failed: Error | undefined;
+  const rejects: ((e: Error) => void)[] = [];
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    const w = waiting.shift();
+    rejects.shift();
+    if (w === undefined) lines.push(line);
+    else w(line);
+  });
+  child.on('exit', (code) => {
+    failed = new Error(`${command} exited with ${code}`);
+    for (const r of rejects.splice(0)) r(failed);
+    waiting.length = 0;
+  });
+  return {
+    send: (line) => void child.stdin.write(`${line}\n`),
+    next: () =>
+      lines.length > 0
+        ? Promise.resolve(lines.shift()!)
+        : failed !== undefined
+          ? Promise.reject(failed)
+          : new Promise((resolve, reject) => {
+              waiting.push(resolve);
+              rejects.push(reject);
+            }),
+  };
 }

@@ -5,7 +5,7 @@ import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
 import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildBankedHnsw } from './banked.js';
-import { buildHnsw, hnswFileKind, loadHnsw, makeIndex, releaseIndex } from './hnsw.js';
+import { buildHnsw, hnswFileKind, insertOrder, loadHnsw, makeIndex, releaseIndex } from './hnsw.js';
 
 const DIM = 32;
 const N = 2000;
@@ -82,6 +82,23 @@ describe('hnsw', () => {
     }
     index.dispose();
     expect(() => index.size).toThrow(/dispose/);
+  });
+
+  it('inserts rows in a seeded shuffled order: a fixed permutation, keys still row indices', async () => {
+    const order = insertOrder(1000);
+    expect(Array.from(order).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 1000 }, (_, i) => i),
+    );
+    expect(Array.from(insertOrder(1000))).toEqual(Array.from(order)); // the same every time
+    expect(Array.from(order.subarray(0, 8))).not.toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(Array.from(insertOrder(1000, 7))).not.toEqual(Array.from(order));
+    // Each stored row finds itself under its own row index, whichever order it was added in.
+    for (const insert of ['shuffled', 'given'] as const) {
+      const index = await buildHnsw(x, N, DIM, params, { threads: 1, insert });
+      const res = index.search(x.subarray(0, 20 * DIM), 20, 1);
+      expect(Array.from(res.indices)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+      index.dispose();
+    }
   });
 
   it('releases the native graph at once (usearch resets it; the binding has no close)', () => {
