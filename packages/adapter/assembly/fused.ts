@@ -57,7 +57,8 @@ export function accumulateMany(
           const p = acc + (k << 3);
           v128.store(p, f64x2.mul(v128.load(p), f));
         }
-        for (; k < n; k++) store<f64>(acc + (k << 3), load<f64>(acc + (k << 3)) * f64x2.extract_lane(f, 0));
+        for (; k < n; k++)
+          store<f64>(acc + (k << 3), load<f64>(acc + (k << 3)) * f64x2.extract_lane(f, 0));
       }
       c = top;
       store<f64>(state, c);
@@ -113,13 +114,25 @@ function gatherRow(
       const x2 = v128.load(p, 32);
       const x3 = v128.load(p, 48);
       a0 = f64x2.add(a0, f64x2.mul(wv, f64x2.promote_low_f32x4(x0)));
-      a1 = f64x2.add(a1, f64x2.mul(wv, f64x2.promote_low_f32x4(v128.shuffle<i32>(x0, x0, 2, 3, 2, 3))));
+      a1 = f64x2.add(
+        a1,
+        f64x2.mul(wv, f64x2.promote_low_f32x4(v128.shuffle<i32>(x0, x0, 2, 3, 2, 3))),
+      );
       a2 = f64x2.add(a2, f64x2.mul(wv, f64x2.promote_low_f32x4(x1)));
-      a3 = f64x2.add(a3, f64x2.mul(wv, f64x2.promote_low_f32x4(v128.shuffle<i32>(x1, x1, 2, 3, 2, 3))));
+      a3 = f64x2.add(
+        a3,
+        f64x2.mul(wv, f64x2.promote_low_f32x4(v128.shuffle<i32>(x1, x1, 2, 3, 2, 3))),
+      );
       a4 = f64x2.add(a4, f64x2.mul(wv, f64x2.promote_low_f32x4(x2)));
-      a5 = f64x2.add(a5, f64x2.mul(wv, f64x2.promote_low_f32x4(v128.shuffle<i32>(x2, x2, 2, 3, 2, 3))));
+      a5 = f64x2.add(
+        a5,
+        f64x2.mul(wv, f64x2.promote_low_f32x4(v128.shuffle<i32>(x2, x2, 2, 3, 2, 3))),
+      );
       a6 = f64x2.add(a6, f64x2.mul(wv, f64x2.promote_low_f32x4(x3)));
-      a7 = f64x2.add(a7, f64x2.mul(wv, f64x2.promote_low_f32x4(v128.shuffle<i32>(x3, x3, 2, 3, 2, 3))));
+      a7 = f64x2.add(
+        a7,
+        f64x2.mul(wv, f64x2.promote_low_f32x4(v128.shuffle<i32>(x3, x3, 2, 3, 2, 3))),
+      );
     }
     v128.store(qk, a0);
     v128.store(qk, a1, 16);

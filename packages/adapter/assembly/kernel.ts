@@ -361,6 +361,6 @@ function exactOne(
   );
 }
 
-export { adapterBackward, backwardMany } from './backward';
+export { adapterBackward } from './backward';
 export { adapterForward, maxSquaredNorm } from './forward';
 export { accumulateMany } from './fused';

@@ -316,7 +316,7 @@ describe('WasmKernel (WebAssembly SIMD exact maxima and backward)', () => {
     );
   });
 
-  it('gives each query of a batch its own result bit for bit (maxSimExactMany, backwardMany)', () => {
+  it('gives each query of a batch its own result bit for bit (maxSimExactMany)', () => {
     // one problem of 14 rows cut into queries of 1, 4, 5 and 4 rows side by side
     const p = problem(77, 31, 14);
     const { dim, tokens } = p;
@@ -335,45 +335,9 @@ describe('WasmKernel (WebAssembly SIMD exact maxima and backward)', () => {
       return { out, query, offset: cuts[j]!, slack: rowSlack(query, rows, dim, norm) };
     });
     wasm.maxSimExactMany(at, 14, dim, x, p.segments.memoryOffsets, items);
-    const prng = new Prng(5);
-    const backs = items.map(({ out, query }) => {
+    for (const { out, query } of items) {
       const reference = maxSimInto(empty({ ...p, rows: out.rows, query }), query, dim, p.segments);
       expect(finishMaxSimScores(out)).toEqual(reference);
-      const gradScores = Float64Array.from({ length: out.memories }, () => prng.normal());
-      const expected = maxSimBackward(
-        reference,
-        gradScores,
-        dim,
-        p.segments,
-        new Float64Array(out.rows * dim),
-      );
-      return { result: out, gradScores, gradQuery: new Float64Array(out.rows * dim), expected };
-    });
-    wasm.backwardMany(dim, x, backs);
-    for (const { gradQuery, expected } of backs) expect(gradQuery).toEqual(expected);
-  });
-
-  it('gives maxSimBackward bit for bit (dims beside multiples of 8, zero weights, empty memories)', () => {
-    for (const [n, shape] of shapes.entries()) {
-      const p = problem(300 + n, shape.dim, shape.rows);
-      const result = maxSim(p.query, p.rows, p.dim, p.segments);
-      const prng = new Prng(n);
-      const weights = Float64Array.from({ length: result.memories }, (_, m) =>
-        m % 4 === 1 ? 0 : prng.normal() * 10 ** ((m % 5) - 3),
-      );
-      const reference = maxSimBackward(
-        result,
-        weights,
-        p.dim,
-        p.segments,
-        new Float64Array(p.rows * p.dim),
-      );
-      const wasm = new WasmKernel();
-      const x = wasm.alloc(p.tokens * p.dim * 4);
-      wasm.f32(x, p.tokens * p.dim).set(p.segments.tokenVectors.subarray(0, p.tokens * p.dim));
-      const got = wasm.backward(result, weights, p.dim, x, new Float64Array(p.rows * p.dim));
-      expect(got).toEqual(reference);
-      expect(reference.some((g) => g !== 0)).toBe(true);
     }
   });
 
@@ -499,48 +463,49 @@ describe.each<ExactKernel>(['wasm', 'js'])(
       }
     });
 
-    it('keeps empty memories out of the gradient and in the softmax (fused or not)', async () => {
-      const dim = 24;
-      const base = syntheticQueries({
-        dim,
-        queries: 6,
-        queryTokens: 4,
-        memories: 9,
-        memoryTokens: 5,
-        queriesPerBank: 6,
-        positives: 2,
-        distortion: 1,
-        noise: 2,
-        seed: 11,
-        prefix: 'e-',
-      });
-      // one candidate set with an empty first, middle and last memory
-      const { tokenVectors, memoryOffsets } = base[0]!.candidates;
-      const total = memoryOffsets[memoryOffsets.length - 1]!;
-      const offsets = [
-        0,
-        ...Array.from(memoryOffsets).slice(0, 5),
-        ...Array.from(memoryOffsets).slice(4),
-        total,
-      ];
-      const candidates = { tokenVectors, memoryOffsets: Int32Array.from(offsets) };
-      const shift = (m: number): number => (m < 4 ? m + 1 : m + 2);
-      const run = base.map((q) => ({
-        ...q,
-        rows: q.tokens.length / dim,
-        candidates,
-        positives: q.positives.map(shift),
-      }));
-      const params = initAdapterParams(dim, 4, 3, 0.05);
-      params.b.forEach((_, k) => (params.b[k] = 0.03 * Math.cos(k)));
-      const reference = { a: new Float64Array(4 * dim), b: new Float64Array(dim * 4) };
-      let expected = 0;
-      for (const query of run) expected += queryLoss(params, query, 0.07, reference);
-      const grads = { a: new Float64Array(4 * dim), b: new Float64Array(dim * 4) };
-      expect(await lossSumOrt(await kernel(dim), params, run, 0.07, grads)).toBe(expected);
-      expect(relativeError(grads.a, reference.a)).toBeLessThan(1e-13);
-      expect(relativeError(grads.b, reference.b)).toBeLessThan(1e-13);
-      if (exact === 'js') expect(grads).toEqual(reference);
+    it('keeps empty memories out of the gradient and in the softmax (dims beside multiples of 16)', async () => {
+      for (const dim of [9, 24, 37]) {
+        const base = syntheticQueries({
+          dim,
+          queries: 6,
+          queryTokens: 4,
+          memories: 9,
+          memoryTokens: 5,
+          queriesPerBank: 6,
+          positives: 2,
+          distortion: 1,
+          noise: 2,
+          seed: 11,
+          prefix: 'e-',
+        });
+        // one candidate set with an empty first, middle and last memory
+        const { tokenVectors, memoryOffsets } = base[0]!.candidates;
+        const total = memoryOffsets[memoryOffsets.length - 1]!;
+        const offsets = [
+          0,
+          ...Array.from(memoryOffsets).slice(0, 5),
+          ...Array.from(memoryOffsets).slice(4),
+          total,
+        ];
+        const candidates = { tokenVectors, memoryOffsets: Int32Array.from(offsets) };
+        const shift = (m: number): number => (m < 4 ? m + 1 : m + 2);
+        const run = base.map((q) => ({
+          ...q,
+          rows: q.tokens.length / dim,
+          candidates,
+          positives: q.positives.map(shift),
+        }));
+        const params = initAdapterParams(dim, 4, 3, 0.05);
+        params.b.forEach((_, k) => (params.b[k] = 0.03 * Math.cos(k)));
+        const reference = { a: new Float64Array(4 * dim), b: new Float64Array(dim * 4) };
+        let expected = 0;
+        for (const query of run) expected += queryLoss(params, query, 0.07, reference);
+        const grads = { a: new Float64Array(4 * dim), b: new Float64Array(dim * 4) };
+        expect(await lossSumOrt(await kernel(dim), params, run, 0.07, grads)).toBe(expected);
+        expect(relativeError(grads.a, reference.a)).toBeLessThan(1e-13);
+        expect(relativeError(grads.b, reference.b)).toBeLessThan(1e-13);
+        if (exact === 'js') expect(grads).toEqual(reference);
+      }
     });
 
     // the losses bit for bit on both; the gradient bit for bit in JavaScript, within float64

@@ -89,7 +89,8 @@ export class OrtMaxSim {
    * Loads onnxruntime-node (only now: the JavaScript kernel never loads it) and the graph;
    * `cacheBytes` bounds the private copies of candidate sets; `threads` is onnxruntime's
    * intra-op thread count (1 in training: the workers are the parallelism; the result does not
-   * depend on it); `exact` where the float64 maxima and the backward run (same result);
+   * depend on it); `exact` where the float64 maxima run (and MaxSim's backward: fused into them
+   * in WebAssembly, apart and bit for bit in JavaScript; `loss-ort.ts`);
    * `sliceBytes` the tokens per MatMul slice with exact `'wasm'` ({@link memorySlices}; the
    * result does not depend on it).
    */
@@ -211,8 +212,9 @@ export class OrtMaxSim {
   };
 
   /**
-   * {@link backward} of several queries at once (the same gradients bit for bit): with the
-   * WebAssembly kernel the queries of one candidate set share one memory-major pass.
+   * MaxSim's backward of several queries ({@link maxSimBackwardBlocked} each, adding into
+   * its `gradQuery`): the unfused backward of the JavaScript exact kernel, bit for bit the
+   * reference's (the WebAssembly kernel fuses it into the maxima, `loss-ort.ts`).
    */
   backwardMany(
     items: readonly {
@@ -222,23 +224,8 @@ export class OrtMaxSim {
       readonly gradQuery: Float64Array;
     }[],
   ): void {
-    const wasm = this.#wasm;
-    const groups = new Map<TokenSegments['tokenVectors'], (typeof items)[number][]>();
-    for (const item of items) {
-      const x = item.segments.tokenVectors;
-      if (wasm === undefined || !(x instanceof Float32Array) || item.result.rows === 0) {
-        const { result, gradScores, segments, gradQuery } = item;
-        maxSimBackwardBlocked(result, gradScores, this.dim, segments, gradQuery);
-        continue;
-      }
-      const group = groups.get(x);
-      if (group === undefined) groups.set(x, [item]);
-      else group.push(item);
-    }
-    for (const [x, group] of groups) {
-      const { result, segments } = group[0]!;
-      const set = this.#set(x as Float32Array, segments.memoryOffsets[result.memories]!);
-      wasm!.backwardMany(this.dim, set.ptr, group);
+    for (const { result, gradScores, segments, gradQuery } of items) {
+      maxSimBackwardBlocked(result, gradScores, this.dim, segments, gradQuery);
     }
   }
 
@@ -282,8 +269,8 @@ export class OrtMaxSim {
       column += rows;
     }
     // one kernel pass per distinct offsets array (one per candidate set in practice); only
-    // the usual case is sliced, the last slice first: MaxSim's backward (first memory up, its
-    // sums' order) then starts on the tokens read last (each memory's maxima are its own)
+    // the usual case is sliced, the last slice first (each memory's maxima are its own; the
+    // fused sums gather slice by slice in this order)
     const sameOffsets = chunk.every((j) => items[j]!.segments.memoryOffsets === offsets);
     const slices = () => memorySlices(offsets, set.tokens, dim, this.#sliceBytes).reverse();
     const groups = sameOffsets

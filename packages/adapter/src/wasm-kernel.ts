@@ -1,8 +1,7 @@
 /**
  * The adapter's WebAssembly kernel (`assembly/kernel.ts`, AssemblyScript with SIMD, compiled
- * into `wasm-bytes.ts`): MaxSim's exact float64 maxima from float32 similarities and MaxSim's
- * backward, bit for bit as {@link maxSimFromSimilarities} and {@link maxSimBackwardBlocked}
- * compute them. IEEE float64 in WebAssembly rounds exactly as JavaScript does and is never
+ * into `wasm-bytes.ts`): MaxSim's exact float64 maxima from float32 similarities, bit for bit
+ * as {@link maxSimFromSimilarities} computes them. IEEE float64 in WebAssembly rounds exactly as JavaScript does and is never
  * contracted into FMA; the kernel keeps the reference's summation order per element and uses
  * SIMD lanes only for independent sums.
  *
@@ -34,7 +33,6 @@ interface KernelExports {
     token0: number,
     prepare: boolean,
   ): number;
-  backwardMany(x: number, dim: number, memories: number, table: number, count: number): void;
   accumulateMany(
     x: number,
     dim: number,
@@ -324,62 +322,6 @@ export class WasmKernel extends WasmHeap {
       const [b, a] = at.slice(4 + 5 * j, 6 + 5 * j) as [number, number];
       out.best.set(this.f64(b, rows * memories));
       out.argmax.set(this.i32(a, rows * memories));
-    });
-  }
-
-  /**
-   * `maxSimBackwardBlocked(result, gradScores, dim, segments, gradQuery)` with the tokens at
-   * `xPtr` in this memory: adds into `gradQuery`, bit for bit the same.
-   */
-  backward(
-    result: MaxSimResult,
-    gradScores: ArrayLike<number>,
-    dim: number,
-    xPtr: number,
-    gradQuery: Float64Array,
-  ): Float64Array {
-    this.backwardMany(dim, xPtr, [{ result, gradScores, gradQuery }]);
-    return gradQuery;
-  }
-
-  /**
-   * {@link backward} of several queries against one candidate set (tokens at `xPtr`), memory
-   * by memory across the queries; each query's gradient the same bit for bit as alone.
-   */
-  backwardMany(
-    dim: number,
-    xPtr: number,
-    items: readonly {
-      readonly result: MaxSimResult;
-      readonly gradScores: ArrayLike<number>;
-      readonly gradQuery: Float64Array;
-    }[],
-  ): void {
-    if (items.length === 0) return;
-    const memories = items[0]!.result.memories;
-    const parts: number[] = [align(items.length * 16)];
-    for (const { result, gradQuery } of items) {
-      const { rows } = result;
-      if (result.memories !== memories) throw new Error('backwardMany: another candidate set');
-      if (gradQuery.length < rows * dim) {
-        throw new Error(`maxSimBackward: gradQuery < ${rows * dim}`);
-      }
-      parts.push(rows * memories * 4, memories * 8, rows * dim * 8);
-    }
-    this.withParts(parts, (at) => {
-      const table = this.i32(at[0]!, items.length * 4);
-      items.forEach(({ result, gradScores, gradQuery }, j) => {
-        const { rows } = result;
-        const [a, g, q] = at.slice(1 + 3 * j, 4 + 3 * j) as [number, number, number];
-        this.i32(a, rows * memories).set(result.argmax.subarray(0, rows * memories));
-        this.f64(g, memories).set(gradScores);
-        this.f64(q, rows * dim).set(gradQuery.subarray(0, rows * dim));
-        table.set([a, g, rows, q], j * 4);
-      });
-      this.#exports.backwardMany(xPtr, dim, memories, at[0]!, items.length);
-      items.forEach(({ result, gradQuery }, j) => {
-        gradQuery.set(this.f64(at[3 + 3 * j]!, result.rows * dim));
-      });
     });
   }
 }
