@@ -46,8 +46,13 @@ export function accumulateMany(
     if (rows == 0) continue;
     const inv = 1 / <f64>rows;
     let c = load<f64>(state);
+    // the slice's a_m into `weights` (then their e^{a_m − c} in place)
     let top: f64 = -Infinity;
-    for (let m = from; m < to; m++) top = max(top, score(best, rows, memories, m, inv) * invTau);
+    for (let m = from; m < to; m++) {
+      const a = score(best, rows, memories, m, inv) * invTau;
+      store<f64>(weights + ((<usize>(m - from)) << 3), a);
+      top = max(top, a);
+    }
     if (top > c) {
       if (c > -Infinity) {
         const f = f64x2.splat(Math.exp(c - top));
@@ -64,8 +69,8 @@ export function accumulateMany(
       store<f64>(state, c);
     }
     for (let m = from; m < to; m++) {
-      const w = Math.exp(score(best, rows, memories, m, inv) * invTau - c);
-      store<f64>(weights + ((<usize>(m - from)) << 3), w);
+      const w = weights + ((<usize>(m - from)) << 3);
+      store<f64>(w, Math.exp(load<f64>(w) - c));
     }
     for (let i = 0; i < rows; i++) {
       const q = acc + ((<usize>i * <usize>dim) << 3);

@@ -10,7 +10,9 @@ import {
   type AdapterGradients,
   type LossQuery,
 } from './loss.js';
+import { maxSimBackwardBlocked } from './maxsim-exact.js';
 import {
+  adapterBackward,
   applyAdapterInto,
   createForwardCache,
   type AdapterForwardCache,
@@ -116,14 +118,15 @@ export async function queryPartsOrt(
         gradScores[g],
       );
     });
-    kernel.backwardMany(
-      group.map((j, g) => ({
-        result: results[g]!,
-        gradScores: gradScores[g]!,
-        segments: queries[j]!.candidates,
-        gradQuery: gradAdapted[j]!,
-      })),
-    );
+    group.forEach((j, g) => {
+      maxSimBackwardBlocked(
+        results[g]!,
+        gradScores[g]!,
+        dim,
+        queries[j]!.candidates,
+        gradAdapted[j]!,
+      );
+    });
   }
   return caches;
 }
@@ -214,7 +217,7 @@ export function forwardCaches(
 /**
  * The adapter's backward of `queries` in order into `grads` (`adapterBackward` of each
  * query's `gradAdapted[j]`, bit for bit): on the kernel's WebAssembly instance with the
- * gradients copied in and out once, else by the kernel's own {@link OrtMaxSim.adapterBackward}.
+ * gradients copied in and out once, else in JavaScript.
  */
 export function adapterBackwardMany(
   kernel: OrtMaxSim,
@@ -236,7 +239,7 @@ export function adapterBackwardMany(
     return;
   }
   for (const { tokens, rows, cache, gradOut } of items) {
-    kernel.adapterBackward(params, tokens, rows, cache, gradOut, grads.a, grads.b);
+    adapterBackward(params, tokens, rows, cache, gradOut, grads.a, grads.b);
   }
 }
 

@@ -2,10 +2,11 @@
  * The parallel path of `trainAdapterAsync`: a small pool of worker threads that compute the
  * loss and gradient of a batch's queries (METHOD.md §4's objective, by the same `queryLoss`
  * as the single-thread path, or with MaxSim's GEMM on onnxruntime — `kernel`; on onnxruntime
- * the step's heavy part is shared out by items, `step-plan.ts`). The token states are copied once into `SharedArrayBuffer`s —
- * each distinct candidate set once, however many queries share it — so the workers read
- * them in place; per request they receive only `A`, `B` and a list of query indices, and
- * send back a loss sum and a float64 gradient. The calling thread adds the workers' parts in
+ * the step's heavy part is shared out by items, `step-plan.ts`). The token states are copied
+ * once into `SharedArrayBuffer`s — each distinct candidate set once, however many queries
+ * share it; arrays already over one are used in place — so the workers read them in place;
+ * per request they receive only `A`, `B` and query indices (with the step's plan and shared
+ * buffers on onnxruntime), and send back a loss sum and a float64 gradient. The calling thread adds the workers' parts in
  * worker order: for a given worker count the result is the same on every run; it differs
  * from one thread only in the float64 summation order.
  */
@@ -260,9 +261,16 @@ export class LossPool {
     );
     return this.#slots.map((_, w) => {
       const own: [number, number] = [bounds[w]!, bounds[w + 1]!];
+      const { a, b } = params;
       const request: StepRequest = {
         kind: 'step',
-        ...{ a: params.a, b: params.b, queries: ids, gradients, own, plan, shared },
+        a,
+        b,
+        queries: ids,
+        gradients,
+        own,
+        plan,
+        shared,
       };
       return { reply: this.#request(w, request), counted: own[0] < own[1] };
     });

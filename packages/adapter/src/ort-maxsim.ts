@@ -1,10 +1,10 @@
 /**
  * The `onnxruntime` training kernels: the GEMM of MaxSim — every (adapted) query row against
  * every candidate token — runs as one float32 MatMul on onnxruntime's CPU provider (MLAS), and
- * the exact float64 maxima (and MaxSim's backward, fused into their pass in WebAssembly or
- * bit for bit in JavaScript; `loss-ort.ts`) follow as the JavaScript kernel computes them: in WebAssembly (`wasm-kernel.ts`, exact `'wasm'`, the `onnxruntime` kernel) or
- * in JavaScript ({@link maxSimFromSimilarities}, {@link maxSimBackwardBlocked}; exact `'js'`,
- * the `onnxruntime-js` kernel). One session per training worker, one intra-op thread (the
+ * the exact float64 maxima follow bit for bit as the JavaScript kernel computes them: in
+ * WebAssembly (`wasm-kernel.ts`, exact `'wasm'`, the `onnxruntime` kernel, MaxSim's backward
+ * fused into that pass) or in JavaScript ({@link maxSimFromSimilarities}; exact `'js'`, the
+ * `onnxruntime-js` kernel, its backward apart in `loss-ort.ts`). One session per training worker, one intra-op thread (the
  * workers are the parallelism).
  *
  * onnxruntime-node refuses typed arrays over a `SharedArrayBuffer`, so each worker keeps
@@ -15,16 +15,10 @@
 import type * as OrtModule from 'onnxruntime-node';
 import type { InferenceSession, Tensor } from 'onnxruntime-node';
 import { finishMaxSimScores, type MaxSimResult, type TokenSegments, emptyMaxSim } from './loss.js';
-import {
-  maxSimBackwardBlocked,
-  maxSimFromSimilarities,
-  maxTokenNorm,
-  rowSlack,
-} from './maxsim-exact.js';
-import { adapterBackward } from './model.js';
+import { maxSimFromSimilarities, maxTokenNorm, rowSlack } from './maxsim-exact.js';
 import { similarityGraph } from './sim-graph.js';
 import { ORT_SLICE_BYTES, memorySlices, type MemorySlice } from './slices.js';
-import { wasmAdapterBackward, wasmMaxTokenNorm } from './wasm-forward.js';
+import { wasmMaxTokenNorm } from './wasm-forward.js';
 import { WasmKernel, type ExactItem, type FusedSum } from './wasm-kernel.js';
 
 /** Where the exact float64 maxima and the backward run: WebAssembly, or JavaScript. */
@@ -201,32 +195,6 @@ export class OrtMaxSim {
       }
     }
     return results;
-  }
-
-  /** The adapter's backward that goes with this kernel (`adapterBackward`, or WebAssembly's). */
-  readonly adapterBackward: typeof adapterBackward = (params, tokens, rows, cache, g, ga, gb) => {
-    const wasm = this.#wasm;
-    if (wasm === undefined || !(tokens instanceof Float32Array) || !(g instanceof Float64Array)) {
-      adapterBackward(params, tokens, rows, cache, g, ga, gb);
-    } else wasmAdapterBackward(wasm, params, [{ tokens, rows, cache, gradOut: g }], ga, gb);
-  };
-
-  /**
-   * MaxSim's backward of several queries ({@link maxSimBackwardBlocked} each, adding into
-   * its `gradQuery`): the unfused backward of the JavaScript exact kernel, bit for bit the
-   * reference's (the WebAssembly kernel fuses it into the maxima, `loss-ort.ts`).
-   */
-  backwardMany(
-    items: readonly {
-      readonly result: MaxSimResult;
-      readonly gradScores: Float64Array;
-      readonly segments: TokenSegments;
-      readonly gradQuery: Float64Array;
-    }[],
-  ): void {
-    for (const { result, gradScores, segments, gradQuery } of items) {
-      maxSimBackwardBlocked(result, gradScores, this.dim, segments, gradQuery);
-    }
   }
 
   /**

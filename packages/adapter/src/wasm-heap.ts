@@ -111,17 +111,26 @@ export class WasmHeap {
     return new Int32Array(this.memory.buffer, ptr, length);
   }
 
-  /** Allocates `parts` (each {@link align}ed) as one block, runs `body` with their addresses, frees it. */
-  withParts<T>(parts: readonly number[], body: (at: number[]) => T): T {
+  /**
+   * Allocates `parts` (each {@link align}ed) as one block: its address and size (for
+   * {@link free}) and each part's address.
+   */
+  allocParts(parts: readonly number[]): { base: number; total: number; at: number[] } {
     const total = parts.reduce((sum, bytes) => sum + align(bytes), 0);
     const base = this.alloc(total);
+    const at: number[] = [];
+    let next = base;
+    for (const bytes of parts) {
+      at.push(next);
+      next += align(bytes);
+    }
+    return { base, total, at };
+  }
+
+  /** {@link allocParts}, runs `body` with the parts' addresses, frees the block. */
+  withParts<T>(parts: readonly number[], body: (at: number[]) => T): T {
+    const { base, total, at } = this.allocParts(parts);
     try {
-      const at: number[] = [];
-      let next = base;
-      for (const bytes of parts) {
-        at.push(next);
-        next += align(bytes);
-      }
       return body(at);
     } finally {
       this.free(base, total);

@@ -14,7 +14,7 @@ import { Buffer } from 'node:buffer';
 import type { MaxSimResult } from './loss.js';
 import type { MemorySlice } from './slices.js';
 import { KERNEL_WASM_BASE64 } from './wasm-bytes.js';
-import { WasmHeap, align, wasmApi } from './wasm-heap.js';
+import { WasmHeap, wasmApi } from './wasm-heap.js';
 
 /** What the module exports (byte offsets into its memory; see `assembly/kernel.ts`). */
 interface KernelExports {
@@ -195,8 +195,9 @@ export class WasmKernel extends WasmHeap {
   /** The fused sums' block: per query its table entry, `acc` (zeroed) and running max (−∞). */
   #fusedBegin(batch: ExactBatch, items: readonly ExactItem[]): FusedBlock {
     const { at, dim } = batch;
-    if (items.some((item) => item.fused === undefined)) {
-      throw new Error('maxSimExactSliced: invTau needs every item fused');
+    for (const { out, fused } of items) {
+      if (fused === undefined) throw new Error('maxSimExactSliced: invTau needs every item fused');
+      if (fused.acc.length < out.rows * dim) throw new Error('maxSimExactSliced: acc too small');
     }
     const entry = 20; // FUSED_ENTRY of assembly/fused.ts
     const parts = [
@@ -204,23 +205,15 @@ export class WasmKernel extends WasmHeap {
       batch.memories * 8, // the weights of a slice's memories
       ...items.map(({ out }) => out.rows * dim * 8 + 8),
     ];
-    for (const { out, fused } of items) {
-      if (fused!.acc.length < out.rows * dim) throw new Error('maxSimExactSliced: acc too small');
-    }
-    const total = parts.reduce((sum, bytes) => sum + align(bytes), 0);
-    const base = this.alloc(total);
-    const table = base;
-    const weights = table + align(parts[0]!);
-    const accs: number[] = [];
-    let next = weights + align(parts[1]!);
+    const placed = this.allocParts(parts);
+    const { base, total } = placed;
+    const [table, weights, ...accs] = placed.at as [number, number, ...number[]];
     items.forEach(({ out }, j) => {
-      accs.push(next);
-      this.f64(next, out.rows * dim).fill(0);
-      this.f64(next + out.rows * dim * 8, 1)[0] = -Infinity;
+      const acc = accs[j]!;
+      this.f64(acc, out.rows * dim).fill(0);
+      this.f64(acc + out.rows * dim * 8, 1)[0] = -Infinity;
       const [b, a] = at.slice(4 + 5 * j, 6 + 5 * j) as [number, number];
-      const words = [b, a, out.rows, next, next + out.rows * dim * 8];
-      this.i32(table + j * entry, 5).set(words);
-      next += align(parts[j + 2]!);
+      this.i32(table + j * entry, 5).set([b, a, out.rows, acc, acc + out.rows * dim * 8]);
     });
     return { base, total, table, weights, accs };
   }
@@ -238,7 +231,7 @@ export class WasmKernel extends WasmHeap {
   #exactBegin(dim: number, offsets: ArrayLike<number>, items: readonly ExactItem[]): ExactBatch {
     const memories = offsets.length - 1;
     let most = 0;
-    const parts: number[] = [align(items.length * 32), align(offsets.length * 4)];
+    const parts: number[] = [items.length * 32, offsets.length * 4];
     for (const { out } of items) {
       const { rows } = out;
       if (out.memories !== memories) throw new Error('maxSimExactMany: another candidate set');
@@ -253,14 +246,7 @@ export class WasmKernel extends WasmHeap {
       );
     }
     parts.push(most * 32 + 128); // work
-    const total = parts.reduce((sum, bytes) => sum + align(bytes), 0);
-    const base = this.alloc(total);
-    const at: number[] = [];
-    let next = base;
-    for (const bytes of parts) {
-      at.push(next);
-      next += align(bytes);
-    }
+    const { base, total, at } = this.allocParts(parts);
     const table = at[0]!;
     this.i32(at[1]!, offsets.length).set(offsets);
     const entries = this.i32(table, items.length * 8);
