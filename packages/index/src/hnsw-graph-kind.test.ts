@@ -36,6 +36,41 @@ describe('HnswTokenIndex graph kinds and over-fetch', () => {
     expect(() => proposalsFor(64, Number.NaN)).toThrow(/overFetch/);
   });
 
+  it('proposalsFor with a margin: ceil(overFetch · k) + margin, margin an integer ≥ 1', () => {
+    expect(proposalsFor(64, 1, 1)).toBe(65);
+    expect(() => proposalsFor(64, 1, 0)).toThrow(/margin/);
+    expect(proposalsFor(64, 2, 8)).toBe(136);
+    expect(() => proposalsFor(64, 1, -1)).toThrow(/margin/);
+    expect(() => proposalsFor(64, 1, 1.5)).toThrow(/margin/);
+  });
+
+  it('the margin: more proposals, no less recall; a margin covering the candidates gives the exact hits', async () => {
+    const { side } = fp32Side(600, 51);
+    const rows = 8;
+    const k = 24;
+    const q = unitVectors(rows, DIM, rng(52));
+    const memories = Int32Array.from({ length: 60 }, (_, m) => m);
+    const ref = await new CodecExactTokenIndex(side, ort).search(q, rows, k, { memories });
+    // efSearch below k: usearch's width is the count asked for, so the margin sets it.
+    const params = { ...PARAMS, efSearch: 8 };
+    const recalls: number[] = [];
+    for (const margin of [1, 16, 600]) {
+      const index = await HnswTokenIndex.build(side, params, { threads: 1, kind: 'i8', margin });
+      const hits = await index.search(q, rows, k, { memories });
+      recalls.push(recall(hits.tokens, ref.tokens, rows, k));
+      if (margin === 600) {
+        expect(Array.from(hits.tokens)).toEqual(Array.from(ref.tokens));
+        expect(Array.from(hits.values)).toEqual(Array.from(ref.values));
+      }
+      index.dispose();
+    }
+    expect(recalls[1]!).toBeGreaterThanOrEqual(recalls[0]!);
+    expect(recalls[0]!).toBeLessThan(1);
+    await expect(HnswTokenIndex.build(side, params, { threads: 1, margin: 0 })).rejects.toThrow(
+      /margin/,
+    );
+  });
+
   it('an i8 graph over fp32 codes: every value is the exact float64 dot with the stored code; more over-fetch, no less recall', async () => {
     const n = 3000;
     const { vectors, side } = fp32Side(n, 31);

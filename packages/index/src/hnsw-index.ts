@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { prepareQuery } from './codecs/codec.js';
-import { CodecExactTokenIndex, codecTokenStore, type CodecSide } from './codec-index.js';
+import { CodecExactTokenIndex, codecTokenStore } from './codec-index.js';
 import { searchK } from './errors.js';
 import { hnswFileKind } from './hnsw/hnsw.js';
 import type { HnswOptions, HnswParams, HnswScalarKind } from './hnsw/hnsw.js';
@@ -14,70 +14,21 @@ import {
   writeLayout,
   type GraphGroup,
 } from './hnsw/layout.js';
-import type { CodecName } from './codecs/model.js';
-import type { SimilarityKernel } from './kernel.js';
 import { positionOf, topInto } from './hnsw/top.js';
 import { tieOrder } from './ties.js';
 import type { TokenHits, TokenIndex, TokenSearchOptions } from './token-index.js';
 import type { TokenStore } from './token-store.js';
+import { graphKindOf, proposalsFor } from './hnsw-options.js';
+import type { HnswSide, HnswTokenIndexOptions } from './hnsw-options.js';
 
-/** Proposals fetched per query row beyond `k` from the graph, all rescored in float64. */
-export const HNSW_MARGIN = 16;
-
-/**
- * The cheapest usearch scalar kind that matches a codec, the kind {@link HnswTokenIndex} stores
- * its graph vectors in: fp32 → f32, fp16 → f16 (the decoded halves, exactly), sq8 / sq4 /
- * rp128+sq4 → i8 (usearch has no 4-bit kind: the graph holds usearch's int8 cast of the decoded
- * codec values, 128-dimensional for rp128+sq4).
- */
-export function graphKindOf(codec: CodecName): HnswScalarKind {
-  return codec === 'fp32' ? 'f32' : codec === 'fp16' ? 'f16' : 'i8';
-}
-
-/** The memory side of an HNSW index: the codec side plus the graph layout. */
-export interface HnswSide extends CodecSide {
-  /**
-   * `[memories]` the bank (conversation, session, user) of each memory row: one graph per
-   * bank when there are no `candidateSets`. Without either, one graph over every token.
-   */
-  readonly memoryBank?: Int32Array;
-  /**
-   * The candidate sets searches will ask for (memory rows, ascending; e.g. one per LongMemEval
-   * haystack, one per LoCoMo conversation): one graph per set, a token in several sets in each
-   * of their graphs. Takes precedence over `memoryBank`.
-   */
-  readonly candidateSets?: readonly Int32Array[];
-}
-
-/** Options of {@link HnswTokenIndex.build} and {@link HnswTokenIndex.load}. */
-export interface HnswTokenIndexOptions extends HnswOptions {
-  /** An exact kernel: lets `bestPerMemory` (MaxSim) run exhaustively over the same codes. */
-  readonly kernel?: SimilarityKernel;
-  /**
-   * Over-fetch: each graph proposes `ceil(overFetch · k) + HNSW_MARGIN` tokens per query row
-   * (default 1: `k + HNSW_MARGIN`), all rescored exactly; a cheaper graph kind (i8) buys back
-   * the proposals its coarser ranking misses. usearch searches with `max(efSearch, proposals)`.
-   */
-  readonly overFetch?: number;
-  /**
-   * {@link HnswTokenIndex.load} with `view`: how many memory-mapped graphs stay open at once
-   * (default `DEFAULT_OPEN_GRAPHS`, 8); a graph is mapped when a search first needs it and the
-   * least recently used one beyond this count is unmapped, so resident memory stays bounded by a
-   * few graphs, not the whole index.
-   */
-  readonly openGraphs?: number;
-}
-
-/** Proposals per query row and graph for `k` (see {@link HnswTokenIndexOptions.overFetch}). */
-export function proposalsFor(k: number, overFetch = 1): number {
-  if (!(overFetch >= 1)) throw new Error(`overFetch must be ≥ 1, got ${overFetch}.`);
-  return Math.ceil(overFetch * k) + HNSW_MARGIN;
-}
+export { graphKindOf, HNSW_MARGIN, proposalsFor } from './hnsw-options.js';
+export type { HnswSide, HnswTokenIndexOptions } from './hnsw-options.js';
 
 /**
  * The HNSW backend (usearch, inner product) over a codec's decoded vectors, stored in the graph
  * as `options.kind` (f32 / f16 / i8; default {@link graphKindOf} the codec). The graph only
- * proposes: a search takes {@link proposalsFor} `k` (`k + HNSW_MARGIN`, more with `overFetch`)
+ * proposes: a search takes {@link proposalsFor} `k` (`k + HNSW_MARGIN`, more with `overFetch`,
+ * `k + margin` with `margin`)
  * tokens per query row from the graphs {@link GraphChooser} picks — the graph
  * of exactly the candidate memories (a candidate set: a haystack, a conversation), else whole
  * non-overlapping graphs that make up the candidates (per-bank layout), else the smallest graph
@@ -139,7 +90,7 @@ export class HnswTokenIndex implements TokenIndex {
     this.size = this.#store.size;
     this.#parts = parts;
     this.graphKind = options.kind ?? graphKindOf(side.model.name);
-    proposalsFor(1, options.overFetch); // checks it
+    proposalsFor(1, options.overFetch, options.margin); // checks them
     this.#options = { ...options, kind: this.graphKind };
     const memories = side.tokenOffsets.length - 1;
     this.#tokenMemory = new Int32Array(this.size);
@@ -283,7 +234,8 @@ export class HnswTokenIndex implements TokenIndex {
     const kk = searchK(k, candidateTokens, options.clampK);
     const codeDim = this.#side.model.codeDim;
     const q = prepareQuery(this.#side.model, queries, rows);
-    const fetch = Math.min(proposalsFor(kk, this.#options.overFetch), candidateTokens);
+    const { overFetch, margin } = this.#options;
+    const fetch = Math.min(proposalsFor(kk, overFetch, margin), candidateTokens);
     const proposed = await this.#propose(q, rows, fetch, memories);
 
     const rank = this.#side.ids === undefined ? undefined : tieOrder(this.#side.ids).rank;

@@ -51,7 +51,7 @@ import { terminalTableLines } from '@bfe/core';
 import { runMilvusBench } from './milvus-bench.js';
 import { runMilvusInsertBench } from './milvus-insert.js';
 import { runScale } from './scale-cli.js';
-import { runSegmented } from './segmented.js';
+import { runSegmented } from './segmented-cli.js';
 
 const { values } = parseArgs({
   options: {
@@ -107,6 +107,11 @@ const { values } = parseArgs({
     segments: { type: 'string' },
     codec: { type: 'string', default: 'sq8' },
     'codes-in-ram': { type: 'boolean', default: false },
+    real: { type: 'boolean', default: false },
+    margin: { type: 'string' },
+    'i8-only': { type: 'boolean', default: false },
+    'keep-vectors': { type: 'boolean', default: false },
+    'rows-per-query': { type: 'string' },
   },
 });
 const N = Number(values.tokens);

@@ -15,6 +15,7 @@
  * bfe vs faiss at matched recall on the first `--tokens` tokens (matched.ts):
  *   pnpm bench:big-bank --peer-sweep --index /work/scratch/scale/tiled --tokens 100000 \
  *     --ef-search 64,96,128,192,256 [--graphs <dir for sweep-<n>/>] [--over-fetch 1,2]
+ *     [--margin 1,16] [--i8-only]
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -104,6 +105,8 @@ export async function runScale(v: Values): Promise<void> {
         ...(typeof v.graphs === 'string' ? { work: v.graphs } : {}),
         overFetch: nums(str(v, 'over-fetch')),
         buildThreads: Number(str(v, 'threads')),
+        ...(typeof v.margin === 'string' ? { margins: nums(v.margin) } : {}),
+        i8Only: v['i8-only'] === true,
       },
     );
     process.stdout.write(`${JSON.stringify(out)}\n`);

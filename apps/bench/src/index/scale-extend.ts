@@ -27,7 +27,8 @@ import { join } from 'node:path';
 import { openBank } from '@bfe/encoder';
 import { rekindHnswFile, type HnswScalarKind } from '@bfe/index';
 import usearch from 'usearch';
-import { gaussianSource, loadavg, readMeta } from './scale.js';
+import { loadavg, readMeta } from './scale.js';
+import { gaussianSource } from './token-source.js';
 
 const { Index, MetricKind, ScalarKind } = usearch;
 const TARGET = 20_000_000;

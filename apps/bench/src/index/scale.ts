@@ -30,7 +30,6 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { openBank } from '@bfe/encoder';
 import {
   HnswTokenIndex,
   OrtSimilarityKernel,
@@ -44,6 +43,7 @@ import usearch from 'usearch';
 import { z } from 'zod';
 import { median, quantile } from '../shared/stats.js';
 import { recallAt } from './measure.js';
+import { openTokenSource } from './token-source.js';
 
 const { Index, MetricKind, ScalarKind } = usearch;
 
@@ -75,20 +75,6 @@ export type ScaleMeta = z.infer<typeof scaleMetaSchema>;
 export const loadavg = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ', 3).join(' ');
 const peakRssMb = (): number => process.resourceUsage().maxRSS / 1024;
 
-/** The tiled bank's noise: standard normal draws (xorshift32, Box–Muller), one per call. */
-export function gaussianSource(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  const u = (): number => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return (s + 0.5) / 4294967296;
-  };
-  return () => Math.sqrt(-2 * Math.log(u())) * Math.cos(2 * Math.PI * u());
-}
-
 export interface BuildOptions {
   readonly bank: string;
   readonly dir: string;
@@ -104,25 +90,11 @@ export interface BuildOptions {
 /** Writes the tiled bank, the queries, and the growing graph's checkpoints under `dir`. */
 export async function buildScale(o: BuildOptions): Promise<ScaleMeta> {
   mkdirSync(o.dir, { recursive: true });
-  const b = await openBank(o.bank, { verifyHashes: false });
-  const dim = b.dim;
-  const src = b.memories.tokenVectors;
-  const srcN = b.memories.tokenOwner.length;
+  const source = await openTokenSource({ ...o, banks: [o.bank], real: false });
+  const { dim } = source;
   const N = Math.max(...o.checkpoints);
-  const next = gaussianSource(o.seed);
-  const sigma = o.noise / Math.sqrt(dim);
   const x = new Float32Array(N * dim);
-  for (let t = 0; t < N; t++) {
-    const s = (t % srcN) * dim;
-    let ss = 0;
-    for (let d = 0; d < dim; d++) {
-      const v = src[s + d]! + sigma * next();
-      x[t * dim + d] = v;
-      ss += v * v;
-    }
-    const f = 1 / Math.sqrt(ss);
-    for (let d = 0; d < dim; d++) x[t * dim + d]! *= f;
-  }
+  source.fill(x, 0, N);
   const fd = openSync(join(o.dir, 'vectors.f32'), 'w');
   try {
     const bytes = new Uint8Array(x.buffer);
@@ -131,8 +103,7 @@ export async function buildScale(o: BuildOptions): Promise<ScaleMeta> {
   } finally {
     closeSync(fd);
   }
-  const q = tiledQueries(b.queries, dim, o.queries, o.rows);
-  writeFileSync(join(o.dir, 'queries.f32'), new Uint8Array(q.buffer));
+  writeFileSync(join(o.dir, 'queries.f32'), new Uint8Array(source.queries.buffer));
 
   const index = new Index({
     dimensions: dim,
@@ -144,7 +115,7 @@ export async function buildScale(o: BuildOptions): Promise<ScaleMeta> {
     multi: false,
   });
   const meta: ScaleMeta = {
-    source: `${o.bank} (${srcN} LoCoMo tokens, tiled)`,
+    source: source.describe,
     tokens: N,
     dim,
     queries: o.queries,
@@ -181,29 +152,6 @@ export async function buildScale(o: BuildOptions): Promise<ScaleMeta> {
     process.stderr.write(`  ${c} tokens: ${cumulative.toFixed(0)} s cumulative (${loadavg()})\n`);
   }
   return meta;
-}
-
-/**
- * `queries` queries of `rows` real query token states each: the tokens of consecutive questions
- * from evenly spaced starts, joined until `rows` rows.
- */
-export function tiledQueries(
-  qs: { ids: readonly string[]; tokenOffsets: Int32Array; tokenVectors: Float32Array },
-  dim: number,
-  queries: number,
-  rows: number,
-): Float32Array {
-  const q = new Float32Array(queries * rows * dim);
-  const step = Math.floor(qs.ids.length / queries);
-  for (let i = 0; i < queries; i++) {
-    let w = 0;
-    for (let j = i * step; w < rows; j = (j + 1) % qs.ids.length) {
-      for (let t = qs.tokenOffsets[j]!; t < qs.tokenOffsets[j + 1]! && w < rows; t++, w++) {
-        q.set(qs.tokenVectors.subarray(t * dim, (t + 1) * dim), (i * rows + w) * dim);
-      }
-    }
-  }
-  return q;
 }
 
 export function readMeta(dir: string): ScaleMeta {

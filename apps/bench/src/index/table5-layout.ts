@@ -17,7 +17,7 @@ import {
   HnswTokenIndex,
   LAYOUT_FILE,
   codecModelSchema,
-  readCodesFile,
+  fileCodeSource,
   type CodecModel,
   type HnswSide,
 } from '@bfe/index';
@@ -39,9 +39,15 @@ async function compare(baseDir: string, runDir: string): Promise<string> {
   const ids = [...new Set(memories.bankIds!)].sort();
   const number = new Map(ids.map((id, i) => [id, i] as const));
   const memoryBank = Int32Array.from(memories.bankIds!, (id) => number.get(id)!);
+  // Codes read by position, never whole.
+  const codes = fileCodeSource({
+    path: join(dir, 'codes.bin'),
+    bytesPerToken: model.bytesPerToken,
+    segments: [{ offset: 0, rows: memories.tokenOwner.length }],
+  });
   const side: HnswSide = {
     model,
-    codes: await readCodesFile(join(dir, 'codes.bin')),
+    codes,
     tokenOffsets: memories.tokenOffsets,
     ids: memories.ids,
     memoryBank,
@@ -93,6 +99,7 @@ async function compare(baseDir: string, runDir: string): Promise<string> {
     perSet.dispose();
     return `${runDir}: ${sets.size} candidate sets (= banks), ${items.length} queries, ${rows} query tokens, ${differ} with different hits; widened rows per bank ${widenedBank}, per set ${widenedSet}`;
   } finally {
+    codes.close();
     await rm(work, { recursive: true, force: true });
   }
 }

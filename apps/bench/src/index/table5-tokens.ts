@@ -4,21 +4,23 @@
  * float32 states, and per-query latency (one query, all its content tokens, k 64, against its
  * own candidate memories: the whole `TokenIndex.search` call, rescoring included) p50 / p90.
  * The bank comes from the base run's encode artifact, each row's codes and graphs from its
- * index artifact (the cache root and keys in `receipt.json`), the evaluated queries from the
+ * index artifact, opened as the runner's score stage opens them — token states and codes read
+ * by position from their files (`fileTokenStore`, `fileCodeSource`; fp32 codes are the bank's
+ * own token file), graphs memory-mapped (`view`) — so nothing is read whole (the cache root and keys in `receipt.json`), the evaluated queries from the
  * base run's `per-query.jsonl` and their candidates from the dataset (`BFE_DATA_MIRROR`).
  */
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
-import { openBank, type OpenedBank } from '@bfe/encoder';
+import { openBank, type FileBankSide, type OpenedBank } from '@bfe/encoder';
 import {
   CodecExactTokenIndex,
   ExactTokenIndex,
   HnswTokenIndex,
   OrtSimilarityKernel,
   codecModelSchema,
-  flatTokenStore,
-  readCodesFile,
+  fileCodeSource,
+  fileTokenStore,
   type CodecModel,
   type HnswSide,
   type TokenIndex,
@@ -65,7 +67,8 @@ export interface TokenFigures {
 export interface Probe {
   /** Query rows of the bank, with their candidate memory rows (ascending). */
   readonly items: { readonly row: number; readonly memories: Int32Array }[];
-  readonly bank: OpenedBank;
+  /** Memory token states left in their file (`memoryTokens: 'file'`). */
+  readonly bank: OpenedBank<FileBankSide>;
 }
 
 export async function receiptOf(dir: string): Promise<z.infer<typeof receiptSchema>> {
@@ -80,7 +83,10 @@ export const stageDir = (r: z.infer<typeof receiptSchema>, stage: string): strin
 /** The evaluated queries (with content tokens) of the base run and their candidates. */
 export async function probe(baseDir: string): Promise<Probe> {
   const receipt = await receiptOf(baseDir);
-  const bank = await openBank(join(stageDir(receipt, 'encode')!, 'bank'), { verifyHashes: false });
+  const bank = await openBank(join(stageDir(receipt, 'encode')!, 'bank'), {
+    verifyHashes: false,
+    memoryTokens: 'file',
+  });
   const ids = new Set<string>();
   for (const line of (await readFile(join(baseDir, 'per-query.jsonl'), 'utf8')).split('\n')) {
     if (line.trim() === '') continue;
@@ -108,7 +114,7 @@ export async function probe(baseDir: string): Promise<Probe> {
 }
 
 /** A dense bank number per memory row (bank ids in sorted order), as the index stage does. */
-function memoryBanks(bank: OpenedBank): Int32Array | undefined {
+function memoryBanks(bank: OpenedBank<FileBankSide>): Int32Array | undefined {
   const ids = bank.memories.bankIds;
   if (ids === undefined) return undefined;
   const numbers = new Map([...new Set(ids)].sort().map((id, i) => [id, i] as const));
@@ -118,9 +124,9 @@ function memoryBanks(bank: OpenedBank): Int32Array | undefined {
 /** Opens a run's index from its index artifact, as the experiment's index stage does. */
 async function openRunIndex(
   runDir: string,
-  bank: OpenedBank,
+  bank: OpenedBank<FileBankSide>,
   kernel: OrtSimilarityKernel,
-): Promise<{ index: TokenIndex; graphBytes: number; name: string }> {
+): Promise<{ index: TokenIndex; graphBytes: number; name: string; close: () => void }> {
   const results = JSON.parse(await readFile(join(runDir, 'results.json'), 'utf8')) as {
     runs: { results: { meta: { index?: unknown } } }[];
   };
@@ -128,22 +134,31 @@ async function openRunIndex(
   const c = raw === undefined ? undefined : indexConfigSchema.parse(raw);
   const { memories } = bank;
   if (c === undefined || (c.backend === 'exact' && c.codec === 'fp32')) {
-    const tokens = flatTokenStore(memories.tokenVectors, bank.dim);
+    const tokens = fileTokenStore(memories.tokenFile);
     const side = { tokens, tokenOffsets: memories.tokenOffsets, ids: memories.ids };
-    return { index: new ExactTokenIndex(side, kernel), graphBytes: 0, name: 'fp32 exact' };
+    const index = new ExactTokenIndex(side, kernel);
+    return { index, graphBytes: 0, name: 'fp32 exact', close: () => tokens.close() };
   }
   const dir = stageDir(await receiptOf(runDir), 'index');
   if (dir === undefined) throw new Error(`${runDir}: no index stage in the receipt`);
   const model = codecModelSchema.parse(
     JSON.parse(await readFile(join(dir, 'codec.json'), 'utf8')),
   ) as CodecModel;
-  // fp32 codes are the bank's float32 states, byte for byte (`encodeTokens`): a view of the
-  // bank instead of a second 2.8 GB copy on LongMemEval-S.
-  const v = memories.tokenVectors;
+  // Codes read by position: fp32 codes are the bank's float32 token file, byte for byte
+  // (`encodeTokens`), as the runner's index stage reads them; else `codes.bin`.
+  const file = memories.tokenFile;
   const codes =
-    model.name === 'fp32'
-      ? new Uint8Array(v.buffer, v.byteOffset, v.byteLength)
-      : await readCodesFile(join(dir, 'codes.bin'));
+    model.name === 'fp32' && file.dtype === 'float32'
+      ? fileCodeSource({
+          path: file.path,
+          bytesPerToken: model.bytesPerToken,
+          segments: file.segments,
+        })
+      : fileCodeSource({
+          path: join(dir, 'codes.bin'),
+          bytesPerToken: model.bytesPerToken,
+          segments: [{ offset: 0, rows: memories.tokenOffsets[memories.tokenOffsets.length - 1]! }],
+        });
   const memoryBank = memoryBanks(bank);
   const side: HnswSide = {
     model,
@@ -152,21 +167,25 @@ async function openRunIndex(
     ids: memories.ids,
     ...(memoryBank === undefined ? {} : { memoryBank }),
   };
+  const close = (): void => codes.close();
   if (c.backend === 'exact')
     return {
       index: new CodecExactTokenIndex(side, kernel),
       graphBytes: 0,
       name: `${c.codec} exact`,
+      close,
     };
   const params = {
     M: c.params.M!,
     efConstruction: c.params.efConstruction!,
     efSearch: c.params.efSearch!,
   };
-  // The run's graph kind and over-fetch, as the experiment's index stage opens it.
+  // The run's graph kind and over-fetch, as the experiment's index stage opens it; graphs
+  // memory-mapped.
   const over = c.params.overFetch;
   const index = await HnswTokenIndex.load(join(dir, 'hnsw'), side, params, {
     kernel,
+    view: true,
     ...(c.graph === undefined ? {} : { kind: c.graph }),
     ...(over === undefined ? {} : { overFetch: over }),
   });
@@ -178,6 +197,7 @@ async function openRunIndex(
     index,
     graphBytes,
     name: `${c.codec} hnsw${c.graph === undefined ? '' : ` ${c.graph}`}`,
+    close,
   };
 }
 
@@ -227,26 +247,27 @@ export async function measureTokenColumns(
     });
   };
   try {
+    const states = fileTokenStore(bank.memories.tokenFile);
     const exact = new ExactTokenIndex(
-      {
-        tokens: flatTokenStore(bank.memories.tokenVectors, dim),
-        tokenOffsets: bank.memories.tokenOffsets,
-        ids: bank.memories.ids,
-      },
+      { tokens: states, tokenOffsets: bank.memories.tokenOffsets, ids: bank.memories.ids },
       kernel,
     );
     const reference: Int32Array[] = [];
     const refK: number[] = [];
-    for (const it of items) {
-      const hits = await search(exact, it.row, it.memories);
-      reference.push(hits.tokens);
-      refK.push(hits.k);
+    try {
+      for (const it of items) {
+        const hits = await search(exact, it.row, it.memories);
+        reference.push(hits.tokens);
+        refK.push(hits.k);
+      }
+    } finally {
+      states.close();
     }
     const out: TokenFigures[] = [];
     const names: string[] = [];
     const kept: Int32Array[][] = [];
     for (const dir of runDirs) {
-      const { index, graphBytes, name } = await openRunIndex(dir, bank, kernel);
+      const { index, graphBytes, name, close } = await openRunIndex(dir, bank, kernel);
       const found: Int32Array[] = [];
       names.push(name);
       kept.push(found);
@@ -281,12 +302,13 @@ export async function measureTokenColumns(
           queries: items.length,
           queryTokens: tokens,
           bankTokens: bank.memories.tokenOffsets[bank.memories.tokenOffsets.length - 1]!,
-          fp32Bytes: bank.memories.tokenVectors.byteLength,
+          fp32Bytes: bank.memories.tokenOwner.length * dim * 4,
         };
         options.log?.(`${dir}: ${JSON.stringify(figures)}`);
         out.push(figures);
       } finally {
         (index as { dispose?: () => void }).dispose?.();
+        close();
       }
     }
     return out.map((figures, i) => {

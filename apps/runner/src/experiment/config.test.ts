@@ -180,10 +180,14 @@ describe('the index section', () => {
     ).toMatchObject({ backend: 'hnsw', codec: 'rp128+sq4', M: 16, efSearch: 64 });
   });
 
-  it('graph and overFetch stay absent unless written (the codec decides the graph kind)', () => {
+  it('graph, overFetch and margin stay absent unless written (the codec decides the graph kind)', () => {
     const hnsw = parseExperiment({ ...base, index: { backend: 'hnsw' } }).index!;
     expect(hnsw).not.toHaveProperty('graph');
     expect(hnsw).not.toHaveProperty('overFetch');
+    expect(hnsw).not.toHaveProperty('margin');
+    expect(parseExperiment({ ...base, index: { backend: 'hnsw', margin: 1 } }).index).toMatchObject(
+      { margin: 1 },
+    );
     expect(
       parseExperiment({ ...base, index: { backend: 'hnsw', graph: 'i8', overFetch: 2 } }).index,
     ).toMatchObject({ backend: 'hnsw', codec: 'fp32', graph: 'i8', overFetch: 2 });
@@ -199,6 +203,8 @@ describe('the index section', () => {
       { M: 0 },
       { graph: 'i4' },
       { overFetch: 0.5 },
+      { margin: 0 },
+      { margin: 2.5 },
     ]) {
       expect(configError(() => parseExperiment({ ...base, index })).message).toMatch(/index/);
     }

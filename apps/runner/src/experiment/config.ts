@@ -181,6 +181,12 @@ export const experimentSchema = z.strictObject({
        * Left out: 1 (`k + 16`). A cheaper graph kind buys back what its coarser ranking misses.
        */
       overFetch: z.number().min(1).max(64).optional(),
+      /**
+       * Proposals beyond `ceil(overFetch · k)` per query token and graph (an integer ≥ 1).
+       * Left out: 16. Smaller: usearch searches narrower (its width is at least the count asked
+       * for), a cheaper, lower-recall operating point.
+       */
+      margin: z.int().min(1).max(1024).optional(),
       /** The `rp128+sq4` projection seed (METHOD.md §6, 42). */
       seed: seedSchema.default(42),
     })

@@ -99,7 +99,7 @@ describe('the index section', () => {
     expect(again.stages.every((s) => s.cached)).toBe(true);
   });
 
-  it('graph: i8 over fp32 codes builds another graph, rescored exactly; overFetch changes only the search', async () => {
+  it('graph: i8 over fp32 codes builds another graph, rescored exactly; overFetch and margin change only the search', async () => {
     const dir = await mkdtemp(join(root, 'graph-'));
     const plain = await run(dir, experiment());
     const f32 = await run(dir, experiment({ index: { backend: 'hnsw' } }));
@@ -135,5 +135,19 @@ describe('the index section', () => {
       params: { overFetch: 2 },
       graph: 'i8',
     });
+    // The margin, like over-fetch, changes only the search (and the score stage's key).
+    const margin = await run(
+      dir,
+      experiment({ index: { backend: 'hnsw', graph: 'i8', margin: 4 } }),
+    );
+    expect(margin.stages.find((s) => s.name === 'index')!.cached).toBe(true);
+    expect(margin.stages.find((s) => s.name === 'score')!.cached).toBe(false);
+    expect((margin.results.meta as unknown as { index: unknown }).index).toMatchObject({
+      params: { margin: 4 },
+      graph: 'i8',
+    });
+    expect(await text(margin.runDir, 'per-query.jsonl')).toBe(
+      await text(plain.runDir, 'per-query.jsonl'),
+    );
   });
 });

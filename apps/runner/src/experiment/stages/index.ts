@@ -32,7 +32,7 @@ export interface IndexMeta {
   readonly backend: 'exact' | 'hnsw';
   readonly codec: IndexConfig['codec'];
   /**
-   * The HNSW graph parameters (hnsw; `overFetch` when set), the projection seed (rp128+sq4);
+   * The HNSW graph parameters (hnsw; `overFetch`, `margin` when set), the projection seed (rp128+sq4);
    * else empty.
    */
   readonly params: Record<string, number>;
@@ -89,11 +89,24 @@ function indexKeyConfig(c: IndexConfig): Record<string, unknown> {
   };
 }
 
-/** The HNSW options the section sets beyond the parameters (graph kind, over-fetch). */
-function graphOptions(c: IndexConfig): { kind?: 'f32' | 'f16' | 'i8'; overFetch?: number } {
+/** The HNSW options the section sets beyond the parameters (graph kind, over-fetch, margin). */
+function graphOptions(c: IndexConfig): {
+  kind?: 'f32' | 'f16' | 'i8';
+  overFetch?: number;
+  margin?: number;
+} {
   return {
     ...(c.graph === undefined ? {} : { kind: c.graph }),
+    ...searchOptions(c),
+  };
+}
+
+/** The search-time HNSW settings the section sets (over-fetch, margin); hnsw only. */
+function searchOptions(c: IndexConfig): { overFetch?: number; margin?: number } {
+  if (c.backend !== 'hnsw') return {};
+  return {
     ...(c.overFetch === undefined ? {} : { overFetch: c.overFetch }),
+    ...(c.margin === undefined ? {} : { margin: c.margin }),
   };
 }
 
@@ -102,7 +115,7 @@ function metaParams(c: IndexConfig): Record<string, number> {
     ...(c.backend === 'hnsw'
       ? { M: c.M, efConstruction: c.efConstruction, efSearch: c.efSearch }
       : {}),
-    ...(c.backend === 'hnsw' && c.overFetch !== undefined ? { overFetch: c.overFetch } : {}),
+    ...searchOptions(c),
     ...(c.codec === 'rp128+sq4' ? { seed: c.seed } : {}),
   };
 }
@@ -156,7 +169,7 @@ export async function runIndexStage(
   const keyConfig = {
     ...indexKeyConfig(c),
     ...(c.backend === 'hnsw' ? { efSearch: c.efSearch } : {}),
-    ...(c.backend === 'hnsw' && c.overFetch !== undefined ? { overFetch: c.overFetch } : {}),
+    ...searchOptions(c),
   };
   if (c.backend === 'exact' && c.codec === 'fp32') {
     const meta = { backend: 'exact', codec: 'fp32', params: {}, bytesPerToken } as const;
