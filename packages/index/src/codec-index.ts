@@ -1,4 +1,4 @@
-import { decodeTokens, prepareQuery } from './codecs/codec.js';
+import { decodeTokens, prepareQuery, scalarCodeDots } from './codecs/codec.js';
 import type { CodecModel } from './codecs/model.js';
 import { codecChunkScoring } from './codec-scan.js';
 import { codeSourceOf, type CodeSource } from './code-source.js';
@@ -14,7 +14,8 @@ import type { TokenStore } from './token-store.js';
  * float32 (`codeDim` per token, into a scratch buffer), `dots` decodes the asked tokens and sums
  * in float64 with {@link dotsInto}, so equal decoded vectors score bit-identically, as in
  * {@link flatTokenStore}. For `fp32` the decoded vectors are the original ones (aligned fp32
- * codes are read in place by `dots`, not copied).
+ * codes are read in place by `dots`, not copied); the scalar codecs' `dots` decode as they sum
+ * ({@link scalarCodeDots}: the same bits, no decoded rows written).
  *
  * @example
  * const store = codecTokenStore(model, codes); // store.dim === model.codeDim
@@ -37,6 +38,7 @@ export function codecTokenStore(model: CodecModel, codes: Uint8Array | CodeSourc
   let rowScratch: Float32Array = new Float32Array(0);
   const grow = (buf: Float32Array, need: number): Float32Array =>
     buf.length >= need ? buf : new Float32Array(Math.max(need, 2 * buf.length));
+  const scalar = scalarCodeDots(model);
   return {
     size,
     dim: codeDim,
@@ -49,6 +51,10 @@ export function codecTokenStore(model: CodecModel, codes: Uint8Array | CodeSourc
         const offsets = scratchOffsets(count);
         for (let h = 0; h < count; h++) offsets[h] = tokens[h]! * codeDim;
         dotsInto(direct, offsets, count, query, at, out, codeDim);
+        return;
+      }
+      if (scalar !== undefined) {
+        scalar(codes, tokens, count, query, at, out);
         return;
       }
       rowScratch = grow(rowScratch, count * codeDim);
@@ -65,7 +71,8 @@ export function codecTokenStore(model: CodecModel, codes: Uint8Array | CodeSourc
 
 /**
  * {@link codecTokenStore} over codes read by position ({@link CodeSource}): each asked token's
- * codes are decoded into a scratch row and summed with {@link dotsInto}, so the scores are
+ * codes are decoded into a scratch row and summed with {@link dotsInto} (scalar codecs: the
+ * rows' codes gathered into a scratch and summed by {@link scalarCodeDots}), so the scores are
  * those of the same codes in memory, bit for bit.
  */
 function sourceTokenStore(model: CodecModel, source: CodeSource): TokenStore {
@@ -77,8 +84,10 @@ function sourceTokenStore(model: CodecModel, source: CodeSource): TokenStore {
   }
   let scratch: Float32Array = new Float32Array(0);
   let rowScratch: Float32Array = new Float32Array(0);
+  let byteScratch = new Uint8Array(0);
   const grow = (buf: Float32Array, need: number): Float32Array =>
     buf.length >= need ? buf : new Float32Array(Math.max(need, 2 * buf.length));
+  const scalar = scalarCodeDots(model);
   return {
     size: source.tokens,
     dim: codeDim,
@@ -88,6 +97,19 @@ function sourceTokenStore(model: CodecModel, source: CodeSource): TokenStore {
       return decodeTokens(model, source.bytes(start, end), 0, end - start, out);
     },
     dots: (tokens, count, query, at, out) => {
+      if (scalar !== undefined) {
+        // The asked rows' codes gathered in order, then the fused kernel over rows 0..count-1.
+        if (byteScratch.length < count * bytesPerToken) {
+          byteScratch = new Uint8Array(Math.max(count * bytesPerToken, 2 * byteScratch.length));
+        }
+        const rows = scratchOffsets(count);
+        for (let h = 0; h < count; h++) {
+          byteScratch.set(source.row(tokens[h]!), h * bytesPerToken);
+          rows[h] = h;
+        }
+        scalar(byteScratch, rows, count, query, at, out);
+        return;
+      }
       rowScratch = grow(rowScratch, count * codeDim);
       const offsets = scratchOffsets(count);
       for (let h = 0; h < count; h++) {

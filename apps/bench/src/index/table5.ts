@@ -7,10 +7,11 @@
  * `pairedBootstrap`, 10,000 resamples, seed 42), from each run's per-query.jsonl. With
  * `--tokens` (default on; `--no-tokens` to skip) the same run also measures, in this process,
  * each row's usearch graph bytes, token top-k recall@64 against the base run's exact fp32
- * search and per-query latency p50 / p90 (`table5-tokens.ts`).
+ * search and per-query latency p50 / p90 (`table5-tokens.ts`: states and codes read by
+ * position, graphs memory-mapped; `--in-ram`: read into memory and loaded).
  *
  * node --conditions=@bfe/source --import tsx apps/bench/src/index/table5.ts [--markdown]
- *   [--no-tokens] [--threads N] <base-run> <run>…
+ *   [--no-tokens] [--in-ram] [--threads N] <base-run> <run>…
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -115,6 +116,7 @@ async function main(): Promise<void> {
       markdown: { type: 'boolean', default: false },
       tokens: { type: 'boolean', default: true },
       threads: { type: 'string' },
+      'in-ram': { type: 'boolean', default: false },
     },
     allowNegative: true,
     allowPositionals: true,
@@ -127,6 +129,7 @@ async function main(): Promise<void> {
     const threads = values.threads === undefined ? {} : { threads: Number(values.threads) };
     tokens = await measureTokenColumns(positionals, {
       ...threads,
+      inRam: values['in-ram'],
       log: (line) => process.stderr.write(`${line}\n`),
     });
   }

@@ -4,6 +4,7 @@ import type { CodecModel, CodecName, ProjectedParams, ScalarParams } from './mod
 import { project, projectionMatrix } from './projection.js';
 import { decodeSq4Into, decodeSq8Into, encodeSq4, encodeSq8, fitScalar } from './scalar.js';
 import type { ScalarFit, ScalarRange } from './scalar.js';
+import { sq4DotsInto, sq8DotsInto } from './scalar-dots.js';
 
 /** Options of {@link trainCodec}. */
 export interface TrainCodecOptions {
@@ -168,6 +169,32 @@ export function decodeTokens(
  * @example
  * prepareQuery(model, q, rows); // Float32Array(rows · model.codeDim)
  */
+/**
+ * Float64 dots of a query row with stored code rows, decoding as they go
+ * (`out[h] = Σ_d query[at + d] · decoded(rows[h])[d]`, bit for bit {@link decodeTokens} then
+ * `dotsInto`): the scalar codecs' fused kernels (sq8, sq4, rp128+sq4: {@link sq8DotsInto},
+ * {@link sq4DotsInto}, in the codec's `codeDim`); undefined for fp32 / fp16.
+ */
+export function scalarCodeDots(
+  model: CodecModel,
+):
+  | ((
+      codes: Uint8Array,
+      rows: Int32Array,
+      count: number,
+      query: Float32Array,
+      at: number,
+      out: Float64Array,
+    ) => void)
+  | undefined {
+  if (model.name === 'fp32' || model.name === 'fp16') return undefined;
+  const fit = runtime(model).fit!;
+  const kernel = model.name === 'sq8' ? sq8DotsInto : sq4DotsInto;
+  const dim = model.codeDim;
+  return (codes, rows, count, query, at, out) =>
+    kernel(fit, codes, rows, count, query, at, out, dim);
+}
+
 export function prepareQuery(model: CodecModel, queries: Float32Array, rows: number): Float32Array {
   const x = queries.subarray(0, rows * model.dim);
   if (model.name !== 'rp128+sq4') return x.slice();
