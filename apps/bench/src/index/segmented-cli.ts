@@ -41,6 +41,7 @@ export async function runSegmented(
       efSearch: str('ef-search').split(',').map(Number),
       threads: Number(str('threads')),
       codesInRam: v['codes-in-ram'] === true,
+      ...(typeof v.margin === 'string' ? { margin: Number(v.margin) } : {}),
       ...(typeof v['rows-per-query'] === 'string'
         ? { rowsPerQuery: Number(v['rows-per-query']) }
         : {}),
