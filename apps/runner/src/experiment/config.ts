@@ -184,7 +184,9 @@ export const experimentSchema = z.strictObject({
       /**
        * Proposals beyond `ceil(overFetch · k)` per query token and graph (an integer ≥ 1).
        * Left out: 16. Smaller: usearch searches narrower (its width is at least the count asked
-       * for), a cheaper, lower-recall operating point.
+       * for), a cheaper, lower-recall operating point — but a tie at the last proposal (exact
+       * duplicate tokens, coarse codes) widens that token's search to every candidate, which a
+       * small margin makes common on real banks (BENCHMARKS.md, issue 13).
        */
       margin: z.int().min(1).max(1024).optional(),
       /** The `rp128+sq4` projection seed (METHOD.md §6, 42). */
