@@ -50,6 +50,16 @@ export function scratchOffsets(count: number): Int32Array {
 let queryScratch = new Float64Array(384);
 
 /**
+ * `query[at .. at + dim)` widened to float64 into a module-level scratch read from index 0
+ * (valid until the next call): the query row every float64 dot kernel reads.
+ */
+export function widenedQuery(query: Float32Array, at: number, dim: number): Float64Array {
+  if (queryScratch.length < dim) queryScratch = new Float64Array(dim);
+  for (let j = 0; j < dim; j++) queryScratch[j] = query[at + j]!;
+  return queryScratch;
+}
+
+/**
  * `out[h] = Σ_j vectors[offsets[h] + j] · query[at + j]` for `h < count`, in float64, summed
  * in order of `j` for every row (so equal vectors score bit-identically): eight rows at a time
  * share each query load, about twice as fast in V8 as one {@link dot64} per row. The query row
@@ -65,9 +75,7 @@ export function dotsInto(
   out: Float64Array,
   dim: number,
 ): void {
-  if (queryScratch.length < dim) queryScratch = new Float64Array(dim);
-  const q = queryScratch;
-  for (let j = 0; j < dim; j++) q[j] = query[at + j]!;
+  const q = widenedQuery(query, at, dim);
   let h = 0;
   for (; h + 7 < count; h += 8) {
     const a0 = offsets[h]!;

@@ -6,6 +6,16 @@ import { decodeSq4Into, decodeSq8Into, encodeSq4, encodeSq8, fitScalar } from '.
 import type { ScalarFit, ScalarRange } from './scalar.js';
 import { sq4DotsInto, sq8DotsInto } from './scalar-dots.js';
 
+/** `out[h]` = the float64 dot of query row `query[at ..]` with the decoded code row `rows[h]`. */
+export type CodeRowDots = (
+  codes: Uint8Array,
+  rows: Int32Array,
+  count: number,
+  query: Float32Array,
+  at: number,
+  out: Float64Array,
+) => void;
+
 /** Options of {@link trainCodec}. */
 export interface TrainCodecOptions {
   /** Projection seed of `rp128+sq4` (default 42, METHOD.md §6). */
@@ -163,30 +173,12 @@ export function decodeTokens(
 }
 
 /**
- * Query token vectors in the codec's search space: projected with the model's seeded matrix
- * for `rp128+sq4`, unchanged (a copy) otherwise. Queries are never quantised.
- *
- * @example
- * prepareQuery(model, q, rows); // Float32Array(rows · model.codeDim)
- */
-/**
  * Float64 dots of a query row with stored code rows, decoding as they go
  * (`out[h] = Σ_d query[at + d] · decoded(rows[h])[d]`, bit for bit {@link decodeTokens} then
  * `dotsInto`): the scalar codecs' fused kernels (sq8, sq4, rp128+sq4: {@link sq8DotsInto},
  * {@link sq4DotsInto}, in the codec's `codeDim`); undefined for fp32 / fp16.
  */
-export function scalarCodeDots(
-  model: CodecModel,
-):
-  | ((
-      codes: Uint8Array,
-      rows: Int32Array,
-      count: number,
-      query: Float32Array,
-      at: number,
-      out: Float64Array,
-    ) => void)
-  | undefined {
+export function scalarCodeDots(model: CodecModel): CodeRowDots | undefined {
   if (model.name === 'fp32' || model.name === 'fp16') return undefined;
   const fit = runtime(model).fit!;
   const kernel = model.name === 'sq8' ? sq8DotsInto : sq4DotsInto;
@@ -195,6 +187,13 @@ export function scalarCodeDots(
     kernel(fit, codes, rows, count, query, at, out, dim);
 }
 
+/**
+ * Query token vectors in the codec's search space: projected with the model's seeded matrix
+ * for `rp128+sq4`, unchanged (a copy) otherwise. Queries are never quantised.
+ *
+ * @example
+ * prepareQuery(model, q, rows); // Float32Array(rows · model.codeDim)
+ */
 export function prepareQuery(model: CodecModel, queries: Float32Array, rows: number): Float32Array {
   const x = queries.subarray(0, rows * model.dim);
   if (model.name !== 'rp128+sq4') return x.slice();
