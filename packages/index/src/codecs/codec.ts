@@ -4,17 +4,9 @@ import type { CodecModel, CodecName, ProjectedParams, ScalarParams } from './mod
 import { project, projectionMatrix } from './projection.js';
 import { decodeSq4Into, decodeSq8Into, encodeSq4, encodeSq8, fitScalar } from './scalar.js';
 import type { ScalarFit, ScalarRange } from './scalar.js';
-import { sq4DotsInto, sq8DotsInto } from './scalar-dots.js';
+import { sq4DotsInto, sq8DotsInto, type CodeRowDots } from './scalar-dots.js';
 
-/** `out[h]` = the float64 dot of query row `query[at ..]` with the decoded code row `rows[h]`. */
-export type CodeRowDots = (
-  codes: Uint8Array,
-  rows: Int32Array,
-  count: number,
-  query: Float32Array,
-  at: number,
-  out: Float64Array,
-) => void;
+export type { CodeRowDots } from './scalar-dots.js';
 
 /** Options of {@link trainCodec}. */
 export interface TrainCodecOptions {
@@ -181,10 +173,7 @@ export function decodeTokens(
 export function scalarCodeDots(model: CodecModel): CodeRowDots | undefined {
   if (model.name === 'fp32' || model.name === 'fp16') return undefined;
   const fit = runtime(model).fit!;
-  const kernel = model.name === 'sq8' ? sq8DotsInto : sq4DotsInto;
-  const dim = model.codeDim;
-  return (codes, rows, count, query, at, out) =>
-    kernel(fit, codes, rows, count, query, at, out, dim);
+  return (model.name === 'sq8' ? sq8DotsInto : sq4DotsInto)(fit, model.codeDim);
 }
 
 /**
