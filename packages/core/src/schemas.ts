@@ -99,6 +99,19 @@ export const splitSchema = z.strictObject({
   promotionEligible: z.boolean(),
   /** Result markers, e.g. `shared-unlabelled-memory`. */
   marks: z.array(z.enum(['shared-unlabelled-memory'])),
+  /**
+   * Present on one fold of a cross-fitted split (METHOD.md §8): the units are cut into `folds`
+   * folds; this split tests fold `fold`, validates on fold `validationFold` and trains on the
+   * rest. Absent on an ordinary split (so its hash is unchanged).
+   */
+  crossFit: z
+    .strictObject({
+      folds: z.int().min(3),
+      fold: z.int().nonnegative(),
+      validationFold: z.int().nonnegative(),
+      rule: z.literal('validation = the previous fold (cyclic); train = the other folds'),
+    })
+    .optional(),
   /** SHA-256 of the canonical JSON of every other field. */
   hash: z.string().regex(/^[0-9a-f]{64}$/),
 });

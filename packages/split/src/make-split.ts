@@ -46,7 +46,7 @@ export const SHARED_BANK_POLICY: SplitPolicy = 'query-disjoint-shared-bank';
 const SPLIT_NAMES: readonly SplitName[] = splitNameSchema.options;
 
 /** One assignable unit: a connected component (strict) or a single query (shared bank). */
-interface Unit {
+export interface Unit {
   readonly queryIds: readonly string[];
   /** Indices into the graph's `bankIds`. */
   readonly banks: readonly number[];
@@ -149,7 +149,8 @@ export function splitContentHash(body: SplitBody): string {
   return contentHash(body);
 }
 
-function componentUnits(graph: QueryBankGraph): Unit[] {
+/** The connected components of the graph as units, in the graph's canonical order. */
+export function componentUnits(graph: QueryBankGraph): Unit[] {
   const bankIndex = new Map<string, number>();
   graph.bankIds.forEach((id, b) => bankIndex.set(id, b));
   return graph.components.map((c) => ({
@@ -158,7 +159,8 @@ function componentUnits(graph: QueryBankGraph): Unit[] {
   }));
 }
 
-function queryUnits(graph: QueryBankGraph): Unit[] {
+/** Every query as its own unit (its haystack under the shared-bank policy), sorted by id. */
+export function queryUnits(graph: QueryBankGraph): Unit[] {
   const ids = [...graph.queryBanks.keys()].sort();
   return ids.map((id) => ({ queryIds: [id], banks: graph.queryBanks.get(id) ?? [] }));
 }

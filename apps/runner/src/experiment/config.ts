@@ -4,6 +4,7 @@ import { BfeError, ConfigError, decodeUtf8Strict } from '@bfe/core';
 import { TRAIN_KERNELS } from '@bfe/adapter';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { checkCrossFit } from './crossfit-config.js';
 import { hybridConfigSchema } from './hybrid-config.js';
 
 const seedSchema = z.int().min(0).max(0xffff_ffff);
@@ -74,6 +75,8 @@ export const experimentSchema = z.strictObject({
        * `selectionData: true`: the adapter is trained and selected on those parts.
        */
       evaluate: z.enum(['train', 'validation', 'test']).default('test'),
+      /** Cross-fitting (METHOD.md §8): K ≥ 3 folds of units, each tested once (crossfit-config.ts). */
+      folds: z.int().min(3).optional(),
     })
     .prefault({}),
   model: z
@@ -189,6 +192,12 @@ export const experimentSchema = z.strictObject({
        * small margin makes common on real banks (BENCHMARKS.md, issue 13).
        */
       margin: z.int().min(1).max(1024).optional(),
+      /**
+       * Threads each HNSW graph is built with. Left out: 1, the only count at which usearch's
+       * build is reproducible (the same inputs, the same index bytes). More is faster and not
+       * reproducible: the index key and `meta.index` say `deterministic: false`.
+       */
+      buildThreads: z.int().min(1).max(1024).optional(),
       /** The `rp128+sq4` projection seed (METHOD.md §6, 42). */
       seed: seedSchema.default(42),
     })
@@ -260,6 +269,7 @@ export function parseExperiment(raw: unknown, source = 'experiment'): Experiment
     });
   }
   const e = parsed.data;
+  checkCrossFit(raw, e, source);
   if (e.adapter.enabled && e.split.policy === 'none') {
     throw new ConfigError(
       `${source}: adapter.enabled needs a split (train and validation queries); split.policy is 'none'`,

@@ -13,6 +13,7 @@ import { runEncodeStage } from './stages/encode.js';
 import { runIndexStage } from './stages/index.js';
 import { runScoreStage } from './stages/score.js';
 import { runSplitStage, type SplitStage } from './stages/split.js';
+import { runCrossFitSeed } from './crossfit/seed.js';
 import type { RunResults } from './run-results.js';
 
 /** Where a run writes and what it tells the caller while it works. */
@@ -94,10 +95,16 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
   // Training seeds (adapter initialisation and batch order); the split has its own seed: one
   // split shared by every training seed, or a new one per seed under `split.seed: per-seed`.
   const seeds = e.split.policy === 'none' ? [null] : e.seeds;
+  const folds = e.split.folds;
   const sharedSplit =
-    e.split.policy === 'none' || e.split.seed === 'per-seed'
+    e.split.policy === 'none' || e.split.seed === 'per-seed' || folds !== undefined
       ? undefined
       : await runSplitStage(ctx, e, e.split.seed, dataset);
+  // Cross-fitting (`split.folds`): one split per fold, shared by every training seed.
+  const foldSplits: SplitStage[] = [];
+  for (let f = 0; f < (folds ?? 0); f++) {
+    foldSplits.push(await runSplitStage(ctx, e, e.split.seed as number, dataset, f));
+  }
   const perSeed: Array<{
     seed: number | null;
     splitSeed: number | null;
@@ -106,6 +113,10 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
     adapt: ArtifactResult | undefined;
   }> = [];
   for (const seed of seeds) {
+    if (seed !== null && foldSplits.length > 0) {
+      perSeed.push(await runCrossFitSeed(ctx, e, seed, foldSplits, { dataset, encode, index }));
+      continue;
+    }
     let split: SplitStage | undefined;
     let adapt: ArtifactResult | undefined;
     if (seed !== null) {
