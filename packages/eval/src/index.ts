@@ -35,8 +35,17 @@ export {
 } from './significance.js';
 export type { PairedDifference, PairedTestOptions, Strata } from './significance.js';
 export {
+  countClusters,
+  pairedClusterBootstrap,
+  pairedClusterIds,
+  pairedClusterRandomizationTest,
+} from './significance-cluster.js';
+export type { ClusterDifference, StrataClusters } from './significance-cluster.js';
+export {
   KNOWN_SYSTEMS,
+  MIN_HEADLINE_CLUSTERS,
   buildResults,
+  clusterDifferenceSchema,
   metricNameSchema,
   metricValuesSchema,
   pairedDifferenceSchema,
@@ -48,6 +57,11 @@ export {
   systemResultSchema,
 } from './results.js';
 export type { BuildResultsInput, Results, SystemResult } from './results.js';
-export { perQueryLineSchema, perQueryLines, recomputeFromPerQuery } from './per-query.js';
+export {
+  clustersFromPerQuery,
+  perQueryLineSchema,
+  perQueryLines,
+  recomputeFromPerQuery,
+} from './per-query.js';
 export type { PerQueryLine, RecomputeOptions } from './per-query.js';
 export { parsePerQueryLine, readPerQueryJsonl, writePerQueryJsonl } from './per-query-io.js';

@@ -13,7 +13,9 @@ const uniqueIds = z
  * One line of `per-query.jsonl`: one system on one query. `ranked` is the candidate-filtered
  * ranking (its top 50, or top max-k when larger); `relevant` the query's relevant memories as
  * the labels give them, empty for a query dropped for having none; `grades`, parallel to
- * `relevant`, only when one of them is above 1 (absent: every grade is 1). Every metric can
+ * `relevant`, only when one of them is above 1 (absent: every grade is 1); `cluster`, when
+ * known, the query's cluster (its connected bank component, `queryClusters` of `@bfe/split`),
+ * so cluster intervals can be recomputed too ({@link clustersFromPerQuery}). Every metric can
  * be recomputed from these lines alone ({@link recomputeFromPerQuery}).
  *
  * @example
@@ -30,6 +32,7 @@ export const perQueryLineSchema = z
     ranked: uniqueIds,
     relevant: uniqueIds,
     grades: z.array(z.int().positive()).optional(),
+    cluster: z.string().min(1).optional(),
   })
   .refine((l) => l.grades === undefined || l.grades.length === l.relevant.length, {
     message: 'grades must give one grade per relevant memory',
@@ -41,13 +44,23 @@ export type PerQueryLine = z.infer<typeof perQueryLineSchema>;
 
 /**
  * The per-query lines of one system's evaluation: evaluated queries first (in evaluation
- * order), then the dropped ones with `relevant: []`, so the file lists every query.
+ * order), then the dropped ones with `relevant: []`, so the file lists every query. With
+ * `clusters`, each line whose query has a cluster id carries it as `cluster`.
  *
  * @example
- * [...perQueryLines('pooled', evaluation)][0];
- * // { system: 'pooled', queryId: 'q1', subtask: '1', ranked: ['m3', 'm1', …], relevant: ['m1'] }
+ * [...perQueryLines('pooled', evaluation, new Map([['q1', 'conv-26']]))][0];
+ * // { system: 'pooled', queryId: 'q1', subtask: '1', ranked: ['m3', 'm1', …], relevant: ['m1'],
+ * //   cluster: 'conv-26' }
  */
-export function* perQueryLines(system: string, evaluation: Evaluation): Generator<PerQueryLine> {
+export function* perQueryLines(
+  system: string,
+  evaluation: Evaluation,
+  clusters?: ReadonlyMap<string, string>,
+): Generator<PerQueryLine> {
+  const clusterOf = (queryId: string): { cluster?: string } => {
+    const id = clusters?.get(queryId);
+    return id === undefined ? {} : { cluster: id };
+  };
   for (const q of evaluation.queries) {
     yield {
       system,
@@ -56,11 +69,56 @@ export function* perQueryLines(system: string, evaluation: Evaluation): Generato
       ranked: [...q.ranked],
       relevant: [...q.relevant],
       ...(q.grades === undefined ? {} : { grades: [...q.grades] }),
+      ...clusterOf(q.queryId),
     };
   }
   for (const q of evaluation.droppedQueries) {
-    yield { system, queryId: q.queryId, subtask: q.subtask, ranked: [...q.ranked], relevant: [] };
+    yield {
+      system,
+      queryId: q.queryId,
+      subtask: q.subtask,
+      ranked: [...q.ranked],
+      relevant: [],
+      ...clusterOf(q.queryId),
+    };
   }
+}
+
+/**
+ * The query → cluster map the lines carry, or undefined when no line has a `cluster` (a file
+ * written before cluster ids were recorded).
+ *
+ * @throws DataError when some lines carry a cluster and others do not, or one query is given
+ *   two different clusters.
+ * @example
+ * clustersFromPerQuery(await readPerQueryJsonl('runs/x/per-query.jsonl'));
+ * // Map { 'conv-26:q0' => 'conv-26', … }
+ */
+export function clustersFromPerQuery(
+  lines: Iterable<PerQueryLine>,
+): Map<string, string> | undefined {
+  const out = new Map<string, string>();
+  let missing: string | undefined;
+  for (const line of lines) {
+    if (line.cluster === undefined) {
+      missing ??= line.queryId;
+      continue;
+    }
+    const known = out.get(line.queryId);
+    if (known !== undefined && known !== line.cluster) {
+      throw new DataError(
+        `Query '${line.queryId}' is in cluster '${known}' on one line and '${line.cluster}' on another.`,
+      );
+    }
+    out.set(line.queryId, line.cluster);
+  }
+  if (out.size === 0) return undefined;
+  if (missing !== undefined) {
+    throw new DataError(
+      `Some per-query lines carry a cluster and others do not (e.g. query '${missing}').`,
+    );
+  }
+  return out;
 }
 
 /**

@@ -4,6 +4,12 @@ import type { Evaluation } from './evaluate.js';
 import { metricNames } from './metrics.js';
 import type { MetricName, MetricValues } from './metrics.js';
 import { DEFAULT_RESAMPLES, DEFAULT_SEED, comparePaired } from './significance.js';
+import {
+  MIN_HEADLINE_CLUSTERS,
+  pairedDifferenceSchema,
+  significanceSchema,
+} from './significance-schema.js';
+import { countClusters } from './significance-cluster.js';
 import type { PairedDifference } from './significance.js';
 
 /**
@@ -35,17 +41,15 @@ export const metricNameSchema: z.ZodType<MetricName> = z
 /** Metric values by name, each in [0, 1]. */
 export const metricValuesSchema = z.record(metricNameSchema, z.number().min(0).max(1));
 
+export {
+  MIN_HEADLINE_CLUSTERS,
+  clusterDifferenceSchema,
+  pairedDifferenceSchema,
+  significanceSchema,
+} from './significance-schema.js';
+
 /** A system name, e.g. `pooled` or `sparse-fusion` (see {@link KNOWN_SYSTEMS}). */
 export const systemNameSchema = z.string().min(1);
-
-/** The paired difference of one metric (this system minus the other). */
-export const pairedDifferenceSchema = z
-  .strictObject({
-    meanDiff: z.number().min(-1).max(1),
-    ci95: z.tuple([z.number().min(-1).max(1), z.number().min(-1).max(1)]),
-    pValue: z.number().gt(0).max(1),
-  })
-  .refine((d) => d.ci95[0] <= d.ci95[1], { message: 'ci95 must be [low, high]', path: ['ci95'] });
 
 /** One system's figures: headline, per subtask, counts and optional comparisons. */
 export const systemResultSchema = z.strictObject({
@@ -63,14 +67,6 @@ export const systemResultSchema = z.strictObject({
   comparisons: z
     .record(systemNameSchema, z.record(metricNameSchema, pairedDifferenceSchema))
     .optional(),
-});
-
-/** How the comparisons were computed. */
-export const significanceSchema = z.strictObject({
-  resamples: z.int().positive(),
-  seed: z.int().nonnegative(),
-  ci: z.literal('stratified-paired-bootstrap-percentile'),
-  pValue: z.literal('stratified-paired-sign-flip'),
 });
 
 /**
@@ -156,6 +152,18 @@ export const resultsSchema = z
           });
         }
       }
+      const clustered = results.significance?.clusters !== undefined;
+      for (const [other, byMetric] of Object.entries(system.comparisons ?? {})) {
+        for (const [metric, d] of Object.entries(byMetric)) {
+          if ((d.cluster !== undefined) !== clustered) {
+            ctx.addIssue({
+              code: 'custom',
+              path: ['systems', i, 'comparisons', other, metric, 'cluster'],
+              message: 'cluster figures go with significance.clusters, on every comparison',
+            });
+          }
+        }
+      }
       if (system.comparisons !== undefined && results.significance === undefined) {
         ctx.addIssue({
           code: 'custom',
@@ -215,12 +223,18 @@ export function systemResult(
   if (comparisons !== undefined) {
     out.comparisons = {};
     for (const [other, byMetric] of Object.entries(comparisons)) {
-      const entry: Record<
-        MetricName,
-        { meanDiff: number; ci95: [number, number]; pValue: number }
-      > = {};
+      const entry: NonNullable<SystemResult['comparisons']>[string] = {};
       for (const [metric, d] of Object.entries(byMetric) as [MetricName, PairedDifference][]) {
-        entry[metric] = { meanDiff: d.meanDiff, ci95: [d.ci95[0], d.ci95[1]], pValue: d.pValue };
+        entry[metric] = {
+          meanDiff: d.meanDiff,
+          ci95: [d.ci95[0], d.ci95[1]],
+          pValue: d.pValue,
+          ...(d.cluster === undefined
+            ? {}
+            : {
+                cluster: { ci95: [d.cluster.ci95[0], d.cluster.ci95[1]], pValue: d.cluster.pValue },
+              }),
+        };
       }
       out.comparisons[other] = entry;
     }
@@ -248,6 +262,12 @@ export interface BuildResultsInput {
   readonly compareMetrics?: readonly MetricName[];
   readonly resamples?: number;
   readonly seed?: number;
+  /**
+   * The cluster (bank) of each query and the unit's name, e.g. `queryClusters(benchmark)` of
+   * `@bfe/split`: with it every comparison also gets cluster-level figures and `significance`
+   * says how many clusters the evaluated queries fall into.
+   */
+  readonly clusters?: { readonly unit: string; readonly of: ReadonlyMap<string, string> };
   readonly meta?: Record<string, z.core.util.JSONType>;
 }
 
@@ -296,11 +316,20 @@ export function buildResults(input: BuildResultsInput): Results {
   }
   const resamples = input.resamples ?? DEFAULT_RESAMPLES;
   const seed = input.seed ?? DEFAULT_SEED;
+  const clusters = input.clusters;
   const options = {
     resamples,
     seed,
     metrics: input.compareMetrics ?? (['recall@10', 'ndcg@10'] as const),
+    ...(clusters === undefined ? {} : { clusters: clusters.of }),
   };
+  const nClusters =
+    clusters === undefined
+      ? 0
+      : countClusters(
+          first.evaluation.queries.map((q) => q.queryId),
+          clusters.of,
+        );
 
   const systems = input.systems.map(({ name, evaluation }) => {
     const others = compareTo.filter((base) => base !== name);
@@ -325,6 +354,18 @@ export function buildResults(input: BuildResultsInput): Results {
             seed,
             ci: 'stratified-paired-bootstrap-percentile' as const,
             pValue: 'stratified-paired-sign-flip' as const,
+            ...(clusters === undefined
+              ? {}
+              : {
+                  clusters: {
+                    unit: clusters.unit,
+                    n: nClusters,
+                    headline:
+                      nClusters >= MIN_HEADLINE_CLUSTERS
+                        ? ('cluster' as const)
+                        : ('query' as const),
+                  },
+                }),
           },
         }
       : {}),

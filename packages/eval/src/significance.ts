@@ -3,6 +3,13 @@ import { uniformInt } from 'pure-rand/distribution/uniformInt';
 import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
 import type { Evaluation, QueryRecord } from './evaluate.js';
 import type { MetricName } from './metrics.js';
+import { clusterColumns, pairedClusterIds } from './significance-cluster.js';
+import type { ClusterDifference } from './significance-cluster.js';
+import { checkOptions, ci95Of } from './significance-options.js';
+import type { PairedTestOptions } from './significance-options.js';
+
+export { DEFAULT_RESAMPLES, DEFAULT_SEED, MAX_SEED } from './significance-options.js';
+export type { PairedTestOptions } from './significance-options.js';
 
 /**
  * Paired significance for the difference between two systems on the same queries. The
@@ -10,26 +17,6 @@ import type { MetricName } from './metrics.js';
  * subtask's mean per-query difference, exactly how the headline metric is built, so the
  * resampling respects the equal weighting of subtasks.
  */
-
-/** Resamples by default (METHOD.md asks for a CI; 10,000 keeps the MC error of p near 0.002). */
-export const DEFAULT_RESAMPLES = 10_000;
-/** Seed by default (METHOD.md §6: 42/43/44 for anything stochastic). */
-export const DEFAULT_SEED = 42;
-/** Largest accepted seed: xoroshiro128plus is seeded from 32 bits. */
-export const MAX_SEED = 0xffff_ffff;
-
-/**
- * Options of the paired tests.
- *
- * @example
- * const options: PairedTestOptions = { resamples: 10_000, seed: 42 };
- */
-export interface PairedTestOptions {
-  /** Number of bootstrap resamples or random sign flips; default 10,000. */
-  readonly resamples?: number;
-  /** Integer in `[0, 2^32 − 1]`; default 42. */
-  readonly seed?: number;
-}
 
 /**
  * The difference between two systems on one metric (first minus second).
@@ -43,6 +30,8 @@ export interface PairedDifference {
   readonly ci95: readonly [number, number];
   /** Two-sided p-value of the paired sign-flip randomisation test. */
   readonly pValue: number;
+  /** The same over clusters of queries (banks), when cluster ids were given. */
+  readonly cluster?: ClusterDifference | undefined;
 }
 
 /**
@@ -52,18 +41,6 @@ export interface PairedDifference {
  * const strata: Strata = [Float64Array.of(0.1, -0.2), Float64Array.of(0.5)];
  */
 export type Strata = readonly ArrayLike<number>[];
-
-function checkOptions(options: PairedTestOptions): { resamples: number; seed: number } {
-  const resamples = options.resamples ?? DEFAULT_RESAMPLES;
-  const seed = options.seed ?? DEFAULT_SEED;
-  if (!Number.isSafeInteger(resamples) || resamples < 1) {
-    throw new ConfigError(`The number of resamples must be a positive integer, got ${resamples}.`);
-  }
-  if (!Number.isInteger(seed) || seed < 0 || seed > MAX_SEED) {
-    throw new ConfigError(`The seed must be an integer in [0, ${MAX_SEED}], got ${seed}.`);
-  }
-  return { resamples, seed };
-}
 
 /**
  * Per-query values of `m` metrics over the same queries, grouped by stratum: stratum s is a
@@ -188,23 +165,6 @@ export function stratifiedMean(strata: Strata): number {
   return meanOfMeansColumns(prepareColumns(strata, 1), 1)[0] as number;
 }
 
-/** Type-7 (linear interpolation) quantile of sorted values, as R's and numpy's default. */
-function quantileSorted(sorted: Float64Array, p: number): number {
-  const h = (sorted.length - 1) * p;
-  const lo = Math.floor(h);
-  const a = sorted[lo] as number;
-  const b = sorted[Math.min(lo + 1, sorted.length - 1)] as number;
-  return a + (h - lo) * (b - a);
-}
-
-/** The 95% percentile interval of column c of `[resamples × m]` replicates. */
-function ci95Of(replicates: Float64Array, m: number, c: number): [number, number] {
-  const column = new Float64Array(replicates.length / m);
-  for (let r = 0; r < column.length; r++) column[r] = replicates[r * m + c] as number;
-  column.sort();
-  return [quantileSorted(column, 0.025), quantileSorted(column, 0.975)];
-}
-
 /**
  * Stratified paired bootstrap: each resample draws, within every subtask, as many per-query
  * differences as it holds, with replacement, and recomputes the mean over subtasks of the
@@ -314,7 +274,11 @@ export function pairedDifferences(
 /**
  * Compares two evaluations of the same queries, metric by metric: the headline difference
  * `a − b`, its stratified bootstrap CI ({@link pairedBootstrap}) and the randomisation-test
- * p-value ({@link pairedRandomizationTest}), all with the same seed.
+ * p-value ({@link pairedRandomizationTest}), all with the same seed. With `clusters` (query id
+ * → cluster id, e.g. `queryClusters(benchmark).of` of `@bfe/split`) each difference also gets
+ * `cluster`: the paired cluster bootstrap CI and cluster sign-flip p-value
+ * (`pairedClusterBootstrap`, `pairedClusterRandomizationTest`); the query-level figures are
+ * the same with or without it.
  *
  * @throws DataError / ConfigError as {@link pairedDifferences} and the tests.
  * @example
@@ -324,7 +288,10 @@ export function pairedDifferences(
 export function comparePaired(
   a: Evaluation,
   b: Evaluation,
-  options: PairedTestOptions & { readonly metrics?: readonly MetricName[] } = {},
+  options: PairedTestOptions & {
+    readonly metrics?: readonly MetricName[];
+    readonly clusters?: ReadonlyMap<string, string>;
+  } = {},
 ): Partial<Record<MetricName, PairedDifference>> {
   const { resamples, seed } = checkOptions(options);
   const metrics = options.metrics ?? (['recall@10', 'ndcg@10'] as const);
@@ -346,11 +313,17 @@ export function comparePaired(
   const observed = meanOfMeansColumns(data, m);
   const replicates = bootstrapColumns(data, m, resamples, seed);
   const extreme = signFlipColumns(data, m, resamples, seed, observed);
+  const cluster =
+    options.clusters === undefined
+      ? undefined
+      : clusterColumns(strata, pairedClusterIds(a, options.clusters), m, resamples, seed);
   metrics.forEach((metric, c) => {
+    const byCluster = cluster?.differences[c];
     out[metric] = {
       meanDiff: observed[c] as number,
       ci95: ci95Of(replicates, m, c),
       pValue: (1 + (extreme[c] as number)) / (1 + resamples),
+      ...(byCluster === undefined ? {} : { cluster: byCluster }),
     };
   });
   return out;

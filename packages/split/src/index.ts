@@ -8,3 +8,5 @@ export { MAX_SEED, seededShuffle } from './shuffle.js';
 export { SplitInvalidError } from './errors.js';
 export { assertNoLeak, verifySplit } from './verify.js';
 export type { AssertNoLeakOptions } from './verify.js';
+export { bankUnit, queryClusters, restrictClusters } from './clusters.js';
+export type { QueryClusters } from './clusters.js';

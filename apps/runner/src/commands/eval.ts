@@ -14,9 +14,10 @@ interface EvalOptions {
 
 /**
  * `bfe eval`: recomputes every metric, subtask figure and paired comparison from a
- * `per-query.jsonl` alone, and prints the table `bfe score` prints. With `--results` it also
- * takes that file's cut-offs, subtask order, seed and resamples, and checks that every figure
- * it recomputes equals the file's.
+ * `per-query.jsonl` alone, and prints the table `bfe score` prints. When the lines carry each
+ * query's cluster (bank component), the cluster intervals are recomputed too. With `--results`
+ * it also takes that file's cut-offs, subtask order, seed, resamples and bank unit, and checks
+ * that every figure it recomputes equals the file's.
  */
 export function evalCommand(): Command {
   return new Command('eval')
@@ -68,6 +69,11 @@ export function evalCommand(): Command {
       });
       const systems = [...bySystem].map(([name, evaluation]) => ({ name, evaluation }));
       const hasBase = bySystem.has(o.base);
+      const clusterOf = evalPkg.clustersFromPerQuery(lines);
+      const clusters =
+        clusterOf === undefined
+          ? undefined
+          : { unit: reference?.significance?.clusters?.unit ?? 'bank', of: clusterOf };
       const results = evalPkg.buildResults({
         dataset: reference?.dataset ?? o.perQuery,
         split: reference?.split ?? 'per-query file',
@@ -75,6 +81,7 @@ export function evalCommand(): Command {
         compareTo: hasBase ? [o.base] : [],
         resamples,
         seed,
+        ...(clusters === undefined ? {} : { clusters }),
         // The gains NDCG used, recomputed from the grades the per-query lines carry.
         meta: { gains: systems[0]?.evaluation.gains ?? 'binary' },
       });
@@ -93,7 +100,11 @@ export function evalCommand(): Command {
 
       const { renderBudgetTable, renderScoreTable, subtaskComparisons, subtaskComparisonsJson } =
         await import('../score/table.js');
-      const bySubtask = subtaskComparisons(systems, o.base, { resamples, seed });
+      const bySubtask = subtaskComparisons(systems, o.base, {
+        resamples,
+        seed,
+        clusters: clusters?.of,
+      });
       if (opts.json === true) {
         const json = {
           results,
@@ -138,5 +149,6 @@ function compareFigures(want: Results, got: Results): string[] {
     same(`${s.name} comparisons`, s.comparisons, g.comparisons);
   }
   if (want.meta?.['gains'] !== undefined) same('gains', want.meta['gains'], got.meta?.['gains']);
+  same('clusters', want.significance?.clusters, got.significance?.clusters);
   return out;
 }

@@ -106,7 +106,7 @@ export function scoreCommand(): Command {
       const { progressPrinter } = await import('../cli/progress.js');
       const progress = progressPrinter(opts.quiet === true);
       const { scoreAndWrite } = await import('../score/write.js');
-      const { run, results, sweep } = await scoreAndWrite({
+      const { run, results, sweep, clusters } = await scoreAndWrite({
         out: o.out,
         bank,
         benchmark,
@@ -146,6 +146,7 @@ export function scoreCommand(): Command {
       const bySubtask = subtaskComparisons(run.systems, 'pooled', {
         resamples: o.resamples,
         seed: o.seed,
+        clusters: clusters.of,
       });
       if (opts.json === true) {
         console.log(

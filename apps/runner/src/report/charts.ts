@@ -1,5 +1,6 @@
 import type { TopLevelSpec } from 'vega-lite';
 import type { Results } from '@bfe/eval';
+import { headlineDifference, intervalChoice } from './format.js';
 import { HEADLINE_METRICS } from './schema.js';
 import type { AdapterTraining, KSweepPoint } from './schema.js';
 
@@ -61,14 +62,16 @@ export function headlineChart(results: Results): TopLevelSpec {
 }
 
 /**
- * Bars of each system's paired difference to the baseline, with error bars spanning its 95%
- * stratified bootstrap CI, one panel per headline metric; undefined when no system was compared
- * with the baseline.
+ * Bars of each system's paired difference to the baseline, with error bars spanning its
+ * headline 95% CI (the cluster bootstrap's with at least 5 clusters, else the stratified query
+ * bootstrap's, as {@link intervalChoice} says), one panel per headline metric; undefined when
+ * no system was compared with the baseline.
  */
 export function deltaChart(results: Results, baseline: string): TopLevelSpec | undefined {
+  const choice = intervalChoice(results);
   const values = results.systems.flatMap((s) =>
     HEADLINE_METRICS.flatMap((m) => {
-      const d = s.comparisons?.[baseline]?.[m];
+      const d = headlineDifference(s.comparisons?.[baseline]?.[m], choice.kind);
       if (d === undefined) return [];
       return [
         {
@@ -87,7 +90,10 @@ export function deltaChart(results: Results, baseline: string): TopLevelSpec | u
   return {
     title: {
       text: `Difference to ${baseline} (this system − ${baseline})`,
-      subtitle: 'bars: mean paired difference; error bars: its 95% stratified bootstrap CI',
+      subtitle:
+        choice.kind === 'cluster'
+          ? `bars: mean paired difference; error bars: its 95% cluster bootstrap CI (whole ${choice.unit} resampled)`
+          : `bars: mean paired difference; error bars: its 95% stratified bootstrap CI over queries${choice.note === '' ? '' : ` (${choice.note})`}`,
     },
     data: { values },
     facet: { column: { field: 'metric', type: 'nominal', sort: HEADLINE_LABELS, title: null } },

@@ -1,4 +1,4 @@
-import type { PairedDifference } from '@bfe/eval';
+import type { PairedDifference, Results } from '@bfe/eval';
 import type { TextTable } from '@bfe/core';
 
 /**
@@ -24,6 +24,59 @@ export const signed4 = (x: number): string => `${x >= 0 ? '+' : '−'}${Math.abs
 export function deltaWithCi(d: PairedDifference | undefined): string {
   if (d === undefined) return '—';
   return `${signed4(d.meanDiff)} [${signed4(d.ci95[0])}, ${signed4(d.ci95[1])}]`;
+}
+
+/**
+ * Which interval the tables of a results file print as the headline one (METHOD.md §6
+ * "Intervals"): the cluster interval with `significance.clusters.headline === 'cluster'` (at
+ * least 5 clusters), else the query-level one. `note` says so in plain words (empty when the
+ * results carry no clusters); `unit` is the plural bank unit, e.g. `conversations`.
+ *
+ * @example
+ * intervalChoice(results);
+ * // { kind: 'query', unit: 'conversations',
+ * //   note: 'query-level interval over 2 conversations; cannot include between-conversation variance' }
+ */
+export function intervalChoice(results: Results): {
+  readonly kind: 'cluster' | 'query';
+  readonly unit: string;
+  readonly note: string;
+} {
+  const c = results.significance?.clusters;
+  if (c === undefined) return { kind: 'query', unit: '', note: '' };
+  const units = `${c.n} ${c.unit}${c.n === 1 ? '' : 's'}`;
+  return c.headline === 'cluster'
+    ? {
+        kind: 'cluster',
+        unit: `${c.unit}s`,
+        note: `95% CI and p resample whole ${c.unit}s (cluster bootstrap and sign-flip over ${units})`,
+      }
+    : {
+        kind: 'query',
+        unit: `${c.unit}s`,
+        note: `query-level interval over ${units}; cannot include between-${c.unit} variance`,
+      };
+}
+
+/**
+ * The difference as the headline prints it: its cluster CI and p-value when `kind` is
+ * `cluster` and it has them, else as it is.
+ *
+ * @example
+ * headlineDifference(d, 'cluster'); // { meanDiff: d.meanDiff, ci95: d.cluster.ci95, pValue: d.cluster.pValue }
+ */
+export function headlineDifference(
+  d: PairedDifference | undefined,
+  kind: 'cluster' | 'query',
+): PairedDifference | undefined {
+  if (d === undefined || kind === 'query' || d.cluster === undefined) return d;
+  return { meanDiff: d.meanDiff, ci95: d.cluster.ci95, pValue: d.cluster.pValue };
+}
+
+/** `[+0.0050, +0.0190]`: a 95% CI alone; '—' when absent. */
+export function ciOnly(d: PairedDifference | undefined): string {
+  if (d === undefined) return '—';
+  return `[${signed4(d.ci95[0])}, ${signed4(d.ci95[1])}]`;
 }
 
 /** A p-value to three decimals, `<0.001` below that; '—' when absent. */

@@ -4,7 +4,7 @@ import { loadVegaBundles } from './bundles.js';
 import type { VegaBundles } from './bundles.js';
 import { adapterChart, deltaChart, headlineChart, kSweepChart, subtaskChart } from './charts.js';
 import { terminalTable } from '@bfe/core';
-import { htmlTable, htmlText, markdownTable, markdownText } from './format.js';
+import { htmlTable, htmlText, intervalChoice, markdownTable, markdownText } from './format.js';
 import type { Table } from './format.js';
 import { DEFAULT_BASELINE } from './schema.js';
 import type { ReportInput } from './schema.js';
@@ -109,7 +109,11 @@ function header(input: ReportInput): [string, string][] {
       ? 'no paired comparisons in the results'
       : `Δ = system − ${baseline(input)} on the same queries; 95% CI: stratified paired ` +
         `bootstrap percentile (${sig.resamples} resamples, seed ${sig.seed}); p: stratified ` +
-        'paired sign-flip test',
+        'paired sign-flip test' +
+        (sig.clusters === undefined
+          ? ''
+          : `; beside them the same over ${sig.clusters.unit}s (paired cluster bootstrap, ` +
+            `cluster sign-flip); headline: ${intervalChoice(results).note}`),
   ]);
   return facts;
 }
@@ -234,6 +238,8 @@ function renderTerminal(input: ReportInput): string {
         headlineTable(input.results, baseline(input), true, adaptedLabel(input.adapter, 'first')),
       ),
     );
+    const { note } = intervalChoice(input.results);
+    if (note !== '') lines.push(`intervals: ${note}`);
   } else {
     const table = seedMeansTable(means, adaptedLabel(input.adapter, 'all'), true);
     lines.push(table.title, terminalTable(table));

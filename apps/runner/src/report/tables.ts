@@ -1,6 +1,15 @@
 import { BUDGET_KS, type MetricName, type Results } from '@bfe/eval';
 import { metricLabel } from './charts.js';
-import { bytes, deltaWithCi, duration, fixed4, pValue } from './format.js';
+import {
+  bytes,
+  ciOnly,
+  deltaWithCi,
+  duration,
+  fixed4,
+  headlineDifference,
+  intervalChoice,
+  pValue,
+} from './format.js';
 import type { Table } from './format.js';
 import { HEADLINE_METRICS } from './schema.js';
 import type { AdapterTraining, KSweepPoint, ReceiptSummary } from './schema.js';
@@ -40,7 +49,9 @@ export function adaptedLabel(
 /**
  * The headline table: per system, Recall@10 and NDCG@10 with the paired difference to the
  * baseline, its 95% CI and p-value (`compact`: without p-values and query counts, for the
- * terminal).
+ * terminal). The CI and p are the cluster ones when the results make them the headline
+ * ({@link intervalChoice}), with the query-level CI beside them (not in `compact`); the title
+ * says which interval it prints.
  */
 export function headlineTable(
   results: Results,
@@ -49,6 +60,8 @@ export function headlineTable(
   label: SystemLabel = (name) => name,
   title = 'Headline (subtasks averaged equally)',
 ): Table {
+  const choice = intervalChoice(results);
+  const beside = !compact && choice.kind === 'cluster';
   const head = ['system'];
   const align: ('left' | 'right')[] = ['left'];
   if (!compact) {
@@ -62,19 +75,25 @@ export function headlineTable(
       head.push('p');
       align.push('right');
     }
+    if (beside) {
+      head.push(`query-level 95% CI`);
+      align.push('right');
+    }
   }
   const rows = results.systems.map((s) => {
     const row = [label(s.name)];
     if (!compact) row.push(String(s.nQueries));
     for (const metric of HEADLINE_METRICS) {
-      const d = s.comparisons?.[baseline]?.[metric];
+      const raw = s.comparisons?.[baseline]?.[metric];
+      const d = headlineDifference(raw, choice.kind);
       const value = s.metrics[metric];
       row.push(value === undefined ? '—' : fixed4(value), deltaWithCi(d));
       if (!compact) row.push(pValue(d));
+      if (beside) row.push(ciOnly(raw));
     }
     return row;
   });
-  return { title, head, align, rows };
+  return { title: choice.note === '' ? title : `${title}; ${choice.note}`, head, align, rows };
 }
 
 /** `0.4213 ± 0.0120`, or `0.4213 (every seed)` for a figure equal in every seed. */

@@ -32,6 +32,8 @@ export interface ScoreOutputsInput {
   readonly seed: number;
   /** More facts for `results.json`'s `meta` (e.g. the adapter's selection). */
   readonly extraMeta?: Record<string, unknown>;
+  /** Each query's cluster (bank component) and the bank unit: cluster intervals beside the query ones. */
+  readonly clusters?: { readonly unit: string; readonly of: ReadonlyMap<string, string> };
 }
 
 /**
@@ -49,6 +51,7 @@ export function buildScoreOutputs(input: ScoreOutputsInput): { results: Results;
     compareTo: comparedWith(run),
     resamples: input.resamples,
     seed: input.seed,
+    ...(input.clusters === undefined ? {} : { clusters: input.clusters }),
     meta: JSON.parse(
       JSON.stringify({
         k: input.k,

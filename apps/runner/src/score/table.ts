@@ -1,6 +1,15 @@
-import { pairedBootstrap, pairedDifferences, pairedRandomizationTest } from '@bfe/eval';
+import {
+  MIN_HEADLINE_CLUSTERS,
+  pairedBootstrap,
+  pairedClusterBootstrap,
+  pairedClusterIds,
+  pairedClusterRandomizationTest,
+  pairedDifferences,
+  pairedRandomizationTest,
+} from '@bfe/eval';
 import type { Evaluation, MetricName, PairedDifference, Results } from '@bfe/eval';
 import { terminalTableLines } from '@bfe/core';
+import { headlineDifference, intervalChoice } from '../report/format.js';
 import { budgetTable } from '../report/tables.js';
 
 /** The two headline metrics the tables show. */
@@ -15,21 +24,33 @@ export type SubtaskComparisons = Map<
 /**
  * Paired differences to `base` within each subtask (a one-stratum bootstrap CI and sign-flip
  * p-value per subtask, with the results file's seed and resamples), so the per-subtask rows of
- * the table carry their own intervals. Deterministic: the same evaluations give the same
- * figures, whether they come from `bfe score` or from `bfe eval` on its per-query file.
+ * the table carry their own intervals. With `clusters`, a subtask whose queries span at least
+ * `MIN_HEADLINE_CLUSTERS` clusters also gets the cluster CI and p-value (`cluster`), which the
+ * table then prints; with fewer it keeps the query-level ones. Deterministic: the same
+ * evaluations give the same figures, whether they come from `bfe score` or from `bfe eval` on
+ * its per-query file.
  */
 export function subtaskComparisons(
   systems: ReadonlyArray<{ readonly name: string; readonly evaluation: Evaluation }>,
   base: string,
-  options: { readonly resamples: number; readonly seed: number },
+  options: {
+    readonly resamples: number;
+    readonly seed: number;
+    readonly clusters?: ReadonlyMap<string, string> | undefined;
+  },
 ): SubtaskComparisons {
+  const tests = { resamples: options.resamples, seed: options.seed };
   const out: SubtaskComparisons = new Map();
   const baseEval = systems.find((s) => s.name === base)?.evaluation;
   if (baseEval === undefined) return out;
   for (const { name, evaluation } of systems) {
     if (name === base) continue;
     const perMetric = SHOWN.map((m) => pairedDifferences(evaluation, baseEval, m));
+    const ids =
+      options.clusters === undefined ? undefined : pairedClusterIds(evaluation, options.clusters);
     evaluation.subtasks.forEach((s, i) => {
+      const own = ids?.[i];
+      const clustered = own !== undefined && new Set(own).size >= MIN_HEADLINE_CLUSTERS;
       if (s.nQueries === 0) return;
       let bySystem = out.get(s.subtask);
       if (bySystem === undefined) {
@@ -39,9 +60,21 @@ export function subtaskComparisons(
       const entry: Partial<Record<MetricName, PairedDifference>> = {};
       SHOWN.forEach((m, c) => {
         const stratum = [(perMetric[c] as Float64Array[])[i] as Float64Array];
-        const boot = pairedBootstrap(stratum, options);
-        const test = pairedRandomizationTest(stratum, options);
-        entry[m] = { meanDiff: boot.meanDiff, ci95: boot.ci95, pValue: test.pValue };
+        const boot = pairedBootstrap(stratum, tests);
+        const test = pairedRandomizationTest(stratum, tests);
+        entry[m] = {
+          meanDiff: boot.meanDiff,
+          ci95: boot.ci95,
+          pValue: test.pValue,
+          ...(clustered
+            ? {
+                cluster: {
+                  ci95: pairedClusterBootstrap(stratum, [own], tests).ci95,
+                  pValue: pairedClusterRandomizationTest(stratum, [own], tests).pValue,
+                },
+              }
+            : {}),
+        };
       });
       bySystem.set(name, entry);
     });
@@ -80,10 +113,20 @@ function delta(d: PairedDifference | undefined): string {
   return `${signed(d.meanDiff)} [${signed(d.ci95[0])}, ${signed(d.ci95[1])}] p ${p}`;
 }
 
+/** A subtask's difference: its cluster figures when computed, else query-level (`q` when marked). */
+function subtaskDelta(d: PairedDifference | undefined, mark: boolean): string {
+  if (d === undefined) return '';
+  if (d.cluster !== undefined) return delta(headlineDifference(d, 'cluster'));
+  return `${delta(d)}${mark ? ' q' : ''}`;
+}
+
 /**
  * The terminal table of `bfe score` and `bfe eval`: Recall@10 and NDCG@10 per system (headline:
  * subtasks averaged equally) with the difference to `base`, its 95% bootstrap CI and
- * randomisation p-value, then the same per subtask.
+ * randomisation p-value, then the same per subtask. The headline CI and p are the cluster ones
+ * when the results have at least 5 clusters; otherwise a line says the interval is
+ * query-level and cannot include between-bank variance. A subtask row prints its cluster
+ * figures when {@link subtaskComparisons} computed them.
  *
  * @example
  * renderScoreTable(results, subtaskComparisons(systems, 'pooled', { resamples, seed }), 'pooled');
@@ -102,19 +145,25 @@ export function renderScoreTable(
     'nDCG@10',
     hasBase ? `Δ nDCG@10 vs ${base} [95% CI]` : '',
   ];
+  const choice = intervalChoice(results);
+  const shown = (s: Results['systems'][number], m: MetricName): string =>
+    s.name === base ? '—' : delta(headlineDifference(s.comparisons?.[base]?.[m], choice.kind));
   const headline = results.systems.map((s) => [
     s.name,
     f4(s.metrics['recall@10'] as number),
-    s.name === base ? '—' : delta(s.comparisons?.[base]?.['recall@10']),
+    shown(s, 'recall@10'),
     f4(s.metrics['ndcg@10'] as number),
-    s.name === base ? '—' : delta(s.comparisons?.[base]?.['ndcg@10']),
+    shown(s, 'ndcg@10'),
   ]);
   const first = results.systems[0];
   const lines = [
     `headline (${results.subtasks.length} subtasks averaged equally; ${first?.nQueries ?? 0} queries, ${first?.dropped.noRelevant ?? 0} dropped without relevant memory)`,
+    ...(choice.note === '' ? [] : [`intervals: ${choice.note}`]),
     ...terminalTableLines({ head, rows: headline }),
     '',
-    'per subtask',
+    choice.note === ''
+      ? 'per subtask'
+      : `per subtask (intervals: ${choice.kind === 'cluster' ? `cluster-level where a subtask spans ≥ ${MIN_HEADLINE_CLUSTERS} ${choice.unit}, else ` : ''}query-level, marked q)`,
   ];
   const rows: string[][] = [];
   for (const subtask of results.subtasks) {
@@ -126,9 +175,9 @@ export function renderScoreTable(
         s.name === results.systems[0]?.name ? `${subtask} (${figures.nQueries})` : '',
         s.name,
         f4(figures.metrics['recall@10'] as number),
-        s.name === base ? '—' : delta(d?.['recall@10']),
+        s.name === base ? '—' : subtaskDelta(d?.['recall@10'], choice.note !== ''),
         f4(figures.metrics['ndcg@10'] as number),
-        s.name === base ? '—' : delta(d?.['ndcg@10']),
+        s.name === base ? '—' : subtaskDelta(d?.['ndcg@10'], choice.note !== ''),
       ]);
     }
   }

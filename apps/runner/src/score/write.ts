@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { writeFileAtomic, type Benchmark, type Split } from '@bfe/core';
 import { perQueryLines, writePerQueryJsonl, type Results } from '@bfe/eval';
+import { queryClusters, restrictClusters, type QueryClusters } from '@bfe/split';
 import { runScore, type ScoreRun, type ScoreRunInput } from './pipeline.js';
 import type { KSweep } from './k-sweep.js';
 import { buildScoreOutputs, type SplitMeta } from './outputs.js';
@@ -26,6 +27,8 @@ export interface ScoredAndWritten {
   readonly run: ScoreRun;
   readonly results: Results;
   readonly sweep: KSweep;
+  /** The cluster (connected bank component) of every scored query, and the bank unit. */
+  readonly clusters: QueryClusters;
 }
 
 /**
@@ -35,6 +38,7 @@ export interface ScoredAndWritten {
  */
 export async function scoreAndWrite(input: ScoreAndWriteInput): Promise<ScoredAndWritten> {
   const run = await runScore(input);
+  const clusters = scoredClusters(input.benchmark as Benchmark, run);
   const { results, sweep } = buildScoreOutputs({
     run,
     benchmark: input.benchmark as Benchmark,
@@ -46,6 +50,7 @@ export async function scoreAndWrite(input: ScoreAndWriteInput): Promise<ScoredAn
     executionProvider: input.executionProvider ?? 'cpu',
     resamples: input.resamples,
     seed: input.seed,
+    clusters,
     ...(input.extraMeta === undefined ? {} : { extraMeta: input.extraMeta }),
   });
   if (input.out !== undefined) {
@@ -53,12 +58,25 @@ export async function scoreAndWrite(input: ScoreAndWriteInput): Promise<ScoredAn
     await writePerQueryJsonl(
       join(input.out, 'per-query.jsonl'),
       (function* () {
-        for (const s of run.systems) yield* perQueryLines(s.name, s.evaluation);
+        for (const s of run.systems) yield* perQueryLines(s.name, s.evaluation, clusters.of);
       })(),
     );
     await writeFileAtomic(join(input.out, 'k-sweep.json'), `${JSON.stringify(sweep, null, 2)}\n`);
   }
-  return { run, results, sweep };
+  return { run, results, sweep, clusters };
+}
+
+/**
+ * `queryClusters(benchmark)` restricted to the scored queries (evaluated and dropped), so the
+ * cluster count in `results.json` is the evaluated part's (METHOD.md §6 "Intervals").
+ */
+export function scoredClusters(benchmark: Benchmark, run: ScoreRun): QueryClusters {
+  const first = run.systems[0]?.evaluation;
+  const ids = first === undefined ? [] : [...first.queries, ...first.droppedQueries];
+  return restrictClusters(
+    queryClusters(benchmark),
+    ids.map((q) => q.queryId),
+  );
 }
 
 /**
