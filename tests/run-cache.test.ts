@@ -216,6 +216,7 @@ describe('bfe run on the tiny model: cached stages, run folder, receipt', () => 
     expect(readdirSync(runDir).sort()).toEqual([...RUN_FILES, 'seeds'].sort());
     const seedDir = join(runDir, 'seeds', '42');
     expect(readdirSync(seedDir).sort()).toEqual([
+      'adapter-zero-floor.json',
       'adapter.json',
       'k-sweep.json',
       'per-query.jsonl',
@@ -252,7 +253,7 @@ describe('bfe run on the tiny model: cached stages, run folder, receipt', () => 
       validationQueries: number;
       steps: number[];
       epochs: { epoch: number }[];
-      selected: { epoch: number; alpha: number };
+      selected: { epoch: number; alpha: number; zeroFloor: { epoch: number; alpha: number } };
     }>(join(seedDir, 'training.json'));
     expect(training.seed).toBe(42);
     expect(training.trainQueries).toBeGreaterThan(0);
@@ -261,10 +262,14 @@ describe('bfe run on the tiny model: cached stages, run folder, receipt', () => 
     expect(training.steps.length).toBeGreaterThan(0);
     expect([0.25, 0.5, 0.75]).toContain(training.selected.alpha);
     // The scored adapter is the one training.json selected.
+    const zeroFloor = training.selected.zeroFloor;
+    expect([0.25, 0.5, 0.75]).toContain(zeroFloor.alpha);
     expect(results.meta.adapter).toMatchObject({
       selectedEpoch: training.selected.epoch,
       selectedAlpha: training.selected.alpha,
       identity: training.selected.epoch === 0,
+      // adapted-zero-floor's own selection, recorded beside adapted's.
+      zeroFloor: { selectedEpoch: zeroFloor.epoch, selectedAlpha: zeroFloor.alpha },
     });
     expect(summary.adapter?.seeds).toEqual([
       {
@@ -272,8 +277,10 @@ describe('bfe run on the tiny model: cached stages, run folder, receipt', () => 
         selectedEpoch: training.selected.epoch,
         selectedAlpha: training.selected.alpha,
         identity: training.selected.epoch === 0,
+        zeroFloor: { selectedEpoch: zeroFloor.epoch, selectedAlpha: zeroFloor.alpha },
       },
     ]);
+    expect(readJsonFile(join(seedDir, 'adapter-zero-floor.json'))).toMatchObject({ rank: 2 });
     expect(readJsonFile(join(seedDir, 'adapter.json'))).toMatchObject({ rank: 2 });
     // After training on the bank in memory, the score stage read the memory tokens from the file.
     const scoreManifest = readJsonFile<{ meta: Record<string, unknown> }>(

@@ -52,6 +52,7 @@ const STABLE_FILES = [
   'seeds/42/results.json',
   'seeds/42/training.json',
   'seeds/42/adapter.json',
+  'seeds/42/adapter-zero-floor.json',
 ];
 
 let reference: Record<string, Buffer>;

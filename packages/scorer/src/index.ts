@@ -51,8 +51,8 @@ export type {
   SweepRankings,
   SystemRankings,
 } from './ranking/rank-systems.js';
-export { rankFusionGrid } from './ranking/fusion-grid.js';
-export type { FusionGridRankInput } from './ranking/fusion-grid.js';
+export { rankFusionGrid, rankFusionGrids } from './ranking/fusion-grid.js';
+export type { FusionFloor, FusionGridRankInput } from './ranking/fusion-grid.js';
 export {
   fuseHybrid,
   normalizeHybridWeights,

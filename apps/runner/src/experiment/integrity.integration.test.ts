@@ -114,7 +114,9 @@ describe('training seeds on one split', () => {
         expect(m.std).toBeCloseTo(Math.sqrt(variance), 12);
       }
       // One split: nothing of a training-free system depends on the training seed.
-      if (sys.name !== 'adapted') expect(sys.identicalAcrossSeeds).toBe(true);
+      if (sys.name !== 'adapted' && sys.name !== 'adapted-zero-floor') {
+        expect(sys.identicalAcrossSeeds).toBe(true);
+      }
     }
     // The adapted row is identical across seeds exactly when its figures are.
     const adapted = summary.systems.find((s) => s.name === 'adapted')!;
@@ -128,10 +130,22 @@ describe('training seeds on one split', () => {
         selectedEpoch: t.selected.epoch,
         selectedAlpha: t.selected.alpha,
         identity: t.selected.epoch === 0,
+        zeroFloor: {
+          selectedEpoch: t.selected.zeroFloor.epoch,
+          selectedAlpha: t.selected.zeroFloor.alpha,
+        },
       })),
     );
 
     const report = await readFile(join(outcome.runDir, 'report.md'), 'utf8');
+    // Each adapter system's own selection is shown beside the other's, per seed.
+    for (const t of trainings) {
+      const zf = t.selected.zeroFloor;
+      expect(report).toContain(
+        `seed ${t.seed} adapted epoch ${t.selected.epoch}, α = ${t.selected.alpha}; ` +
+          `adapted-zero-floor epoch ${zf.epoch}, α = ${zf.alpha}`,
+      );
+    }
     expect(report).toContain('Mean over 3 training seeds');
     expect(report).toContain('training seeds 42, 43, 44; one split (split seed 42) shared by all');
     expect(report).toContain('Seed 42: paired differences');
@@ -298,6 +312,7 @@ describe('test labels cannot reach training or selection', () => {
       });
       return {
         adapter: await readFile(join(out, 'adapter.json'), 'utf8'),
+        zeroFloorAdapter: await readFile(join(out, 'adapter-zero-floor.json'), 'utf8'),
         training: await readFile(join(out, 'training.json'), 'utf8'),
         record: await readTrainingRecord(out),
       };
@@ -353,6 +368,12 @@ describe('test labels cannot reach training or selection', () => {
       expect(perturbed.adapter, name).toBe(reference.adapter);
       expect(perturbed.training, name).toBe(reference.training);
       expect(perturbed.record.selected).toEqual(reference.record.selected);
+      // adapted-zero-floor's own selection and snapshot do not move either.
+      expect(perturbed.zeroFloorAdapter, name).toBe(reference.zeroFloorAdapter);
+      expect(perturbed.record.selected.zeroFloor).toEqual(reference.record.selected.zeroFloor);
+      expect(perturbed.record.epochs.map((ep) => ep.validationZeroFloor)).toEqual(
+        reference.record.epochs.map((ep) => ep.validationZeroFloor),
+      );
     }
     // The changed labels do reach evaluation: the test figures move.
     expect(await scoreTest(variants.move!)).not.toEqual(await scoreTest(loaded.labels));
@@ -366,6 +387,9 @@ describe('test labels cannot reach training or selection', () => {
     );
     expect(moved.training).not.toBe(reference.training);
     expect(moved.record.epochs).not.toEqual(reference.record.epochs);
+    expect(moved.record.epochs.map((ep) => ep.validationZeroFloor)).not.toEqual(
+      reference.record.epochs.map((ep) => ep.validationZeroFloor),
+    );
   }, 120_000);
 
   it('lists validation queries with no relevant memory among their candidates in training.json', async () => {

@@ -86,7 +86,7 @@ async function fillRunFolder(tmpDir: string, perSeed: readonly SeedArtifacts[]):
     await mkdir(seedDir, { recursive: true });
     for (const f of SCORE_FILES) await copyFile(join(p.score.dir, f), join(seedDir, f));
     if (p.adapt !== undefined) {
-      for (const f of ['adapter.json', 'training.json']) {
+      for (const f of ['adapter.json', 'adapter-zero-floor.json', 'training.json']) {
         await copyFile(join(p.adapt.dir, f), join(seedDir, f));
       }
     }

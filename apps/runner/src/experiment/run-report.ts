@@ -87,7 +87,7 @@ export async function writeRunReport(input: RunReportInput): Promise<string> {
           adapter: {
             seeds: trainings.map((t) => ({
               seed: t.seed,
-              selected: { epoch: t.selected.epoch, alpha: t.selected.alpha },
+              selected: selectionOf(t),
               steps: t.steps.map((loss, step) => ({ step, loss })),
               epochs: t.epochs.map((ep) => ({
                 epoch: ep.epoch,
@@ -95,7 +95,7 @@ export async function writeRunReport(input: RunReportInput): Promise<string> {
                 validationNdcg10: Math.max(...ep.validation.map((v) => v.ndcg10)),
               })),
             })),
-            selected: { epoch: firstTraining.selected.epoch, alpha: firstTraining.selected.alpha },
+            selected: selectionOf(firstTraining),
           },
         }),
     receipt: {
@@ -111,4 +111,10 @@ export async function writeRunReport(input: RunReportInput): Promise<string> {
   await writeFile(join(input.dir, 'report.md'), rendered.markdown);
   await writeFile(join(input.dir, 'report.html'), rendered.html);
   return rendered.terminal;
+}
+
+/** Both adapter systems' selected epoch and α, as the report shows them. */
+function selectionOf(t: TrainingRecord): NonNullable<ReportInput['adapter']>['selected'] {
+  const { epoch, alpha, zeroFloor } = t.selected;
+  return { epoch, alpha, zeroFloor: { epoch: zeroFloor.epoch, alpha: zeroFloor.alpha } };
 }

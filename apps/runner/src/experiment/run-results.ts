@@ -15,6 +15,13 @@ export const seedSelectionSchema = z.strictObject({
    * weights) with a re-selected α, not a trained adapter.
    */
   identity: z.boolean(),
+  /** `adapted-zero-floor`'s own selection, on its own validation NDCG@10 (`t_i = 0`). */
+  zeroFloor: z
+    .strictObject({
+      selectedEpoch: z.int().nonnegative(),
+      selectedAlpha: z.number().min(0).max(1),
+    })
+    .optional(),
 });
 
 /**
@@ -95,7 +102,14 @@ export interface RunResultsInput {
     readonly seed: number | null;
     readonly splitHash: string | null;
     readonly results: Results;
-    readonly selected?: { readonly epoch: number; readonly alpha: number } | undefined;
+    readonly selected?:
+      | {
+          readonly epoch: number;
+          readonly alpha: number;
+          /** `adapted-zero-floor`'s own selection. */
+          readonly zeroFloor?: { readonly epoch: number; readonly alpha: number };
+        }
+      | undefined;
   }>;
 }
 
@@ -113,6 +127,14 @@ export function buildRunResults(input: RunResultsInput): RunResults {
             selectedEpoch: r.selected.epoch,
             selectedAlpha: r.selected.alpha,
             identity: r.selected.epoch === 0,
+            ...(r.selected.zeroFloor === undefined
+              ? {}
+              : {
+                  zeroFloor: {
+                    selectedEpoch: r.selected.zeroFloor.epoch,
+                    selectedAlpha: r.selected.zeroFloor.alpha,
+                  },
+                }),
           },
         ],
   );

@@ -10,6 +10,7 @@ import { DEFAULT_BASELINE } from './schema.js';
 import type { ReportInput } from './schema.js';
 import {
   adaptedLabel,
+  adapterSelectionText,
   adapterTable,
   budgetTable,
   headlineTable,
@@ -180,8 +181,8 @@ function sections(input: ReportInput): Section[] {
     const perSeed = adapter.seeds.filter((s) => s.selected !== undefined);
     const lines = [
       perSeed.length > 1
-        ? `Selected on validation NDCG@10, per seed: ${perSeed.map((s) => `seed ${s.seed} epoch ${s.selected!.epoch}, α = ${s.selected!.alpha}`).join('; ')} (the first seed's is starred in the table).`
-        : `Selected on validation NDCG@10: epoch ${adapter.selected.epoch}, α = ${adapter.selected.alpha} (* in the table).`,
+        ? `Selected on validation NDCG@10, per seed: ${perSeed.map((s) => `seed ${s.seed} ${adapterSelectionText(s.selected!)}`).join('; ')} (the first seed's adapted one is starred in the table).`
+        : `Selected on validation NDCG@10: ${adapterSelectionText(adapter.selected)} (adapted's * in the table).`,
     ];
     if (seedsIdentical(adapter)) {
       lines.push(

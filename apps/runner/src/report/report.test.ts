@@ -249,13 +249,33 @@ describe('renderReport: markdown', () => {
       adapter: {
         ...input.adapter,
         seeds: [
-          { ...seed, seed: 42, selected: { epoch: 2, alpha: 0.25 } },
+          {
+            ...seed,
+            seed: 42,
+            selected: { epoch: 2, alpha: 0.25, zeroFloor: { epoch: 1, alpha: 0.75 } },
+          },
           { ...seed, seed: 43, selected: { epoch: 0, alpha: 0.5 } },
         ],
       },
     });
     expect(renderReport(perSeed, { bundles: fakeBundles }).markdown).toContain(
-      'per seed: seed 42 epoch 2, α = 0.25; seed 43 epoch 0, α = 0.5',
+      'per seed: seed 42 adapted epoch 2, α = 0.25; adapted-zero-floor epoch 1, α = 0.75; ' +
+        'seed 43 adapted epoch 0, α = 0.5 (',
+    );
+  });
+
+  it('shows adapted-zero-floor’s own selection beside adapted’s', () => {
+    const input = strictInput();
+    const own = reportInputSchema.parse({
+      ...input,
+      adapter: {
+        ...input.adapter,
+        selected: { epoch: 1, alpha: 0.5, zeroFloor: { epoch: 2, alpha: 0.25 } },
+      },
+    });
+    expect(renderReport(own, { bundles: fakeBundles }).markdown).toContain(
+      'Selected on validation NDCG@10: adapted epoch 1, α = 0.5; ' +
+        "adapted-zero-floor epoch 2, α = 0.25 (adapted's \\* in the table).",
     );
   });
 });

@@ -49,6 +49,15 @@ export const kSweepPointSchema = z.strictObject({
   metrics: metricValuesSchema,
 });
 
+/** An adapter system's selected epoch and α; `zeroFloor`, `adapted-zero-floor`'s own. */
+const adapterSelectionSchema = z.strictObject({
+  epoch: z.int().nonnegative(),
+  alpha: z.number().min(0).max(1),
+  zeroFloor: z
+    .strictObject({ epoch: z.int().nonnegative(), alpha: z.number().min(0).max(1) })
+    .optional(),
+});
+
 /** Training record of the query adapter (METHOD.md §4), one entry per seed. */
 export const adapterTrainingSchema = z.strictObject({
   seeds: z
@@ -56,9 +65,7 @@ export const adapterTrainingSchema = z.strictObject({
       z.strictObject({
         seed: z.int().nonnegative(),
         /** This seed's own selection, when seeds selected differently. */
-        selected: z
-          .strictObject({ epoch: z.int().nonnegative(), alpha: z.number().min(0).max(1) })
-          .optional(),
+        selected: adapterSelectionSchema.optional(),
         /** Training loss after each optimiser step, in step order. */
         steps: z.array(z.strictObject({ step: z.int().nonnegative(), loss: z.number() })).min(1),
         /**
@@ -77,11 +84,11 @@ export const adapterTrainingSchema = z.strictObject({
       }),
     )
     .min(1),
-  /** The configuration chosen on validation NDCG@10 only (the first seed's, the reported one). */
-  selected: z.strictObject({
-    epoch: z.int().nonnegative(),
-    alpha: z.number().min(0).max(1),
-  }),
+  /**
+   * The configuration chosen on validation NDCG@10 only (the first seed's, the reported one);
+   * `zeroFloor`: `adapted-zero-floor`'s, chosen on its own validation NDCG@10.
+   */
+  selected: adapterSelectionSchema,
 });
 
 /** What the run's receipt says about provenance and cost. */

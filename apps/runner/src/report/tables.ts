@@ -47,6 +47,20 @@ export function adaptedLabel(
 }
 
 /**
+ * An adapter selection in words: `adapted`'s epoch and α and, when recorded,
+ * `adapted-zero-floor`'s own beside it.
+ *
+ * @example
+ * adapterSelectionText({ epoch: 2, alpha: 0.25, zeroFloor: { epoch: 1, alpha: 0.5 } });
+ * // 'adapted epoch 2, α = 0.25; adapted-zero-floor epoch 1, α = 0.5'
+ */
+export function adapterSelectionText(selected: AdapterTraining['selected']): string {
+  const zf = selected.zeroFloor;
+  const own = `adapted epoch ${selected.epoch}, α = ${selected.alpha}`;
+  return zf === undefined ? own : `${own}; adapted-zero-floor epoch ${zf.epoch}, α = ${zf.alpha}`;
+}
+
+/**
  * The headline table: per system, Recall@10 and NDCG@10 with the paired difference to the
  * baseline, its 95% CI and p-value (`compact`: without p-values and query counts, for the
  * terminal). The CI and p are the cluster ones when the results make them the headline

@@ -9,7 +9,6 @@ import {
   SWEEP_SYSTEMS,
   SparseScorer,
   groupByCandidates as groupQueries,
-  rankFusionGrid,
   rankSystems,
 } from '@bfe/scorer';
 import type { SimilarityKernel, TokenIndex } from '@bfe/index';
@@ -34,7 +33,7 @@ export type ScoreSystem = RankingSystem;
 /** One set of queries that rank the same candidate memories (LoCoMo: one conversation). */
 export type CandidateGroup = ScorerCandidateGroup<Query>;
 
-/** How the scorer runs: shared by {@link runScore} and {@link evaluateFusionGrid}. */
+/** How the scorer runs: shared by {@link runScore} and `evaluateFusionGrids` (fusion-grid.ts). */
 export interface ScorerSettings {
   /** onnxruntime intra-op threads (default: one per physical core). */
   readonly threads?: number;
@@ -146,8 +145,9 @@ export interface ScoreRunInput extends ScorerSettings {
    * The `adapted` system: sparse fusion at `alpha` with every query content token replaced by
    * the adapter's output (`queryTokens`, aligned with the bank's query tokens). The pooled
    * query, the memory tokens and the pooled memories are the bank's own (METHOD.md §4).
+   * `zeroFloor`: `adapted-zero-floor`'s own selected adapter output and α.
    */
-  readonly adapted?: { readonly queryTokens: Float32Array; readonly alpha: number };
+  readonly adapted?: RankSystemsInput['adapted'];
   /** The `hybrid` (and `hybrid-selected`) systems' weights (METHOD.md §8); undefined: none. */
   readonly hybrid?: RankSystemsInput['hybrid'];
   readonly onProgress?: (done: number, total: number) => void;
@@ -342,54 +342,4 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
       seconds: { ...stats.seconds, evaluation: (performance.now() - t0) / 1000 },
     },
   };
-}
-
-/** Inputs of {@link evaluateFusionGrid}. */
-export interface FusionGridInput extends ScorerSettings {
-  readonly bank: ScoreBank;
-  readonly benchmark: Benchmark;
-  /** Read by the evaluator only. */
-  readonly labels: RelevanceLabels;
-  readonly queryIds: ReadonlySet<string>;
-  readonly k: number;
-  readonly alphas: readonly number[];
-  readonly ks: readonly number[];
-  /** Query content tokens to use instead of the bank's (an adapter's output), same layout. */
-  readonly queryTokens?: Float32Array;
-}
-
-/**
- * Sparse fusion at several α from one sparse search (`@bfe/scorer`'s `rankFusionGrid`), each
- * α's rankings evaluated. Used to select an adapter's epoch and α on validation queries
- * (METHOD.md §4).
- */
-export async function evaluateFusionGrid(input: FusionGridInput): Promise<Map<number, Evaluation>> {
-  const { bank, benchmark, labels, k, alphas, ks } = input;
-  const groups = groupByCandidates(bank, benchmark, input.queryIds);
-  const keep = Math.max(50, ...ks);
-  const grid = await withScorer(input, bank, (scorer, sides) =>
-    rankFusionGrid(scorer, {
-      ...sides,
-      groups,
-      k,
-      alphas,
-      top: keep,
-      ...(input.queryTokens === undefined ? {} : { queryTokens: input.queryTokens }),
-    }),
-  );
-  const { candidates, subtaskOf } = evaluationScope(groups);
-  return new Map(
-    alphas.map((alpha) => [
-      alpha,
-      evaluate({
-        runs: grid.get(alpha) as Rankings,
-        labels,
-        candidates,
-        subtaskOf,
-        subtasks: benchmark.subtasks,
-        ks,
-        keepTop: keep,
-      }),
-    ]),
-  );
 }

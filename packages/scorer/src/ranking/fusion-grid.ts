@@ -22,6 +22,13 @@ export interface FusionGridRankInput<Q extends RankQuery = RankQuery> {
 }
 
 /**
+ * The token floor of a sparse-fusion grid: `tail` is `t_i` of METHOD.md §2 (the `sparse-fusion`
+ * and `adapted` systems), `zero` is `t_i = 0` (the `zero-floor` and `adapted-zero-floor`
+ * ablations).
+ */
+export type FusionFloor = 'tail' | 'zero';
+
+/**
  * Sparse fusion at several α from one sparse search (METHOD.md §3–4): each query's sparse and
  * pooled branches are computed once (exact top-k, tail floor, k clamped to a smaller candidate
  * bank), then fused and ranked per α — exactly the `sparse-fusion` ranking a scorer pass at
@@ -37,15 +44,40 @@ export async function rankFusionGrid<Q extends RankQuery>(
   scorer: SparseScorer,
   input: FusionGridRankInput<Q>,
 ): Promise<Map<number, Rankings>> {
+  const grids = await rankFusionGrids(scorer, input, ['tail']);
+  return grids.get('tail') as Map<number, Rankings>;
+}
+
+/**
+ * {@link rankFusionGrid} for several token floors from the same sparse search: per floor of
+ * `floors`, per α, the ranking a scorer pass at that α gives for `sparse-fusion` (`tail`) or
+ * `zero-floor` (`zero`; with adapted `queryTokens`, `adapted` and `adapted-zero-floor`). Reads
+ * no labels; the caller owns `scorer`.
+ *
+ * @throws ArtifactCorruptError when a group's query is not a row of `queries`.
+ * @example
+ * const grids = await rankFusionGrids(scorer, { memories, queries, groups, k: 64, alphas: [0.25, 0.5], top: 50 }, ['tail', 'zero']);
+ * grids.get('zero')?.get(0.25)?.get('q1'); // ['m2', 'm7', …]
+ */
+export async function rankFusionGrids<Q extends RankQuery>(
+  scorer: SparseScorer,
+  input: FusionGridRankInput<Q>,
+  floors: readonly FusionFloor[],
+): Promise<Map<FusionFloor, Map<number, Rankings>>> {
   const { memories, groups, k, alphas, top } = input;
   checkTop(top, 'rankFusionGrid');
+  if (new Set(floors).size !== floors.length) {
+    throw new Error(`rankFusionGrids: floors repeat: ${floors.join(', ')}`);
+  }
   const queries =
     input.queryTokens === undefined
       ? input.queries
       : { ...input.queries, tokenVectors: input.queryTokens };
   const rowsOf = queryRowsOf(input.queries);
   const ties = tieOrder(memories.ids);
-  const runs = new Map<number, Rankings>(alphas.map((a) => [a, new Map()]));
+  const runs = new Map<FusionFloor, Map<number, Rankings>>(
+    floors.map((f) => [f, new Map(alphas.map((a) => [a, new Map()]))]),
+  );
   for (const group of groups) {
     const scored = await scorer.score(
       {
@@ -59,9 +91,15 @@ export async function rankFusionGrid<Q extends RankQuery>(
     );
     scored.forEach((s, i) => {
       const id = (group.queries[i] as Q).id;
-      for (const alpha of alphas) {
-        const fused = s.pooledOnly ? s.systems.pooled : fuse(s.systems.pooled, s.sparse, alpha);
-        runs.get(alpha)?.set(id, rankIds(s.candidates, fused, ties, top));
+      for (const floor of floors) {
+        // The scorer's own fusion of each floor (`SparseScorer.score`): pooled alone when the
+        // query has no content token.
+        const sparse = floor === 'tail' ? s.sparse : s.sparseZeroFloor;
+        const perAlpha = runs.get(floor);
+        for (const alpha of alphas) {
+          const fused = s.pooledOnly ? s.systems.pooled : fuse(s.systems.pooled, sparse, alpha);
+          perAlpha?.get(alpha)?.set(id, rankIds(s.candidates, fused, ties, top));
+        }
       }
     });
   }

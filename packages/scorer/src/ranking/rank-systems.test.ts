@@ -7,7 +7,7 @@ import { SparseScorer } from '../scorer.js';
 import { rng, unitVectors } from '@bfe/index/testing';
 import { referenceScores } from '../testing/reference.js';
 import { tieOrder } from '@bfe/index';
-import { rankFusionGrid } from './fusion-grid.js';
+import { rankFusionGrid, rankFusionGrids } from './fusion-grid.js';
 import { groupByCandidates, type RankQuery } from './groups.js';
 import { rankSystems } from './rank-systems.js';
 import { rankIds, type RankingSide } from './sides.js';
@@ -192,6 +192,36 @@ describe('rankSystems', () => {
     await expect(rankSystems(scorer, { ...base, memoryTexts: undefined! })).rejects.toThrow(
       /BM25 needs the memory texts/,
     );
+  });
+
+  it('ranks BM25 with the language and IDF it is given (corpus IDF over every memory text)', async () => {
+    // Bank b holds 'apple apple' and 'banana'; every other memory holds 'apple' too.
+    const texts = memoryTexts.map((t, i) =>
+      i === 6 ? 'apple apple' : i === 7 ? 'banana' : `${t} apple`,
+    );
+    const qs = rankQueries.map((q) => (q.id === 'q1' ? { ...q, text: 'apples banana' } : q));
+    const g = groupByCandidates({ ids: memories.ids, bankIds }, qs);
+    const q1 = async (bm25: Bm25Options) => {
+      const ranked = await rankSystems(scorer, {
+        ...base,
+        memoryTexts: texts,
+        groups: g,
+        systems: ['bm25'],
+        kSweep: [4],
+        bm25,
+      });
+      // BM25 alone, without a scorer, gives the same rankings.
+      const alone = rankBm25({ memories, memoryTexts: texts, groups: g, top: 50, bm25 });
+      expect(alone).toEqual(ranked.systems.get('bm25'));
+      return alone.get('q1');
+    };
+    // English: 'apples' stems to 'apple'; over the two candidates both words are equally rare,
+    // and two 'apple's outweigh one 'banana'.
+    expect(await q1({ language: 'english', idf: 'candidates' })).toEqual(['m6', 'm7']);
+    // Over all 12 memories 'apple' is common (11) and 'banana' rare (1).
+    expect(await q1({ language: 'english', idf: 'corpus' })).toEqual(['m7', 'm6']);
+    // Without stemming 'apples' is not 'apple': only 'banana' matches.
+    expect(await q1({ language: 'none', idf: 'candidates' })).toEqual(['m7', 'm6']);
   });
 
   it('counts clamped groups at each k of the sweep; the main k shares its rankings', async () => {

@@ -1,3 +1,4 @@
+import { fuse } from '../fusion.js';
 import type { QueryScores, SparseScorer } from '../scorer.js';
 import { TieTally, tieOrder, type TieCounts, type TokenIndex } from '@bfe/index';
 import type { TokenBank } from '../validate.js';
@@ -13,6 +14,7 @@ import {
   scoresOf,
   type RankingSystem,
   type SweepSystem,
+  type SystemDescriptor,
 } from './systems.js';
 
 /** Inputs of {@link rankSystems}. */
@@ -41,9 +43,18 @@ export interface RankSystemsInput<Q extends RankQuery = RankQuery> {
    * The `adapted` system: sparse fusion at `alpha` with every query content token replaced by
    * the adapter's output (`queryTokens`, aligned with `queries.tokenVectors`). The pooled
    * query, the memory tokens and the pooled memories stay the bank's own (METHOD.md §4).
-   * `adapted-zero-floor` is the same pass's fusion with `t_i = 0`, at the main k.
+   * `adapted-zero-floor` is fused with `t_i = 0` at the main k: from `zeroFloor`'s query tokens
+   * and α (its own validation selection) when given, else from this pass at `alpha`.
    */
-  readonly adapted?: { readonly queryTokens: Float32Array; readonly alpha: number };
+  readonly adapted?: {
+    readonly queryTokens: Float32Array;
+    readonly alpha: number;
+    /**
+     * `adapted-zero-floor`'s own adapter output and α; the same `queryTokens` array as the
+     * `adapted` system's shares its scorer pass.
+     */
+    readonly zeroFloor?: { readonly queryTokens: Float32Array; readonly alpha: number };
+  };
   /**
    * The lexical-branch systems (METHOD.md §8): `hybrid` fuses the main-k pass's pooled and
    * sparse scores with BM25 at `weights`; `hybrid-selected` at `selected` (weights chosen on
@@ -178,8 +189,31 @@ export async function rankSystems<Q extends RankQuery>(
   const ties = tieOrder(memories.ids);
   const tallies = new Map<RankingSystem, TieTally>(names.map((n) => [n, new TieTally()]));
   const rowsOf = queryRowsOf(queries);
-  const adaptedQueries: TokenBank | undefined =
-    adapted === undefined ? undefined : { ...queries, tokenVectors: adapted.queryTokens };
+  // The adapter passes: the `adapted` system's query tokens, and `adapted-zero-floor`'s when it
+  // has others (another selected epoch); each system fused at its own α.
+  const adapterPasses: { queries: TokenBank; systems: [RankingSystem, number][] }[] = [];
+  if (adapted !== undefined) {
+    const zf = adapted.zeroFloor ?? adapted;
+    const own = (name: RankingSystem): [RankingSystem, number] => [
+      name,
+      name === 'adapted-zero-floor' ? zf.alpha : adapted.alpha,
+    ];
+    const shared = zf.queryTokens === adapted.queryTokens;
+    const first = byAdapter.filter((n) => shared || n === 'adapted').map(own);
+    const second = shared ? [] : byAdapter.filter((n) => n === 'adapted-zero-floor').map(own);
+    if (first.length > 0) {
+      adapterPasses.push({
+        queries: { ...queries, tokenVectors: adapted.queryTokens },
+        systems: first,
+      });
+    }
+    if (second.length > 0) {
+      adapterPasses.push({
+        queries: { ...queries, tokenVectors: zf.queryTokens },
+        systems: second,
+      });
+    }
+  }
   let pooledOnly = 0;
   let bm25Direct = 0;
   let scoringSeconds = 0;
@@ -227,16 +261,16 @@ export async function rankSystems<Q extends RankQuery>(
         }
       });
     }
-    if (adapted !== undefined && adaptedQueries !== undefined && sources.has('adapted')) {
+    for (const pass of adapterPasses) {
       const t1 = performance.now();
       const scored = await scorer.score(
-        { ...request, queries: adaptedQueries },
-        { k, alpha: adapted.alpha, maxsim: false, clampK: true },
+        { ...request, queries: pass.queries },
+        { k, alpha: adapted?.alpha ?? alpha, maxsim: false, clampK: true },
       );
       scoringSeconds += (performance.now() - t1) / 1000;
       scored.forEach((s, i) => {
-        for (const name of byAdapter) {
-          const scores = scoresOf(SYSTEMS[name], s);
+        for (const [name, a] of pass.systems) {
+          const scores = adapterScores(SYSTEMS[name], s, a);
           const ranking = rankIds(s.candidates, scores, ties, top, get(tallies, name));
           get(runs, name).set((group.queries[i] as Q).id, ranking);
         }
@@ -293,6 +327,17 @@ export async function rankSystems<Q extends RankQuery>(
       },
     },
   };
+}
+
+/**
+ * An adapter system's scores at its own α: the scorer's fusion of the pass's tail-floor or
+ * zero-floor sparse scores (pooled alone for a query without content tokens), as
+ * `SparseScorer.score` fuses them at that α.
+ */
+function adapterScores(system: SystemDescriptor, s: QueryScores, alpha: number): Float64Array {
+  if (s.pooledOnly) return s.systems.pooled;
+  const sparse = system.scores === 'zero-floor' ? s.sparseZeroFloor : s.sparse;
+  return fuse(s.systems.pooled, sparse, alpha);
 }
 
 /** `map.get(key)` for a key set up front. */

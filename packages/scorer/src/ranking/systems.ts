@@ -39,7 +39,7 @@ export type SweepSystem = (typeof SWEEP_SYSTEMS)[number];
 export type SystemSource =
   /** One `SparseScorer.score` pass over the bank's own query tokens. */
   | 'scorer'
-  /** A second scorer pass at the main k, with the adapter's query tokens and its α. */
+  /** Scorer passes at the main k with an adapter's query tokens, each system at its own α. */
   | 'adapted'
   /** BM25 over the candidates' texts (`bm25Scores`). */
   | 'bm25'
@@ -138,7 +138,8 @@ export const SYSTEMS: Readonly<Record<RankingSystem, SystemDescriptor>> = Object
     scores: 'zero-floor',
     sweepsK: false,
     usesAlpha: true,
-    summary: 'the adapted system with t_i = 0, at the main k and the selected α (ablation)',
+    summary:
+      'the adapted system with t_i = 0, at the main k, its own validation-selected epoch and α (ablation)',
   },
   hybrid: {
     name: 'hybrid',

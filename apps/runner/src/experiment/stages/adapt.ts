@@ -1,76 +1,40 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ArtifactCorruptError, type LoadedDataset, type Split } from '@bfe/core';
 import {
-  adapterQueryTransform,
-  loadAdapter,
   saveAdapter,
   trainAdapterAsync,
   type CandidateSet,
   type TrainingQuery,
 } from '@bfe/adapter';
-import type { BankSide, FileBankSide, OpenedBank } from '@bfe/encoder';
+import type { OpenedBank } from '@bfe/encoder';
 import { assertNoLeak } from '@bfe/split';
-import { z } from 'zod';
 import type { ArtifactSpec } from '../../cache/key.js';
 import type { ArtifactResult } from '../../cache/store.js';
-import {
-  evaluateFusionGrid,
-  groupByCandidates,
-  type FusionGridInput,
-} from '../../score/pipeline.js';
+import { evaluateFusionGrids, type FusionGridInput } from '../../score/fusion-grid.js';
+import { groupByCandidates } from '../../score/pipeline.js';
 import { codeVersion } from '../code-version.js';
 import type { Experiment } from '../config.js';
 import type { StageContext } from '../stage.js';
+import {
+  ADAPTER_FILE,
+  TRAINING_RECORD_VERSION,
+  ZERO_FLOOR_ADAPTER_FILE,
+  adaptAll,
+  type TrainingRecord,
+} from './adapt-record.js';
+import { selectOnValidation } from './adapt-select.js';
 import type { IndexStage } from './index.js';
 import type { DatasetStage } from './dataset.js';
 import type { EncodeStage } from './encode.js';
 import type { SplitStage } from './split.js';
 
-/** `training.json` of an adapt artifact: the receipts of METHOD.md §4. */
-export const trainingRecordSchema = z.strictObject({
-  seed: z.int(),
-  splitHash: z.string(),
-  modelSha256: z.string(),
-  /** Train queries trained on; validation queries with a positive (the skipped ones are listed). */
-  trainQueries: z.int().nonnegative(),
-  validationQueries: z.int().nonnegative(),
-  /**
-   * Queries left out, by reason (listed, never silent): train queries with no content token or
-   * no relevant memory among their candidates (nothing to learn from), validation queries with
-   * no relevant memory among their candidates (nothing to select on; evaluation drops them).
-   */
-  skipped: z.strictObject({
-    trainNoTokens: z.array(z.string()),
-    trainNoPositive: z.array(z.string()),
-    validationNoPositive: z.array(z.string()),
-  }),
-  stepsPerEpoch: z.int().nonnegative(),
-  /** Mean loss of each optimiser step, in order. */
-  steps: z.array(z.number()),
-  epochs: z.array(
-    z.strictObject({
-      epoch: z.int().nonnegative(),
-      /** Mean step loss of the epoch (null: epoch 0, the identity). */
-      trainLoss: z.number().nullable(),
-      validationLoss: z.number().nullable(),
-      /** ‖ΔA, ΔB‖ from the initialisation. */
-      deltaNorm: z.number().nonnegative(),
-      /** Validation headline figures per α of the grid. */
-      validation: z.array(
-        z.strictObject({ alpha: z.number(), ndcg10: z.number(), recall10: z.number() }),
-      ),
-    }),
-  ),
-  selected: z.strictObject({
-    epoch: z.int().nonnegative(),
-    alpha: z.number(),
-    validationNdcg10: z.number(),
-    deltaNorm: z.number().nonnegative(),
-  }),
-  clippedSteps: z.int().nonnegative(),
-});
-export type TrainingRecord = z.infer<typeof trainingRecordSchema>;
+export {
+  loadSelectedAdapter,
+  readTrainingRecord,
+  trainingRecordSchema,
+  type TrainingRecord,
+} from './adapt-record.js';
 // No wall-clock time in training.json: it is byte-identical for identical inputs (the label
 // isolation test compares it byte for byte); timings go to the artifact's manifest.
 
@@ -85,10 +49,18 @@ export async function adaptStageSpec(
     stage: 'adapt',
     version: await codeVersion(
       ['@bfe/core', '@bfe/adapter', '@bfe/index', '@bfe/scorer', '@bfe/eval', '@bfe/split'],
-      ['experiment/stages/adapt.ts', 'score/pipeline.ts'],
+      [
+        'experiment/stages/adapt.ts',
+        'experiment/stages/adapt-record.ts',
+        'experiment/stages/adapt-select.ts',
+        'score/pipeline.ts',
+        'score/fusion-grid.ts',
+      ],
     ),
     config: {
       adapter: e.adapter,
+      // training.json's layout: an artifact of another version is never served.
+      trainingRecord: TRAINING_RECORD_VERSION,
       seed,
       k: e.scorer.k,
       backend: e.scorer.backend,
@@ -119,12 +91,14 @@ export interface AdaptInput {
 }
 
 /**
- * Trains the query adapter on the split's train queries (their labels only), then selects the
- * epoch (0 = identity … E) and α of the grid by validation NDCG@10 of sparse fusion with the
- * adapted query tokens (exact top-k search, as at inference). Test queries are never read:
- * the training input has no place for them, and their labels are removed before anything
- * here can look them up.
- * Writes `adapter.json` (the selected snapshot) and `training.json`.
+ * Trains the query adapter on the split's train queries (their labels only), then selects,
+ * for each adapter system on its own, the epoch (0 = identity … E) and α of the grid by
+ * validation NDCG@10 of sparse fusion with the adapted query tokens (exact top-k search, as at
+ * inference): `adapted` with the tail floor, `adapted-zero-floor` with `t_i = 0`
+ * (`selectOnValidation`). Test queries are never read: the training input has no place for
+ * them, and their labels are removed before anything here can look them up.
+ * Writes `adapter.json` and `adapter-zero-floor.json` (each system's selected snapshot) and
+ * `training.json`.
  */
 export async function computeAdapt(input: AdaptInput): Promise<Record<string, unknown>> {
   const { experiment: e, seed, split, dataset } = input;
@@ -220,49 +194,39 @@ export async function computeAdapt(input: AdaptInput): Promise<Record<string, un
   );
   const trainSeconds = (performance.now() - t0) / 1000;
 
-  // Selection: validation NDCG@10 of every (epoch, α); first best in (epoch, grid) order.
+  // Selection, per adapter system: validation NDCG@10 of every (epoch, α) with the tail floor
+  // (`adapted`) and with t_i = 0 (`adapted-zero-floor`); first best in (epoch, grid) order.
   const t1 = performance.now();
-  const validationIds = new Set(split.queries.validation);
-  const epochs: TrainingRecord['epochs'] = [];
-  let best: { epoch: number; alpha: number; ndcg: number } | undefined;
-  for (const snapshot of result.snapshots) {
-    const queryTokens = adaptAll(bank, snapshot.adapter);
-    const grid = await evaluateFusionGrid({
-      bank,
-      benchmark,
-      labels,
-      queryIds: validationIds,
-      k: e.scorer.k,
-      alphas: e.adapter.alphaGrid,
-      ks: e.eval.ks,
-      queryTokens,
-      executionProvider: e.scorer.executionProvider,
-      backend: e.scorer.backend,
-      ...(e.scorer.threads === undefined ? {} : { threads: e.scorer.threads }),
-      ...(input.openIndex === undefined ? {} : { openIndex: input.openIndex }),
-    });
-    const validationFigures = e.adapter.alphaGrid.map((alpha) => {
-      const m = grid.get(alpha)!.metrics;
-      return { alpha, ndcg10: m['ndcg@10'] ?? 0, recall10: m['recall@10'] ?? 0 };
-    });
-    for (const v of validationFigures) {
-      if (best === undefined || v.ndcg10 > best.ndcg) {
-        best = { epoch: snapshot.epoch, alpha: v.alpha, ndcg: v.ndcg10 };
-      }
-    }
-    epochs.push({
-      epoch: snapshot.epoch,
-      trainLoss: snapshot.trainLoss,
-      validationLoss: snapshot.validationLoss,
-      deltaNorm: snapshot.deltaNorm,
-      validation: validationFigures,
-    });
-    input.progress('select adapter', snapshot.epoch + 1, result.snapshots.length);
-  }
-  if (best === undefined) throw new Error('computeAdapt: no snapshot to select from');
-  const chosen = result.snapshots.find((s) => s.epoch === best.epoch)!;
-  await saveAdapter(join(input.dir, 'adapter.json'), chosen.adapter);
+  const { figures, selected } = await selectOnValidation({
+    snapshots: result.snapshots,
+    split,
+    alphas: e.adapter.alphaGrid,
+    queryTokensOf: (snapshot) => adaptAll(bank, snapshot.adapter),
+    evaluate: (grid) =>
+      evaluateFusionGrids(
+        {
+          ...grid,
+          bank,
+          benchmark,
+          labels,
+          k: e.scorer.k,
+          ks: e.eval.ks,
+          executionProvider: e.scorer.executionProvider,
+          backend: e.scorer.backend,
+          ...(e.scorer.threads === undefined ? {} : { threads: e.scorer.threads }),
+          ...(input.openIndex === undefined ? {} : { openIndex: input.openIndex }),
+        },
+        ['tail', 'zero'],
+      ),
+    onSnapshot: (done, total) => input.progress('select adapter', done, total),
+  });
+  const snapshotOf = (epoch: number) => result.snapshots.find((s) => s.epoch === epoch)!;
+  const chosen = snapshotOf(selected.tail.epoch);
+  const chosenZero = snapshotOf(selected.zero.epoch);
+  await saveAdapter(join(input.dir, ADAPTER_FILE), chosen.adapter);
+  await saveAdapter(join(input.dir, ZERO_FLOOR_ADAPTER_FILE), chosenZero.adapter);
   const record: TrainingRecord = {
+    schemaVersion: TRAINING_RECORD_VERSION,
     seed,
     splitHash: split.hash,
     modelSha256: bank.manifest.model.sha256,
@@ -275,19 +239,27 @@ export async function computeAdapt(input: AdaptInput): Promise<Record<string, un
     },
     stepsPerEpoch: result.report.stepsPerEpoch,
     steps: [...result.stepLosses],
-    epochs,
+    epochs: result.snapshots.map((snapshot, i) => ({
+      epoch: snapshot.epoch,
+      trainLoss: snapshot.trainLoss,
+      validationLoss: snapshot.validationLoss,
+      deltaNorm: snapshot.deltaNorm,
+      validation: [...figures[i]!.tail],
+      validationZeroFloor: [...figures[i]!.zero],
+    })),
     selected: {
-      epoch: best.epoch,
-      alpha: best.alpha,
-      validationNdcg10: best.ndcg,
+      ...selected.tail,
       deltaNorm: chosen.deltaNorm,
+      zeroFloor: { ...selected.zero, deltaNorm: chosenZero.deltaNorm },
     },
     clippedSteps: result.clippedSteps,
   };
   await writeFile(join(input.dir, 'training.json'), `${JSON.stringify(record, null, 2)}\n`);
   return {
-    selectedEpoch: best.epoch,
-    selectedAlpha: best.alpha,
+    selectedEpoch: selected.tail.epoch,
+    selectedAlpha: selected.tail.alpha,
+    zeroFloorSelectedEpoch: selected.zero.epoch,
+    zeroFloorSelectedAlpha: selected.zero.alpha,
     trainSeconds,
     selectionSeconds: (performance.now() - t1) / 1000,
   };
@@ -304,60 +276,10 @@ async function copySets(
   return sets;
 }
 
-/** Every query content token of the bank through the adapter (rows stay aligned). */
-function adaptAll(
-  bank: OpenedBank<BankSide | FileBankSide>,
-  adapter: Parameters<typeof adapterQueryTransform>[0],
-): Float32Array {
-  const rows = bank.queries.tokenVectors.length / bank.dim;
-  return adapterQueryTransform(adapter)(bank.queries.tokenVectors, rows, bank.dim);
-}
-
-/** Reads `training.json` of an adapt artifact. */
-export async function readTrainingRecord(dir: string): Promise<TrainingRecord> {
-  const parsed = trainingRecordSchema.safeParse(
-    JSON.parse(await readFile(join(dir, 'training.json'), 'utf8')),
-  );
-  if (!parsed.success)
-    throw new ArtifactCorruptError(`${dir}/training.json is not a training record`);
-  return parsed.data;
-}
-
 /**
- * The selected adapter of an adapt artifact, applied to every query token of `bank`, with its
- * α and the facts `results.json` records about it.
- */
-export async function loadSelectedAdapter(
-  dir: string,
-  bank: OpenedBank<BankSide | FileBankSide>,
-): Promise<{ queryTokens: Float32Array; alpha: number; meta: Record<string, unknown> }> {
-  const [adapter, record] = await Promise.all([
-    loadAdapter(join(dir, 'adapter.json')),
-    readTrainingRecord(dir),
-  ]);
-  return {
-    queryTokens: adaptAll(bank, adapter),
-    alpha: record.selected.alpha,
-    meta: {
-      seed: record.seed,
-      rank: adapter.rank,
-      selectedEpoch: record.selected.epoch,
-      selectedAlpha: record.selected.alpha,
-      validationNdcg10: record.selected.validationNdcg10,
-      deltaNorm: record.selected.deltaNorm,
-      // Epoch 0 is the identity adapter: the adapted row is then sparse fusion with a
-      // re-selected α, not a trained adapter.
-      identity: record.selected.epoch === 0,
-      splitHash: record.splitHash,
-      selection: 'validation NDCG@10 over epoch × α; test labels never read',
-    },
-  };
-}
-
-/**
- * adapt: trains the query adapter on the split's train labels and selects epoch × α on its
- * validation labels only (see {@link computeAdapt}); the artifact is `adapter.json` and
- * `training.json`.
+ * adapt: trains the query adapter on the split's train labels and selects epoch × α per
+ * adapter system on its validation labels only (see {@link computeAdapt}); the artifact is
+ * `adapter.json`, `adapter-zero-floor.json` and `training.json`.
  */
 export async function runAdaptStage(
   ctx: StageContext,

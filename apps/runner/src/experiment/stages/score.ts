@@ -6,6 +6,7 @@ import {
   type HybridSelection,
   type SelectHybridInput,
 } from '../../score/hybrid-select.js';
+import type { ScoreRunInput } from '../../score/pipeline.js';
 import { scoreAndWrite, splitMetaOf } from '../../score/write.js';
 import { codeVersion } from '../code-version.js';
 import { isSelectionData, type Experiment } from '../config.js';
@@ -24,6 +25,7 @@ export const SCORE_STAGE_FILES = [
   'score/hybrid-select.ts',
   'experiment/stages/score.ts',
   'experiment/stages/adapt.ts',
+  'experiment/stages/adapt-record.ts',
   'experiment/stages/index.ts',
 ];
 
@@ -84,13 +86,14 @@ export async function runScoreStage(
       const bank = await encode.fileBank();
       const { benchmark, labels } = await dataset.load();
       const part = e.split.evaluate;
-      let adapted: { queryTokens: Float32Array; alpha: number } | undefined;
+      let adapted: ScoreRunInput['adapted'];
       let adapterMeta: Record<string, unknown> | undefined;
       if (adapt !== undefined) {
-        const { loadSelectedAdapter } = await import('./adapt.js');
-        const selected = await loadSelectedAdapter(adapt.dir, bank);
-        adapted = { queryTokens: selected.queryTokens, alpha: selected.alpha };
-        adapterMeta = selected.meta;
+        const { loadSelectedAdapter } = await import('./adapt-record.js');
+        // adapted and adapted-zero-floor, each at its own validation-selected epoch and α.
+        const { meta, ...selected } = await loadSelectedAdapter(adapt.dir, bank);
+        adapted = selected;
+        adapterMeta = meta;
       }
       const hybrid = await hybridSystems(e, {
         bank,
