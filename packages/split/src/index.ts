@@ -8,5 +8,7 @@ export { MAX_SEED, seededShuffle } from './shuffle.js';
 export { SplitInvalidError } from './errors.js';
 export { assertNoLeak, verifySplit } from './verify.js';
 export type { AssertNoLeakOptions } from './verify.js';
+export { CROSS_FIT_RULE, foldSizes, makeFoldSplit, makeFoldSplits } from './folds.js';
+export type { CrossFitOptions } from './folds.js';
 export { bankUnit, queryClusters, restrictClusters } from './clusters.js';
 export type { QueryClusters } from './clusters.js';
