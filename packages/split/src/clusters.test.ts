@@ -30,24 +30,25 @@ function bench(
 }
 
 describe('queryClusters', () => {
-  it('names each query by the smallest bank id of its connected component', () => {
+  it('names each query by the candidate set it ranks', () => {
     const b = bench('longmemeval-s', { s9: 1, s2: 1, s5: 2, s7: 1, s1: 1 }, [
       ['q1', { ids: ['s9:m0', 's5:m1'] }],
-      ['q2', { ids: ['s5:m0', 's2:m0'] }], // joins q1's component through s5
-      ['q3', { ids: ['s7:m0'] }],
+      ['q2', { ids: ['s5:m0', 's2:m0'] }], // shares s5 with q1, but is its own haystack
+      ['q3', { ids: ['s5:m1', 's9:m0'] }], // q1's haystack in another order
       ['q4', { banks: ['s7'] }],
+      ['q5', { banks: ['s7'] }],
     ]);
     const clusters = queryClusters(b);
     expect(clusters.unit).toBe('haystack');
-    expect([...clusters.of].sort()).toEqual([
-      ['q1', 's2'],
-      ['q2', 's2'],
-      ['q3', 's7'],
-      ['q4', 's7'],
-    ]);
+    const of = clusters.of;
+    expect(of.get('q1')).toBe(of.get('q3'));
+    expect(of.get('q1')).not.toBe(of.get('q2'));
+    expect(of.get('q1')).toMatch(/^memories:[0-9a-f]{16}$/);
+    expect(of.get('q4')).toBe('s7');
+    expect(of.get('q5')).toBe('s7');
   });
 
-  it('does not depend on the order of queries or memories', () => {
+  it('does not depend on the order of queries, memories or candidates', () => {
     fc.assert(
       fc.property(
         fc.array(fc.array(fc.integer({ min: 0, max: 7 }), { minLength: 1, maxLength: 3 }), {
@@ -61,24 +62,21 @@ describe('queryClusters', () => {
             { banks: l.map((x) => `b${x}`) },
           ]);
           const a = queryClusters(bench('x', banks, queries));
-          const b = queryClusters(bench('x', banks, [...queries].reverse()));
+          const reversed = queries
+            .map(([id, c]): [string, Candidates] => [
+              id,
+              { banks: [...(c as { banks: string[] }).banks].reverse() },
+            ])
+            .reverse();
+          const b = queryClusters(bench('x', banks, reversed));
           expect([...b.of].sort()).toEqual([...a.of].sort());
-          // Reference: label propagation over banks until every query's banks share the least label.
-          const label = Array.from({ length: 8 }, (_, i) => i);
-          for (let changed = true; changed;) {
-            changed = false;
-            for (const l of links) {
-              const least = Math.min(...l.map((x) => label[x] as number));
-              for (const x of l) {
-                if (label[x] !== least) {
-                  label[x] = least;
-                  changed = true;
-                }
-              }
-            }
-          }
-          const want = links.map((l, i) => [`q${i}`, `b${label[l[0] as number]}`]);
-          expect([...a.of].sort()).toEqual(want.sort());
+          // Reference: two queries share a cluster exactly when their candidate sets are equal.
+          const key = (l: number[]) => [...new Set(l)].sort().join();
+          links.forEach((l, i) =>
+            links.forEach((m, j) =>
+              expect(a.of.get(`q${i}`) === a.of.get(`q${j}`)).toBe(key(l) === key(m)),
+            ),
+          );
         },
       ),
     );

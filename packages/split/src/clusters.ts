@@ -1,10 +1,15 @@
+import { createHash } from 'node:crypto';
 import type { Benchmark } from '@bfe/core';
 import { buildQueryBankGraph } from './graph.js';
 
 /**
- * The clusters of METHOD.md §6 "Intervals": queries that share a bank are not independent, so
- * paired intervals resample whole clusters. A cluster is a connected component of the
- * query–bank graph (METHOD.md §5), the same unit a `connected-bank` split keeps together.
+ * The clusters of METHOD.md §6 "Intervals": queries that rank the same bank are not
+ * independent, so paired intervals resample whole clusters. A cluster is the candidate set a
+ * query ranks — its conversation (LoCoMo), its article (COVID-QA), its own haystack
+ * (LongMemEval) — and the queries that rank the same set. Haystacks that share sessions stay
+ * separate clusters (LongMemEval-S is one connected component, so component clusters would
+ * leave one cluster); the cluster interval then cannot include the dependence carried by
+ * shared sessions.
  */
 
 /**
@@ -42,9 +47,10 @@ export function bankUnit(benchmarkName: string): string {
 }
 
 /**
- * The cluster of every query: its connected component of the query–bank graph, named by the
- * component's smallest bank id (code-unit order), which depends only on ids, never on file
- * order or labels. Every query of the benchmark is in the map.
+ * The cluster of every query: the candidate set it ranks. A single bank (a conversation, an
+ * article) names the cluster; a set of banks or memories (a haystack) is named
+ * `banks:<hash>` / `memories:<hash>` of its sorted ids, so queries ranking the same set share
+ * a cluster. It depends only on ids, never on file order or labels.
  *
  * @throws DataError when a query or memory id repeats, or a candidate names no memory / bank.
  * @example
@@ -53,12 +59,21 @@ export function bankUnit(benchmarkName: string): string {
  * clusters.of.get('conv-26:q0'); // 'conv-26'
  */
 export function queryClusters(benchmark: Benchmark): QueryClusters {
+  // Checks ids and references (a DataError names a dangling candidate).
+  buildQueryBankGraph(benchmark);
   const of = new Map<string, string>();
-  for (const component of buildQueryBankGraph(benchmark).components) {
-    const id = component.bankIds[0] as string;
-    for (const q of component.queryIds) of.set(q, id);
+  for (const q of benchmark.queries) {
+    const kind = q.candidateBankIds === undefined ? 'memories' : 'banks';
+    const ids = [...new Set(q.candidateBankIds ?? q.candidateIds ?? [])].sort();
+    if (ids.length === 0) continue;
+    of.set(q.id, ids.length === 1 ? (ids[0] as string) : `${kind}:${setHash(ids)}`);
   }
   return { unit: bankUnit(benchmark.name), of };
+}
+
+/** 16 hex digits of the SHA-256 of sorted ids: a short, stable name for a candidate set. */
+function setHash(sorted: readonly string[]): string {
+  return createHash('sha256').update(sorted.join('\u0000')).digest('hex').slice(0, 16);
 }
 
 /**
