@@ -4,6 +4,7 @@ import { loadVegaBundles } from './bundles.js';
 import type { VegaBundles } from './bundles.js';
 import { adapterChart, deltaChart, headlineChart, kSweepChart, subtaskChart } from './charts.js';
 import { terminalTable } from '@bfe/core';
+import { crossFitFact, crossFitTable } from './crossfit.js';
 import { htmlTable, htmlText, intervalChoice, markdownTable, markdownText } from './format.js';
 import type { Table } from './format.js';
 import { DEFAULT_BASELINE } from './schema.js';
@@ -97,6 +98,8 @@ function header(input: ReportInput): [string, string][] {
     ]);
   }
   if (input.load !== undefined) facts.push(['loading', formatLoadSummary(input.load)]);
+  const crossFit = crossFitFact(results);
+  if (crossFit !== undefined) facts.push(['cross-fitting', crossFit]);
   if (first !== undefined) {
     facts.push([
       'queries',
@@ -155,6 +158,8 @@ function sections(input: ReportInput): Section[] {
       ...(delta === undefined ? [] : [{ id: 'chart-delta', spec: delta }]),
     ],
   });
+  const folds = crossFitTable(results, ['pooled', 'sparse-fusion', 'adapted', 'hybrid-selected']);
+  if (folds !== undefined) out.push({ title: 'Folds', lines: [], tables: [folds], charts: [] });
   const budgets = budgetTable(results);
   if (budgets !== undefined) {
     out.push({ title: 'Memory budgets', lines: [], tables: [budgets], charts: [] });
@@ -232,6 +237,8 @@ function renderTerminal(input: ReportInput): string {
   const banner = diagnosticBanner(input);
   if (banner !== undefined) lines.push(`!! ${banner}`);
   if (input.load !== undefined) lines.push(`loading: ${formatLoadSummary(input.load)}`);
+  const crossFit = crossFitFact(input.results);
+  if (crossFit !== undefined) lines.push(crossFit);
   const means = severalSeeds(input);
   if (means === undefined) {
     lines.push(

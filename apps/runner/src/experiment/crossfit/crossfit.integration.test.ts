@@ -84,6 +84,10 @@ describe('cross-fitting', () => {
       expect(p.adapter).toBeDefined();
     });
     expect(results.meta.splitPolicy).toBe('query-disjoint-shared-bank');
+    const report = await readFile(join(outcome.runDir, 'report.md'), 'utf8');
+    expect(report).toContain('**cross-fitting:** cross-fitted: 3 folds of queries');
+    expect(report).toContain('## Folds');
+    expect(outcome.terminal).toContain('every query tested once');
 
     // One subtask: the pooled headline is the folds' headlines weighted by their queries.
     expect(outcome.results.subtasks).toHaveLength(1);
