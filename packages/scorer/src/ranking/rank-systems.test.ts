@@ -194,36 +194,6 @@ describe('rankSystems', () => {
     );
   });
 
-  it('ranks BM25 with the language and IDF it is given (corpus IDF over every memory text)', async () => {
-    // Bank b holds 'apple apple' and 'banana'; every other memory holds 'apple' too.
-    const texts = memoryTexts.map((t, i) =>
-      i === 6 ? 'apple apple' : i === 7 ? 'banana' : `${t} apple`,
-    );
-    const qs = rankQueries.map((q) => (q.id === 'q1' ? { ...q, text: 'apples banana' } : q));
-    const g = groupByCandidates({ ids: memories.ids, bankIds }, qs);
-    const q1 = async (bm25: Bm25Options) => {
-      const ranked = await rankSystems(scorer, {
-        ...base,
-        memoryTexts: texts,
-        groups: g,
-        systems: ['bm25'],
-        kSweep: [4],
-        bm25,
-      });
-      // BM25 alone, without a scorer, gives the same rankings.
-      const alone = rankBm25({ memories, memoryTexts: texts, groups: g, top: 50, bm25 });
-      expect(alone).toEqual(ranked.systems.get('bm25'));
-      return alone.get('q1');
-    };
-    // English: 'apples' stems to 'apple'; over the two candidates both words are equally rare,
-    // and two 'apple's outweigh one 'banana'.
-    expect(await q1({ language: 'english', idf: 'candidates' })).toEqual(['m6', 'm7']);
-    // Over all 12 memories 'apple' is common (11) and 'banana' rare (1).
-    expect(await q1({ language: 'english', idf: 'corpus' })).toEqual(['m7', 'm6']);
-    // Without stemming 'apples' is not 'apple': only 'banana' matches.
-    expect(await q1({ language: 'none', idf: 'candidates' })).toEqual(['m7', 'm6']);
-  });
-
   it('counts clamped groups at each k of the sweep; the main k shares its rankings', async () => {
     const ranked = await rankSystems(scorer, { ...base, k: 8, kSweep: [3, 8, 6, 26, 8] });
     expect([...ranked.sweep.keys()]).toEqual([3, 8, 6, 26]);
@@ -373,5 +343,94 @@ describe('rankFusionGrid', () => {
       adapted: { queryTokens, alpha: 0.3 },
     });
     expect(grid.get(0.3)).toEqual(adapted.systems.get('adapted'));
+  });
+});
+
+describe('rankFusionGrids', () => {
+  it('ranks the zero floor per α as the zero-floor systems do, from the same search', async () => {
+    const alphas = [0.25, 0.5, 0.75];
+    const grids = await rankFusionGrids(scorer, { ...base, alphas }, ['tail', 'zero']);
+    expect([...grids.keys()]).toEqual(['tail', 'zero']);
+    expect(grids.get('tail')).toEqual(await rankFusionGrid(scorer, { ...base, alphas }));
+    const queryTokens = unitVectors(queries.tokenVectors!.length / DIM, DIM, rng(17));
+    const adapted = await rankFusionGrids(scorer, { ...base, alphas, queryTokens }, ['zero']);
+    for (const alpha of alphas) {
+      const plain = await rankSystems(scorer, { ...base, alpha, systems: ['zero-floor'] });
+      expect(grids.get('zero')?.get(alpha), `α = ${alpha}`).toEqual(
+        plain.systems.get('zero-floor'),
+      );
+      const own = await rankSystems(scorer, {
+        ...base,
+        systems: ['adapted-zero-floor'],
+        adapted: { queryTokens, alpha },
+      });
+      expect(adapted.get('zero')?.get(alpha), `α = ${alpha}`).toEqual(
+        own.systems.get('adapted-zero-floor'),
+      );
+    }
+    expect(grids.get('zero')?.get(0.25)).not.toEqual(grids.get('tail')?.get(0.25));
+    await expect(rankFusionGrids(scorer, { ...base, alphas }, ['zero', 'zero'])).rejects.toThrow(
+      /floors repeat/,
+    );
+  });
+});
+
+describe('adapted-zero-floor at its own selection', () => {
+  const tailTokens = unitVectors(queries.tokenVectors!.length / DIM, DIM, rng(19));
+  const zeroTokens = unitVectors(queries.tokenVectors!.length / DIM, DIM, rng(23));
+  const zeroGrid = async (queryTokens: Float32Array, alpha: number) =>
+    (await rankFusionGrids(scorer, { ...base, alphas: [alpha], queryTokens }, ['zero']))
+      .get('zero')
+      ?.get(alpha);
+
+  it('ranks adapted-zero-floor with its own query tokens and α, adapted with its own', async () => {
+    const without = await rankSystems(scorer, {
+      ...base,
+      adapted: { queryTokens: tailTokens, alpha: 0.25 },
+    });
+    const own = await rankSystems(scorer, {
+      ...base,
+      adapted: {
+        queryTokens: tailTokens,
+        alpha: 0.25,
+        zeroFloor: { queryTokens: zeroTokens, alpha: 0.75 },
+      },
+    });
+    expect(own.systems.get('adapted')).toEqual(without.systems.get('adapted'));
+    expect(own.systems.get('adapted-zero-floor')).toEqual(await zeroGrid(zeroTokens, 0.75));
+    expect(own.systems.get('adapted-zero-floor')).not.toEqual(
+      without.systems.get('adapted-zero-floor'),
+    );
+    // Without a selection of its own it is the adapted pass's zero floor at adapted's α.
+    expect(without.systems.get('adapted-zero-floor')).toEqual(await zeroGrid(tailTokens, 0.25));
+  });
+
+  it('shares the adapted pass when both selected the same epoch, each at its own α', async () => {
+    const shared = await rankSystems(scorer, {
+      ...base,
+      adapted: {
+        queryTokens: tailTokens,
+        alpha: 0.25,
+        zeroFloor: { queryTokens: tailTokens, alpha: 0.75 },
+      },
+    });
+    expect(shared.systems.get('adapted-zero-floor')).toEqual(await zeroGrid(tailTokens, 0.75));
+    const tail = await rankFusionGrid(scorer, {
+      ...base,
+      alphas: [0.25],
+      queryTokens: tailTokens,
+    });
+    expect(shared.systems.get('adapted')).toEqual(tail.get(0.25));
+    // Only adapted-zero-floor asked for: its own tokens, with no pass for adapted.
+    const alone = await rankSystems(scorer, {
+      ...base,
+      systems: ['adapted-zero-floor'],
+      adapted: {
+        queryTokens: tailTokens,
+        alpha: 0.25,
+        zeroFloor: { queryTokens: zeroTokens, alpha: 0.5 },
+      },
+    });
+    expect(alone.systems.get('adapted-zero-floor')).toEqual(await zeroGrid(zeroTokens, 0.5));
   });
 });

@@ -285,12 +285,19 @@ export async function runAdaptStage(
   ctx: StageContext,
   e: Experiment,
   seed: number,
-  inputs: { dataset: DatasetStage; encode: EncodeStage; split: SplitStage; index?: IndexStage },
+  inputs: {
+    dataset: DatasetStage;
+    encode: EncodeStage;
+    split: SplitStage;
+    index?: IndexStage;
+    /** The stage's name suffix; default `@<seed>` (a cross-fitted run adds `/fold<f>`). */
+    tag?: string;
+  },
 ): Promise<ArtifactResult> {
   const { dataset, encode, split, index } = inputs;
   const keys = { encode: encode.artifact.key, split: split.artifact.key };
   return ctx.run(
-    `adapt@${seed}`,
+    `adapt${inputs.tag ?? `@${seed}`}`,
     await adaptStageSpec(
       e,
       seed,
