@@ -41,7 +41,17 @@ export type { TrainCodecOptions } from './codecs/codec.js';
 export { codecModelSchema, codecNameSchema, codecShape } from './codecs/model.js';
 export type { CodecModel, CodecName } from './codecs/model.js';
 export type { ScalarRange } from './codecs/scalar.js';
-export { HNSW_INSERT_SEED, buildHnsw, hnswFileKind, insertOrder, loadHnsw } from './hnsw/hnsw.js';
+export { QUANTILE_ROWS } from './codecs/scalar.js';
+export { CODEC_SAMPLE_SEED, hashSampleRows } from './codecs/sample-order.js';
+export type { TokenIdentity } from './codecs/sample-order.js';
+export {
+  DEFAULT_BUILD_THREADS,
+  HNSW_INSERT_SEED,
+  buildHnsw,
+  hnswFileKind,
+  insertOrder,
+  loadHnsw,
+} from './hnsw/hnsw.js';
 export { castI8Into, rekindHnswFile } from './hnsw/rekind.js';
 export { buildBankedHnsw } from './hnsw/banked.js';
 export { createIncrementalHnsw, loadIncrementalHnsw } from './hnsw/incremental.js';

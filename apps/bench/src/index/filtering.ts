@@ -182,7 +182,7 @@ export async function filterShape(
     const index = await HnswTokenIndex.build(
       { model, codes, tokenOffsets: b.tokenOffsets, memoryBank: b.memoryBank },
       params,
-      { threads: o.threads },
+      { threads: o.threads, buildThreads: o.threads },
     );
     const buildS = (performance.now() - t0) / 1000;
     const dir = join(o.work, `${shape}-per-bank`);
@@ -227,7 +227,7 @@ export async function filterShape(
       const index = await HnswTokenIndex.build(
         { model, codes: new Uint8Array(local.buffer), tokenOffsets: offsets },
         params,
-        { threads: o.threads },
+        { threads: o.threads, buildThreads: o.threads },
       );
       buildS += (performance.now() - t0) / 1000;
       const dir = join(o.work, `${shape}-bank-${bank}`);
@@ -262,7 +262,7 @@ export async function filterShape(
   const t0 = performance.now();
   const global =
     o.globalDir === undefined
-      ? await HnswTokenIndex.build(side, params, { threads: o.threads })
+      ? await HnswTokenIndex.build(side, params, { threads: o.threads, buildThreads: o.threads })
       : await HnswTokenIndex.load(o.globalDir, side, params, { threads: o.threads });
   const buildS = (performance.now() - t0) / 1000;
   let indexBytes: number;

@@ -91,7 +91,7 @@ async function filterTable(banks: BenchBank[]): Promise<void> {
 async function bigBank(n: number): Promise<void> {
   const bank = syntheticBank('big', n, 384, 1, 10, 44);
   let t0 = performance.now();
-  const index = await buildHnsw(bank.vectors, n, 384, PARAMS);
+  const index = await buildHnsw(bank.vectors, n, 384, PARAMS, { buildThreads: 0 });
   const buildS = (performance.now() - t0) / 1000;
   const all = Int32Array.from({ length: n }, (_, i) => i);
   const h: number[] = [];

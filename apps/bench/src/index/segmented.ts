@@ -190,7 +190,11 @@ export async function buildSegments(o: SegmentedBuildOptions): Promise<Segmented
       decodeTokens(model, codes, 0, S, decoded);
       const t2 = performance.now();
       const cpu0 = process.cpuUsage();
-      const index = await buildHnsw(decoded, S, dim, params, { kind: 'i8', threads: o.threads });
+      const index = await buildHnsw(decoded, S, dim, params, {
+        kind: 'i8',
+        threads: o.threads,
+        buildThreads: o.threads,
+      });
       const t3 = performance.now();
       const buildCpuS = ((c) => (c.user + c.system) / 1e6)(process.cpuUsage(cpu0));
       const file = join(o.dir, `bank-${s}.usearch`);

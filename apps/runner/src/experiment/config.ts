@@ -193,9 +193,9 @@ export const experimentSchema = z.strictObject({
        */
       margin: z.int().min(1).max(1024).optional(),
       /**
-       * Threads each HNSW graph is built with. Left out: 1, the only count at which usearch's
-       * build is reproducible (the same inputs, the same index bytes). More is faster and not
-       * reproducible: the index key and `meta.index` say `deterministic: false`.
+       * Threads each HNSW graph is built with. Left out: 1, the reproducible build (the same
+       * inputs, the same index bytes); more is faster, not reproducible, and keyed and reported
+       * `deterministic: false`.
        */
       buildThreads: z.int().min(1).max(1024).optional(),
       /** The `rp128+sq4` projection seed (METHOD.md §6, 42). */

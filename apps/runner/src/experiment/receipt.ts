@@ -51,6 +51,11 @@ function receiptOf(input: ReceiptInput, source: { commit: string | null; dirty: 
     command: ['bfe', ...input.argv],
     configFile: input.configPath,
     config: e,
+    // HNSW graphs built on several threads (`index.buildThreads` > 1) are not reproducible;
+    // results.json's meta.index says so too. Left out otherwise.
+    ...(e.index?.backend === 'hnsw' && (e.index.buildThreads ?? 1) > 1
+      ? { deterministic: false as const }
+      : {}),
     source,
     dataset: { name: e.dataset.name, files: input.sources },
     model: {

@@ -2,7 +2,15 @@ import { fromHalfInto, toHalfInto } from './fp16.js';
 import { codecShape, PROJECTED_DIM } from './model.js';
 import type { CodecModel, CodecName, ProjectedParams, ScalarParams } from './model.js';
 import { project, projectionMatrix } from './projection.js';
-import { decodeSq4Into, decodeSq8Into, encodeSq4, encodeSq8, fitScalar } from './scalar.js';
+import { CODEC_SAMPLE_SEED, hashSampleRows, type TokenIdentity } from './sample-order.js';
+import {
+  QUANTILE_ROWS,
+  decodeSq4Into,
+  decodeSq8Into,
+  encodeSq4,
+  encodeSq8,
+  fitScalar,
+} from './scalar.js';
 import type { ScalarFit, ScalarRange } from './scalar.js';
 import { sq4DotsInto, sq8DotsInto, type CodeRowDots } from './scalar-dots.js';
 
@@ -14,6 +22,15 @@ export interface TrainCodecOptions {
   readonly seed?: number;
   /** Range fitted per dimension by the scalar codecs (default `minmax`). */
   readonly range?: ScalarRange;
+  /**
+   * `quantile` only: who the sample's tokens are (memory ids and token offsets). A sample larger
+   * than `QUANTILE_ROWS` is cut to the tokens first in the seeded hash order of their identity
+   * (`hashSampleRows`), so a bank whose memories are stored in another order gives the same
+   * fit. Without it a token is its row, and the fit depends on the file's order.
+   */
+  readonly tokens?: TokenIdentity;
+  /** `quantile` only: the seed of that order (default {@link CODEC_SAMPLE_SEED}, 42). */
+  readonly sampleSeed?: number;
 }
 
 /** Typed arrays derived once per model (levels as float32, the projection matrix). */
@@ -40,8 +57,13 @@ function runtime(model: CodecModel): Runtime {
   return rt;
 }
 
-function scalarParams(fit: ScalarFit, range: ScalarRange): ScalarParams {
-  return { range, lo: Array.from(fit.lo), step: Array.from(fit.step) };
+function scalarParams(fit: ScalarFit, range: ScalarRange, sampleSeed?: number): ScalarParams {
+  return {
+    range,
+    ...(sampleSeed === undefined ? {} : { sampleSeed }),
+    lo: Array.from(fit.lo),
+    step: Array.from(fit.step),
+  };
 }
 
 /**
@@ -66,9 +88,17 @@ export function trainCodec(
   }
   const shape = codecShape(name, dim);
   const range = opts.range ?? 'minmax';
+  // A quantile fit reads a sample of the tokens, drawn in the seeded hash order of their
+  // identity; the seed is saved with the levels. Min/max reads every token.
+  const sampleSeed = range === 'quantile' ? (opts.sampleSeed ?? CODEC_SAMPLE_SEED) : undefined;
+  const rows =
+    sampleSeed === undefined
+      ? undefined
+      : hashSampleRows(n, QUANTILE_ROWS, sampleSeed, opts.tokens);
   let params: Record<string, unknown> = {};
   if (name === 'sq8' || name === 'sq4') {
-    params = scalarParams(fitScalar(sample, n, dim, name === 'sq8' ? 256 : 16, range), range);
+    const fit = fitScalar(sample, n, dim, name === 'sq8' ? 256 : 16, range, rows);
+    params = scalarParams(fit, range, sampleSeed);
   } else if (name === 'rp128+sq4') {
     const seed = opts.seed ?? 42;
     const projected = project(
@@ -78,7 +108,8 @@ export function trainCodec(
       n,
       dim,
     );
-    params = { seed, ...scalarParams(fitScalar(projected, n, PROJECTED_DIM, 16, range), range) };
+    const fit = fitScalar(projected, n, PROJECTED_DIM, 16, range, rows);
+    params = { seed, ...scalarParams(fit, range, sampleSeed) };
   }
   return { name, dim, ...shape, params };
 }

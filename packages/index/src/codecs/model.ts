@@ -9,11 +9,16 @@ export const PROJECTED_DIM = 128;
 
 const scalarParamsSchema = z.strictObject({
   range: z.enum(['minmax', 'quantile']),
+  /** `quantile`: the seed of the hash order the fit's token sample was drawn in. */
+  sampleSeed: z.number().int().min(0).max(0xffff_ffff).optional(),
   lo: z.array(z.number()),
   step: z.array(z.number().nonnegative()),
 });
 
-/** `params` of `sq8` / `sq4`: the fitted range and the per-dimension `lo` / `step`. */
+/**
+ * `params` of `sq8` / `sq4`: the fitted range, the sample seed of a quantile fit, and the
+ * per-dimension `lo` / `step`.
+ */
 export type ScalarParams = z.infer<typeof scalarParamsSchema>;
 
 const projectedParamsSchema = scalarParamsSchema.extend({

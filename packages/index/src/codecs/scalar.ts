@@ -14,12 +14,17 @@ export interface ScalarFit {
   readonly step: Float32Array;
 }
 
-/** Rows used to fit quantile ranges (an even stride over the sample; min/max uses every row). */
-const QUANTILE_ROWS = 65536;
+/**
+ * Tokens a quantile range is fitted on at most (min/max reads every row): `trainCodec` draws
+ * them in the seeded hash order of the tokens' identity (`hashSampleRows`), never in file order.
+ */
+export const QUANTILE_ROWS = 65536;
 const QUANTILE_TAIL = 0.001;
 
 /**
- * Fits `lo`/`step` per dimension on `n × dim` sample rows for `levels` levels.
+ * Fits `lo`/`step` per dimension on `n × dim` sample rows for `levels` levels. A quantile range
+ * reads the rows `quantileRows` lists (default: every row); each dimension's values are sorted,
+ * so the fit depends on which rows are listed, not on their order.
  *
  * @example
  * fitScalar(sample, n, 384, 16, 'minmax'); // { lo: Float32Array(384), step: Float32Array(384) }
@@ -30,6 +35,7 @@ export function fitScalar(
   dim: number,
   levels: number,
   range: ScalarRange,
+  quantileRows?: Int32Array,
 ): ScalarFit {
   if (n < 1) throw new Error('Cannot fit a scalar quantiser on an empty sample.');
   const lo = new Float32Array(dim);
@@ -46,11 +52,12 @@ export function fitScalar(
       }
     }
   } else {
-    const stride = Math.max(1, Math.floor(n / QUANTILE_ROWS));
-    const rows = Math.ceil(n / stride);
+    const picked = quantileRows ?? Int32Array.from({ length: n }, (_, i) => i);
+    const rows = picked.length;
+    if (rows < 1) throw new Error('Cannot fit a quantile range on no rows.');
     const col = new Float32Array(rows);
     for (let d = 0; d < dim; d++) {
-      for (let r = 0; r < rows; r++) col[r] = sample[r * stride * dim + d]!;
+      for (let r = 0; r < rows; r++) col[r] = sample[picked[r]! * dim + d]!;
       col.sort();
       lo[d] = col[Math.floor(QUANTILE_TAIL * (rows - 1))]!;
       hi[d] = col[Math.ceil((1 - QUANTILE_TAIL) * (rows - 1))]!;

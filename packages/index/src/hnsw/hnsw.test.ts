@@ -1,4 +1,4 @@
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
@@ -124,6 +124,24 @@ describe('hnsw', () => {
     expect(loaded.size).toBe(N);
     expect(loaded.search(q, 3, 5).indices).toEqual(index.search(q, 3, 5).indices);
     await expect(loadHnsw(join(dir, 'x.usearch'), DIM + 1, params)).rejects.toThrow(/dim/);
+  });
+
+  it('builds reproducibly by default: two builds write the same bytes, whatever the search threads', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'bfe-hnsw-'));
+    dirs.push(dir);
+    const files: Buffer[] = [];
+    for (const threads of [0, 2]) {
+      const index = await buildHnsw(x, N, DIM, params, { threads, kind: 'i8' });
+      await index.save(join(dir, `${threads}.usearch`));
+      // One thread's search state (the build's): all-core searches are capped, not refused.
+      expect(index.search(q, 20, 5).indices).not.toContain(-1);
+      index.dispose();
+      files.push(await readFile(join(dir, `${threads}.usearch`)));
+    }
+    expect(files[1]!.equals(files[0]!)).toBe(true);
+    await expect(buildHnsw(x, N, DIM, params, { buildThreads: 1.5 })).rejects.toThrow(
+      /buildThreads/,
+    );
   });
 
   it.each(['f32', 'f16', 'i8'] as const)(

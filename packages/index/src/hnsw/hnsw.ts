@@ -31,8 +31,22 @@ const KIND_OF = { f32: ScalarKind.F32, f16: ScalarKind.F16, i8: ScalarKind.I8 } 
 
 /** Options of {@link buildHnsw} and {@link loadHnsw}. */
 export interface HnswOptions {
-  /** Threads usearch uses to add and to search (default 0: its own choice, all cores). Speed only. */
+  /**
+   * Threads usearch searches with (default 0: its own choice, all cores). Speed only: each query
+   * row is searched on its own, so the results do not depend on it.
+   */
   readonly threads?: number;
+  /**
+   * {@link buildHnsw} only: threads usearch inserts with (default {@link DEFAULT_BUILD_THREADS},
+   * 1: the same rows, parameters and kind give the same file, byte for byte; 0: usearch's own
+   * choice, all cores). More than one is faster and not reproducible: usearch's parallel `add`
+   * places each row in the order the threads reach it and draws its level from the generator
+   * of whichever thread context it takes, so the file's node order, levels and links change
+   * from run to run. usearch sizes its per-thread search state when the build reserves memory,
+   * for the build's thread count, so a graph built here searches on at most that many threads
+   * (`threads` is capped); a saved graph, loaded or viewed, searches on any number.
+   */
+  readonly buildThreads?: number;
   /** The graph's stored scalar kind (default `f32`); {@link loadHnsw} refuses a file of another. */
   readonly kind?: HnswScalarKind;
   /**
@@ -124,6 +138,12 @@ export function releaseIndex(index: UsearchIndex): void {
  */
 export const HNSW_INSERT_SEED = 42;
 
+/**
+ * Threads a graph is built with unless a caller asks for more: one, the only count at which
+ * usearch's build is reproducible ({@link HnswOptions.buildThreads}).
+ */
+export const DEFAULT_BUILD_THREADS = 1;
+
 /** Rows copied and added per usearch `add` call while inserting in the shuffled order. */
 const INSERT_CHUNK = 8192;
 
@@ -143,8 +163,9 @@ export function insertOrder(n: number, seed: number = HNSW_INSERT_SEED): Int32Ar
 /**
  * Builds an inner-product HNSW index (usearch; vectors stored as `options.kind`, default f32)
  * over `n × dim` float32 rows, cast by usearch; a row's key is its row index. The rows are
- * inserted in the seeded order {@link insertOrder} (keys unchanged), not in bank order. Queries
- * are given as float32 and cast the same way.
+ * inserted in the seeded order {@link insertOrder} (keys unchanged), not in bank order, on
+ * `options.buildThreads` threads (default 1: deterministic, see {@link HnswOptions.buildThreads}).
+ * Queries are given as float32 and cast the same way.
  *
  * @example
  * const index = await buildHnsw(vectors, n, 384, { M: 16, efConstruction: 128, efSearch: 128 });
@@ -160,6 +181,10 @@ export async function buildHnsw(
   if (vectors.length < n * dim)
     throw new Error(`Vectors hold ${vectors.length} values, need ${n * dim}.`);
   const kind = options.kind ?? 'f32';
+  const buildThreads = options.buildThreads ?? DEFAULT_BUILD_THREADS;
+  if (!(Number.isInteger(buildThreads) && buildThreads >= 0)) {
+    throw new Error(`buildThreads must be a non-negative integer, got ${buildThreads}.`);
+  }
   const index = makeIndex(dim, params, kind);
   const order =
     options.insert === 'given' ? Int32Array.from({ length: n }, (_, i) => i) : insertOrder(n);
@@ -172,9 +197,14 @@ export async function buildHnsw(
       keys[i] = BigInt(row);
       chunk.set(vectors.subarray(row * dim, (row + 1) * dim), i * dim);
     }
-    index.add(keys, chunk, options.threads ?? 0);
+    index.add(keys, chunk, buildThreads);
   }
-  return Promise.resolve(new UsearchHnsw(index, dim, kind, options.threads ?? 0));
+  // The index holds search state for `buildThreads` threads (all cores for 0) until it is
+  // saved and loaded: more search threads than that fail in usearch, so they are capped.
+  const threads = options.threads ?? 0;
+  const searchThreads =
+    buildThreads === 0 ? threads : threads === 0 ? buildThreads : Math.min(threads, buildThreads);
+  return Promise.resolve(new UsearchHnsw(index, dim, kind, searchThreads));
 }
 
 /**

@@ -46,6 +46,10 @@ export interface IndexMeta {
   readonly totalBytes: number;
   /** hnsw: the graphs (one per candidate set) and the tokens they hold together. */
   readonly graphs?: { readonly count: number; readonly tokens: number };
+  /** hnsw built on more than one thread (`buildThreads`); left out: one thread. */
+  readonly buildThreads?: number;
+  /** `false` with `buildThreads` > 1: the graphs are not reproducible; left out otherwise. */
+  readonly deterministic?: false;
 }
 
 /** A bank either way: the index reads its memory ids, banks and token offsets only. */
@@ -72,8 +76,19 @@ const CODEC_FILE = 'codec.json';
 const CODES_FILE = 'codes.bin';
 const HNSW_DIR = 'hnsw';
 
+/**
+ * Threads the HNSW graphs are built with when more than one (`buildThreads`); undefined: one, the
+ * reproducible build.
+ */
+function parallelBuild(c: IndexConfig): number | undefined {
+  return c.backend === 'hnsw' && c.buildThreads !== undefined && c.buildThreads > 1
+    ? c.buildThreads
+    : undefined;
+}
+
 /** The parts of the section that change the index (HNSW params only for hnsw, seed only for rp). */
 function indexKeyConfig(c: IndexConfig): Record<string, unknown> {
+  const threads = parallelBuild(c);
   return {
     backend: c.backend,
     codec: c.codec,
@@ -86,6 +101,9 @@ function indexKeyConfig(c: IndexConfig): Record<string, unknown> {
     ...(c.backend === 'hnsw' && c.graph !== undefined && c.graph !== graphKindOf(c.codec)
       ? { graph: c.graph }
       : {}),
+    // A parallel build is another artifact, and says it is not reproducible; one thread (the
+    // default, or written out) keeps the key.
+    ...(threads === undefined ? {} : { buildThreads: threads, deterministic: false }),
   };
 }
 
@@ -152,7 +170,10 @@ export async function candidateSets(dataset: DatasetStage, bank: AnyBank): Promi
  * is `codec.json`, `codes.bin`, `hnsw/set-<i>.usearch` and `hnsw/layout.json` (the sets); its
  * key is the encode key (and the dataset's, for hnsw), the index section (the parts that
  * change it) and the code version. Exact float32 has no stage: the scorer searches the bank's
- * own vectors, as without the section.
+ * own vectors, as without the section. The files are reproducible: the same inputs give the
+ * same bytes (graphs built on one thread, the codec's sample in a seeded hash order of token
+ * identity, sets and banks in sorted order); only the manifest's timings vary. `buildThreads`
+ * > 1 builds faster and is not reproducible (keyed and reported `deterministic: false`).
  */
 export async function runIndexStage(
   ctx: StageContext,
@@ -197,7 +218,10 @@ export async function runIndexStage(
       const { tokenVectors, tokenOffsets } = bank.memories;
       const n = tokenOffsets[tokenOffsets.length - 1]!;
       const t0 = performance.now();
-      const model = trainCodec(c.codec, tokenVectors, n, bank.dim, { seed: c.seed });
+      // Token identity (memory id, position) for a codec fit that samples: the sample is drawn
+      // in a seeded hash order of it, never in file order.
+      const tokens = { ids: bank.memories.ids, tokenOffsets };
+      const model = trainCodec(c.codec, tokenVectors, n, bank.dim, { seed: c.seed, tokens });
       const codes = encodeTokens(model, tokenVectors, n);
       const codecSeconds = (performance.now() - t0) / 1000;
       await writeFile(join(dir, CODEC_FILE), `${JSON.stringify(model)}\n`);
@@ -209,12 +233,10 @@ export async function runIndexStage(
         const sets = await candidateSets(dataset, bank);
         const t1 = performance.now();
         const side = { ...hnswSide(bank, model, codes), candidateSets: sets };
-        files = await HnswTokenIndex.buildFiles(
-          join(dir, HNSW_DIR),
-          side,
-          params,
-          c.graph === undefined ? {} : { kind: c.graph },
-        );
+        files = await HnswTokenIndex.buildFiles(join(dir, HNSW_DIR), side, params, {
+          ...(c.graph === undefined ? {} : { kind: c.graph }),
+          ...(parallelBuild(c) === undefined ? {} : { buildThreads: parallelBuild(c)! }),
+        });
         graphSeconds = (performance.now() - t1) / 1000;
         for (const set of sets) {
           for (const m of set) graphTokens += tokenOffsets[m + 1]! - tokenOffsets[m]!;
@@ -248,6 +270,9 @@ export async function runIndexStage(
       totalBytes,
       ...(c.backend === 'hnsw' && c.graph !== undefined ? { graph: c.graph } : {}),
       ...(graphs === undefined ? {} : { graphs }),
+      ...(parallelBuild(c) === undefined
+        ? {}
+        : { buildThreads: parallelBuild(c)!, deterministic: false as const }),
     },
     keyConfig,
     open: async (bank, kernel) => {
