@@ -66,12 +66,12 @@ describe('bfe score and bfe eval on a tiny LMEB task with the tiny ONNX model', 
       k: 64,
       alpha: 0.5,
       model: { name: 'tiny' },
-      bm25: { k1: 1.2, b: 0.75, k: 1 },
+      // An lmeb: folder declares no language: no stop words, no stemming; IDF per candidate set.
+      bm25: { k1: 1.2, b: 0.75, k: 1, language: 'none', stopWords: 'none', stemming: 'none' },
       // Every qrel of the fixture is grade 1: binary NDCG.
       gains: 'binary',
     });
-    // Three of the fixture's four candidate sets hold two passages: BM25's direct engine.
-    expect((results.meta?.bm25 as { directEngineGroups: number }).directEngineGroups).toBe(3);
+    expect((results.meta?.bm25 as { idf: string }).idf).toMatch(/^candidates/);
     const manifest = JSON.parse(readFileSync(join(bank, 'bank.json'), 'utf8')) as BankManifest;
     // The bank's content identity: bank.json without its timing fields.
     expect((results.meta?.bank as { contentHash: string }).contentHash).toBe(
@@ -257,6 +257,25 @@ describe('bfe score and bfe eval on a tiny LMEB task with the tiny ONNX model', 
     );
     expect(options.code).toBe(2);
     expect(options.stderr).toContain('not the same memories and queries');
+  });
+
+  it('takes BM25’s language and IDF from --bm25-language and --bm25-idf, and records them', async () => {
+    const out = join(root, 'run-bm25');
+    const flags = ['--bm25-language', 'english', '--bm25-idf', 'corpus'];
+    const r = await runBfe(
+      ['score', '--bank', bank, '--dataset', documentTask, '--out', out, '--quiet', ...flags],
+      env,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const bm25 = readResults(out).meta?.bm25 as Record<string, string>;
+    expect(bm25).toMatchObject({ language: 'english', stemming: 'Porter2 (wink-nlp-utils@2.1.0)' });
+    expect(bm25.idf).toMatch(/^corpus/);
+    const bad = await runBfe(
+      ['score', '--bank', bank, '--dataset', documentTask, '--bm25-idf', 'global'],
+      env,
+    );
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('bm25Idf');
   });
 
   it('refuses cut-offs without the headline k = 10', async () => {

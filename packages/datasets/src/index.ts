@@ -7,6 +7,7 @@ export {
 export type { DataLocation, FetchResult, OfficialFile, OfficialFileKey } from './files.js';
 export {
   DATASET_NAMES,
+  datasetLanguage,
   datasetOptionsSchema,
   datasetSources,
   describeDatasets,
@@ -14,6 +15,7 @@ export {
   loadDataset,
   readJsonFile,
 } from './registry.js';
+export type { DatasetLanguage } from './registry.js';
 export { summarize } from './inspect.js';
 export type { DatasetSummary, Distribution } from './inspect.js';
 export { loadReportPath, saveLoadReport } from './report-file.js';

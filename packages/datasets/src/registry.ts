@@ -32,6 +32,8 @@ interface DatasetSpec {
   readonly optionsSchema: z.ZodType<Record<string, unknown>>;
   /** Options this name fixes (e.g. `locomo-session` is LoCoMo at session granularity). */
   readonly preset: Record<string, unknown>;
+  /** The language of its texts, as declared (BM25 stems and drops stop words by it). */
+  readonly language: DatasetLanguage;
   readonly parse: (
     raw: unknown,
     options: Record<string, unknown>,
@@ -46,6 +48,7 @@ const SPECS: Record<string, DatasetSpec> = {
     file: OFFICIAL_FILES.locomo,
     optionsSchema: locomoOptionsSchema,
     preset: {},
+    language: 'english',
     parse: (raw, options, f) => parseLocomo(raw, locomoOptionsSchema.parse(options), f.source),
   },
   'locomo-session': {
@@ -53,6 +56,7 @@ const SPECS: Record<string, DatasetSpec> = {
     file: OFFICIAL_FILES.locomo,
     optionsSchema: locomoOptionsSchema,
     preset: { granularity: 'session' },
+    language: 'english',
     parse: (raw, options, f) => parseLocomo(raw, locomoOptionsSchema.parse(options), f.source),
   },
   'longmemeval-s': {
@@ -61,6 +65,7 @@ const SPECS: Record<string, DatasetSpec> = {
     file: OFFICIAL_FILES.longmemevalS,
     optionsSchema: longMemEvalOptionsSchema,
     preset: {},
+    language: 'english',
     parse: (raw, options, f) =>
       parseLongMemEval(raw, longMemEvalOptionsSchema.parse(options), f.source, 'longmemeval-s'),
   },
@@ -69,6 +74,7 @@ const SPECS: Record<string, DatasetSpec> = {
     file: OFFICIAL_FILES.longmemevalOracle,
     optionsSchema: longMemEvalOptionsSchema,
     preset: {},
+    language: 'english',
     parse: (raw, options, f) =>
       parseLongMemEval(
         raw,
@@ -82,14 +88,34 @@ const SPECS: Record<string, DatasetSpec> = {
     file: OFFICIAL_FILES.covidqa,
     optionsSchema: covidQaOptionsSchema,
     preset: {},
+    language: 'english',
     parse: (raw, options, f) => parseCovidQa(raw, covidQaOptionsSchema.parse(options), f.source),
   },
 };
+
+/**
+ * A dataset's declared language: `english`, or `undeclared` (an `lmeb:` folder declares none).
+ */
+export type DatasetLanguage = 'english' | 'undeclared';
 
 /** Registered dataset names (plus `lmeb:<folder>`). */
 export const DATASET_NAMES: readonly string[] = Object.keys(SPECS);
 
 const LMEB_PREFIX = 'lmeb:';
+
+/**
+ * The declared language of a dataset's texts: what its registration states (LoCoMo,
+ * LongMemEval and COVID-QA are English), `undeclared` for an `lmeb:<folder>`.
+ *
+ * @throws UnknownDatasetError for a name neither registered nor `lmeb:`.
+ * @example
+ * datasetLanguage('locomo'); // 'english'
+ * datasetLanguage('lmeb:./my-task'); // 'undeclared'
+ */
+export function datasetLanguage(name: string): DatasetLanguage {
+  if (name.startsWith(LMEB_PREFIX)) return 'undeclared';
+  return specOf(name).language;
+}
 
 /** A one-line description per registered dataset. */
 export function describeDatasets(): Array<{ name: string; description: string; file: string }> {

@@ -1,31 +1,24 @@
-import { createRequire } from 'node:module';
+import { bm25Tokens, type Bm25Language } from './bm25-text.js';
 
 /**
- * The BM25 baseline of METHOD.md §6, computed by a maintained library,
- * `wink-bm25-text-search` 3.1.2, over one candidate set at a time (LoCoMo: a conversation's
- * turns; LongMemEval: a query's haystack), so IDF and the average document length are those of
- * the candidates the query is ranked among, as every other system sees them.
+ * The BM25 baseline of METHOD.md §6 and the lexical branch of §8, computed here directly over
+ * one candidate set at a time (LoCoMo: a conversation's turns; LongMemEval: a query's haystack).
  *
- * - Text preparation (`wink-nlp-utils` 2.1.0), the same for memories and queries, in order:
- *   `string.lowerCase`; `string.tokenize0` (split on non-word characters, so tokens are runs of
- *   `[A-Za-z0-9_]`; elisions removed, `n't` amplified to `not`); `tokens.removeWords` with
- *   wink's default English stop-word list; `tokens.stem`, Porter stemming version 2 (Snowball
- *   English).
- * - Parameters ({@link BM25_PARAMS}): `k1 = 1.2`, `b = 0.75`, `k = 1`, one field of weight 1.
- *   wink scores a document `d` for query tokens `t_1..t_n` (repeats counted, tokens unknown to
- *   the candidates ignored) as `Σ_j w(t_j, d)` with
- *   `w(t, d) = idf(t) · tf(t,d)·(k1 + 1) / (k1·(1 − b + b·|d|/avg|d|) + tf(t,d))` and
- *   `idf(t) = ln((N − n_t + 0.5) / (n_t + 0.5) + k)`, `N` the candidates, `n_t` those holding `t`,
- *   `|d|` the document's prepared tokens. wink stores each `w` rounded to a fixed number of
- *   decimals: we ask for its maximum, 9.
- * - wink refuses to consolidate fewer than 3 documents. For a candidate set of 1 or 2 memories
- *   {@link Bm25Index} computes the same formula itself (`engine: 'direct'`), with the same
- *   preparation and the same 9-decimal rounding in the same order, so its scores equal wink's
- *   bit for bit wherever both can run (tested on random corpora of ≥ 3 documents). Nothing is
- *   padded: an empty document would change `N`, every IDF and the average length.
+ * A document `d` scores, for the query's tokens `t_1..t_n` (repeats counted, in query order;
+ * a token no candidate holds adds nothing),
+ * `Σ_j idf(t_j) · tf(t_j,d)·(k1 + 1) / (k1·(1 − b + b·|d|/avg|d|) + tf(t_j,d))` with
+ * `idf(t) = ln((N − n_t + 0.5) / (n_t + 0.5) + k)` ({@link BM25_PARAMS}: `k1 = 1.2`, `b = 0.75`,
+ * `k = 1`, the formula and parameters of `wink-bm25-text-search`, which computed it before),
+ * `|d|` the document's tokens ({@link bm25Tokens}) and `avg|d|` their mean over the candidates.
+ * `N` and `n_t` are, by default (`idf: 'candidates'`), the candidates and those holding `t`, so
+ * IDF is that of the set the query is ranked among, as every other system sees it; with
+ * `idf: 'corpus'` they are every memory of the benchmark ({@link Bm25Corpus}) and those holding
+ * `t`, the average length staying the candidates'. Scores are float64 sums in a fixed order:
+ * the same inputs give the same scores bit for bit. Nothing is padded: an empty document
+ * counts in `N` and in the average length, and scores 0.
  */
 
-/** The BM25 parameters of the baseline (wink's defaults, stated). */
+/** The BM25 parameters of the baseline (stated). */
 export interface Bm25Params {
   /** Term-frequency saturation. */
   readonly k1: number;
@@ -43,128 +36,212 @@ export interface Bm25Params {
  */
 export const BM25_PARAMS: Bm25Params = Object.freeze({ k1: 1.2, b: 0.75, k: 1 });
 
-/** Decimals wink keeps of each per-term weight (its maximum; the default is 4). */
-export const BM25_WEIGHT_DECIMALS = 9;
+/** Where IDF's `N` and `n_t` are counted: the query's candidates, or every memory. */
+export type Bm25Idf = 'candidates' | 'corpus';
 
-/** The smallest collection wink consolidates. */
-const WINK_MIN_DOCS = 3;
+/** Every {@link Bm25Idf}, for schemas and flags. */
+export const BM25_IDFS: readonly Bm25Idf[] = Object.freeze(['candidates', 'corpus']);
 
-/** The parts of wink-bm25-text-search's engine used here (the package ships no types). */
-interface WinkEngine {
-  defineConfig(config: { fldWeights: Record<string, number>; bm25Params: Bm25Params }): boolean;
-  definePrepTasks(tasks: Array<(input: never) => unknown>, field?: string): number;
-  addDoc(doc: Record<string, string>, id: string): number;
-  consolidate(fp?: number): boolean;
-  search(text: string, limit?: number): Array<[string, number]>;
+/** How BM25 prepares text and counts IDF. */
+export interface Bm25Options {
+  /** `english`: English elisions, stop words and Porter2 stems; `none`: words as they are. */
+  readonly language: Bm25Language;
+  readonly idf: Bm25Idf;
 }
-
-interface WinkNlpUtils {
-  string: { lowerCase(s: string): string; tokenize0(s: string): string[] };
-  tokens: { removeWords(tokens: string[]): string[]; stem(tokens: string[]): string[] };
-}
-
-// Both packages are CommonJS without type declarations: load them through `require` and give
-// them the narrow interfaces above.
-const require = createRequire(import.meta.url);
-const winkBm25 = require('wink-bm25-text-search') as () => WinkEngine;
-const nlp = require('wink-nlp-utils') as WinkNlpUtils;
 
 /**
- * The preparation pipeline shared by memories and queries: lower case, tokenize0, stop words
- * removed, Porter2 stems.
+ * The scorer's BM25 options when a caller names none: no language assumed, IDF over the
+ * candidates. A run picks its options from its dataset (the runner's `resolveBm25Options`).
  *
  * @example
- * bm25Tokens("Caroline isn't running to the LGBTQ support group!");
- * // ['carolin', 'not', 'run', 'lgbtq', 'support', 'group']
+ * BM25_DEFAULTS; // { language: 'none', idf: 'candidates' }
  */
-export function bm25Tokens(text: string): string[] {
-  return nlp.tokens.stem(nlp.tokens.removeWords(nlp.string.tokenize0(nlp.string.lowerCase(text))));
+export const BM25_DEFAULTS: Bm25Options = Object.freeze({ language: 'none', idf: 'candidates' });
+
+/**
+ * The one place BM25's defaults are decided, for `bfe run`, `bfe score` and the benches alike
+ * (METHOD.md §8, "BM25"): the language is the chosen one (an experiment's `scorer.bm25`, a
+ * flag) when given, else `english` exactly when the dataset is declared English (`@bfe/datasets`'
+ * `datasetLanguage`: LoCoMo, LongMemEval, COVID-QA), else `none` (an `lmeb:` folder declares no
+ * language); IDF is over the query's candidates unless `corpus` is chosen.
+ *
+ * @example
+ * resolveBm25Options(undefined, 'english'); // { language: 'english', idf: 'candidates' }
+ * resolveBm25Options({ idf: 'corpus' }, 'undeclared'); // { language: 'none', idf: 'corpus' }
+ */
+export function resolveBm25Options(
+  chosen:
+    | { readonly language?: Bm25Language | undefined; readonly idf?: Bm25Idf | undefined }
+    | undefined,
+  declared: 'english' | 'undeclared',
+): Bm25Options {
+  return {
+    language: chosen?.language ?? (declared === 'english' ? 'english' : 'none'),
+    idf: chosen?.idf ?? 'candidates',
+  };
 }
 
-const PREP_TASKS = [
-  nlp.string.lowerCase,
-  nlp.string.tokenize0,
-  nlp.tokens.removeWords,
-  nlp.tokens.stem,
-] as Array<(input: never) => unknown>;
+/**
+ * Document frequencies over a whole collection (every memory of a benchmark), for
+ * `idf: 'corpus'`.
+ *
+ * @example
+ * const corpus = Bm25Corpus.build(['a cat', 'a dog', 'the cat sat'], 'none');
+ * corpus.size;                       // 3
+ * corpus.documentFrequency('cat');   // 2
+ */
+export class Bm25Corpus {
+  /** Documents counted (`N`). */
+  readonly size: number;
+  readonly language: Bm25Language;
+  private readonly df: ReadonlyMap<string, number>;
 
-/** How an index computes its scores. */
-export type Bm25Engine = 'wink' | 'direct';
+  private constructor(size: number, language: Bm25Language, df: ReadonlyMap<string, number>) {
+    this.size = size;
+    this.language = language;
+    this.df = df;
+  }
+
+  /** Counts, for every token, the texts holding it. */
+  static build(texts: Iterable<string>, language: Bm25Language): Bm25Corpus {
+    const df = new Map<string, number>();
+    let size = 0;
+    for (const text of texts) {
+      size += 1;
+      for (const t of new Set(bm25Tokens(text, language))) df.set(t, (df.get(t) ?? 0) + 1);
+    }
+    return new Bm25Corpus(size, language, df);
+  }
+
+  /** Texts holding `token` (0 for a token none holds). */
+  documentFrequency(token: string): number {
+    return this.df.get(token) ?? 0;
+  }
+}
 
 /** Options of {@link Bm25Index.build}. */
 export interface Bm25BuildOptions {
+  /** Default `'none'`. */
+  readonly language?: Bm25Language;
+  /** Default {@link BM25_PARAMS}. */
   readonly params?: Bm25Params;
+  /** Count IDF over this collection (which holds the candidates) instead of the candidates. */
+  readonly corpus?: Bm25Corpus;
   /**
-   * Default: `'wink'` for 3 or more texts, `'direct'` below. Forcing `'direct'` on a larger set
-   * is for checking it against wink; forcing `'wink'` on fewer than 3 texts throws.
+   * Replaces the preparation ({@link bm25Tokens} in `language`) for memories and queries
+   * alike: for comparing another tokeniser under the same formula (the benches' former one).
    */
-  readonly engine?: Bm25Engine;
+  readonly tokenizer?: (text: string) => string[];
+}
+
+/** One token's postings: the candidates holding it and their per-term weights. */
+interface Postings {
+  readonly docs: Int32Array;
+  readonly weights: Float64Array;
 }
 
 /**
  * A BM25 index over one candidate set. Scores come back as a `Float64Array` aligned with the
- * texts the index was built from; a candidate the search does not return (no query token in
- * common) scores 0.
+ * texts the index was built from; a candidate with no query token scores 0.
  *
  * @example
- * const index = Bm25Index.build(['I adopted a cat.', 'We hiked on Sunday.', 'The cat sleeps.']);
- * index.engine;             // 'wink' (3 or more texts)
- * index.score('cats');      // Float64Array [3]: [0.47…, 0, 0.47…]
+ * const index = Bm25Index.build(['I adopted a cat.', 'We hiked on Sunday.', 'The cat sleeps.'], { language: 'english' });
+ * index.score('cats'); // Float64Array [3]: [0.47…, 0, 0.47…]
  */
 export class Bm25Index {
   /** Candidates indexed. */
   readonly size: number;
-  /** `'wink'` for 3 or more candidates, `'direct'` (the same formula, in this file) below. */
-  readonly engine: Bm25Engine;
+  readonly language: Bm25Language;
   readonly params: Bm25Params;
-  private readonly wink: WinkEngine | undefined;
-  private readonly direct: DirectBm25 | undefined;
+  private readonly postings: ReadonlyMap<string, Postings>;
+  private readonly tokenize: (text: string) => string[];
 
   private constructor(
     size: number,
+    language: Bm25Language,
     params: Bm25Params,
-    wink: WinkEngine | undefined,
-    direct: DirectBm25 | undefined,
+    postings: ReadonlyMap<string, Postings>,
+    tokenize: (text: string) => string[],
   ) {
     this.size = size;
+    this.language = language;
     this.params = params;
-    this.engine = wink === undefined ? 'direct' : 'wink';
-    this.wink = wink;
-    this.direct = direct;
+    this.postings = postings;
+    this.tokenize = tokenize;
   }
 
   /**
    * Indexes one candidate set's texts, in order.
    *
-   * @throws Error when there is no text, a parameter is out of range, or wink is forced on
-   *   fewer than 3 texts (programmer errors).
+   * @throws Error when there is no text, a parameter is out of range, or the corpus is of
+   *   another language (or comes with a `tokenizer`) or does not hold the candidates
+   *   (programmer errors).
    */
   static build(texts: readonly string[], options: Bm25BuildOptions = {}): Bm25Index {
     const params = options.params ?? BM25_PARAMS;
+    const language = options.language ?? 'none';
+    const { corpus } = options;
     if (texts.length === 0) throw new Error('Bm25Index.build: no candidate texts');
     checkParams(params);
-    const engineName = options.engine ?? (texts.length < WINK_MIN_DOCS ? 'direct' : 'wink');
-    if (engineName === 'direct') {
-      return new Bm25Index(texts.length, params, undefined, new DirectBm25(texts, params));
-    }
-    if (texts.length < WINK_MIN_DOCS) {
+    if (corpus !== undefined && (corpus.language !== language || options.tokenizer)) {
       throw new Error(
-        `Bm25Index.build: wink needs at least ${WINK_MIN_DOCS} documents, got ${texts.length}`,
+        `Bm25Index.build: a '${corpus.language}' corpus for a '${language}' index${options.tokenizer ? ' with its own tokenizer' : ''}: the tokens differ`,
       );
     }
-    const engine = winkBm25();
-    engine.defineConfig({ fldWeights: { text: 1 }, bm25Params: { ...params } });
-    engine.definePrepTasks(PREP_TASKS);
-    for (let i = 0; i < texts.length; i++) engine.addDoc({ text: texts[i]! }, String(i));
-    engine.consolidate(BM25_WEIGHT_DECIMALS);
-    return new Bm25Index(texts.length, params, engine, undefined);
+    const tokenize = options.tokenizer ?? ((text: string) => bm25Tokens(text, language));
+    const { k1, b, k } = params;
+    const n = texts.length;
+    const tfs: Array<Map<string, number>> = [];
+    const lengths = new Float64Array(n);
+    let total = 0;
+    for (let d = 0; d < n; d++) {
+      const tokens = tokenize(texts[d]!);
+      const tf = new Map<string, number>();
+      for (const t of tokens) tf.set(t, (tf.get(t) ?? 0) + 1);
+      tfs.push(tf);
+      lengths[d] = tokens.length;
+      total += tokens.length;
+    }
+    const avg = total / n;
+    const docsOf = new Map<string, number[]>();
+    for (let d = 0; d < n; d++) {
+      for (const t of tfs[d]!.keys()) {
+        const list = docsOf.get(t);
+        if (list === undefined) docsOf.set(t, [d]);
+        else list.push(d);
+      }
+    }
+    const bigN = corpus?.size ?? n;
+    const postings = new Map<string, Postings>();
+    for (const [t, docs] of docsOf) {
+      const nt = corpus === undefined ? docs.length : corpus.documentFrequency(t);
+      if (nt < docs.length || bigN < n) {
+        throw new Error(`Bm25Index.build: the corpus does not hold the candidates (token '${t}')`);
+      }
+      const idf = Math.log((bigN - nt + 0.5) / (nt + 0.5) + k);
+      const weights = new Float64Array(docs.length);
+      for (let i = 0; i < docs.length; i++) {
+        const d = docs[i]!;
+        const f = tfs[d]!.get(t)!;
+        weights[i] = (idf * (f * (k1 + 1))) / (k1 * (1 - b + (b * lengths[d]!) / avg) + f);
+      }
+      postings.set(t, { docs: Int32Array.from(docs), weights });
+    }
+    return new Bm25Index(n, language, params, postings, tokenize);
   }
 
   /** Scores every candidate for one query text, aligned with the indexed texts. */
   score(query: string): Float64Array {
-    if (this.direct !== undefined) return this.direct.score(query);
     const out = new Float64Array(this.size);
-    for (const [id, s] of this.wink!.search(query, this.size)) out[Number(id)] = s;
+    for (const t of this.tokenize(query)) {
+      const p = this.postings.get(t);
+      if (p === undefined) continue;
+      const { docs, weights } = p;
+      for (let i = 0; i < docs.length; i++) {
+        const d = docs[i]!;
+        out[d] = out[d]! + weights[i]!;
+      }
+    }
     return out;
   }
 }
@@ -179,73 +256,62 @@ export class Bm25Index {
 export function bm25Scores(
   candidateTexts: readonly string[],
   queryTexts: readonly string[],
-  params: Bm25Params = BM25_PARAMS,
+  options: Bm25BuildOptions = {},
 ): Float64Array[] {
-  const index = Bm25Index.build(candidateTexts, { params });
+  const index = Bm25Index.build(candidateTexts, options);
   return queryTexts.map((q) => index.score(q));
 }
 
+/**
+ * The index options of a run's {@link Bm25Options}: its language and, for `idf: 'corpus'`, the
+ * document frequencies of every memory text (`memoryTexts`, counted once here).
+ *
+ * @example
+ * const build = bm25BuildOptions({ language: 'english', idf: 'corpus' }, memoryTexts);
+ * Bm25Index.build(candidateTexts, build); // IDF over every memory
+ */
+export function bm25BuildOptions(
+  options: Bm25Options,
+  memoryTexts: readonly string[],
+): Bm25BuildOptions {
+  if (options.idf === 'candidates') return { language: options.language };
+  return { language: options.language, corpus: Bm25Corpus.build(memoryTexts, options.language) };
+}
+
+/**
+ * What `results.json` records of a BM25 run, so every BM25 row states its tokenisation,
+ * stop words, stemming and IDF.
+ *
+ * @example
+ * bm25Meta({ language: 'none', idf: 'candidates' }).idf; // 'candidates: N and n_t over the query’s candidate set'
+ */
+export function bm25Meta(
+  options: Bm25Options,
+  params: Bm25Params = BM25_PARAMS,
+): Record<string, string | number> {
+  const english = options.language === 'english';
+  return {
+    implementation: '@bfe/scorer Bm25Index (direct; wink-bm25-text-search’s formula)',
+    ...params,
+    language: options.language,
+    tokenisation:
+      'NFKC, upper- then lower-case (case folding), NFKC; words: runs of \\p{L}\\p{N}\\p{M}, any script; each Han/Hiragana/Katakana character a word',
+    elisions: english
+      ? 'wink-nlp-utils@2.1.0 English (n’t → not, ’d ’m ’ll ’ve ’re removed)'
+      : 'none',
+    stopWords: english ? 'wink-nlp-utils@2.1.0 English (153 words)' : 'none',
+    stemming: english ? 'Porter2 (wink-nlp-utils@2.1.0)' : 'none',
+    idf:
+      options.idf === 'candidates'
+        ? 'candidates: N and n_t over the query’s candidate set'
+        : 'corpus: N and n_t over every memory of the benchmark (average length: the candidates’)',
+  };
+}
+
 function checkParams(p: Bm25Params): void {
-  // wink silently replaces out-of-range values by its defaults; refuse them instead.
   if (!(p.k1 >= 0) || !(p.b >= 0 && p.b <= 1) || !(p.k >= 0)) {
     throw new Error(
       `BM25 parameters out of range: k1 = ${p.k1} (≥ 0), b = ${p.b} (in [0, 1]), k = ${p.k} (≥ 0)`,
     );
-  }
-}
-
-/**
- * wink's computation for collections it refuses (1 or 2 documents), step for step: per-term
- * weights rounded with `toFixed(9)` at indexing, summed over the query's known tokens in query
- * order at search.
- */
-class DirectBm25 {
-  private readonly n: number;
-  /** Term → (document → rounded weight). */
-  private readonly weights = new Map<string, Map<number, number>>();
-
-  constructor(texts: readonly string[], params: Bm25Params) {
-    const { k1, b, k } = params;
-    this.n = texts.length;
-    const tfs: Array<Map<string, number>> = [];
-    const lengths: number[] = [];
-    let total = 0;
-    for (const text of texts) {
-      const tokens = bm25Tokens(text);
-      const tf = new Map<string, number>();
-      for (const t of tokens) tf.set(t, (tf.get(t) ?? 0) + 1);
-      tfs.push(tf);
-      lengths.push(tokens.length);
-      total += tokens.length;
-    }
-    const avg = total / this.n;
-    const df = new Map<string, number>();
-    for (const tf of tfs) for (const t of tf.keys()) df.set(t, (df.get(t) ?? 0) + 1);
-    for (let d = 0; d < this.n; d++) {
-      const norm = 1 - b + b * (lengths[d]! / avg);
-      for (const [t, f] of tfs[d]!) {
-        const nt = df.get(t)!;
-        const idf = Math.log((this.n - nt + 0.5) / (nt + 0.5) + k);
-        const w =
-          Math.sign(f) *
-          Number((Math.abs((f * (k1 + 1)) / (k1 * norm + f)) * idf).toFixed(BM25_WEIGHT_DECIMALS));
-        let byDoc = this.weights.get(t);
-        if (byDoc === undefined) {
-          byDoc = new Map();
-          this.weights.set(t, byDoc);
-        }
-        byDoc.set(d, w);
-      }
-    }
-  }
-
-  score(query: string): Float64Array {
-    const out = new Float64Array(this.n);
-    for (const t of bm25Tokens(query)) {
-      const byDoc = this.weights.get(t);
-      if (byDoc === undefined) continue;
-      for (const [d, w] of byDoc) out[d] = w + out[d]!;
-    }
-    return out;
   }
 }

@@ -25,8 +25,20 @@ export { TIE_DEPTH, TIE_SEED, TieTally, tieKey, tieOrder, tiedPositions } from '
 export type { TieCounts, TieOrder } from '@bfe/index';
 export { ScorerInputError } from '@bfe/index';
 export type { ScorerInputReason } from '@bfe/index';
-export { BM25_PARAMS, BM25_WEIGHT_DECIMALS, Bm25Index, bm25Scores, bm25Tokens } from './bm25.js';
-export type { Bm25BuildOptions, Bm25Engine, Bm25Params } from './bm25.js';
+export {
+  BM25_DEFAULTS,
+  BM25_IDFS,
+  BM25_PARAMS,
+  Bm25Corpus,
+  Bm25Index,
+  bm25BuildOptions,
+  bm25Meta,
+  bm25Scores,
+  resolveBm25Options,
+} from './bm25.js';
+export type { Bm25BuildOptions, Bm25Idf, Bm25Options, Bm25Params } from './bm25.js';
+export { BM25_LANGUAGES, bm25Tokens, bm25Words, foldText } from './bm25-text.js';
+export type { Bm25Language } from './bm25-text.js';
 export { groupByCandidates } from './ranking/groups.js';
 export type { CandidateGroup, MemoryCatalog, RankQuery } from './ranking/groups.js';
 export {
@@ -60,3 +72,5 @@ export {
   simplexGrid,
 } from './ranking/hybrid.js';
 export type { HybridGridRankInput, HybridWeights } from './ranking/hybrid.js';
+export { rankBm25 } from './ranking/bm25-rank.js';
+export type { RankBm25Input } from './ranking/bm25-rank.js';

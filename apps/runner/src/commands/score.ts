@@ -17,6 +17,8 @@ interface ScoreOptions {
   resamples: string;
   seed: string;
   hybrid?: string;
+  bm25Language?: string;
+  bm25Idf?: string;
   set: string[];
   json?: boolean;
   quiet?: boolean;
@@ -52,6 +54,15 @@ export function scoreCommand(): Command {
       '--hybrid <pooled,sparse,bm25>',
       'add the hybrid system (METHOD.md §8 extension) at these predeclared weights, scaled to sum 1',
     )
+    .option(
+      '--bm25-language <language>',
+      'BM25 text: english (stop words, Porter2 stems) or none; default: english for an English dataset',
+    )
+    .option(
+      '--bm25-idf <scope>',
+      'BM25 IDF over the query’s candidates or the whole corpus',
+      'candidates',
+    )
     .option('--set <key=value>', 'dataset option, as given to bfe encode (repeatable)', collect, [])
     .option('--json', 'print results and the k sweep as JSON')
     .option('--quiet', 'no progress output')
@@ -72,6 +83,8 @@ export function scoreCommand(): Command {
         resamples: opts.resamples,
         seed: opts.seed,
         hybrid: opts.hybrid,
+        bm25Language: opts.bm25Language,
+        bm25Idf: opts.bm25Idf,
       });
       const started = performance.now();
       const [datasets, encoder, pipeline] = await Promise.all([
@@ -87,6 +100,10 @@ export function scoreCommand(): Command {
         options: parseSetOptions(opts.set),
       });
       pipeline.checkBankMatches(bank, benchmark, o.bank);
+      const bm25 = (await import('@bfe/scorer')).resolveBm25Options(
+        { language: o.bm25Language, idf: o.bm25Idf },
+        datasets.datasetLanguage(o.dataset),
+      );
 
       let queryIds: Set<string> | undefined;
       let splitMeta: SplitMeta | undefined;
@@ -116,6 +133,7 @@ export function scoreCommand(): Command {
         alpha: o.alpha,
         ks: o.ks,
         kSweep: o.kSweep,
+        bm25,
         ...(o.threads === undefined ? {} : { threads: o.threads }),
         executionProvider: o.executionProvider,
         onProgress: (done, total) => progress('score candidate groups', done, total),

@@ -5,6 +5,7 @@ import { TRAIN_KERNELS } from '@bfe/adapter';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { checkCrossFit } from './crossfit-config.js';
+import { bm25ConfigSchema } from './bm25-config.js';
 import { hybridConfigSchema } from './hybrid-config.js';
 
 const seedSchema = z.int().min(0).max(0xffff_ffff);
@@ -117,6 +118,7 @@ export const experimentSchema = z.strictObject({
       backend: z.enum(['onnxruntime', 'js']).default('onnxruntime'),
       executionProvider: z.enum(['cpu', 'webgpu']).default('cpu'),
       threads: z.int().positive().optional(),
+      bm25: bm25ConfigSchema.optional(),
     })
     .prefault({}),
   adapter: z

@@ -1,6 +1,12 @@
 import { ConfigError, type Benchmark, type RelevanceLabels, type Split } from '@bfe/core';
 import { evaluate } from '@bfe/eval';
-import { rankHybridGrid, simplexGrid, type HybridWeights, type Rankings } from '@bfe/scorer';
+import {
+  rankHybridGrid,
+  simplexGrid,
+  type Bm25Options,
+  type HybridWeights,
+  type Rankings,
+} from '@bfe/scorer';
 import {
   evaluationScope,
   groupByCandidates,
@@ -129,6 +135,8 @@ export interface SelectHybridInput extends ScorerSettings {
   /** The simplex grid's step (`systems.hybrid.grid`). */
   readonly step: number;
   readonly ks: readonly number[];
+  /** BM25's language and IDF, as the scored run's (`resolveBm25Options`). */
+  readonly bm25?: Bm25Options;
 }
 
 /**
@@ -154,6 +162,7 @@ export async function selectHybridWeights(input: SelectHybridInput): Promise<Hyb
       k,
       grid,
       top: keepTop,
+      ...(input.bm25 === undefined ? {} : { bm25: input.bm25 }),
     }),
   );
   const { candidates, subtaskOf } = evaluationScope(groups);

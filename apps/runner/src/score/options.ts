@@ -40,6 +40,9 @@ const scoreOptionsSchema = z.strictObject({
       return { pooled: pooled! / sum, sparse: sparse! / sum, bm25: bm25! / sum };
     })
     .optional(),
+  /** Left out: the dataset's declared language decides (`resolveBm25Options`). */
+  bm25Language: z.enum(['english', 'none']).optional(),
+  bm25Idf: z.enum(['candidates', 'corpus']).default('candidates'),
 });
 
 /** `bfe score`'s options, validated. */

@@ -1,7 +1,7 @@
 import type { Benchmark } from '@bfe/core';
 import { bankContentHash } from '@bfe/encoder';
 import { buildResults, type Results } from '@bfe/eval';
-import { BM25_PARAMS } from '@bfe/scorer';
+import { bm25Meta } from '@bfe/scorer';
 import { buildKSweep, type KSweep } from './k-sweep.js';
 import type { ScoreBank, ScoreRun } from './pipeline.js';
 import { tiesMeta } from './ties.js';
@@ -76,12 +76,7 @@ export function buildScoreOutputs(input: ScoreOutputsInput): { results: Results;
         ...(input.split ?? {}),
         candidates: 'each query’s own: every memory of its candidateBankIds, or its candidateIds',
         ties: tiesMeta(run.ties),
-        bm25: {
-          library: 'wink-bm25-text-search@3.1.2',
-          prep: 'wink-nlp-utils@2.1.0: lowerCase, tokenize0, removeWords (default stop words), stem (Porter2)',
-          ...BM25_PARAMS,
-          directEngineGroups: run.stats.bm25DirectGroups,
-        },
+        bm25: bm25Meta(run.bm25),
         queries: run.stats.queries,
         candidateGroups: run.stats.groups,
         clampedGroups: run.stats.clampedGroups,

@@ -7,12 +7,14 @@ import type { Evaluation } from '@bfe/eval';
 import {
   SCORE_SYSTEMS,
   SWEEP_SYSTEMS,
+  BM25_DEFAULTS,
   SparseScorer,
   groupByCandidates as groupQueries,
   rankSystems,
 } from '@bfe/scorer';
 import type { SimilarityKernel, TokenIndex } from '@bfe/index';
 import type {
+  Bm25Options,
   CandidateGroup as ScorerCandidateGroup,
   RankSystemsInput,
   RankingSide,
@@ -150,6 +152,8 @@ export interface ScoreRunInput extends ScorerSettings {
   readonly adapted?: RankSystemsInput['adapted'];
   /** The `hybrid` (and `hybrid-selected`) systems' weights (METHOD.md §8); undefined: none. */
   readonly hybrid?: RankSystemsInput['hybrid'];
+  /** BM25's language and IDF (`resolveBm25Options`); default `BM25_DEFAULTS`. */
+  readonly bm25?: Bm25Options;
   readonly onProgress?: (done: number, total: number) => void;
 }
 
@@ -170,6 +174,8 @@ export interface ScoreRun {
    */
   readonly ties: ReadonlyMap<ScoreSystem, TieCounts>;
   readonly sweep: readonly SweepPoint[];
+  /** The BM25 options the `bm25` and hybrid systems ran with. */
+  readonly bm25: Bm25Options;
   readonly stats: {
     readonly queries: number;
     readonly groups: number;
@@ -177,8 +183,6 @@ export interface ScoreRun {
     readonly clampedGroups: number;
     /** Queries without content tokens: every token system fell back to pooled. */
     readonly pooledOnlyQueries: number;
-    /** Groups of 1–2 candidates, where BM25 used its direct engine (wink needs ≥ 3). */
-    readonly bm25DirectGroups: number;
     /** What was read from the memory token file; null: the bank's tokens were in memory. */
     readonly memoryTokenFile: Readonly<TokenFileReads> | null;
     readonly seconds: {
@@ -274,6 +278,7 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
   const { bank, benchmark, labels, ks, k, alpha } = input;
   const groups = groupByCandidates(bank, benchmark, input.queryIds);
   const memoryText = new Map(benchmark.memories.map((m) => [m.id, m.text]));
+  const bm25 = input.bm25 ?? BM25_DEFAULTS;
   const keep = Math.max(50, ...ks);
   const reads: TokenFileReads | null = 'tokenFile' in bank.memories ? { bytes: 0, reads: 0 } : null;
   const ranked = await withScorer(
@@ -290,6 +295,7 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
         top: keep,
         ...(input.adapted === undefined ? {} : { adapted: input.adapted }),
         ...(input.hybrid === undefined ? {} : { hybrid: input.hybrid }),
+        bm25,
         ...(input.onProgress === undefined ? {} : { onProgress: input.onProgress }),
       }),
     reads ?? undefined,
@@ -332,12 +338,12 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
     systems,
     ties: ranked.ties,
     sweep,
+    bm25,
     stats: {
       queries: subtaskOf.size,
       groups: stats.groups,
       clampedGroups: stats.clampedGroups,
       pooledOnlyQueries: stats.pooledOnlyQueries,
-      bm25DirectGroups: stats.bm25DirectGroups,
       memoryTokenFile: reads,
       seconds: { ...stats.seconds, evaluation: (performance.now() - t0) / 1000 },
     },

@@ -1,4 +1,10 @@
-import { Bm25Index } from '../bm25.js';
+import {
+  BM25_DEFAULTS,
+  Bm25Index,
+  bm25BuildOptions,
+  type Bm25BuildOptions,
+  type Bm25Options,
+} from '../bm25.js';
 import { standardize } from '../fusion.js';
 import type { SparseScorer } from '../scorer.js';
 import { tieOrder, type TokenIndex } from '@bfe/index';
@@ -97,13 +103,20 @@ function checkSimplex(w: HybridWeights): void {
   }
 }
 
-/** One group's BM25 scores per query (aligned with `group.rows`), and the time they took. */
+/**
+ * One group's BM25 scores per query (aligned with `group.rows`), and the time they took;
+ * `options` from `bm25BuildOptions` (language, and the corpus for corpus IDF).
+ */
 export function groupBm25(
   group: CandidateGroup<RankQuery>,
   memoryTexts: readonly string[],
+  options: Bm25BuildOptions = {},
 ): { scores: Float64Array[]; indexSeconds: number; scoreSeconds: number } {
   const t0 = performance.now();
-  const index = Bm25Index.build(Array.from(group.rows, (r) => memoryTexts[r] ?? ''));
+  const index = Bm25Index.build(
+    Array.from(group.rows, (r) => memoryTexts[r] ?? ''),
+    options,
+  );
   const t1 = performance.now();
   const scores = group.queries.map((q) => {
     if (q.text === undefined) throw new Error(`query '${q.id}' has no text for BM25`);
@@ -131,6 +144,8 @@ export interface HybridGridRankInput<Q extends RankQuery = RankQuery> {
   readonly top: number;
   /** Where the token proposals come from (`ScoreRequest.index`); default: exact float32. */
   readonly index?: TokenIndex;
+  /** BM25's language and IDF; default {@link BM25_DEFAULTS}. */
+  readonly bm25?: Bm25Options;
 }
 
 /**
@@ -154,6 +169,7 @@ export async function rankHybridGrid<Q extends RankQuery>(
   const rowsOf = queryRowsOf(queries);
   const ties = tieOrder(memories.ids);
   const runs: Rankings[] = grid.map(() => new Map());
+  const bm25 = bm25BuildOptions(input.bm25 ?? BM25_DEFAULTS, input.memoryTexts);
   for (const group of groups) {
     const scored = await scorer.score(
       {
@@ -165,11 +181,11 @@ export async function rankHybridGrid<Q extends RankQuery>(
       },
       { k, maxsim: false, clampK: true },
     );
-    const { scores: bm25 } = groupBm25(group, input.memoryTexts);
+    const { scores: lexical } = groupBm25(group, input.memoryTexts, bm25);
     scored.forEach((s, i) => {
       const id = (group.queries[i] as Q).id;
       grid.forEach((w, g) => {
-        const fused = fuseHybrid(s.systems.pooled, s.sparse, bm25[i]!, w);
+        const fused = fuseHybrid(s.systems.pooled, s.sparse, lexical[i]!, w);
         runs[g]!.set(id, rankIds(s.candidates, fused, ties, top));
       });
     });

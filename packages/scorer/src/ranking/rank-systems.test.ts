@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ArtifactCorruptError } from '@bfe/core';
 import { afterAll, describe, expect, it } from 'vitest';
-import { bm25Scores } from '../bm25.js';
+import { bm25Scores, type Bm25Options } from '../bm25.js';
 import { fuse } from '../fusion.js';
 import { SparseScorer } from '../scorer.js';
 import { rng, unitVectors } from '@bfe/index/testing';
@@ -9,6 +9,7 @@ import { referenceScores } from '../testing/reference.js';
 import { tieOrder } from '@bfe/index';
 import { rankFusionGrid, rankFusionGrids } from './fusion-grid.js';
 import { groupByCandidates, type RankQuery } from './groups.js';
+import { rankBm25 } from './bm25-rank.js';
 import { rankSystems } from './rank-systems.js';
 import { rankIds, type RankingSide } from './sides.js';
 import type { RankingSystem } from './systems.js';
@@ -113,7 +114,6 @@ describe('rankSystems', () => {
       groups: 4,
       clampedGroups: 1, // bank b: 5 tokens < k = 8
       pooledOnlyQueries: 1,
-      bm25DirectGroups: 1, // bank b: 2 candidates
     });
     expect([...ranked.ties.keys()]).toEqual([...SCORE_SYSTEMS]);
     for (const counts of ranked.ties.values()) expect(counts.queries).toBe(6);
@@ -169,11 +169,10 @@ describe('rankSystems', () => {
     }
   });
 
-  it('ranks BM25 from the candidates’ texts, with the direct engine below three candidates', async () => {
+  it('ranks BM25 from the candidates’ texts, in a group of two candidates too', async () => {
     const ranked = await rankSystems(scorer, { ...base, systems: ['bm25'], kSweep: [4] });
     expect([...ranked.systems.keys()]).toEqual(['bm25']);
     expect(ranked.sweep.size).toBe(0);
-    expect(ranked.stats.bm25DirectGroups).toBe(1);
     expect(ranked.stats.clampedGroups).toBe(0);
     for (const group of groups) {
       const texts = Array.from(group.rows, (r) => memoryTexts[r]!);
@@ -187,11 +186,41 @@ describe('rankSystems', () => {
         ),
       );
     }
-    const direct = groups.find((g) => g.rows.length < 3)!;
-    expect(direct.rows.length).toBe(2);
+    const small = groups.find((g) => g.rows.length < 3)!;
+    expect(small.rows.length).toBe(2);
     await expect(rankSystems(scorer, { ...base, memoryTexts: undefined! })).rejects.toThrow(
       /BM25 needs the memory texts/,
     );
+  });
+
+  it('ranks BM25 with the language and IDF it is given (corpus IDF over every memory text)', async () => {
+    // Bank b holds 'apple apple' and 'banana'; every other memory holds 'apple' too.
+    const texts = memoryTexts.map((t, i) =>
+      i === 6 ? 'apple apple' : i === 7 ? 'banana' : `${t} apple`,
+    );
+    const qs = rankQueries.map((q) => (q.id === 'q1' ? { ...q, text: 'apples banana' } : q));
+    const g = groupByCandidates({ ids: memories.ids, bankIds }, qs);
+    const q1 = async (bm25: Bm25Options) => {
+      const ranked = await rankSystems(scorer, {
+        ...base,
+        memoryTexts: texts,
+        groups: g,
+        systems: ['bm25'],
+        kSweep: [4],
+        bm25,
+      });
+      // BM25 alone, without a scorer, gives the same rankings.
+      const alone = rankBm25({ memories, memoryTexts: texts, groups: g, top: 50, bm25 });
+      expect(alone).toEqual(ranked.systems.get('bm25'));
+      return alone.get('q1');
+    };
+    // English: 'apples' stems to 'apple'; over the two candidates both words are equally rare,
+    // and two 'apple's outweigh one 'banana'.
+    expect(await q1({ language: 'english', idf: 'candidates' })).toEqual(['m6', 'm7']);
+    // Over all 12 memories 'apple' is common (11) and 'banana' rare (1).
+    expect(await q1({ language: 'english', idf: 'corpus' })).toEqual(['m7', 'm6']);
+    // Without stemming 'apples' is not 'apple': only 'banana' matches.
+    expect(await q1({ language: 'none', idf: 'candidates' })).toEqual(['m7', 'm6']);
   });
 
   it('counts clamped groups at each k of the sweep; the main k shares its rankings', async () => {

@@ -3,6 +3,7 @@ import type { QueryScores, SparseScorer } from '../scorer.js';
 import { TieTally, tieOrder, type TieCounts, type TokenIndex } from '@bfe/index';
 import type { TokenBank } from '../validate.js';
 import type { CandidateGroup, RankQuery } from './groups.js';
+import { BM25_DEFAULTS, bm25BuildOptions, type Bm25Options } from '../bm25.js';
 import { fuseHybrid, groupBm25, type HybridWeights } from './hybrid.js';
 import { checkTop, queryRowsOf, rankIds, type RankingSide, type Rankings } from './sides.js';
 import {
@@ -23,6 +24,8 @@ export interface RankSystemsInput<Q extends RankQuery = RankQuery> {
   readonly memories: RankingSide;
   /** Each memory row's text, aligned with `memories`' rows: read by BM25 only. */
   readonly memoryTexts?: readonly string[];
+  /** BM25's language and IDF (`bm25` and the hybrid systems); default `BM25_DEFAULTS`. */
+  readonly bm25?: Bm25Options;
   /** The query token bank; each group query's `id` is looked up in its `ids`. */
   readonly queries: RankingSide;
   /** From {@link groupByCandidates}; rankings come back in this order, group by group. */
@@ -104,8 +107,6 @@ export interface RankingStats {
   readonly clampedGroups: number;
   /** Queries without content tokens: every token system fell back to pooled. */
   readonly pooledOnlyQueries: number;
-  /** Groups of 1–2 candidates, where BM25 used its direct engine (wink needs ≥ 3). */
-  readonly bm25DirectGroups: number;
   /**
    * Seconds: the scorer passes; BM25 in all (`bm25`) and the part spent building its indexes
    * (`bm25Index`; the rest is scoring the queries); the hybrid fusions and their rankings.
@@ -167,6 +168,10 @@ export async function rankSystems<Q extends RankQuery>(
   if (withBm25 && memoryTexts === undefined) {
     throw new Error('rankSystems: BM25 needs the memory texts');
   }
+  const bm25Build =
+    withBm25 && memoryTexts !== undefined
+      ? bm25BuildOptions(input.bm25 ?? BM25_DEFAULTS, memoryTexts)
+      : {};
   const hybridWeights = new Map<RankingSystem, HybridWeights>();
   for (const name of names.filter((n) => SYSTEMS[n].source === 'hybrid')) {
     const w = name === 'hybrid' ? hybrid?.weights : hybrid?.selected;
@@ -215,7 +220,6 @@ export async function rankSystems<Q extends RankQuery>(
     }
   }
   let pooledOnly = 0;
-  let bm25Direct = 0;
   let scoringSeconds = 0;
   let bm25Seconds = 0;
   let bm25IndexSeconds = 0;
@@ -278,7 +282,7 @@ export async function rankSystems<Q extends RankQuery>(
     }
     if (memoryTexts !== undefined && withBm25) {
       const t0 = performance.now();
-      const { scores: bm25, indexSeconds } = groupBm25(group, memoryTexts);
+      const { scores: bm25, indexSeconds } = groupBm25(group, memoryTexts, bm25Build);
       bm25IndexSeconds += indexSeconds;
       if (sources.has('bm25')) {
         const into = get(runs, 'bm25');
@@ -289,7 +293,6 @@ export async function rankSystems<Q extends RankQuery>(
           ),
         );
       }
-      if (group.rows.length < 3) bm25Direct += 1;
       const t1 = performance.now();
       bm25Seconds += (t1 - t0) / 1000;
       for (const [name, w] of hybridWeights) {
@@ -318,7 +321,6 @@ export async function rankSystems<Q extends RankQuery>(
       groups: groups.length,
       clampedGroups: clamped.get(k) ?? 0,
       pooledOnlyQueries: pooledOnly,
-      bm25DirectGroups: bm25Direct,
       seconds: {
         scoring: scoringSeconds,
         bm25: bm25Seconds,

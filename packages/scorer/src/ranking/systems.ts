@@ -90,7 +90,7 @@ export const SYSTEMS: Readonly<Record<RankingSystem, SystemDescriptor>> = Object
     scores: undefined,
     sweepsK: false,
     usesAlpha: false,
-    summary: 'BM25 over the memory texts (wink, k1 = 1.2, b = 0.75)',
+    summary: 'BM25 over the memory texts (k1 = 1.2, b = 0.75; language and IDF: meta.bm25)',
   },
   'sparse-fusion': {
     name: 'sparse-fusion',

@@ -1,5 +1,5 @@
 import { ConfigError, type Split } from '@bfe/core';
-import { normalizeHybridWeights, type HybridWeights } from '@bfe/scorer';
+import { normalizeHybridWeights, resolveBm25Options, type HybridWeights } from '@bfe/scorer';
 import type { ArtifactResult } from '../../cache/store.js';
 import {
   selectHybridWeights,
@@ -69,6 +69,8 @@ export async function runScoreStage(
         ...(index === undefined ? {} : { index: index.keyConfig }),
         // Left out without the section, so the key (and every file) stays as it was.
         ...(e.systems?.hybrid === undefined ? {} : { hybrid: e.systems.hybrid }),
+        // Left out unless written: a default run's key changes only with the BM25 code.
+        ...(e.scorer.bm25 === undefined ? {} : { bm25: e.scorer.bm25 }),
       },
       inputs: {
         encode: encode.artifact.key,
@@ -86,6 +88,8 @@ export async function runScoreStage(
       const bank = await encode.fileBank();
       const { benchmark, labels } = await dataset.load();
       const part = e.split.evaluate;
+      const { datasetLanguage } = await import('@bfe/datasets');
+      const bm25 = resolveBm25Options(e.scorer.bm25, datasetLanguage(e.dataset.name));
       let adapted: ScoreRunInput['adapted'];
       let adapterMeta: Record<string, unknown> | undefined;
       if (adapt !== undefined) {
@@ -100,6 +104,7 @@ export async function runScoreStage(
         benchmark,
         labels,
         split: split?.split,
+        bm25,
         ...(index === undefined ? {} : { openIndex: (kernel) => index.open(bank, kernel) }),
       });
       const { run } = await scoreAndWrite({
@@ -117,6 +122,7 @@ export async function runScoreStage(
         ...(e.scorer.threads === undefined ? {} : { threads: e.scorer.threads }),
         ...(adapted === undefined ? {} : { adapted }),
         ...(hybrid === undefined ? {} : { hybrid: hybrid.systems }),
+        bm25,
         ...(index === undefined ? {} : { openIndex: (kernel) => index.open(bank, kernel) }),
         onProgress: (done, total) => ctx.progress('score candidate groups', done, total),
         splitName: split === undefined ? 'all' : part,
