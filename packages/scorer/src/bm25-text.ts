@@ -28,9 +28,6 @@ import { createRequire } from 'node:module';
 /** The language-dependent steps of the preparation: English, or none (any script, as is). */
 export type Bm25Language = 'english' | 'none';
 
-/** Every {@link Bm25Language}, for schemas and flags. */
-export const BM25_LANGUAGES: readonly Bm25Language[] = Object.freeze(['english', 'none']);
-
 interface WinkNlpUtils {
   string: {
     amplifyNotElision(s: string): string;

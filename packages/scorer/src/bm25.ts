@@ -39,9 +39,6 @@ export const BM25_PARAMS: Bm25Params = Object.freeze({ k1: 1.2, b: 0.75, k: 1 })
 /** Where IDF's `N` and `n_t` are counted: the query's candidates, or every memory. */
 export type Bm25Idf = 'candidates' | 'corpus';
 
-/** Every {@link Bm25Idf}, for schemas and flags. */
-export const BM25_IDFS: readonly Bm25Idf[] = Object.freeze(['candidates', 'corpus']);
-
 /** How BM25 prepares text and counts IDF. */
 export interface Bm25Options {
   /** `english`: English elisions, stop words and Porter2 stems; `none`: words as they are. */
@@ -51,7 +48,7 @@ export interface Bm25Options {
 
 /**
  * The scorer's BM25 options when a caller names none: no language assumed, IDF over the
- * candidates. A run picks its options from its dataset (the runner's `resolveBm25Options`).
+ * candidates. A run picks its options from its dataset ({@link resolveBm25Options}).
  *
  * @example
  * BM25_DEFAULTS; // { language: 'none', idf: 'candidates' }

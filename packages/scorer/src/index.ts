@@ -27,7 +27,6 @@ export { ScorerInputError } from '@bfe/index';
 export type { ScorerInputReason } from '@bfe/index';
 export {
   BM25_DEFAULTS,
-  BM25_IDFS,
   BM25_PARAMS,
   Bm25Corpus,
   Bm25Index,
@@ -37,7 +36,7 @@ export {
   resolveBm25Options,
 } from './bm25.js';
 export type { Bm25BuildOptions, Bm25Idf, Bm25Options, Bm25Params } from './bm25.js';
-export { BM25_LANGUAGES, bm25Tokens, bm25Words, foldText } from './bm25-text.js';
+export { bm25Tokens, bm25Words, foldText } from './bm25-text.js';
 export type { Bm25Language } from './bm25-text.js';
 export { groupByCandidates } from './ranking/groups.js';
 export type { CandidateGroup, MemoryCatalog, RankQuery } from './ranking/groups.js';
