@@ -272,6 +272,7 @@ describe('seeds and the split seed', () => {
     const dir = fileURLToPath(new URL('../../../../configs/experiments/', import.meta.url));
     const files = (await readdir(dir)).filter((f) => f.endsWith('.yaml')).sort();
     expect(files).toEqual([
+      'covidqa-minilm-hybrid-crossfit.yaml',
       'covidqa-minilm-hybrid-split.yaml',
       'covidqa-minilm-hybrid.yaml',
       'covidqa-minilm-windowed.yaml',
@@ -279,8 +280,10 @@ describe('seeds and the split seed', () => {
       'locomo-e5.yaml',
       'locomo-minilm-3seeds-hybrid.yaml',
       'locomo-minilm-3seeds.yaml',
+      'locomo-minilm-crossfit.yaml',
       'locomo-minilm-smoke.yaml',
       'locomo-minilm.yaml',
+      'longmemeval-s-crossfit.yaml',
       'longmemeval-s-e5.yaml',
       'longmemeval-s-hybrid.yaml',
       'longmemeval-s-reproduction-hybrid.yaml',
@@ -307,6 +310,17 @@ describe('seeds and the split seed', () => {
     expect({ ...three, name: main.name, description: main.description, seeds: main.seeds }).toEqual(
       main,
     );
+    // The cross-fitted headline: the 3-seed job but for its split (folds instead of ratios) and
+    // the k sweep (not pooled across folds).
+    const crossfit = presets.get('locomo-minilm-crossfit.yaml')!;
+    expect(crossfit.split).toEqual({ ...three.split, folds: 5 });
+    expect({
+      ...crossfit,
+      name: three.name,
+      description: three.description,
+      split: three.split,
+      scorer: { ...crossfit.scorer, kSweep: three.scorer.kSweep },
+    }).toEqual(three);
     // The second family: the main job but for the model (and its name and description).
     const e5 = presets.get('locomo-e5.yaml')!;
     expect(e5.model.name).toBe('multilingual-e5-small-q4');
