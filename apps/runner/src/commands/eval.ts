@@ -78,7 +78,14 @@ export function evalCommand(): Command {
         dataset: reference?.dataset ?? o.perQuery,
         split: reference?.split ?? 'per-query file',
         systems,
-        compareTo: hasBase ? [o.base] : [],
+        // With --results: the bases that file compares with (pooled, and sparse fusion beside an
+        // adapter or hybrid), so every comparison it holds is recomputed; else --base.
+        compareTo:
+          reference === undefined
+            ? hasBase
+              ? [o.base]
+              : []
+            : [...new Set(reference.systems.flatMap((s) => Object.keys(s.comparisons ?? {})))],
         resamples,
         seed,
         ...(clusters === undefined ? {} : { clusters }),
