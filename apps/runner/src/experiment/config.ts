@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { checkCrossFit } from './crossfit-config.js';
 import { bm25ConfigSchema } from './bm25-config.js';
 import { hybridConfigSchema } from './hybrid-config.js';
+import { adapterFromSchema, checkAdapter } from './transfer-config.js';
 
 const seedSchema = z.int().min(0).max(0xffff_ffff);
 const ksSchema = z
@@ -158,6 +159,7 @@ export const experimentSchema = z.strictObject({
        * loops). Part of the cache key.
        */
       kernel: z.enum(TRAIN_KERNELS).default('onnxruntime'),
+      from: adapterFromSchema.optional(), // another experiment's adapter (transfer-config.ts)
     })
     .prefault({}),
   /**
@@ -272,11 +274,7 @@ export function parseExperiment(raw: unknown, source = 'experiment'): Experiment
   }
   const e = parsed.data;
   checkCrossFit(raw, e, source);
-  if (e.adapter.enabled && e.split.policy === 'none') {
-    throw new ConfigError(
-      `${source}: adapter.enabled needs a split (train and validation queries); split.policy is 'none'`,
-    );
-  }
+  checkAdapter(raw, e, source);
   if (e.systems?.hybrid?.grid !== undefined && e.split.policy === 'none') {
     throw new ConfigError(
       `${source}: systems.hybrid.grid selects weights on validation queries, but split.policy ` +

@@ -14,6 +14,7 @@ import { runIndexStage } from './stages/index.js';
 import { runScoreStage } from './stages/score.js';
 import { runSplitStage, type SplitStage } from './stages/split.js';
 import { runCrossFitSeed } from './crossfit/seed.js';
+import { openTransferSource, runTransferAdapt, type TransferredFrom } from './transfer.js';
 import type { RunResults } from './run-results.js';
 
 /** Where a run writes and what it tells the caller while it works. */
@@ -90,6 +91,8 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
   const ctx = stageContext(store, log, options.progress ?? (() => {}));
 
   const dataset = await runDatasetStage(ctx, e, options.configPath);
+  // `adapter.from`: the source experiment read and its encoder checked before anything encodes.
+  const transfer = await openTransferSource(ctx, e, options.configPath, dataset);
   const encode = await runEncodeStage(ctx, e, dataset);
   const index = await runIndexStage(ctx, e, encode, dataset);
   // Training seeds (adapter initialisation and batch order); the split has its own seed: one
@@ -131,8 +134,30 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
         });
       }
     }
+    let transferredFrom: TransferredFrom | undefined;
+    if (transfer !== undefined) {
+      // The source's adapter at this training seed (without a split: the experiment's first).
+      const evaluated = async (): Promise<readonly string[]> =>
+        split?.split.queries[e.split.evaluate] ??
+        (await dataset.load()).benchmark.queries.map((q) => q.id);
+      const target = { experiment: e, configPath: options.configPath };
+      ({ adapt, transferredFrom } = await runTransferAdapt(
+        transfer,
+        target,
+        seed ?? e.seeds[0]!,
+        evaluated,
+      ));
+    }
     const tag = seed === null ? '' : `@${seed}`;
-    const score = await runScoreStage(ctx, e, { tag, dataset, encode, split, adapt, index });
+    const score = await runScoreStage(ctx, e, {
+      tag,
+      dataset,
+      encode,
+      split,
+      adapt,
+      index,
+      ...(transferredFrom === undefined ? {} : { transferredFrom }),
+    });
     perSeed.push({
       seed,
       splitSeed: split?.split.seed ?? null,

@@ -96,6 +96,7 @@ export async function writeRunReport(input: RunReportInput): Promise<string> {
               })),
             })),
             selected: selectionOf(firstTraining),
+            ...transferredFromOf(meta),
           },
         }),
     receipt: {
@@ -111,6 +112,15 @@ export async function writeRunReport(input: RunReportInput): Promise<string> {
   await writeFile(join(input.dir, 'report.md'), rendered.markdown);
   await writeFile(join(input.dir, 'report.html'), rendered.html);
   return rendered.terminal;
+}
+
+/** `{ transferredFrom: <source dataset> }` when the adapter came from `adapter.from`. */
+function transferredFromOf(meta: Record<string, unknown> | undefined): {
+  transferredFrom?: string;
+} {
+  const adapter = meta?.adapter as { transferredFrom?: { dataset?: unknown } } | undefined;
+  const dataset = adapter?.transferredFrom?.dataset;
+  return typeof dataset === 'string' ? { transferredFrom: dataset } : {};
 }
 
 /** Both adapter systems' selected epoch and α, as the report shows them. */

@@ -89,6 +89,8 @@ export const adapterTrainingSchema = z.strictObject({
    * `zeroFloor`: `adapted-zero-floor`'s, chosen on its own validation NDCG@10.
    */
   selected: adapterSelectionSchema,
+  /** `adapter.from`: the adapter was trained and selected on this other dataset. */
+  transferredFrom: z.string().min(1).optional(),
 });
 
 /** What the run's receipt says about provenance and cost. */

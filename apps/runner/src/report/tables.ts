@@ -21,7 +21,8 @@ export type SystemLabel = (name: string) => string;
 /**
  * The `adapted` row's label: when the selected epoch is 0 the row is the identity adapter
  * (no trained weights) with a re-selected α, and the label says so; with several seeds of
- * which only some selected epoch 0, it names them. Every other system keeps its name.
+ * which only some selected epoch 0, it names them; a transferred adapter (`adapter.from`) is
+ * `adapted (transferred from <dataset>)`. Every other system keeps its name.
  */
 export function adaptedLabel(
   adapter: AdapterTraining | undefined,
@@ -37,12 +38,17 @@ export function adaptedLabel(
       .filter((s, i) => (s.selected ?? (i === 0 ? adapter.selected : undefined))?.epoch === 0)
       .map((s) => s.seed);
   }
-  const label =
-    identity.length === 0
-      ? 'adapted'
+  const notes = [
+    ...(adapter?.transferredFrom === undefined
+      ? []
+      : [`transferred from ${adapter.transferredFrom}`]),
+    ...(identity.length === 0
+      ? []
       : identity.length === total
-        ? `adapted (${note})`
-        : `adapted (${note} in seed${identity.length > 1 ? 's' : ''} ${identity.join(', ')})`;
+        ? [note]
+        : [`${note} in seed${identity.length > 1 ? 's' : ''} ${identity.join(', ')}`]),
+  ];
+  const label = notes.length === 0 ? 'adapted' : `adapted (${notes.join('; ')})`;
   return (name) => (name === 'adapted' ? label : name);
 }
 

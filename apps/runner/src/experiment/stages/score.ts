@@ -15,6 +15,7 @@ import type { DatasetStage } from './dataset.js';
 import type { EncodeStage } from './encode.js';
 import type { IndexStage } from './index.js';
 import type { SplitStage } from './split.js';
+import type { TransferredFrom } from '../transfer.js';
 
 /** The runner modules whose code the score stage runs (part of its cache key). */
 export const SCORE_STAGE_FILES = [
@@ -47,9 +48,11 @@ export async function runScoreStage(
     readonly adapt: ArtifactResult | undefined;
     /** The experiment's `index` section, when written. */
     readonly index?: IndexStage | undefined;
+    /** `adapt` is another experiment's adapter (`adapter.from`): where it comes from. */
+    readonly transferredFrom?: TransferredFrom;
   },
 ): Promise<ArtifactResult> {
-  const { dataset, encode, split, adapt, index } = inputs;
+  const { dataset, encode, split, adapt, index, transferredFrom } = inputs;
   return ctx.run(
     `score${inputs.tag}`,
     {
@@ -71,6 +74,8 @@ export async function runScoreStage(
         ...(e.systems?.hybrid === undefined ? {} : { hybrid: e.systems.hybrid }),
         // Left out unless written: a default run's key changes only with the BM25 code.
         ...(e.scorer.bm25 === undefined ? {} : { bm25: e.scorer.bm25 }),
+        // The adapt key is an input; the source's names are written into results.json.
+        ...(transferredFrom === undefined ? {} : { transferredFrom }),
       },
       inputs: {
         encode: encode.artifact.key,
@@ -97,7 +102,7 @@ export async function runScoreStage(
         // adapted and adapted-zero-floor, each at its own validation-selected epoch and α.
         const { meta, ...selected } = await loadSelectedAdapter(adapt.dir, bank);
         adapted = selected;
-        adapterMeta = meta;
+        adapterMeta = transferredFrom === undefined ? meta : { transferredFrom, ...meta };
       }
       const hybrid = await hybridSystems(e, {
         bank,
