@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import type { Results } from '@bfe/eval';
+import { collect } from '../cli/options.js';
 
 interface EvalOptions {
   perQuery: string;
@@ -9,6 +10,7 @@ interface EvalOptions {
   base: string;
   resamples?: string;
   seed?: string;
+  transitions: string[];
   json?: boolean;
 }
 
@@ -17,7 +19,8 @@ interface EvalOptions {
  * `per-query.jsonl` alone, and prints the table `bfe score` prints. When the lines carry each
  * query's cluster (bank component), the cluster intervals are recomputed too. With `--results`
  * it also takes that file's cut-offs, subtask order, seed, resamples and bank unit, and checks
- * that every figure it recomputes equals the file's.
+ * that every figure it recomputes equals the file's. `--transitions from,to` prints the
+ * pair's query-level transitions per subtask.
  */
 export function evalCommand(): Command {
   return new Command('eval')
@@ -35,6 +38,12 @@ export function evalCommand(): Command {
       'bootstrap resamples and sign flips (default: the results file’s, else 10000)',
     )
     .option('--seed <n>', 'seed of the paired tests (default: the results file’s, else 42)')
+    .option(
+      '--transitions <from,to>',
+      'print query-level transitions from → to: recoveries, reverse, both hit, both miss per subtask (repeatable, or a,b;c,d)',
+      collect,
+      [],
+    )
     .option('--json', 'print the recomputed results as JSON')
     .action(async (opts: EvalOptions) => {
       const { parseEvalCliOptions } = await import('../score/options.js');
@@ -46,6 +55,7 @@ export function evalCommand(): Command {
         base: opts.base,
         resamples: opts.resamples,
         seed: opts.seed,
+        transitions: opts.transitions,
       });
       const [evalPkg, { readJsonFile }, { DataError }] = await Promise.all([
         import('@bfe/eval'),
@@ -74,6 +84,19 @@ export function evalCommand(): Command {
         clusterOf === undefined
           ? undefined
           : { unit: reference?.significance?.clusters?.unit ?? 'bank', of: clusterOf };
+      const { checkTransitionPairs, renderTransitions } = await import('../score/transitions.js');
+      checkTransitionPairs([...bySystem.keys()], o.transitions);
+      // The predeclared pairs, the ones the results file holds, then the requested ones.
+      const pairs = new Map<string, [string, string]>();
+      for (const pair of [
+        ...evalPkg.transitionPairsFor(bySystem.keys()),
+        ...(reference?.transitions ?? [])
+          .map((t): [string, string] => [t.from, t.to])
+          .filter((pair) => pair.every((name) => bySystem.has(name))),
+        ...o.transitions,
+      ]) {
+        pairs.set(pair.join('\u0000'), pair);
+      }
       const results = evalPkg.buildResults({
         dataset: reference?.dataset ?? o.perQuery,
         split: reference?.split ?? 'per-query file',
@@ -85,7 +108,12 @@ export function evalCommand(): Command {
             ? hasBase
               ? [o.base]
               : []
-            : [...new Set(reference.systems.flatMap((s) => Object.keys(s.comparisons ?? {})))],
+            : reference.systems
+                .map((s) => s.name)
+                .filter((name) =>
+                  reference.systems.some((s) => s.comparisons?.[name] !== undefined),
+                ),
+        transitions: [...pairs.values()],
         resamples,
         seed,
         ...(clusters === undefined ? {} : { clusters }),
@@ -112,10 +140,14 @@ export function evalCommand(): Command {
         seed,
         clusters: clusters?.of,
       });
+      const shown = o.transitions.map(([from, to]) =>
+        results.transitions?.find((t) => t.from === from && t.to === to)!,
+      );
       if (opts.json === true) {
         const json = {
           results,
           subtaskComparisons: subtaskComparisonsJson(bySubtask),
+          transitions: shown,
           checked: checked || null,
         };
         console.log(JSON.stringify(json, null, 2));
@@ -129,6 +161,7 @@ export function evalCommand(): Command {
           '',
           renderScoreTable(results, bySubtask, o.base),
           ...renderBudgetTable(results),
+          ...renderTransitions(shown),
         ].join('\n'),
       );
     });
@@ -138,9 +171,15 @@ export function evalCommand(): Command {
 function compareFigures(want: Results, got: Results): string[] {
   const out: string[] = [];
   const byName = new Map(got.systems.map((s) => [s.name, s]));
+  // Key order is not a figure: a cross-fitted file lists its comparisons in its folds' order.
+  const canonical = (x: unknown): string =>
+    JSON.stringify(x, (_key, v: unknown) =>
+      v !== null && typeof v === 'object' && !Array.isArray(v)
+        ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+        : v,
+    );
   const same = (path: string, a: unknown, b: unknown): void => {
-    if (JSON.stringify(a) !== JSON.stringify(b))
-      out.push(`${path}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
+    if (canonical(a) !== canonical(b)) out.push(`${path}: ${canonical(a)} vs ${canonical(b)}`);
   };
   for (const s of want.systems) {
     const g = byName.get(s.name);
@@ -154,6 +193,10 @@ function compareFigures(want: Results, got: Results): string[] {
       same(`${s.name} subtask ${subtask}`, figures, g.subtasks[subtask]);
     }
     same(`${s.name} comparisons`, s.comparisons, g.comparisons);
+  }
+  for (const t of want.transitions ?? []) {
+    const g = got.transitions?.find((x) => x.from === t.from && x.to === t.to);
+    same(`transitions ${t.from} → ${t.to}`, t, g);
   }
   if (want.meta?.['gains'] !== undefined) same('gains', want.meta['gains'], got.meta?.['gains']);
   same('clusters', want.significance?.clusters, got.significance?.clusters);

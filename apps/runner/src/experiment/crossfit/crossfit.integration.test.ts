@@ -1,9 +1,10 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '@bfe/core';
 import { suiteTmpDir } from '@bfe/core/testing';
-import { readPerQueryJsonl } from '@bfe/eval';
+import { readPerQueryJsonl, transitionsFromPerQuery } from '@bfe/eval';
 import { parseExperiment, type Experiment } from '../config.js';
 import { installTinyModel, repoRoot, runIn } from '../testing/tiny-model.js';
 
@@ -43,6 +44,7 @@ interface PerFold {
 }
 interface SystemJson {
   name: string;
+  comparisons?: Record<string, unknown>;
   metrics: Record<string, number>;
   nQueries: number;
   subtasks: Record<string, { metrics: Record<string, number>; nQueries: number }>;
@@ -84,10 +86,45 @@ describe('cross-fitting', () => {
       expect(p.adapter).toBeDefined();
     });
     expect(results.meta.splitPolicy).toBe('query-disjoint-shared-bank');
+    // Transitions recounted over every pooled query, not one fold's.
+    const transitions = outcome.summary.runs[0]!.results.transitions ?? [];
+    expect(transitions.map((t) => `${t.from}>${t.to}`)).toEqual([
+      'pooled>sparse-fusion',
+      'pooled>adapted',
+      'sparse-fusion>adapted',
+    ]);
+    for (const t of transitions) {
+      expect(t.overall.nQueries).toBe(results.systems[0]!.nQueries);
+      expect(t).toEqual(transitionsFromPerQuery(lines, t.from, t.to));
+    }
     const report = await readFile(join(outcome.runDir, 'report.md'), 'utf8');
     expect(report).toContain('**cross-fitting:** cross-fitted: 3 folds of queries');
     expect(report).toContain('## Folds');
     expect(outcome.terminal).toContain('every query tested once');
+
+    // `bfe eval --results` recomputes every pooled comparison (with pooled and with sparse fusion,
+    // as beside an adapter) from the pooled per-query file alone.
+    const evalRun = spawnSync(
+      process.execPath,
+      [
+        '--conditions=@bfe/source',
+        '--import',
+        'tsx',
+        join(repoRoot, 'apps/runner/src/bin.ts'),
+        'eval',
+        '--per-query',
+        join(outcome.runDir, 'per-query.jsonl'),
+        '--results',
+        join(outcome.runDir, 'seeds', '42', 'results.json'),
+      ],
+      { cwd: repoRoot, encoding: 'utf8' },
+    );
+    expect(evalRun.stderr).toBe('');
+    expect(evalRun.status).toBe(0);
+    expect(evalRun.stdout).toContain('every figure equals');
+    expect(
+      Object.keys(results.systems.find((s) => s.name === 'adapted')!.comparisons ?? {}),
+    ).toEqual(['pooled', 'sparse-fusion']);
 
     // One subtask: the pooled headline is the folds' headlines weighted by their queries.
     expect(outcome.results.subtasks).toHaveLength(1);

@@ -1,5 +1,11 @@
 import { DataError } from '@bfe/core';
-import { buildResults, recomputeFromPerQuery, type PerQueryLine, type Results } from '@bfe/eval';
+import {
+  buildResults,
+  recomputeFromPerQuery,
+  transitionPairsFor,
+  type PerQueryLine,
+  type Results,
+} from '@bfe/eval';
 import type { Split } from '@bfe/core';
 
 /** One fold's outcome as the merge reads it: its split and its score stage's files. */
@@ -40,8 +46,9 @@ export interface MergeFoldsInput {
  * Pools the folds of a cross-fitted run (METHOD.md §8) into one results file over every
  * query: the folds' per-query lines are concatenated (each query must be tested by exactly one
  * fold) and every metric, subtask figure and paired comparison is recomputed from them, as
- * `bfe eval` does, with the same comparisons as each fold. Each fold's own figures, split,
- * tested units and selections stay in `meta.crossFit.perFold`.
+ * `bfe eval` does, with the same comparisons as each fold and the predeclared query-level
+ * transitions. Each fold's own figures, split, tested units and selections stay in
+ * `meta.crossFit.perFold`.
  *
  * @throws DataError when two folds test one query, or when the folds disagree on their
  *   systems, cut-offs or subtasks.
@@ -87,15 +94,18 @@ export function mergeFolds(input: MergeFoldsInput): { results: Results; lines: P
     ks: first.results.ks,
     subtasks: first.results.subtasks,
   });
-  const compareTo = [
-    ...new Set(first.results.systems.flatMap((s) => Object.keys(s.comparisons ?? {}))),
-  ];
+  // The bases fold 0 compares with, in system order (the order the score stage gives them).
+  const compareTo = systems.filter((name) =>
+    first.results.systems.some((s) => s.comparisons?.[name] !== undefined),
+  );
   const { shared, perFold } = splitMeta(input.folds);
   const results = buildResults({
     dataset: first.results.dataset,
     split: first.results.split,
     systems: systems.map((name) => ({ name, evaluation: bySystem.get(name)! })),
     compareTo,
+    // Recounted over every query, not summed from the folds.
+    transitions: transitionPairsFor(systems),
     resamples: input.resamples,
     seed: input.seed,
     ...(input.clusters === undefined ? {} : { clusters: input.clusters }),
