@@ -158,7 +158,7 @@ describe.skipIf(mirror === undefined)('bfe data on the real files (needs BFE_DAT
       memories: 16503,
       queries: 418,
       qrels: 792,
-      dropped: { abstention: 30, 'no-resolvable-evidence': 50 },
+      dropped: { abstention: 30, 'assistant-evidence-only': 50 },
     });
     const r = json<SplitJson>(
       await runBfe(
@@ -188,5 +188,20 @@ describe.skipIf(mirror === undefined)('bfe data on the real files (needs BFE_DAT
       r.split.queries.test.length,
     ];
     expect(sizes).toEqual([251, 84, 83]);
+  });
+
+  it("inspects LongMemEval S under the paper's protocol: every non-abstention question", async () => {
+    const s = json<Record<string, unknown>>(
+      await runBfe(['data', 'inspect', 'longmemeval-s', '--set', 'protocol=paper', '--json'], env),
+    );
+    expect(s).toMatchObject({
+      options: { protocol: 'paper', textPolicy: 'all-turns', relevance: 'answer-session-ids' },
+      memories: 18173,
+      queries: 468,
+      qrels: 887,
+      dropped: { abstention: 30, 'not-in-kept-haystack': 960 },
+      unresolved: {},
+    });
+    expect(Object.keys(s.dropped as object).sort()).toEqual(['abstention', 'not-in-kept-haystack']);
   });
 });

@@ -21,8 +21,13 @@ export type { DatasetSummary, Distribution } from './inspect.js';
 export { loadReportPath, saveLoadReport } from './report-file.js';
 export { parseLocomo, locomoOptionsSchema } from './locomo.js';
 export type { LocomoOptions } from './locomo.js';
-export { parseLongMemEval, longMemEvalOptionsSchema } from './longmemeval.js';
-export type { LongMemEvalOptions } from './longmemeval.js';
+export { parseLongMemEval } from './longmemeval.js';
+export { LONGMEMEVAL_PROTOCOLS, longMemEvalOptionsSchema } from './longmemeval-options.js';
+export type {
+  LongMemEvalOptions,
+  LongMemEvalOptionsInput,
+  LongMemEvalProtocol,
+} from './longmemeval-options.js';
 export { parseCovidQa, covidQaOptionsSchema } from './covidqa.js';
 export type { CovidQaOptions } from './covidqa.js';
 export { loadLmebFolder, lmebOptionsSchema } from './lmeb.js';

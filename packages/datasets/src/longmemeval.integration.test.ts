@@ -4,11 +4,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { bytesSha256 } from '@bfe/core';
 import type { LoadedDataset, SourceFile } from '@bfe/core';
 import { sharedDataDir } from '@bfe/core/testing';
-import {
-  longMemEvalOptionsSchema,
-  parseLongMemEval,
-  type LongMemEvalOptions,
-} from './longmemeval.js';
+import { longMemEvalOptionsSchema, type LongMemEvalOptionsInput } from './longmemeval-options.js';
+import { parseLongMemEval } from './longmemeval.js';
 
 // The unpacked files, verified and unpacked from BFE_DATA_MIRROR once per run by the global
 // setup (configs/vitest.data-setup.ts): unpacking LongMemEval S alone takes seconds of CPU.
@@ -42,7 +39,7 @@ function expectConsistent(d: LoadedDataset): void {
 describe.skipIf(dataDir === undefined)('LongMemEval S real file (needs BFE_DATA_MIRROR)', () => {
   let raw: unknown;
   let source: SourceFile;
-  const load = (options: Partial<LongMemEvalOptions>): LoadedDataset =>
+  const load = (options: LongMemEvalOptionsInput): LoadedDataset =>
     parseLongMemEval(raw, longMemEvalOptionsSchema.parse(options), source, 'longmemeval-s');
   beforeAll(async () => {
     ({ raw, source } = await readJson('longmemeval_s_cleaned.partial498.json'));
@@ -73,7 +70,7 @@ describe.skipIf(dataDir === undefined)('LongMemEval S real file (needs BFE_DATA_
     expect(report.dropped).toEqual({
       'empty-text': 48,
       abstention: 30,
-      'no-resolvable-evidence': 50,
+      'assistant-evidence-only': 50,
       'not-in-kept-haystack': 2582,
     });
     expect(report.repaired).toEqual({ 'duplicate-haystack-session': 12 });
@@ -95,6 +92,30 @@ describe.skipIf(dataDir === undefined)('LongMemEval S real file (needs BFE_DATA_
     expectConsistent(d);
   });
 
+  it("protocol 'paper': 468 queries (every non-abstention one), whole sessions, 887 qrels", () => {
+    const d = load({ protocol: 'paper' });
+    expect(d.benchmark.queries).toHaveLength(468);
+    expect(d.labels.pairCount).toBe(887);
+    expect(d.benchmark.memories).toHaveLength(18173);
+    expect(perType(d)['single-session-assistant']).toBe(55);
+    expect(d.benchmark.memories.every((m) => m.text.startsWith('user: '))).toBe(false);
+    expect(d.benchmark.memories.some((m) => m.text.includes('\nassistant: '))).toBe(true);
+    // 498 questions = 468 kept + 30 abstention; nothing else is dropped or unresolved.
+    const report = d.report.toJSON();
+    expect(report.dropped).toEqual({ abstention: 30, 'not-in-kept-haystack': 960 });
+    expect(report.unresolved).toEqual({});
+    expect(report.issues).toBe(0);
+    expectConsistent(d);
+    // The 50 questions LongMemEval's own protocol drops are the ones whose has_answer turns are
+    // all assistant turns; all are single-session-assistant.
+    const own = load({});
+    const dropped = own.report.toJSON().details.dropped['assistant-evidence-only'] ?? [];
+    const kept = new Set(own.benchmark.queries.map((q) => q.id));
+    const extra = d.benchmark.queries.filter((q) => !kept.has(q.id));
+    expect(extra.map((q) => q.id).sort()).toEqual(dropped.map((x) => x.id).sort());
+    expect(new Set(extra.map((q) => q.category))).toEqual(new Set(['single-session-assistant']));
+  });
+
   it("'all-turns' keeps the 42 sessions that have no user text", () => {
     const d = load({ textPolicy: 'all-turns' });
     expect(d.benchmark.queries).toHaveLength(418);
@@ -108,7 +129,7 @@ describe.skipIf(dataDir === undefined)(
   () => {
     let raw: unknown;
     let source: SourceFile;
-    const load = (options: Partial<LongMemEvalOptions>): LoadedDataset =>
+    const load = (options: LongMemEvalOptionsInput): LoadedDataset =>
       parseLongMemEval(raw, longMemEvalOptionsSchema.parse(options), source, 'longmemeval-oracle');
     beforeAll(async () => {
       ({ raw, source } = await readJson('longmemeval_oracle.json'));
@@ -129,11 +150,32 @@ describe.skipIf(dataDir === undefined)(
       // 940 distinct sessions = 831 memories + 109 outside kept haystacks.
       expect(d.report.toJSON().dropped).toEqual({
         abstention: 30,
-        'no-resolvable-evidence': 51,
+        'assistant-evidence-only': 51,
         'not-in-kept-haystack': 109,
       });
       expect(d.report.issues).toHaveLength(0);
       expectConsistent(d);
+    });
+
+    it("protocol 'paper': the paper's 470; S lacks 7e00a6cb and gpt4_7a0daae1 of them", async () => {
+      const d = load({ protocol: 'paper' });
+      expect(d.benchmark.queries).toHaveLength(470);
+      expect(d.report.toJSON().dropped).toEqual({ abstention: 30, 'not-in-kept-haystack': 58 });
+      const s = await readJson('longmemeval_s_cleaned.partial498.json');
+      const inS = parseLongMemEval(
+        s.raw,
+        longMemEvalOptionsSchema.parse({ protocol: 'paper' }),
+        s.source,
+        'longmemeval-s',
+      );
+      const kept = new Set(inS.benchmark.queries.map((q) => q.id));
+      const missing = d.benchmark.queries.filter((q) => !kept.has(q.id));
+      expect(missing.map((q) => [q.id, q.category])).toEqual([
+        ['7e00a6cb', 'single-session-assistant'],
+        ['gpt4_7a0daae1', 'temporal-reasoning'],
+      ]);
+      const sIds = new Set((s.raw as Array<{ question_id: string }>).map((q) => q.question_id));
+      expect(missing.some((q) => sIds.has(q.id))).toBe(false);
     });
 
     it("'answer-session-ids': 470 queries, 890 qrels, 882 memories", () => {

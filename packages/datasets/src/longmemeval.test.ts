@@ -1,11 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { DataError } from '@bfe/core';
 import type { LoadedDataset } from '@bfe/core';
-import {
-  longMemEvalOptionsSchema,
-  parseLongMemEval,
-  type LongMemEvalOptions,
-} from './longmemeval.js';
+import { longMemEvalOptionsSchema, type LongMemEvalOptionsInput } from './longmemeval-options.js';
+import { parseLongMemEval } from './longmemeval.js';
 
 const source = { name: 'lme-test.json', sha256: 'b'.repeat(64) };
 
@@ -49,7 +46,7 @@ function question(
 }
 
 /** Source ids keep these tests readable; the opaque-id renaming has its own tests below. */
-function parse(raw: unknown, options: Partial<LongMemEvalOptions> = {}): LoadedDataset {
+function parse(raw: unknown, options: LongMemEvalOptionsInput = {}): LoadedDataset {
   return parseLongMemEval(
     raw,
     longMemEvalOptionsSchema.parse({ ids: 'source', ...options }),
@@ -61,6 +58,7 @@ function parse(raw: unknown, options: Partial<LongMemEvalOptions> = {}): LoadedD
 describe('longMemEvalOptionsSchema', () => {
   it("defaults to LongMemEval's own protocol", () => {
     expect(longMemEvalOptionsSchema.parse({})).toEqual({
+      protocol: 'longmemeval',
       textPolicy: 'user-turns',
       relevance: 'has-answer',
       ids: 'opaque',
@@ -147,8 +145,8 @@ describe('parseLongMemEval, relevance policies', () => {
     const strict = parse(assistantSide);
     expect(strict.benchmark.queries).toHaveLength(0);
     expect(strict.report.toJSON().details.dropped).toEqual({
-      'no-resolvable-evidence': [
-        { id: 'q1', detail: 'no answer session has a user turn with has_answer' },
+      'assistant-evidence-only': [
+        { id: 'q1', detail: 'has_answer only on assistant turns of answer_b' },
       ],
       'not-in-kept-haystack': [
         { id: 'filler_1', detail: 'listed only by dropped questions' },

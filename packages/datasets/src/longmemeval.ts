@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { DataError, LoadReport, RelevanceLabels, validateRecord } from '@bfe/core';
 import type { LoadedDataset, Memory, Query, SourceFile } from '@bfe/core';
+import type { LongMemEvalOptions } from './longmemeval-options.js';
 
 /**
  * LongMemEval's question types in the order the paper lists them; `benchmark.subtasks` keeps
@@ -15,40 +16,6 @@ export const LONGMEMEVAL_QUESTION_TYPES = [
   'knowledge-update',
   'temporal-reasoning',
 ] as const;
-
-/**
- * Options of {@link parseLongMemEval}. The defaults are LongMemEval's own session-level
- * retrieval protocol (`src/retrieval/run_retrieval.py`): user turns only, and a session is
- * relevant when one of its user turns carries `has_answer`.
- *
- * @example
- * longMemEvalOptionsSchema.parse({}); // { textPolicy: 'user-turns', relevance: 'has-answer', ids: 'opaque' }
- */
-export const longMemEvalOptionsSchema = z.strictObject({
-  /** `user-turns`: user contents joined by a space; `all-turns`: `role: content` lines. */
-  textPolicy: z.enum(['user-turns', 'all-turns']).default('user-turns'),
-  /**
-   * `has-answer`: answer sessions with a user turn marked `has_answer` (official);
-   * `answer-session-ids`: every answer session of the question (LMEB's choice).
-   */
-  relevance: z.enum(['has-answer', 'answer-session-ids']).default('has-answer'),
-  /**
-   * `opaque` (default): memory and bank ids are `lme-` + 16 hex digits of the SHA-256 of the
-   * session id, memories and candidates sorted by that id. LongMemEval names every answer
-   * session `answer_…` and no other, and lists haystacks in an order where answer sessions sit
-   * at telling positions, so source ids or order would let any id-based tie-break or lookup see
-   * gold. `source` keeps the session ids (for cross-checks against other tools only).
-   */
-  ids: z.enum(['opaque', 'source']).default('opaque'),
-  /**
-   * Keep only the first N questions, in file order, that pass the loader's checks (the
-   * reproduction notes' `--max-queries 100`); later questions are dropped as
-   * `beyond-max-queries` and their sessions never read. Unset: every question.
-   */
-  maxQueries: z.int().positive().optional(),
-});
-/** Parsed {@link longMemEvalOptionsSchema}. */
-export type LongMemEvalOptions = z.infer<typeof longMemEvalOptionsSchema>;
 
 // Only the fields the parser uses are validated; answers and haystack dates are ignored.
 // Sessions are validated one by one below, so one bad session does not cost the question.
@@ -92,13 +59,15 @@ interface SessionDecision {
  * haystack of a kept question become memories; the others are dropped as
  * `not-in-kept-haystack`. A query's candidates are its own haystack.
  * Abstention questions (`_abs`) and questions left without a relevant session are dropped and
- * counted.
+ * counted: under `relevance: 'has-answer'`, a question whose `has_answer` turns are all assistant
+ * turns as `assistant-evidence-only`, any other as `no-resolvable-evidence`. `options.protocol`
+ * names the usual combinations (`longmemeval-options.ts`).
  *
  * @throws {DataError} when `raw` is not an array.
  * @example
  * const options = longMemEvalOptionsSchema.parse({});
  * const { benchmark, labels } = parseLongMemEval(json, options, source, 'longmemeval-s');
- * benchmark.queries.length; // 418 on the 498-question S file
+ * benchmark.queries.length; // 418 on the 498-question S file (468 with protocol 'paper')
  * benchmark.queries[0];
  * // { id: '001be529', text: 'How long did I wait…', candidateIds: ['lme-0a1f…', …],
  * //   category: 'single-session-user', meta: { questionDate: '2023/05/30 (Tue) 10:18' } }
@@ -229,6 +198,24 @@ export function parseLongMemEval(
       relevant.push(answerId);
     }
     if (relevant.length === 0) {
+      const assistantSide =
+        options.relevance === 'has-answer'
+          ? [...own].filter(
+              ([sessionId, turns]) =>
+                q.answer_session_ids.includes(sessionId) && turns.some(isAssistantEvidence),
+            )
+          : [];
+      if (assistantSide.length > 0) {
+        // LongMemEval's own protocol judges evidence on user turns: a question answered only by
+        // what the assistant said (most single-session-assistant questions) has none.
+        const where = assistantSide.map(([sessionId]) => sessionId).join(', ');
+        report.drop(
+          'assistant-evidence-only',
+          id,
+          `has_answer only on assistant turns of ${where}`,
+        );
+        continue;
+      }
       const why =
         options.relevance === 'has-answer'
           ? 'no answer session has a user turn with has_answer'
@@ -262,6 +249,9 @@ export function parseLongMemEval(
     benchmark: {
       name,
       options: {
+        // Only the non-default protocol is written down, so LongMemEval's own protocol keeps
+        // the benchmark hash it had before protocols had names.
+        ...(options.protocol === 'paper' ? { protocol: options.protocol } : {}),
         textPolicy: options.textPolicy,
         relevance: options.relevance,
         ids: options.ids,
@@ -324,6 +314,10 @@ function sessionText(turns: readonly Turn[], policy: LongMemEvalOptions['textPol
 
 function isUserEvidence(turn: Turn): boolean {
   return turn.role === 'user' && turn.has_answer === true;
+}
+
+function isAssistantEvidence(turn: Turn): boolean {
+  return turn.role === 'assistant' && turn.has_answer === true;
 }
 
 /** Same roles and contents turn by turn; `has_answer` is a label, not content. */

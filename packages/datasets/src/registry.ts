@@ -23,7 +23,8 @@ import {
 } from './files.js';
 import { loadLmebFolder, lmebOptionsSchema } from './lmeb.js';
 import { parseLocomo, locomoOptionsSchema } from './locomo.js';
-import { parseLongMemEval, longMemEvalOptionsSchema } from './longmemeval.js';
+import { longMemEvalOptionsSchema } from './longmemeval-options.js';
+import { parseLongMemEval } from './longmemeval.js';
 
 /** A registered benchmark: its official file, its options schema and its parser. */
 interface DatasetSpec {

@@ -286,6 +286,7 @@ describe('seeds and the split seed', () => {
       'longmemeval-s-crossfit.yaml',
       'longmemeval-s-e5.yaml',
       'longmemeval-s-hybrid.yaml',
+      'longmemeval-s-paper.yaml',
       'longmemeval-s-reproduction-hybrid.yaml',
       'longmemeval-s-reproduction.yaml',
       'longmemeval-s-windowed.yaml',
@@ -347,6 +348,16 @@ describe('seeds and the split seed', () => {
       expect(same, file).toEqual(base);
     }
     expect(presets.get('covidqa-minilm-hybrid-split.yaml')!.systems?.hybrid?.grid).toBe(0.1);
+    // The paper's LongMemEval protocol (issue 29): the hybrid job but for the dataset protocol.
+    const paper = presets.get('longmemeval-s-paper.yaml')!;
+    const ownProtocol = presets.get('longmemeval-s-hybrid.yaml')!;
+    expect(paper.dataset).toEqual({ name: 'longmemeval-s', options: { protocol: 'paper' } });
+    expect({
+      ...paper,
+      name: ownProtocol.name,
+      description: ownProtocol.description,
+      dataset: ownProtocol.dataset,
+    }).toEqual(ownProtocol);
     expect({
       ...lme,
       name: table5.name,
