@@ -65,3 +65,18 @@ export {
 } from './per-query.js';
 export type { PerQueryLine, RecomputeOptions } from './per-query.js';
 export { parsePerQueryLine, readPerQueryJsonl, writePerQueryJsonl } from './per-query-io.js';
+export {
+  DEFAULT_TRANSITION_K,
+  DEFAULT_TRANSITION_PAIRS,
+  HIT_DEFINITION,
+  isHit,
+  queryTransitions,
+  subtaskTransitionCountsSchema,
+  transitionCountsSchema,
+  transitionIssues,
+  transitionPairsFor,
+  transitionsBetween,
+  transitionsFromPerQuery,
+  transitionsSchema,
+} from './transitions.js';
+export type { TransitionCounts, Transitions } from './transitions.js';

@@ -11,6 +11,7 @@ import {
 } from './significance-schema.js';
 import { countClusters } from './significance-cluster.js';
 import type { PairedDifference } from './significance.js';
+import { transitionIssues, transitionsBetween, transitionsSchema } from './transitions.js';
 
 /**
  * The system names METHOD.md §6 reports side by side. Any non-empty name is accepted (a k
@@ -97,6 +98,8 @@ export const resultsSchema = z
     subtasks: z.array(z.string().min(1)),
     significance: significanceSchema.optional(),
     systems: z.array(systemResultSchema).min(1),
+    /** Query-level transitions between listed systems (hit = a relevant memory in the top k). */
+    transitions: z.array(transitionsSchema).optional(),
     /** Free-form provenance: model id, α, scorer k, code version, hashes… */
     meta: z.record(z.string(), z.json()).optional(),
   })
@@ -172,6 +175,7 @@ export const resultsSchema = z
         });
       }
     });
+    for (const issue of transitionIssues(results)) ctx.addIssue({ code: 'custom', ...issue });
   });
 
 /** A validated results file. */
@@ -268,6 +272,8 @@ export interface BuildResultsInput {
    * says how many clusters the evaluated queries fall into.
    */
   readonly clusters?: { readonly unit: string; readonly of: ReadonlyMap<string, string> };
+  /** Pairs [from, to] whose query-level transitions (hit = a relevant memory in the top 10) go in. */
+  readonly transitions?: ReadonlyArray<readonly [string, string]>;
   readonly meta?: Record<string, z.core.util.JSONType>;
 }
 
@@ -275,7 +281,7 @@ export interface BuildResultsInput {
  * Assembles and validates a results file from evaluations of the same queries.
  *
  * @throws Error when the evaluations disagree on cut-offs, subtasks or gains, a `compareTo`
- *   system is missing, or the result does not fit {@link resultsSchema} (all programmer
+ *   or `transitions` system is missing, or the result does not fit {@link resultsSchema} (all programmer
  *   errors).
  * @throws ConfigError when the cut-offs do not include the headline k = 10.
  * @throws DataError when two systems were evaluated on different queries.
@@ -370,6 +376,9 @@ export function buildResults(input: BuildResultsInput): Results {
         }
       : {}),
     systems,
+    ...(input.transitions === undefined || input.transitions.length === 0
+      ? {}
+      : { transitions: transitionsBetween(byName, input.transitions) }),
     ...(input.meta === undefined ? {} : { meta: input.meta }),
   };
   const parsed = resultsSchema.safeParse(candidate);

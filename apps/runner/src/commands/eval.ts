@@ -140,8 +140,8 @@ export function evalCommand(): Command {
         seed,
         clusters: clusters?.of,
       });
-      const shown = o.transitions.map(([from, to]) =>
-        results.transitions?.find((t) => t.from === from && t.to === to)!,
+      const shown = o.transitions.flatMap(([from, to]) =>
+        (results.transitions ?? []).filter((t) => t.from === from && t.to === to),
       );
       if (opts.json === true) {
         const json = {

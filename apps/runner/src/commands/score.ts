@@ -20,13 +20,15 @@ interface ScoreOptions {
   bm25Language?: string;
   bm25Idf?: string;
   set: string[];
+  transitions: string[];
   json?: boolean;
   quiet?: boolean;
 }
 
 /**
  * `bfe score`: every system of METHOD.md §6 on an encoded bank, evaluated on the same queries
- * and candidates, with paired comparisons to pooled and a k sweep.
+ * and candidates, with paired comparisons to pooled and a k sweep; `--transitions from,to`
+ * prints a pair's query-level transitions per subtask.
  */
 export function scoreCommand(): Command {
   return new Command('score')
@@ -64,6 +66,12 @@ export function scoreCommand(): Command {
       'candidates',
     )
     .option('--set <key=value>', 'dataset option, as given to bfe encode (repeatable)', collect, [])
+    .option(
+      '--transitions <from,to>',
+      'print query-level transitions from → to: recoveries, reverse, both hit, both miss per subtask (repeatable, or a,b;c,d)',
+      collect,
+      [],
+    )
     .option('--json', 'print results and the k sweep as JSON')
     .option('--quiet', 'no progress output')
     .action(async (opts: ScoreOptions) => {
@@ -85,7 +93,16 @@ export function scoreCommand(): Command {
         hybrid: opts.hybrid,
         bm25Language: opts.bm25Language,
         bm25Idf: opts.bm25Idf,
+        transitions: opts.transitions,
       });
+      if (o.transitions.length > 0) {
+        // A misspelt system fails before the scoring, not after it.
+        const [{ KNOWN_SYSTEMS }, { checkTransitionPairs }] = await Promise.all([
+          import('@bfe/eval'),
+          import('../score/transitions.js'),
+        ]);
+        checkTransitionPairs(KNOWN_SYSTEMS, o.transitions);
+      }
       const started = performance.now();
       const [datasets, encoder, pipeline] = await Promise.all([
         import('@bfe/datasets'),
@@ -161,6 +178,8 @@ export function scoreCommand(): Command {
       const { renderTies, tiesMetaSchema } = await import('../score/ties.js');
       const { renderBudgetTable, renderScoreTable, subtaskComparisons, subtaskComparisonsJson } =
         await import('../score/table.js');
+      const { requestedTransitions, renderTransitions } = await import('../score/transitions.js');
+      const transitions = requestedTransitions(run.systems, o.transitions);
       const bySubtask = subtaskComparisons(run.systems, 'pooled', {
         resamples: o.resamples,
         seed: o.seed,
@@ -173,6 +192,7 @@ export function scoreCommand(): Command {
               out: o.out ?? null,
               results,
               subtaskComparisons: subtaskComparisonsJson(bySubtask),
+              transitions,
               kSweep: sweep,
               stats: { ...run.stats, seconds },
             },
@@ -195,6 +215,7 @@ export function scoreCommand(): Command {
           '',
           renderScoreTable(results, bySubtask, 'pooled'),
           ...renderBudgetTable(results),
+          ...renderTransitions(transitions),
           '',
           renderTies(tiesMetaSchema.parse(results.meta?.ties)),
           '',

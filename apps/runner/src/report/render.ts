@@ -23,6 +23,7 @@ import {
   stageTable,
   subtaskTables,
 } from './tables.js';
+import { transitionsSection } from './transitions.js';
 
 /** The three renderings of one run report. */
 export interface RenderedReport {
@@ -173,6 +174,8 @@ function sections(input: ReportInput): Section[] {
       charts: subtasks === undefined ? [] : [{ id: 'chart-subtasks', spec: subtasks }],
     });
   }
+  const transitions = transitionsSection(results);
+  if (transitions !== undefined) out.push(transitions);
   if (input.kSweep !== undefined) {
     out.push({
       title: 'Sensitivity to k',

@@ -8,6 +8,30 @@ export const intListSchema = z
   .transform((s) => [...new Set(s.split(',').map((x) => Number(x.trim())))].sort((a, b) => a - b))
   .pipe(z.array(z.int().positive()).min(1));
 
+/**
+ * `--transitions from,to`, repeatable, or several pairs as `a,b;c,d`: the system pairs whose
+ * query-level transitions are printed, in the order given, without repeats.
+ */
+export const transitionPairsOptionSchema = z
+  .array(z.string())
+  .transform((values) => [
+    ...new Set(
+      values
+        .flatMap((v) => v.split(';'))
+        .map((p) => p.trim())
+        .filter((p) => p !== ''),
+    ),
+  ])
+  .pipe(
+    z.array(
+      z
+        .string()
+        .regex(/^[^,]+,[^,]+$/, 'expected two systems, from,to, e.g. pooled,sparse-fusion')
+        .transform((p) => p.split(',').map((x) => x.trim()) as [string, string])
+        .refine(([a, b]) => a !== '' && b !== '' && a !== b, 'expected two different systems'),
+    ),
+  );
+
 const ksSchema = intListSchema.refine((ks) => ks.includes(10), {
   message: 'must include the headline k = 10',
 });
@@ -43,6 +67,7 @@ const scoreOptionsSchema = z.strictObject({
   /** Left out: the dataset's declared language decides (`resolveBm25Options`). */
   bm25Language: z.enum(['english', 'none']).optional(),
   bm25Idf: z.enum(['candidates', 'corpus']).default('candidates'),
+  transitions: transitionPairsOptionSchema.default([]),
 });
 
 /** `bfe score`'s options, validated. */
@@ -77,6 +102,7 @@ const evalOptionsSchema = z.strictObject({
   base: z.string().min(1),
   resamples: z.coerce.number().int().positive().optional(),
   seed: z.coerce.number().int().min(0).max(0xffff_ffff).optional(),
+  transitions: transitionPairsOptionSchema.default([]),
 });
 
 /** `bfe eval`'s options, validated. */

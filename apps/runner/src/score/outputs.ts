@@ -1,6 +1,6 @@
 import type { Benchmark } from '@bfe/core';
 import { bankContentHash } from '@bfe/encoder';
-import { buildResults, type Results } from '@bfe/eval';
+import { buildResults, transitionPairsFor, type Results } from '@bfe/eval';
 import { bm25Meta } from '@bfe/scorer';
 import { buildKSweep, type KSweep } from './k-sweep.js';
 import type { ScoreBank, ScoreRun } from './pipeline.js';
@@ -37,7 +37,8 @@ export interface ScoreOutputsInput {
 }
 
 /**
- * `results.json` (every system compared with pooled) and `k-sweep.json` of a scored run, with
+ * `results.json` (every system compared with pooled, query-level transitions of the
+ * predeclared pairs) and `k-sweep.json` of a scored run, with
  * the facts needed to read them: model, bank, dataset options, split, BM25 settings, counts.
  * Shared by `bfe score` and `bfe run`, so both write the same files for the same inputs.
  */
@@ -49,6 +50,8 @@ export function buildScoreOutputs(input: ScoreOutputsInput): { results: Results;
     split: splitName,
     systems: run.systems,
     compareTo: comparedWith(run),
+    // pooled → sparse-fusion, and → adapted when an adapter was trained (paper Appendix D).
+    transitions: transitionPairsFor(run.systems.map((s) => s.name)),
     resamples: input.resamples,
     seed: input.seed,
     ...(input.clusters === undefined ? {} : { clusters: input.clusters }),

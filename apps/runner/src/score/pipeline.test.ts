@@ -126,6 +126,23 @@ describe('score and eval options', () => {
       perQuery: 'p',
       base: 'pooled',
       subtasks: ['2', '1'],
+      transitions: [],
     });
+  });
+
+  it('parses --transitions, repeated or as a;b, and refuses anything but two systems', () => {
+    const parse = (transitions: string[]) =>
+      parseEvalCliOptions({ perQuery: 'p', base: 'pooled', transitions }).transitions;
+    expect(parse(['pooled,sparse-fusion', ' pooled , adapted;sparse-fusion,adapted;'])).toEqual([
+      ['pooled', 'sparse-fusion'],
+      ['pooled', 'adapted'],
+      ['sparse-fusion', 'adapted'],
+    ]);
+    expect(parseScoreCliOptions({ ...defaults, transitions: ['a,b', 'a,b'] }).transitions).toEqual([
+      ['a', 'b'],
+    ]);
+    for (const bad of ['pooled', 'a,b,c', 'a,a', ',b']) {
+      expect(() => parse([bad])).toThrow(/transitions/);
+    }
   });
 });
