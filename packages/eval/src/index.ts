@@ -79,4 +79,4 @@ export {
   transitionsFromPerQuery,
   transitionsSchema,
 } from './transitions.js';
-export type { TransitionCounts, Transitions } from './transitions.js';
+export type { TransitionCounts, TransitionLine, Transitions } from './transitions.js';

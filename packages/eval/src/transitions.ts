@@ -1,7 +1,18 @@
 import { ConfigError, DataError } from '@bfe/core';
 import { z } from 'zod';
 import type { Evaluation } from './evaluate.js';
-import type { PerQueryLine } from './per-query.js';
+
+/**
+ * The fields of a `per-query.jsonl` line (`PerQueryLine`) the count reads; declared here so
+ * that results.ts, which builds transitions, does not import the per-query module.
+ */
+export interface TransitionLine {
+  readonly system: string;
+  readonly queryId: string;
+  readonly subtask: string;
+  readonly ranked: readonly string[];
+  readonly relevant: readonly string[];
+}
 
 /**
  * What a "hit query" is (the paper's Appendix D): a query with at least one relevant memory in
@@ -260,7 +271,7 @@ export function queryTransitions(
  * transitionsFromPerQuery(await readPerQueryJsonl('runs/x/per-query.jsonl'), 'pooled', 'adapted');
  */
 export function transitionsFromPerQuery(
-  lines: Iterable<PerQueryLine>,
+  lines: Iterable<TransitionLine>,
   from: string,
   to: string,
   options: { readonly k?: number; readonly subtasks?: readonly string[] } = {},
