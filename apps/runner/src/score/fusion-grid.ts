@@ -1,8 +1,8 @@
 import type { Benchmark, RelevanceLabels } from '@bfe/core';
-import { evaluate, type Evaluation } from '@bfe/eval';
+import type { Evaluation } from '@bfe/eval';
 import { rankFusionGrids, type FusionFloor, type Rankings } from '@bfe/scorer';
 import {
-  evaluationScope,
+  groupEvaluator,
   groupByCandidates,
   withScorer,
   type ScoreBank,
@@ -55,17 +55,13 @@ export async function evaluateFusionGrids(
       floors,
     ),
   );
-  const { candidates, subtaskOf } = evaluationScope(groups);
-  const evaluateRuns = (runs: Rankings): Evaluation =>
-    evaluate({
-      runs,
-      labels,
-      candidates,
-      subtaskOf,
-      subtasks: benchmark.subtasks,
-      ks,
-      keepTop: keep,
-    });
+  const evaluateRuns = groupEvaluator({
+    groups,
+    labels,
+    subtasks: benchmark.subtasks,
+    ks,
+    keepTop: keep,
+  });
   return new Map(
     floors.map((floor) => {
       const grid = grids.get(floor) as Map<number, Rankings>;

@@ -269,6 +269,22 @@ export function evaluationScope(groups: readonly CandidateGroup[]): {
 }
 
 /**
+ * Evaluates rankings of the groups' queries against their own candidates (`@bfe/eval`'s
+ * `evaluate`, ranks cut to `keepTop`): the one evaluator of the score run and the fusion grid.
+ */
+export function groupEvaluator(input: {
+  readonly groups: readonly CandidateGroup[];
+  readonly labels: RelevanceLabels;
+  readonly subtasks: readonly string[];
+  readonly ks: readonly number[];
+  readonly keepTop: number;
+}): (runs: Rankings) => Evaluation {
+  const { candidates, subtaskOf } = evaluationScope(input.groups);
+  const { labels, subtasks, ks, keepTop } = input;
+  return (runs) => evaluate({ runs, labels, candidates, subtaskOf, subtasks, ks, keepTop });
+}
+
+/**
  * Ranks every system on exactly the same queries and candidates (`@bfe/scorer`'s
  * `rankSystems`: pooled, MaxSim, sparse fusion and its ablations, BM25, adapted and its
  * zero-floor ablation; the k sweep; exact ties by the seeded hash of the memory id, counted),
@@ -302,17 +318,13 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
   );
 
   const t0 = performance.now();
-  const { candidates, subtaskOf } = evaluationScope(groups);
-  const evaluateRuns = (runs: Rankings): Evaluation =>
-    evaluate({
-      runs,
-      labels,
-      candidates,
-      subtaskOf,
-      subtasks: benchmark.subtasks,
-      ks,
-      keepTop: keep,
-    });
+  const evaluateRuns = groupEvaluator({
+    groups,
+    labels,
+    subtasks: benchmark.subtasks,
+    ks,
+    keepTop: keep,
+  });
   const systems = [...ranked.systems].map(([name, runs]) => ({
     name,
     evaluation: evaluateRuns(runs),
@@ -340,7 +352,7 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
     sweep,
     bm25,
     stats: {
-      queries: subtaskOf.size,
+      queries: groups.reduce((n, g) => n + g.queries.length, 0),
       groups: stats.groups,
       clampedGroups: stats.clampedGroups,
       pooledOnlyQueries: stats.pooledOnlyQueries,
