@@ -20,6 +20,22 @@ export function standardizeInto(out: Float64Array, x: ArrayLike<number>): Float6
   const n = x.length;
   if (out.length !== n) throw new Error(`standardizeInto: out has ${out.length}, x has ${n}`);
   if (n === 0) return out;
+  const { mean, scale } = standardization(x);
+  for (let i = 0; i < n; i++) out[i] = (x[i]! - mean) * scale;
+  return out;
+}
+
+/**
+ * The μ and `1 / max(σ, 1e-6)` that {@link standardize} applies (`z = (x − mean)·scale`), so a
+ * caller can standardise a changed score with the original candidates' μ and σ held fixed
+ * (the token interventions) in exactly the same float64 steps.
+ *
+ * @example
+ * standardization(Float64Array.of(1, 2, 3)); // { mean: 2, scale: 1.2247… }
+ */
+export function standardization(x: ArrayLike<number>): { mean: number; scale: number } {
+  const n = x.length;
+  if (n === 0) return { mean: 0, scale: 1 / SIGMA_FLOOR };
   let sum = 0;
   for (let i = 0; i < n; i++) sum += x[i]!;
   const mean = sum / n;
@@ -28,9 +44,7 @@ export function standardizeInto(out: Float64Array, x: ArrayLike<number>): Float6
     const d = x[i]! - mean;
     ss += d * d;
   }
-  const scale = 1 / Math.max(Math.sqrt(ss / n), SIGMA_FLOOR);
-  for (let i = 0; i < n; i++) out[i] = (x[i]! - mean) * scale;
-  return out;
+  return { mean, scale: 1 / Math.max(Math.sqrt(ss / n), SIGMA_FLOOR) };
 }
 
 /**

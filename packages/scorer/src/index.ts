@@ -15,10 +15,27 @@ export type {
   MemoryEvidence,
   TokenEvidence,
 } from './evidence.js';
+export { tokenInterventions, topExcessRemovals } from './interventions.js';
+export type {
+  CandidateInterventions,
+  InterventionInput,
+  InterventionMatching,
+  InterventionOutcome,
+  TokenExcess,
+} from './interventions.js';
+export { TOP_CUTOFF, median, summarizeInterventions } from './interventions-summary.js';
+export type { InterventionRecord, InterventionSummaryRow } from './interventions-summary.js';
 export type { TokenBank } from './validate.js';
 export { parseScoreOptions, scoreOptionsSchema } from './options.js';
 export type { ResolvedScoreOptions, ScoreOptions } from './options.js';
-export { SIGMA_FLOOR, fuse, rankCandidates, standardize, standardizeInto } from './fusion.js';
+export {
+  SIGMA_FLOOR,
+  fuse,
+  rankCandidates,
+  standardization,
+  standardize,
+  standardizeInto,
+} from './fusion.js';
 export type { RankedCandidates } from './fusion.js';
 // Token search lives in @bfe/index; these re-exports keep the scorer's callers unchanged.
 export { TIE_DEPTH, TIE_SEED, TieTally, tieKey, tieOrder, tiedPositions } from '@bfe/index';
@@ -62,6 +79,17 @@ export type {
   SweepRankings,
   SystemRankings,
 } from './ranking/rank-systems.js';
+export {
+  CHUNKED_POOLED_SUMMARY,
+  chunkedPooledName,
+  chunkedPooledScoresInto,
+  rankChunkedPooled,
+} from './ranking/chunked-pooled.js';
+export type {
+  ChunkedPooledSystem,
+  RankChunkedPooledInput,
+  WindowPools,
+} from './ranking/chunked-pooled.js';
 export { rankFusionGrid, rankFusionGrids } from './ranking/fusion-grid.js';
 export type { FusionFloor, FusionGridRankInput } from './ranking/fusion-grid.js';
 export {
