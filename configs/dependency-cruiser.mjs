@@ -66,6 +66,14 @@ export default {
       to: { path: '^apps/' },
     },
     {
+      name: 'configs-import-packages-by-name',
+      comment:
+        'configs/ reach the workspace through package names (@bfe/core …), never by a relative path into a package or app',
+      severity: 'error',
+      from: { path: '^configs/' },
+      to: { path: '^(packages|apps)/', dependencyTypes: ['local'] },
+    },
+    {
       name: 'no-app-imports-another-app',
       severity: 'error',
       from: { path: '^apps/([^/]+)/' },

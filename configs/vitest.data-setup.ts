@@ -1,8 +1,8 @@
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { isProcessAlive } from '../packages/core/src/process.ts';
-import { OFFICIAL_FILES, fetchOfficialFile } from '../packages/datasets/src/files.ts';
+import { isProcessAlive } from '@bfe/core';
+import { OFFICIAL_FILES, fetchOfficialFile } from '@bfe/datasets';
 import { repoRoot, testDataMirror } from './vitest.shared.ts';
 
 /**

@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import { Command, CommanderError } from 'commander';
 import { z } from 'zod';
 import { BfeError } from '@bfe/core';
 import { serve } from './serve.js';
@@ -21,41 +21,53 @@ const argsSchema = z.strictObject({
   /** onnxruntime intra-op threads per session; 0: onnxruntime's choice (every core). */
   threads: z.coerce.number().int().min(0).max(256).default(1),
   /** Encoder worker threads; 0: encode on the event loop's thread. */
-  'encode-workers': z.coerce.number().int().min(0).max(64).default(1),
+  encodeWorkers: z.coerce.number().int().min(0).max(64).default(1),
   /** Resident-kernel worker threads; 0: resident kernels on the event loop's thread. */
-  'kernel-workers': z.coerce.number().int().min(0).max(64).default(1),
+  kernelWorkers: z.coerce.number().int().min(0).max(64).default(1),
 });
+
+/**
+ * The `bfe serve` command line, parsed by commander as every other `bfe` subcommand is:
+ * `--help` prints the options and exits 0; an unknown option or a stray argument is an error.
+ */
+export function serveProgram(): Command {
+  return new Command('bfe serve')
+    .description('serve a memory store over HTTP')
+    .option('--store <dir>', 'the store directory (created when missing)')
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--port <n>', 'port to listen on; 0: a free port', '8080')
+    .option('--keys <file>', 'API keys and their banks (without it: loopback requests only)')
+    .option('--model <name>', 'the encoder of a new store (default all-minilm-l6-v2)')
+    .option('--index <url>', 'token index in Milvus: milvus://HOST:PORT or https://HOST:PORT')
+    .option('--threads <n>', 'onnxruntime intra-op threads per session; 0: every core', '1')
+    .option('--encode-workers <n>', 'encoder worker threads; 0: on the event loop', '1')
+    .option('--kernel-workers <n>', 'resident-kernel worker threads; 0: on the event loop', '1')
+    .allowExcessArguments(false)
+    .exitOverride();
+}
 
 /**
  * `bfe serve`: opens the store, listens, prints exactly one line `listening on http://HOST:PORT`
  * on stdout once ready (the access note and errors go to stderr), and on SIGTERM or SIGINT
  * stops gracefully (in-flight requests finish, the store is flushed and its lock released)
- * and exits 0. Returns the exit code: 0, 1 (internal error) or 2 (bad arguments or config).
+ * and exits 0. Returns the exit code: 0 (also after `--help`), 1 (internal error) or 2 (bad
+ * arguments or config).
  */
 export async function runServeCli(argv: readonly string[]): Promise<number> {
   let args: z.output<typeof argsSchema>;
   try {
-    const { values } = parseArgs({
-      args: [...argv],
-      options: {
-        store: { type: 'string' },
-        host: { type: 'string' },
-        port: { type: 'string' },
-        keys: { type: 'string' },
-        model: { type: 'string' },
-        index: { type: 'string' },
-        threads: { type: 'string' },
-        'encode-workers': { type: 'string' },
-        'kernel-workers': { type: 'string' },
-      },
-      strict: true,
-      allowPositionals: false,
+    const program = serveProgram().configureOutput({
+      writeErr: () => {},
+      writeOut: (text) => process.stdout.write(text),
     });
-    const parsed = argsSchema.safeParse(values);
+    program.parse([...argv], { from: 'user' });
+    const parsed = argsSchema.safeParse(program.opts());
     if (!parsed.success) throw new Error(z.prettifyError(parsed.error));
     args = parsed.data;
   } catch (error) {
-    process.stderr.write(`bfe serve: ${(error as Error).message}\n${USAGE}\n`);
+    if (error instanceof CommanderError && error.exitCode === 0) return 0;
+    const message = (error as Error).message.replace(/^error: /, '');
+    process.stderr.write(`bfe serve: ${message}\n${USAGE}\n`);
     return 2;
   }
   let server;
@@ -78,8 +90,8 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
             }),
         ...(args.threads === 0 ? {} : { threads: args.threads }),
       },
-      encodeWorkers: args['encode-workers'],
-      kernelWorkers: args['kernel-workers'],
+      encodeWorkers: args.encodeWorkers,
+      kernelWorkers: args.kernelWorkers,
       logger: { level: 'warn', stream: process.stderr },
     });
   } catch (error) {

@@ -14,6 +14,15 @@ describe('bfe program', () => {
     expect(await main(['node', 'bfe', 'nope'])).toBe(2);
     expect(err).toHaveBeenCalled();
   });
+
+  it('exits 2 on an unknown command even with --help (not the top-level help and 0)', async () => {
+    const err = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    const out = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    expect(await main(['node', 'bfe', 'nope', '--help'])).toBe(2);
+    expect(err.mock.calls.map(([text]) => String(text)).join('')).toMatch(/unknown command 'nope'/);
+    expect(out).not.toHaveBeenCalled();
+    expect(await main(['node', 'bfe', '--debug', 'nope'])).toBe(2);
+  });
 });
 
 describe('handleError', () => {

@@ -6,6 +6,7 @@ import { dataListCommand } from '../commands/data-list.js';
 import { dataSplitCommand } from '../commands/data-split.js';
 import { encodeCommand } from '../commands/encode.js';
 import { evalCommand } from '../commands/eval.js';
+import { explainCommand } from '../commands/explain.js';
 import { modelFetchCommand } from '../commands/model-fetch.js';
 import { runCommand } from '../commands/run.js';
 import { scoreCommand } from '../commands/score.js';
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
   program.addCommand(runCommand());
   program.addCommand(scoreCommand());
   program.addCommand(evalCommand());
+  program.addCommand(explainCommand());
   program.command('model').description('sentence encoders: fetch').addCommand(modelFetchCommand());
   program.addCommand(cacheCommand());
   program.addCommand(serveCommand());
@@ -37,10 +39,29 @@ export function buildProgram(): Command {
 /** Runs the CLI and returns the process exit code (0 ok, 1 internal error, 2 user error). */
 export async function main(argv: readonly string[]): Promise<number> {
   try {
-    await buildProgram().parseAsync([...argv]);
+    const program = buildProgram();
+    const unknown = unknownCommand(program, argv.slice(2));
+    if (unknown !== undefined) {
+      process.stderr.write(`bfe: unknown command '${unknown}'\n`);
+      program.outputHelp({ error: true });
+      return 2;
+    }
+    await program.parseAsync([...argv]);
     return 0;
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
     return handleError(error, { debug: debugRequested(argv, process.env) });
   }
+}
+
+/**
+ * The first argument when it names no subcommand (commander would print the top-level help and
+ * exit 0 for `bfe nosuch --help`): an unknown subcommand is an error whatever follows it.
+ */
+function unknownCommand(program: Command, args: readonly string[]): string | undefined {
+  const first = args.find((a) => !a.startsWith('-'));
+  if (first === undefined) return undefined;
+  const known = new Set(program.commands.flatMap((c) => [c.name(), ...c.aliases()]));
+  known.add('help');
+  return known.has(first) ? undefined : first;
 }

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -13,6 +14,34 @@ function bfe(args: string[]) {
     cwd: repoRoot,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+}
+
+/** The workspace's `bfe` executable, as `npx bfe` or a supervisor runs it: no pnpm in between. */
+const executable = fileURLToPath(new URL('../../../../node_modules/.bin/bfe', import.meta.url));
+
+/** Live processes whose parent is `pid` (from /proc). */
+function childrenOf(pid: number): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .flatMap((name) => {
+      try {
+        const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+        // pid (comm) state ppid …: comm may hold spaces, so read after its closing parenthesis.
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        return ppid === pid ? [Number(name)] : [];
+      } catch {
+        return [];
+      }
+    });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 const exited = (child: ReturnType<typeof bfe>) =>
@@ -70,5 +99,39 @@ describe('bfe serve', () => {
     expect(await exited(child)).toBe(2);
     expect(stderr).toMatch(/--store DIR is required/);
     expect(stderr).toMatch(/usage: bfe serve/);
+  });
+
+  it('answers --help with its options and exit 0, like every subcommand', async () => {
+    const child = bfe(['serve', '--help']);
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    expect(await exited(child)).toBe(0);
+    expect(stdout).toMatch(/Usage: bfe serve/);
+    expect(stdout).toMatch(/--store <dir>/);
+  });
+
+  it('runs as node_modules/.bin/bfe in its own session; SIGTERM to it leaves no process behind', async () => {
+    const dir = tmpDir();
+    const child = spawn(executable, ['serve', '--store', dir, '--port', '0'], {
+      cwd: repoRoot,
+      detached: true, // setsid: a supervisor's process group of its own
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exit = exited(child);
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const first = await new Promise<string>((resolve, reject) => {
+      createInterface({ input: child.stdout }).once('line', resolve);
+      child.once('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)));
+    });
+    expect(first).toMatch(/^listening on /);
+    // The started process is node itself (the shell shim execs it), and its one child the server.
+    expect(readFileSync(`/proc/${child.pid}/cmdline`, 'utf8')).toMatch(/bfe\.mjs/);
+    const servers = childrenOf(child.pid!);
+    expect(servers).toHaveLength(1);
+    process.kill(child.pid!, 'SIGTERM');
+    expect(await exit).toBe(0);
+    expect(alive(servers[0]!)).toBe(false);
+    expect(stderr).toMatch(/SIGTERM: finishing in-flight requests/);
   });
 });
