@@ -135,6 +135,8 @@ describe('tokenInterventions, a hand-computed bank', () => {
     expect(a.tokens[0]!.excess).toBeCloseTo((0.8 - 0.6) / 3, 6);
     expect(a.tokens[1]!.excess).toBe(0);
     expect(a.byExcess).toEqual([0, 1, 2]);
+    // a's e1 match is bank token 0; floored tokens name none.
+    expect(a.tokens.map((t) => t.bankToken)).toEqual([0, -1, -1]);
     // b's e1 proposal equals the floor exactly: floored, no excess.
     const b = tokenInterventions({ scores, matching: 'tail', alpha: 0.5, ties }, 1, []);
     expect(b.tokens.map((t) => t.excess > 0)).toEqual([false, false, true]);

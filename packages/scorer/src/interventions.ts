@@ -29,6 +29,8 @@ export interface TokenExcess {
   readonly queryToken: number;
   /** The memory's best similarity among the token's top-k proposals; NaN when floored. */
   readonly similarity: number;
+  /** That proposal's token (a row of the memory token store, for its text); -1 when floored. */
+  readonly bankToken: number;
   /** The floor the score used: `t_i` (`'tail'`) or 0 (`'zero'`). */
   readonly floor: number;
   /** No proposal of the memory reached above the floor: the memory got `t_i`, excess 0. */
@@ -192,6 +194,7 @@ function tokenExcesses(
     out.push({
       queryToken: i,
       similarity: floored ? Number.NaN : s,
+      bankToken: floored ? -1 : hits.tokens[i * k + h]!,
       floor: t,
       floored,
       excess: floored ? 0 : (s - t) / nq,
