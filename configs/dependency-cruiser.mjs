@@ -15,7 +15,7 @@ const ALLOWED = {
   // The Milvus backend of TokenIndex: its own room, so the gRPC SDK stays out of packages/index.
   'index-milvus': ['core', 'index'],
   scorer: ['core', 'index'],
-  adapter: ['core'],
+  adapter: ['core', 'index'],
   eval: ['core'],
   store: ['core', 'models', 'encoder', 'index', 'index-milvus', 'scorer', 'adapter'],
   // The one home of the search backends (a store in process, or bfe serve over HTTP) that both

@@ -11,6 +11,7 @@
  * from one thread only in the float64 summation order.
  */
 import type { Worker } from 'node:worker_threads';
+import { kernelGraph, type KernelGraph } from './kernel-graph.js';
 import type { AdapterGradients, TokenSegments } from './loss.js';
 import type { AdapterParams } from './model.js';
 import type { TrainKernel } from './options.js';
@@ -36,6 +37,8 @@ export interface PoolSetup {
   readonly temperature: number;
   /** What computes MaxSim (`TRAIN_KERNELS`). */
   readonly kernel: TrainKernel;
+  /** The onnxruntime kernel's graph and session options; undefined for the `js` kernel. */
+  readonly graph: KernelGraph | undefined;
   /** Distinct candidate sets: token states `[N × dim]` (shared memory) and offsets `[M + 1]`. */
   readonly sets: readonly {
     readonly tokenVectors: Float32Array;
@@ -53,7 +56,10 @@ export interface PoolSetup {
 }
 
 /** What a worker starts with (`workerData`); the rest of its {@link PoolSetup} follows as its first message. */
-export type PoolBoot = Pick<PoolSetup, 'worker' | 'dim' | 'rank' | 'temperature' | 'kernel'>;
+export type PoolBoot = Pick<
+  PoolSetup,
+  'worker' | 'dim' | 'rank' | 'temperature' | 'kernel' | 'graph'
+>;
 
 /** A worker's first message: its token states and queries (shared memory is not copied). */
 export type PoolData = Omit<PoolSetup, keyof PoolBoot>;
@@ -152,9 +158,10 @@ export class LossPool {
     pool.#dim = dim;
     pool.#steps = kernel !== 'js';
     const slots = pool.#slots;
+    const graph = kernel === 'js' ? undefined : kernelGraph(dim);
     try {
       for (let w = 0; w < workers; w++) {
-        slots.push(pool.#spawn({ dim, rank, temperature, kernel, worker: w }, w));
+        slots.push(pool.#spawn({ dim, rank, temperature, kernel, graph, worker: w }, w));
       }
       const ready = Promise.all(slots.map((slot, w) => pool.#wait(slot, w)));
       ready.catch(() => undefined); // awaited below, unless sharing fails first

@@ -24,6 +24,7 @@ import {
   initAdapterParams,
 } from './model.js';
 import { lossSumOrt } from './loss-ort.js';
+import { kernelGraph } from './kernel-graph.js';
 import { OrtMaxSim, type ExactKernel } from './ort-maxsim.js';
 import { Prng } from './prng.js';
 import { relativeError } from './testing/reference.js';
@@ -404,7 +405,8 @@ describe.each<ExactKernel>(['wasm', 'js'])(
   (exact) => {
     const kernels = new Map<number, Promise<OrtMaxSim>>();
     const kernel = (dim: number): Promise<OrtMaxSim> => {
-      if (!kernels.has(dim)) kernels.set(dim, OrtMaxSim.create(dim, undefined, 1, exact));
+      if (!kernels.has(dim))
+        kernels.set(dim, OrtMaxSim.create(kernelGraph(dim), dim, undefined, exact));
       return kernels.get(dim)!;
     };
     afterAll(async () => {
@@ -438,7 +440,7 @@ describe.each<ExactKernel>(['wasm', 'js'])(
       const query = Float64Array.from(q!.tokens);
       const reference = maxSim(query, 7, dim, q!.candidates);
       for (const threads of [1, 2, 3]) {
-        const kernel = await OrtMaxSim.create(dim, undefined, threads, exact);
+        const kernel = await OrtMaxSim.create(kernelGraph(dim, threads), dim, undefined, exact);
         try {
           expect(await kernel.maxSim(query, 7, q!.candidates)).toEqual(reference);
         } finally {
@@ -450,7 +452,7 @@ describe.each<ExactKernel>(['wasm', 'js'])(
     it('keeps its set cache within budget, least recently used out, results unchanged', async () => {
       const sets = [problem(401, 24, 4), problem(402, 24, 4), problem(403, 24, 4)];
       const bytes = sets[0]!.tokens * 24 * 4;
-      const small = await OrtMaxSim.create(24, 2 * bytes, 1, exact);
+      const small = await OrtMaxSim.create(kernelGraph(24), 24, 2 * bytes, exact);
       try {
         for (const p of [...sets, sets[0]!, sets[2]!, sets[1]!]) {
           const got = await small.maxSim(p.query, p.rows, p.segments);

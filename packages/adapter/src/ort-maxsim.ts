@@ -16,7 +16,7 @@ import type * as OrtModule from 'onnxruntime-node';
 import type { InferenceSession, Tensor } from 'onnxruntime-node';
 import { finishMaxSimScores, type MaxSimResult, type TokenSegments, emptyMaxSim } from './loss.js';
 import { maxSimFromSimilarities, maxTokenNorm, rowSlack } from './maxsim-exact.js';
-import { similarityGraph } from './sim-graph.js';
+import type { KernelGraph } from './kernel-graph.js';
 import { ORT_SLICE_BYTES, memorySlices, type MemorySlice } from './slices.js';
 import { wasmMaxTokenNorm } from './wasm-forward.js';
 import { WasmKernel, type ExactItem, type FusedSum } from './wasm-kernel.js';
@@ -80,29 +80,23 @@ export class OrtMaxSim {
   }
 
   /**
-   * Loads onnxruntime-node (only now: the JavaScript kernel never loads it) and the graph;
-   * `cacheBytes` bounds the private copies of candidate sets; `threads` is onnxruntime's
-   * intra-op thread count (1 in training: the workers are the parallelism; the result does not
-   * depend on it); `exact` where the float64 maxima run (and MaxSim's backward: fused into them
+   * Loads onnxruntime-node (only now: the JavaScript kernel never loads it) and `graph`
+   * (`kernelGraph(dim, threads)`: the graph and its session options, intra-op threads
+   * included); `cacheBytes` bounds the private copies of candidate sets; `exact` where the
+   * float64 maxima run (and MaxSim's backward: fused into them
    * in WebAssembly, apart and bit for bit in JavaScript; `loss-ort.ts`);
    * `sliceBytes` the tokens per MatMul slice with exact `'wasm'` ({@link memorySlices}; the
    * result does not depend on it).
    */
   static async create(
+    graph: KernelGraph,
     dim: number,
     cacheBytes = ORT_SET_CACHE_BYTES,
-    threads = 1,
     exact: ExactKernel = 'wasm',
     sliceBytes = ORT_SLICE_BYTES,
   ): Promise<OrtMaxSim> {
     const ort = await import('onnxruntime-node');
-    const session = await ort.InferenceSession.create(similarityGraph(dim), {
-      executionProviders: ['cpu'],
-      graphOptimizationLevel: 'all',
-      intraOpNumThreads: threads,
-      interOpNumThreads: 1,
-      executionMode: 'sequential',
-    });
+    const session = await ort.InferenceSession.create(graph.bytes, graph.options);
     return new OrtMaxSim(ort, session, dim, cacheBytes, exact, sliceBytes);
   }
 

@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { maxSim, queryLoss } from './loss.js';
 import { lossSumOrt } from './loss-ort.js';
 import { initAdapterParams } from './model.js';
+import { kernelGraph } from './kernel-graph.js';
 import { OrtMaxSim } from './ort-maxsim.js';
 import { memorySlices } from './slices.js';
 import { relativeError } from './testing/reference.js';
@@ -65,7 +66,7 @@ describe('OrtMaxSim cut into MatMul slices', () => {
       const bytes = tokens * dim * 4;
       const count = memorySlices(memoryOffsets, memoryOffsets[30]!, dim, bytes).length;
       expect(count).toBe(tokens === 1 ? 30 : tokens === 10 ? 24 : 1);
-      const kernel = await OrtMaxSim.create(dim, undefined, 1, 'wasm', bytes);
+      const kernel = await OrtMaxSim.create(kernelGraph(dim), dim, undefined, 'wasm', bytes);
       kernels.push(kernel);
       for (const q of queries.slice(0, 3)) {
         const query = Float64Array.from(q.tokens);

@@ -28,13 +28,15 @@ const faultRequest = fault !== null && Number(fault[1]) === boot.worker ? Number
 const faultInItem = fault?.[3] !== undefined;
 if (faultRequest === 0) throw new Error('injected fault at start (BFE_FAULT_ADAPTER_WORKER)');
 let requests = 0;
+if (boot.kernel !== 'js' && boot.graph === undefined)
+  throw new Error(`training worker ${boot.worker}: the ${boot.kernel} kernel needs its graph`);
 const kernel =
-  boot.kernel === 'js'
+  boot.kernel === 'js' || boot.graph === undefined
     ? undefined
     : await OrtMaxSim.create(
+        boot.graph,
         dim,
         ORT_SET_CACHE_BYTES,
-        1,
         boot.kernel === 'onnxruntime' ? 'wasm' : 'js',
       );
 

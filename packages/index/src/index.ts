@@ -29,7 +29,15 @@ export type { ChunkTopK, SimilarityKernel } from './kernel.js';
 export { JsSimilarityKernel } from './js-kernel.js';
 export { OrtSimilarityKernel } from './ort-kernel.js';
 export type { ExecutionProvider, OrtKernelOptions } from './ort-kernel.js';
-export { GRAPH_NAMES, MAX_RESIDENT_BANK_BYTES, similarityGraph } from './onnx-graph.js';
+export {
+  GRAPH_NAMES,
+  MAX_RESIDENT_BANK_BYTES,
+  TOKEN_GRAPH_NAMES,
+  similarityGraph,
+  tokenSimilarityGraph,
+} from './onnx-graph.js';
+export { graphSessionOptions } from './graph-session.js';
+export type { GraphSessionSettings } from './graph-session.js';
 export type { SimilarityGraphSpec } from './onnx-graph.js';
 export { CODEC_GRAPH_NAMES, codecSimilarityGraph } from './codec-graph.js';
 export type { CodecGraphSpec, CodeElement } from './codec-graph.js';

@@ -260,3 +260,25 @@ export function similarityGraph(spec: SimilarityGraphSpec): Uint8Array {
     { name: 'bfe_similarity', node, initializer, input, output },
   );
 }
+
+/** Input and output names of {@link tokenSimilarityGraph}. */
+export const TOKEN_GRAPH_NAMES = { memory: 'memory', queryT: 'queryT', scores: 'scores' } as const;
+
+/**
+ * `ModelProto` bytes of `scores [tokens, rows] = MatMul(memory [tokens, dim], queryT [dim,
+ * rows])`: every candidate token's similarity with every query row, token-major — the query
+ * adapter's training kernel (`@bfe/adapter`'s `OrtMaxSim`), whose exact float64 maxima read
+ * the scores column by column.
+ * @example
+ * const bytes = tokenSimilarityGraph(384); // await ort.InferenceSession.create(bytes)
+ */
+export function tokenSimilarityGraph(dim: number): Uint8Array {
+  if (!Number.isInteger(dim) || dim <= 0) throw new Error(`tokenSimilarityGraph: bad dim ${dim}`);
+  const n = TOKEN_GRAPH_NAMES;
+  return encodeModel(17, `adapter MaxSim similarities, float32, dim ${dim}`, {
+    name: 'adapter_similarity',
+    node: [{ input: [n.memory, n.queryT], output: [n.scores], name: 'sim', opType: 'MatMul' }],
+    input: [valueInfo(n.memory, FLOAT, ['tokens', dim]), valueInfo(n.queryT, FLOAT, [dim, 'rows'])],
+    output: [valueInfo(n.scores, FLOAT, ['tokens', 'rows'])],
+  });
+}

@@ -1,5 +1,6 @@
 import * as ort from 'onnxruntime-node';
 import { codecSimilarityGraph, CODEC_GRAPH_NAMES, type CodeElement } from './codec-graph.js';
+import { graphSessionOptions } from './graph-session.js';
 import { GRAPH_NAMES, similarityGraph, type SimilarityGraphSpec } from './onnx-graph.js';
 import {
   NonFiniteScoresError,
@@ -286,12 +287,14 @@ export class OrtSimilarityKernel implements SimilarityKernel {
 
   #createFromBytes(graph: Uint8Array): Promise<ort.InferenceSession> {
     const { threads, spin } = this.#options;
-    return ort.InferenceSession.create(graph, {
-      executionProviders: [this.executionProvider],
-      graphOptimizationLevel: 'all',
-      ...(threads === undefined ? {} : { intraOpNumThreads: threads }),
-      ...(spin === false ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
-    });
+    return ort.InferenceSession.create(
+      graph,
+      graphSessionOptions({
+        executionProvider: this.executionProvider,
+        ...(threads === undefined ? {} : { threads }),
+        ...(spin === undefined ? {} : { spin }),
+      }),
+    );
   }
 }
 
