@@ -15,7 +15,7 @@ export type {
   MemoryEvidence,
   TokenEvidence,
 } from './evidence.js';
-export { tokenInterventions, topExcessRemovals } from './interventions.js';
+export { namedTokenRemovals, tokenInterventions, topExcessRemovals } from './interventions.js';
 export type {
   CandidateInterventions,
   InterventionInput,

@@ -2,7 +2,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { tieOrder } from '@bfe/index';
 import { randomBank, rng } from '@bfe/index/testing';
 import { rankCandidates } from './fusion.js';
-import { tokenInterventions, topExcessRemovals } from './interventions.js';
+import { ConfigError } from '@bfe/core';
+import { namedTokenRemovals, tokenInterventions, topExcessRemovals } from './interventions.js';
 import { SparseScorer } from './scorer.js';
 import type { TokenBank } from './validate.js';
 
@@ -319,5 +320,19 @@ describe('tokenInterventions on random banks', () => {
     expect(() =>
       tokenInterventions({ scores: kept!, matching: 'tail', alpha: 0.5, ties }, 0, [[99]]),
     ).toThrow(/query token 99/);
+  });
+});
+
+describe('namedTokenRemovals', () => {
+  it('resolves names by text (every occurrence) or position and refuses unknown ones', () => {
+    expect(namedTokenRemovals(['DID', '#2'], ['when', '##did', 'did'])).toEqual([
+      { label: "'DID'", tokens: [1, 2] },
+      { label: 'did (#2)', tokens: [2] },
+    ]);
+    expect(namedTokenRemovals(['hello'], ['▁Hello', 'world'])).toEqual([
+      { label: "'hello'", tokens: [0] },
+    ]);
+    expect(() => namedTokenRemovals(['progress'], ['when', 'did'])).toThrow(ConfigError);
+    expect(() => namedTokenRemovals(['#2'], ['when', 'did'])).toThrow(/2 content tokens/);
   });
 });

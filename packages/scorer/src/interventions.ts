@@ -1,3 +1,4 @@
+import { ConfigError } from '@bfe/core';
 import type { TieOrder } from '@bfe/index';
 import { standardization } from './fusion.js';
 import type { QueryScores } from './scorer.js';
@@ -212,4 +213,46 @@ function tokenExcesses(
  */
 export function topExcessRemovals(byExcess: readonly number[], ns: readonly number[]): number[][] {
   return ns.map((n) => byExcess.slice(0, Math.min(n, byExcess.length)));
+}
+
+/** A token piece as {@link namedTokenRemovals} compares it: lower case, without `##` or `▁`. */
+function plainPiece(piece: string): string {
+  return piece.replace(/^##/, '').replace(/^▁/, '').toLowerCase();
+}
+
+/**
+ * The query token positions each name picks, for the paper's single-token removals: a
+ * token's text (every query token with that piece, case-insensitive, WordPiece's `##` and
+ * SentencePiece's `▁` ignored) or `#i` (the i-th query content token, from 0).
+ *
+ * @throws ConfigError for a name no query token has (listing the query's tokens) or an index
+ *   out of range.
+ * @example
+ * namedTokenRemovals(['progress', '#0'], ['how', 'is', 'progress', '?']);
+ * // [{ label: "'progress'", tokens: [2] }, { label: 'how (#0)', tokens: [0] }]
+ */
+export function namedTokenRemovals(
+  names: readonly string[],
+  pieces: readonly string[],
+): { label: string; tokens: number[] }[] {
+  return names.map((name) => {
+    const index = /^#(\d+)$/.exec(name);
+    if (index !== null) {
+      const i = Number(index[1]);
+      if (i >= pieces.length) {
+        throw new ConfigError(
+          `token ${name}: the query has ${pieces.length} content tokens (#0…#${pieces.length - 1})`,
+        );
+      }
+      return { label: `${pieces[i]} (#${i})`, tokens: [i] };
+    }
+    const want = plainPiece(name);
+    const tokens = pieces.flatMap((p, i) => (plainPiece(p) === want ? [i] : []));
+    if (tokens.length === 0) {
+      throw new ConfigError(
+        `token '${name}': no query token has this text; the query's tokens: ${pieces.join(' ')}`,
+      );
+    }
+    return { label: `'${name}'`, tokens };
+  });
 }

@@ -1,5 +1,6 @@
 import { ConfigError, type Benchmark, type Query, type RelevanceLabels } from '@bfe/core';
 import {
+  namedTokenRemovals,
   rankCandidates,
   summarizeInterventions,
   tieOrder,
@@ -154,42 +155,6 @@ export interface ExplainQueryOptions {
   readonly tokenText: (id: number) => string | undefined;
 }
 
-/** A token piece as `--remove-token` compares it: lower case, without WordPiece's `##`. */
-function plainPiece(piece: string | undefined): string {
-  return (piece ?? '').replace(/^##/, '').replace(/^▁/, '').toLowerCase();
-}
-
-/**
- * The query token positions each `--remove-token` names.
- *
- * @throws ConfigError for a name no query token has, listing the query's tokens.
- */
-export function resolveTokenRemovals(
-  specs: readonly string[],
-  pieces: readonly string[],
-): { label: string; tokens: number[] }[] {
-  return specs.map((spec) => {
-    const index = /^#(\d+)$/.exec(spec);
-    if (index !== null) {
-      const i = Number(index[1]);
-      if (i >= pieces.length) {
-        throw new ConfigError(
-          `--remove-token ${spec}: the query has ${pieces.length} content tokens (#0…#${pieces.length - 1})`,
-        );
-      }
-      return { label: `${pieces[i]} (#${i})`, tokens: [i] };
-    }
-    const want = plainPiece(spec);
-    const tokens = pieces.flatMap((p, i) => (plainPiece(p) === want ? [i] : []));
-    if (tokens.length === 0) {
-      throw new ConfigError(
-        `--remove-token ${spec}: no query token is '${spec}'; the query's tokens: ${pieces.join(' ')}`,
-      );
-    }
-    return { label: `'${spec}'`, tokens };
-  });
-}
-
 /** {@link explainQuery}'s result. */
 export interface QueryExplanation {
   readonly query: Query;
@@ -246,7 +211,7 @@ export async function explainQuery(
     const first = q.intervene(g, []);
     const ns = Array.from({ length: options.removeTop }, (_, i) => i + 1);
     const pieces = Array.from(queryTokenIds, (id) => options.tokenText(id) ?? `[${id}]`);
-    const named = resolveTokenRemovals(options.removeTokens ?? [], pieces);
+    const named = namedTokenRemovals(options.removeTokens ?? [], pieces);
     const removals = [...topExcessRemovals(first.byExcess, ns), ...named.map((n) => n.tokens)];
     const interventions = q.intervene(g, removals);
     out = {
