@@ -20,7 +20,20 @@ export { MANIFEST_FILE, manifestSchema } from './manifest.js';
 export type { Manifest } from './manifest.js';
 export type { CompactionReport } from './compaction.js';
 export { encodedTexts } from './encode.js';
-export { SEARCH_SYSTEMS, parseSearchOptions, searchOptionsSchema, searchView } from './search.js';
+export {
+  SEARCH_SYSTEMS,
+  parseSearchOptions,
+  searchOptionsSchema,
+  searchView,
+  searchViewWithInterventions,
+} from './search.js';
+export { interventionsOptionSchema, searchInterventions } from './search-interventions.js';
+export type {
+  InterventionRemoval,
+  InterventionToken,
+  InterventionsOption,
+  SearchInterventions,
+} from './search-interventions.js';
 export type {
   BestsIndex,
   EvidenceToken,

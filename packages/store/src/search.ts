@@ -12,17 +12,21 @@ import {
   SYSTEMS,
   explainCandidates,
   groupByCandidates,
-  missingBests,
   parseScoreOptions,
   rankCandidates,
-  type DiagnosticBests,
   type EvidenceMatching,
   type MemoryEvidence,
-  type QueryScores,
   type SparseScorer,
   type SystemName,
   type TokenEvidence,
 } from '@bfe/scorer';
+import { remoteBests } from './search-bests.js';
+import {
+  candidateRank,
+  interventionsOptionSchema,
+  searchInterventions,
+  type SearchInterventions,
+} from './search-interventions.js';
 import type { BankView, EncodedTexts, MemoryMeta } from './types.js';
 
 /** The systems a search ranks with: the experiment's training-free token systems (METHOD.md §6). */
@@ -44,14 +48,7 @@ export type TokenIndexFactory = (
   kernel: SimilarityKernel,
 ) => TokenIndex | Promise<TokenIndex>;
 
-/**
- * A token index that can also compute the evidence's diagnostic bests where its bank lives
- * (`missingBests` quadruples; `residentIndexFactory` over `residentKernelPool`): they then leave
- * the caller's thread. Undefined back: the caller computes them.
- */
-export interface BestsIndex extends TokenIndex {
-  bests(queries: Float32Array, quads: Int32Array): Promise<DiagnosticBests | undefined>;
-}
+export type { BestsIndex } from './search-bests.js';
 
 /** How each system's score is explained: its token-level score and whether it fuses. */
 const MATCHING: Readonly<Record<SearchSystem, { matching: EvidenceMatching; fused: boolean }>> = {
@@ -101,10 +98,16 @@ export const searchOptionsSchema = z
     tokenText: z.custom<(id: number) => string>(isFunction, 'a function').optional(),
     /** Token index for large banks; default: the exact search over the view's tokens. */
     index: z.custom<TokenIndexFactory>(isFunction, 'a function').optional(),
+    /** Token interventions on one memory (Appendix D): see `searchViewWithInterventions`. */
+    interventions: interventionsOptionSchema.optional(),
   })
   .refine((o) => o.adapter === undefined || ADAPTABLE.has(o.system), {
     message: `an adapter changes only the sparse systems: ${[...ADAPTABLE].join(', ')}`,
     path: ['adapter'],
+  })
+  .refine((o) => o.interventions === undefined || ADAPTABLE.has(o.system), {
+    message: `interventions edit the sparse systems' scores: ${[...ADAPTABLE].join(', ')}`,
+    path: ['interventions'],
   });
 
 /** Search settings as a caller writes them. */
@@ -205,11 +208,27 @@ export async function searchView(
   options: SearchOptions,
   scorer: SparseScorer,
 ): Promise<SearchResult[]> {
+  return (await searchViewWithInterventions(view, query, options, scorer)).results;
+}
+
+/**
+ * {@link searchView} and, with `options.interventions`, the token interventions on one memory
+ * from the same scorer pass (`searchInterventions`).
+ */
+export async function searchViewWithInterventions(
+  view: BankView,
+  query: EncodedTexts,
+  options: SearchOptions,
+  scorer: SparseScorer,
+): Promise<{ results: SearchResult[]; interventions?: SearchInterventions }> {
   const opts = parseSearchOptions(options);
   if (query.count !== 1) {
     throw new ScorerInputError('bad-query-rows', `a search takes one query, got ${query.count}`);
   }
-  if (view.ids.length === 0) return [];
+  if (view.ids.length === 0) {
+    if (opts.interventions !== undefined) throw new ConfigError('interventions: the bank is empty');
+    return { results: [] };
+  }
   const { dim } = view;
   const nq = query.tokenOffsets[1]! - query.tokenOffsets[0]!;
   const queryTokens =
@@ -246,7 +265,7 @@ export async function searchView(
       alpha: opts.alpha,
       maxsim: MATCHING[opts.system].matching === 'maxsim',
       clampK: true,
-      keepHits: opts.explain,
+      keepHits: opts.explain || opts.interventions !== undefined,
     },
   );
   const s = scores!;
@@ -278,7 +297,14 @@ export async function searchView(
         top,
       )
     : undefined;
-  return top.map((g, i) => {
+  const interventions =
+    opts.interventions &&
+    searchInterventions(
+      { scores: s, matching: matching === 'zero' ? 'zero' : 'tail', ties, view, query },
+      { alpha: opts.system === 'no-fusion' ? 0 : opts.alpha, order: ranked.order },
+      opts,
+    );
+  const results = top.map((g, i) => {
     const row = s.candidates[g]!;
     const e = evidence?.[i];
     return {
@@ -286,60 +312,14 @@ export async function searchView(
       rank: i + 1,
       score: values[g]!,
       pooled: s.systems.pooled[g]!,
-      pooledRank: pooledRankOf(g, s.candidates, s.systems.pooled, ties),
+      pooledRank: candidateRank(g, s.candidates, s.systems.pooled, ties),
       sparse: tokenLevel[g]!,
       text: view.texts[row]!,
       meta: view.metas[row],
       ...(e === undefined ? {} : { evidence: withPieces(e, opts, view, query) }),
     };
   });
-}
-
-/** The diagnostic bests the evidence needs, from an index that computes them where it lives. */
-async function remoteBests(
-  index: TokenIndex | undefined,
-  scores: QueryScores,
-  memories: { readonly tokenOffsets: ArrayLike<number> },
-  queryTokens: Float32Array,
-  top: readonly number[],
-): Promise<DiagnosticBests | undefined> {
-  const remote = (index as Partial<BestsIndex> | undefined)?.bests;
-  if (remote === undefined) return undefined;
-  const quads = missingBests(scores, memories, top);
-  if (quads.length === 0) return undefined;
-  const got = await remote.call(index, queryTokens, quads);
-  if (got === undefined) return undefined;
-  const slots = top.length * scores.nQueryTokens;
-  const token = new Int32Array(slots).fill(-1);
-  const similarity = new Float64Array(slots);
-  for (let q = 0; 4 * q < quads.length; q++) {
-    token[quads[4 * q]!] = got.token[q]!;
-    similarity[quads[4 * q]!] = got.similarity[q]!;
-  }
-  return { token, similarity };
-}
-
-/**
- * Candidate `g`'s place in `rankCandidates(candidates, pooled, ties)` without sorting the bank:
- * one pass counting the candidates that rank above it (a higher pooled score, or an equal one
- * earlier in the tie order).
- */
-function pooledRankOf(
-  g: number,
-  candidates: Int32Array,
-  pooled: Float64Array,
-  ties: TieOrder,
-): number {
-  const rank = ties.rank;
-  const mine = pooled[g]!;
-  const mineTie = rank[candidates[g]!]!;
-  const n = candidates.length;
-  let above = 0;
-  for (let i = 0; i < n; i++) {
-    const p = pooled[i]!;
-    if (p > mine || (p === mine && rank[candidates[i]!]! < mineTie)) above++;
-  }
-  return above + 1;
+  return interventions === undefined ? { results } : { results, interventions };
 }
 
 function withPieces(

@@ -17,11 +17,12 @@ import { chooseIndex } from './index-choice.js';
 import { isStoreIndexFactory } from './store-index.js';
 import type { SparseScorer } from '@bfe/scorer';
 import {
-  searchView,
+  searchViewWithInterventions,
   type SearchOptions,
   type SearchResult,
   type TokenIndexFactory,
 } from './search.js';
+import type { SearchInterventions } from './search-interventions.js';
 import { Snapshot } from './snapshot.js';
 import { storeStats, type StoreStats } from './stats.js';
 import { banksOf } from './state.js';
@@ -105,7 +106,7 @@ export class MemoryStore {
   readonly #ownsScorer: boolean;
   #closed = false;
   /** Searches under way: `close` waits for them before it disposes what they use. */
-  readonly #searches = new Set<Promise<SearchResult[]>>();
+  readonly #searches = new Set<Promise<unknown>>();
 
   private constructor(
     writer: Writer,
@@ -280,6 +281,20 @@ export class MemoryStore {
    * console.log(renderEvidence([top])); // query token → memory token, similarity, floored, share
    */
   async search(request: SearchRequest): Promise<SearchResult[]> {
+    return (await this.searchWithInterventions(request)).results;
+  }
+
+  /**
+   * {@link search}, and with `interventions` the token interventions (Appendix D) on one
+   * memory from the same scorer pass: per query token its excess over the floor, and the
+   * memory's rank after removing the top 1…n contributions and named tokens.
+   * @example
+   * const { interventions } = await store.searchWithInterventions({ bank: 'alice', query, interventions: {} });
+   * interventions?.removals[0]; // { label: 'top 1', removed: [4], rank: 3, … }
+   */
+  async searchWithInterventions(
+    request: SearchRequest,
+  ): Promise<{ results: SearchResult[]; interventions?: SearchInterventions }> {
     this.#open();
     const run = this.#search(request);
     this.#searches.add(run);
@@ -290,7 +305,9 @@ export class MemoryStore {
     }
   }
 
-  async #search(request: SearchRequest): Promise<SearchResult[]> {
+  async #search(
+    request: SearchRequest,
+  ): Promise<{ results: SearchResult[]; interventions?: SearchInterventions }> {
     const { bank, query, ...options } = request;
     const snap = this.snapshot();
     try {
@@ -298,7 +315,7 @@ export class MemoryStore {
       const view = snap.bank(bank);
       const encoded = await this.#embedder.encode([query], 'query');
       const embedder = this.#embedder;
-      return await searchView(
+      return await searchViewWithInterventions(
         view,
         encoded,
         {
