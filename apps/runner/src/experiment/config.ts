@@ -6,7 +6,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { checkCrossFit } from './crossfit-config.js';
 import { bm25ConfigSchema } from './bm25-config.js';
-import { hybridConfigSchema } from './hybrid-config.js';
+import { checkChunkedPooled, systemsConfigSchema } from './chunks-config.js';
 import { adapterFromSchema, checkAdapter } from './transfer-config.js';
 
 const seedSchema = z.int().min(0).max(0xffff_ffff);
@@ -207,10 +207,10 @@ export const experimentSchema = z.strictObject({
     })
     .optional(),
   /**
-   * Systems beyond METHOD.md §6 (bfe's extensions, METHOD.md §8). Left out: none, and every
-   * key and file of the run stays as it was.
+   * Systems beyond METHOD.md §6 (chunks-config.ts: METHOD.md §8's lexical branch, the paper's
+   * chunked-pooled control). Left out: none, and every key and file of the run stays as it was.
    */
-  systems: z.strictObject({ hybrid: hybridConfigSchema.optional() }).optional(),
+  systems: systemsConfigSchema.optional(),
   eval: z
     .strictObject({
       /**
@@ -275,6 +275,7 @@ export function parseExperiment(raw: unknown, source = 'experiment'): Experiment
   const e = parsed.data;
   checkCrossFit(raw, e, source);
   checkAdapter(raw, e, source);
+  checkChunkedPooled(e, source);
   if (e.systems?.hybrid?.grid !== undefined && e.split.policy === 'none') {
     throw new ConfigError(
       `${source}: systems.hybrid.grid selects weights on validation queries, but split.policy ` +

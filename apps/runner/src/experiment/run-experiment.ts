@@ -9,6 +9,7 @@ import { isSelectionData, type Experiment } from './config.js';
 import { abandonRunFolder, openRunFolder, publishRunFolder } from './run-folder.js';
 import { stageContext, type StageRecord } from './stage.js';
 import { runDatasetStage } from './stages/dataset.js';
+import { runChunksStages } from './stages/chunks.js';
 import { runEncodeStage } from './stages/encode.js';
 import { runIndexStage } from './stages/index.js';
 import { runScoreStage } from './stages/score.js';
@@ -95,6 +96,8 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
   const transfer = await openTransferSource(ctx, e, options.configPath, dataset);
   const encode = await runEncodeStage(ctx, e, dataset);
   const index = await runIndexStage(ctx, e, encode, dataset);
+  // `systems.chunkedPooled`: one chunks@<size> stage per size (the paper's Appendix D control).
+  const chunks = await runChunksStages(ctx, e, dataset, encode);
   // Training seeds (adapter initialisation and batch order); the split has its own seed: one
   // split shared by every training seed, or a new one per seed under `split.seed: per-seed`.
   const seeds = e.split.policy === 'none' ? [null] : e.seeds;
@@ -157,6 +160,7 @@ export async function runExperiment(options: RunExperimentOptions): Promise<RunO
       adapt,
       index,
       ...(transferredFrom === undefined ? {} : { transferredFrom }),
+      chunks,
     });
     perSeed.push({
       seed,

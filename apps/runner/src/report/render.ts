@@ -1,9 +1,8 @@
-import { formatLoadSummary } from '@bfe/core';
+import { formatLoadSummary, terminalTable } from '@bfe/core';
 import type { TopLevelSpec } from 'vega-lite';
 import { loadVegaBundles } from './bundles.js';
 import type { VegaBundles } from './bundles.js';
 import { adapterChart, deltaChart, headlineChart, kSweepChart, subtaskChart } from './charts.js';
-import { terminalTable } from '@bfe/core';
 import { crossFitFact, crossFitTable } from './crossfit.js';
 import { htmlTable, htmlText, intervalChoice, markdownTable, markdownText } from './format.js';
 import type { Table } from './format.js';
@@ -20,6 +19,7 @@ import {
   seedMeansTable,
   seedNotes,
   seedsIdentical,
+  sparseFusionHeadline,
   stageTable,
   subtaskTables,
 } from './tables.js';
@@ -153,6 +153,7 @@ function sections(input: ReportInput): Section[] {
           ? undefined
           : `Seed ${means.seeds[0]}: paired differences (subtasks averaged equally)`,
       ),
+      ...(base === 'pooled' ? sparseFusionHeadline(results, firstLabel) : []),
     ],
     charts: [
       { id: 'chart-headline', spec: headlineChart(results) },

@@ -116,6 +116,19 @@ export function headlineTable(
   return { title: choice.note === '' ? title : `${title}; ${choice.note}`, head, align, rows };
 }
 
+/**
+ * The headline against `sparse-fusion` beside the one against pooled, when the run has
+ * `chunked-pooled@N` rows (the paper's Appendix D asks whether short windows close the gap to
+ * the token method) and `results.json` compares with sparse fusion; none otherwise.
+ */
+export function sparseFusionHeadline(results: Results, label: SystemLabel): Table[] {
+  const chunked = results.systems.some((s) => s.name.startsWith('chunked-pooled@'));
+  const compared = results.systems.some((s) => s.comparisons?.['sparse-fusion'] !== undefined);
+  if (!chunked || !compared) return [];
+  const title = 'Against sparse-fusion (subtasks averaged equally)';
+  return [headlineTable(results, 'sparse-fusion', false, label, title)];
+}
+
 /** `0.4213 ± 0.0120`, or `0.4213 (every seed)` for a figure equal in every seed. */
 function meanCell(m: SeedMetric | undefined, identical: boolean): string {
   if (m === undefined) return '—';

@@ -105,13 +105,16 @@ export function buildScoreOutputs(input: ScoreOutputsInput): { results: Results;
 
 /**
  * The systems every other one is compared with: pooled; sparse fusion too when an adapter was
- * trained (the training-free fusion it starts from, METHOD.md §4) or a hybrid system is there,
- * which is also compared with BM25, the lexical branch it adds (METHOD.md §8).
+ * trained (the training-free fusion it starts from, METHOD.md §4) or a `chunked-pooled@N` row
+ * is there (the paper's Appendix D asks whether short windows close the gap to it), or a
+ * hybrid system is there, which is also compared with BM25, the lexical branch it adds
+ * (METHOD.md §8).
  */
 function comparedWith(run: ScoreRun): string[] {
   const has = (name: string): boolean => run.systems.some((s) => s.name === name);
   if (has('hybrid') || has('hybrid-selected')) {
     return ['pooled', 'sparse-fusion', ...(has('bm25') ? ['bm25'] : [])];
   }
-  return has('adapted') ? ['pooled', 'sparse-fusion'] : ['pooled'];
+  const chunked = run.systems.some((s) => s.name.startsWith('chunked-pooled@'));
+  return has('adapted') || chunked ? ['pooled', 'sparse-fusion'] : ['pooled'];
 }

@@ -9,28 +9,32 @@ import {
   SWEEP_SYSTEMS,
   BM25_DEFAULTS,
   SparseScorer,
+  chunkedPooledName,
   groupByCandidates as groupQueries,
+  rankChunkedPooled,
   rankSystems,
 } from '@bfe/scorer';
 import type { SimilarityKernel, TokenIndex } from '@bfe/index';
 import type {
   Bm25Options,
   CandidateGroup as ScorerCandidateGroup,
+  ChunkedPooledSystem,
   RankSystemsInput,
   RankingSide,
   RankingSystem,
   Rankings,
   SweepSystem,
   TieCounts,
+  WindowPools,
 } from '@bfe/scorer';
 
 /** The systems `bfe score` reports, in table order (METHOD.md §6); `@bfe/scorer`'s table. */
 export { SCORE_SYSTEMS, SWEEP_SYSTEMS };
 /**
  * A system of the table: those of {@link SCORE_SYSTEMS}, plus `adapted` and
- * `adapted-zero-floor` with an adapter.
+ * `adapted-zero-floor` with an adapter, and `chunked-pooled@N` with window pools.
  */
-export type ScoreSystem = RankingSystem;
+export type ScoreSystem = RankingSystem | ChunkedPooledSystem;
 
 /** One set of queries that rank the same candidate memories (LoCoMo: one conversation). */
 export type CandidateGroup = ScorerCandidateGroup<Query>;
@@ -154,6 +158,11 @@ export interface ScoreRunInput extends ScorerSettings {
   readonly hybrid?: RankSystemsInput['hybrid'];
   /** BM25's language and IDF (`resolveBm25Options`); default `BM25_DEFAULTS`. */
   readonly bm25?: Bm25Options;
+  /**
+   * The `chunked-pooled@<size>` systems (the paper's Appendix D control): each size's window
+   * pools, aligned with the bank's memory rows (`windowPools`), ranked after the others.
+   */
+  readonly chunkedPooled?: ReadonlyArray<{ readonly size: number; readonly pools: WindowPools }>;
   readonly onProgress?: (done: number, total: number) => void;
 }
 
@@ -325,10 +334,20 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
     ks,
     keepTop: keep,
   });
-  const systems = [...ranked.systems].map(([name, runs]) => ({
-    name,
-    evaluation: evaluateRuns(runs),
+  const chunked = (input.chunkedPooled ?? []).map(({ size, pools }) => ({
+    name: chunkedPooledName(size),
+    ...rankChunkedPooled({
+      memories: bank.memories,
+      queries: { ...bank.queries, dim: bank.dim },
+      groups,
+      pools,
+      top: keep,
+    }),
   }));
+  const systems: Array<{ name: ScoreSystem; evaluation: Evaluation }> = [
+    ...[...ranked.systems].map(([name, runs]) => ({ name, evaluation: evaluateRuns(runs) })),
+    ...chunked.map((c) => ({ name: c.name, evaluation: evaluateRuns(c.rankings) })),
+  ];
   const byName = new Map(systems.map((s) => [s.name, s.evaluation]));
   const sweep = [...input.kSweep].map((kk) => {
     const point = ranked.sweep.get(kk);
@@ -348,7 +367,10 @@ export async function runScore(input: ScoreRunInput): Promise<ScoreRun> {
   const { stats } = ranked;
   return {
     systems,
-    ties: ranked.ties,
+    ties: new Map<ScoreSystem, TieCounts>([
+      ...ranked.ties,
+      ...chunked.map((c) => [c.name, c.ties] as const),
+    ]),
     sweep,
     bm25,
     stats: {

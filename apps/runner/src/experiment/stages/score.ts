@@ -1,5 +1,11 @@
 import { ConfigError, type Split } from '@bfe/core';
-import { normalizeHybridWeights, resolveBm25Options, type HybridWeights } from '@bfe/scorer';
+import {
+  CHUNKED_POOLED_SUMMARY,
+  normalizeHybridWeights,
+  resolveBm25Options,
+  type HybridWeights,
+} from '@bfe/scorer';
+import { CHUNK_DEFINITION, windowPools } from '../../chunks/files.js';
 import type { ArtifactResult } from '../../cache/store.js';
 import {
   selectHybridWeights,
@@ -11,6 +17,7 @@ import { scoreAndWrite, splitMetaOf } from '../../score/write.js';
 import { codeVersion } from '../code-version.js';
 import { isSelectionData, type Experiment } from '../config.js';
 import type { StageContext } from '../stage.js';
+import type { ChunksStage } from './chunks.js';
 import type { DatasetStage } from './dataset.js';
 import type { EncodeStage } from './encode.js';
 import type { IndexStage } from './index.js';
@@ -28,6 +35,7 @@ export const SCORE_STAGE_FILES = [
   'experiment/stages/adapt.ts',
   'experiment/stages/adapt-record.ts',
   'experiment/stages/index.ts',
+  'chunks/files.ts',
 ];
 
 /**
@@ -50,9 +58,12 @@ export async function runScoreStage(
     readonly index?: IndexStage | undefined;
     /** `adapt` is another experiment's adapter (`adapter.from`): where it comes from. */
     readonly transferredFrom?: TransferredFrom;
+    /** The `chunks@<size>` stages of `systems.chunkedPooled`, in the order of its sizes. */
+    readonly chunks?: readonly ChunksStage[];
   },
 ): Promise<ArtifactResult> {
   const { dataset, encode, split, adapt, index, transferredFrom } = inputs;
+  const chunks = inputs.chunks ?? [];
   return ctx.run(
     `score${inputs.tag}`,
     {
@@ -72,6 +83,7 @@ export async function runScoreStage(
         ...(index === undefined ? {} : { index: index.keyConfig }),
         // Left out without the section, so the key (and every file) stays as it was.
         ...(e.systems?.hybrid === undefined ? {} : { hybrid: e.systems.hybrid }),
+        ...(chunks.length === 0 ? {} : { chunkedPooled: chunks.map((c) => c.size) }),
         // Left out unless written: a default run's key changes only with the BM25 code.
         ...(e.scorer.bm25 === undefined ? {} : { bm25: e.scorer.bm25 }),
         // The adapt key is an input; the source's names are written into results.json.
@@ -82,6 +94,7 @@ export async function runScoreStage(
         ...(split === undefined ? {} : { split: split.artifact.key }),
         ...(adapt === undefined ? {} : { adapt: adapt.key }),
         ...(index?.artifact === undefined ? {} : { index: index.artifact.key }),
+        ...Object.fromEntries(chunks.map((c) => [`chunks@${c.size}`, c.artifact.key])),
       },
     },
     async (dir) => {
@@ -112,6 +125,7 @@ export async function runScoreStage(
         bm25,
         ...(index === undefined ? {} : { openIndex: (kernel) => index.open(bank, kernel) }),
       });
+      const chunked = await chunkedPooledSystems(bank, chunks);
       const { run } = await scoreAndWrite({
         out: dir,
         bank,
@@ -127,6 +141,7 @@ export async function runScoreStage(
         ...(e.scorer.threads === undefined ? {} : { threads: e.scorer.threads }),
         ...(adapted === undefined ? {} : { adapted }),
         ...(hybrid === undefined ? {} : { hybrid: hybrid.systems }),
+        ...(chunked === undefined ? {} : { chunkedPooled: chunked.systems }),
         bm25,
         ...(index === undefined ? {} : { openIndex: (kernel) => index.open(bank, kernel) }),
         onProgress: (done, total) => ctx.progress('score candidate groups', done, total),
@@ -140,6 +155,7 @@ export async function runScoreStage(
           ...(adapterMeta === undefined ? {} : { adapter: adapterMeta }),
           ...(index === undefined ? {} : { index: index.meta }),
           ...(hybrid === undefined ? {} : { hybrid: hybrid.meta }),
+          ...(chunked === undefined ? {} : { chunkedPooled: chunked.meta }),
         },
       });
       return {
@@ -211,5 +227,50 @@ async function hybridSystems(
       ...(selection === undefined ? {} : { selected: selection }),
     },
     selectionSeconds: selection === undefined ? undefined : (performance.now() - t0) / 1000,
+  };
+}
+
+/**
+ * The `chunked-pooled@<size>` systems' window pools (each cut memory's windows, every other
+ * memory its bank pooled vector) and what `results.json` records of them; undefined without
+ * `systems.chunkedPooled`.
+ */
+async function chunkedPooledSystems(
+  bank: {
+    readonly memories: { readonly ids: readonly string[]; readonly pooled: Float32Array };
+    readonly dim: number;
+  },
+  chunks: readonly ChunksStage[],
+): Promise<
+  | {
+      systems: NonNullable<ScoreRunInput['chunkedPooled']>;
+      meta: Record<string, unknown>;
+    }
+  | undefined
+> {
+  if (chunks.length === 0) return undefined;
+  const systems: Array<NonNullable<ScoreRunInput['chunkedPooled']>[number]> = [];
+  const sizes: Record<string, unknown>[] = [];
+  for (const c of chunks) {
+    const { layout, vectors } = await c.load();
+    const memories = { ids: bank.memories.ids, pooled: bank.memories.pooled, dim: bank.dim };
+    systems.push({ size: c.size, pools: windowPools(memories, layout, vectors) });
+    sizes.push({
+      size: c.size,
+      memories: layout.memories,
+      cutMemories: layout.cut.length,
+      windows: layout.windows + layout.memories - layout.cut.length,
+      longestMemoryTokens: layout.longest,
+    });
+  }
+  return {
+    systems,
+    meta: {
+      control: 'the paper’s Appendix D (independent short windows), not METHOD.md §8’s windows',
+      summary: CHUNKED_POOLED_SUMMARY,
+      windows: CHUNK_DEFINITION,
+      queries: 'the ordinary pooled queries',
+      sizes,
+    },
   };
 }
