@@ -1,5 +1,5 @@
-// AssemblyScript source of the adapter's WebAssembly kernel (`src/wasm-kernel.ts` loads it;
-// `scripts/build-wasm.mjs` compiles it into `src/wasm-bytes.ts`). The float64 work of
+// AssemblyScript source of the adapter's WebAssembly kernel (`src/kernels/wasm-kernel.ts` loads it;
+// `scripts/build-wasm.mjs` compiles it into `src/kernels/wasm-bytes.ts`). The float64 work of
 // MaxSim's exact maxima and its backward, bit for bit as the JavaScript reference
 // (`maxSimFromSimilarities`, `maxSimBackwardBlocked`): IEEE float64 in WebAssembly is exact
 // and never contracted into FMA, every sum keeps the reference's order, and SIMD lanes only

@@ -1,5 +1,5 @@
 // Compiles the adapter's WebAssembly kernel (assembly/kernel.ts, AssemblyScript) and writes it,
-// base64, into src/wasm-bytes.ts (committed, so source and built runs need no compiler).
+// base64, into src/kernels/wasm-bytes.ts (committed, so source and built runs need no compiler).
 // `--check` compiles and compares instead, exiting 1 when the committed bytes differ (a test
 // runs it: the committed binary is always the one its source builds).
 import { Buffer } from 'node:buffer';
@@ -22,7 +22,7 @@ export const ASC_FLAGS = [
 ];
 
 const root = new URL('../', import.meta.url);
-const target = new URL('src/wasm-bytes.ts', root);
+const target = new URL('src/kernels/wasm-bytes.ts', root);
 
 async function compile() {
   let wasm;
@@ -58,12 +58,12 @@ if (process.argv.includes('--check')) {
   const have = await readFile(target, 'utf8').catch(() => '');
   if (have !== wanted) {
     process.stderr.write(
-      'src/wasm-bytes.ts differs from what assembly/kernel.ts builds; run pnpm build:wasm\n',
+      'src/kernels/wasm-bytes.ts differs from what assembly/kernel.ts builds; run pnpm build:wasm\n',
     );
     process.exit(1);
   }
-  process.stdout.write('src/wasm-bytes.ts matches assembly/kernel.ts\n');
+  process.stdout.write('src/kernels/wasm-bytes.ts matches assembly/kernel.ts\n');
 } else {
   await writeFile(target, wanted);
-  process.stdout.write(`wrote src/wasm-bytes.ts\n`);
+  process.stdout.write(`wrote src/kernels/wasm-bytes.ts\n`);
 }

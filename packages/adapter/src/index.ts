@@ -19,8 +19,8 @@ export {
   maxSimInto,
   multiPositiveCrossEntropy,
   queryLoss,
-} from './loss.js';
-export type { AdapterGradients, LossQuery, MaxSimResult, TokenSegments } from './loss.js';
+} from './loss/loss.js';
+export type { AdapterGradients, LossQuery, MaxSimResult, TokenSegments } from './loss/loss.js';
 export { AdamW, DEFAULT_ADAMW, clipGradNorm } from './optimiser.js';
 export type { AdamWOptions } from './optimiser.js';
 export { trainAdapter, trainAdapterAsync } from './train.js';

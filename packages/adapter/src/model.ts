@@ -8,9 +8,9 @@
  * storage (`Float32Array` on the fast path, `Float64Array` for the gradient checks).
  */
 import { Prng, deriveSeed } from './prng.js';
-import { dot, type FloatArray } from './dot.js';
+import { dot, type FloatArray } from './loss/dot.js';
 
-export type { FloatArray } from './dot.js';
+export type { FloatArray } from './loss/dot.js';
 
 /** `ε` of `max(‖h + BAh‖, ε)`: only a zero (or denormal) residual sum ever reaches it. */
 export const NORM_EPSILON = 1e-12;

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { ConfigError, splitPolicySchema } from '@bfe/core';
-import { DEFAULT_TEMPERATURE } from './loss.js';
+import { DEFAULT_TEMPERATURE } from './loss/loss.js';
 import { DEFAULT_INIT_STD, DEFAULT_RANK } from './model.js';
 import { DEFAULT_ADAMW } from './optimiser.js';
 

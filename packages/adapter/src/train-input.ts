@@ -6,7 +6,7 @@
 import { ConfigError, LabelLeakError } from '@bfe/core';
 import { AdapterInputError } from './errors.js';
 import { assertTrainable } from './guards.js';
-import type { LossQuery, TokenSegments } from './loss.js';
+import type { LossQuery, TokenSegments } from './loss/loss.js';
 import type { ResolvedTrainOptions } from './options.js';
 
 /** A query's candidate memories: ids, and their token states concatenated. */

@@ -6,8 +6,8 @@
  */
 import { ConfigError } from '@bfe/core';
 import type { Adapter } from './adapter.js';
-import { LossPool } from './loss-pool.js';
-import { queryLoss, type AdapterGradients } from './loss.js';
+import { LossPool } from './pool/loss-pool.js';
+import { queryLoss, type AdapterGradients } from './loss/loss.js';
 import { initAdapterParams, type AdapterParams } from './model.js';
 import { AdamW, clipGradNorm } from './optimiser.js';
 import {

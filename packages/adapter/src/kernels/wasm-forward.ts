@@ -3,7 +3,7 @@
  * `applyAdapterInto` (model.ts) computes it with a forward cache: `A` and `B` are copied into the
  * kernel's memory once for a whole batch of queries.
  */
-import type { AdapterForwardCache, AdapterParams, FloatArray } from './model.js';
+import type { AdapterForwardCache, AdapterParams, FloatArray } from '../model.js';
 import type { WasmKernel } from './wasm-kernel.js';
 
 interface ForwardExports {

@@ -3,10 +3,10 @@ import { ConfigError, LabelLeakError } from '@bfe/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { trainWorkerCounts } from './loss-pool.js';
 import { partition } from './step-plan.js';
-import { syntheticQueries, type SyntheticOptions } from './testing/synthetic.js';
-import { relativeError } from './testing/reference.js';
-import { trainAdapter, trainAdapterAsync, type TrainResult } from './train.js';
-import type { TrainingInput, TrainingQuery } from './train-input.js';
+import { syntheticQueries, type SyntheticOptions } from '../testing/synthetic.js';
+import { relativeError } from '../testing/reference.js';
+import { trainAdapter, trainAdapterAsync, type TrainResult } from '../train.js';
+import type { TrainingInput, TrainingQuery } from '../train-input.js';
 
 const base: SyntheticOptions = {
   dim: 16,

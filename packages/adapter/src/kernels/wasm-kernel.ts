@@ -11,7 +11,7 @@
  * One instance owns one linear memory and its heap ({@link WasmHeap}).
  */
 import { Buffer } from 'node:buffer';
-import type { MaxSimResult } from './loss.js';
+import type { MaxSimResult } from '../loss/loss.js';
 import type { MemorySlice } from './slices.js';
 import { KERNEL_WASM_BASE64 } from './wasm-bytes.js';
 import { WasmHeap, wasmApi } from './wasm-heap.js';

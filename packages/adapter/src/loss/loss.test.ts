@@ -6,8 +6,8 @@ import {
   multiPositiveCrossEntropy,
   queryLoss,
 } from './loss.js';
-import { applyAdapterInto, type AdapterParams } from './model.js';
-import { Prng } from './prng.js';
+import { applyAdapterInto, type AdapterParams } from '../model.js';
+import { Prng } from '../prng.js';
 import {
   finiteDifferences,
   memoriesOf,
@@ -18,7 +18,7 @@ import {
   relativeError,
   row,
   unitRows,
-} from './testing/reference.js';
+} from '../testing/reference.js';
 
 const COUNTS = [4, 2, 5, 0, 3, 6, 1];
 

@@ -11,11 +11,11 @@
  * from one thread only in the float64 summation order.
  */
 import type { Worker } from 'node:worker_threads';
-import { kernelGraph, type KernelGraph } from './kernel-graph.js';
-import type { AdapterGradients, TokenSegments } from './loss.js';
-import type { AdapterParams } from './model.js';
-import type { TrainKernel } from './options.js';
-import { ORT_BATCH_COLUMNS } from './ort-maxsim.js';
+import { kernelGraph, type KernelGraph } from '../kernels/kernel-graph.js';
+import type { AdapterGradients, TokenSegments } from '../loss/loss.js';
+import type { AdapterParams } from '../model.js';
+import type { TrainKernel } from '../options.js';
+import { ORT_BATCH_COLUMNS } from '../kernels/ort-maxsim.js';
 import { abandon, type StepRequest } from './pool-step.js';
 import { partition, planStep, stepShared, type StepShared } from './step-plan.js';
 import { startTrainWorker } from './worker-start.js';

@@ -1,12 +1,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { maxSim, queryLoss } from './loss.js';
-import { lossSumOrt } from './loss-ort.js';
-import { initAdapterParams } from './model.js';
+import { maxSim, queryLoss } from '../loss/loss.js';
+import { lossSumOrt } from '../loss/loss-ort.js';
+import { initAdapterParams } from '../model.js';
 import { kernelGraph } from './kernel-graph.js';
 import { OrtMaxSim } from './ort-maxsim.js';
 import { memorySlices } from './slices.js';
-import { relativeError } from './testing/reference.js';
-import { syntheticQueries } from './testing/synthetic.js';
+import { relativeError } from '../testing/reference.js';
+import { syntheticQueries } from '../testing/synthetic.js';
 
 describe('memorySlices', () => {
   it('cuts the memories into consecutive slices of at most the budget, whole memories only', () => {

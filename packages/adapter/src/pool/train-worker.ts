@@ -8,11 +8,11 @@
  * own run's sums (`pool-step.ts`): the same sums, in the same order, as its run alone.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { queryLoss, type LossQuery } from './loss.js';
+import { queryLoss, type LossQuery } from '../loss/loss.js';
 import type { PoolBoot, PoolData, PoolReply, PoolRequest } from './loss-pool.js';
-import { lossSumOrt } from './loss-ort.js';
+import { lossSumOrt } from '../loss/loss-ort.js';
 import { workerStep, type StepRequest } from './pool-step.js';
-import { ORT_SET_CACHE_BYTES, OrtMaxSim } from './ort-maxsim.js';
+import { ORT_SET_CACHE_BYTES, OrtMaxSim } from '../kernels/ort-maxsim.js';
 
 const port = parentPort;
 if (port === null) throw new Error('train-worker: must run in a worker thread');

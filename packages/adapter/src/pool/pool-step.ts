@@ -6,15 +6,15 @@
  * sum and adapter gradient, summed in query order — the same bits as when it computed its
  * run alone (`lossSumOrt`), whichever worker computed which item.
  */
-import type { AdapterGradients } from './loss.js';
+import type { AdapterGradients } from '../loss/loss.js';
 import {
   adapterBackwardMany,
   forwardCaches,
   queryPartsOrt,
   type OrtLossQuery,
-} from './loss-ort.js';
-import type { AdapterParams } from './model.js';
-import type { OrtMaxSim } from './ort-maxsim.js';
+} from '../loss/loss-ort.js';
+import type { AdapterParams } from '../model.js';
+import type { OrtMaxSim } from '../kernels/ort-maxsim.js';
 import { DONE_FLAGS, type StepPlan, type StepShared } from './step-plan.js';
 
 /** A step request (the `onnxruntime` kernels). */

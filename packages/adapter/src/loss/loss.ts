@@ -18,7 +18,7 @@ import {
   type AdapterForwardCache,
   type AdapterParams,
   type FloatArray,
-} from './model.js';
+} from '../model.js';
 
 export { logSumExps, multiPositiveCrossEntropy } from './cross-entropy.js';
 

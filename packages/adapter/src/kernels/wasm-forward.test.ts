@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { maxTokenNorm } from './maxsim-exact.js';
+import { maxTokenNorm } from '../loss/maxsim-exact.js';
 import {
   adapterBackward,
   applyAdapterInto,
   createForwardCache,
   initAdapterParams,
-} from './model.js';
-import { Prng } from './prng.js';
+} from '../model.js';
+import { Prng } from '../prng.js';
 import {
   wasmAdapterBackward,
   wasmAdapterForward,

@@ -17,15 +17,15 @@ import {
   createForwardCache,
   type AdapterForwardCache,
   type AdapterParams,
-} from './model.js';
-import type { OrtMaxSim } from './ort-maxsim.js';
-import type { FusedSum } from './wasm-kernel.js';
+} from '../model.js';
+import type { OrtMaxSim } from '../kernels/ort-maxsim.js';
+import type { FusedSum } from '../kernels/wasm-kernel.js';
 import {
   wasmAdapterBackward,
   wasmAdapterForward,
   type BackwardItem,
   type ForwardItem,
-} from './wasm-forward.js';
+} from '../kernels/wasm-forward.js';
 
 /** A query of the `onnxruntime` kernels: its candidate set shared by identity. */
 export type OrtLossQuery = LossQuery & {

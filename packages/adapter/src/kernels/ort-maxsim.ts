@@ -14,8 +14,13 @@
  */
 import type * as OrtModule from 'onnxruntime-node';
 import type { InferenceSession, Tensor } from 'onnxruntime-node';
-import { finishMaxSimScores, type MaxSimResult, type TokenSegments, emptyMaxSim } from './loss.js';
-import { maxSimFromSimilarities, maxTokenNorm, rowSlack } from './maxsim-exact.js';
+import {
+  finishMaxSimScores,
+  type MaxSimResult,
+  type TokenSegments,
+  emptyMaxSim,
+} from '../loss/loss.js';
+import { maxSimFromSimilarities, maxTokenNorm, rowSlack } from '../loss/maxsim-exact.js';
 import type { KernelGraph } from './kernel-graph.js';
 import { ORT_SLICE_BYTES, memorySlices, type MemorySlice } from './slices.js';
 import { wasmMaxTokenNorm } from './wasm-forward.js';

@@ -1,28 +1,33 @@
 /**
  * How `loss-pool.ts` starts a training worker: the `.js` entry beside it when running from
- * `dist`; from TypeScript sources, the package's built `dist/train-worker.js` when that build
+ * `dist`; from TypeScript sources, the package's built `dist/pool/train-worker.js` when that build
  * is up to date (see {@link builtWorker}), else the `.ts` entry under tsx's loader.
  */
 import { readdirSync, statSync } from 'node:fs';
+import { sep } from 'node:path';
 import { Worker } from 'node:worker_threads';
 
 /**
- * The built worker entry `../dist/train-worker.js` beside the source folder `src` (a `file:`
- * URL ending in `/`), when every non-test `.ts` file directly in `src` has a `.js` file in
- * `dist` that is at least as new (by modification time); otherwise `undefined`, also when
- * `dist` is missing or unreadable. The worker's modules are all directly in `src` and import
- * nothing from other workspace packages, so a fresh build runs the same code as the sources
+ * The built worker entry `../dist/pool/train-worker.js` beside the source folder `src` (a
+ * `file:` URL ending in `/`), when every non-test `.ts` file under `src` (its rooms included,
+ * `testing/` excluded) has a `.js` file at the same place in `dist` that is at least as new (by
+ * modification time); otherwise `undefined`, also when `dist` is missing or unreadable. The
+ * worker's modules are all in this package and import nothing from other workspace packages
+ * (its graph arrives in `workerData`), so a fresh build runs the same code as the sources
  * without tsx's loader in the thread.
  */
 export function builtWorker(src: URL): URL | undefined {
   const dist = new URL('../dist/', src);
   try {
-    for (const name of readdirSync(src)) {
-      if (!name.endsWith('.ts') || name.endsWith('.test.ts')) continue;
-      const built = statSync(new URL(`${name.slice(0, -3)}.js`, dist));
-      if (built.mtimeMs < statSync(new URL(name, src)).mtimeMs) return undefined;
+    const names = readdirSync(src, { recursive: true, encoding: 'utf8' });
+    for (const name of names) {
+      const path = name.split(sep).join('/');
+      if (!path.endsWith('.ts') || path.endsWith('.test.ts') || path.startsWith('testing/'))
+        continue;
+      const built = statSync(new URL(`${path.slice(0, -3)}.js`, dist));
+      if (built.mtimeMs < statSync(new URL(path, src)).mtimeMs) return undefined;
     }
-    return new URL('train-worker.js', dist);
+    return new URL('pool/train-worker.js', dist);
   } catch {
     return undefined;
   }
@@ -39,7 +44,7 @@ export function startTrainWorker(here: string, workerData: unknown): Worker {
   if (!here.endsWith('.ts')) {
     return new Worker(new URL('./train-worker.js', here), { workerData });
   }
-  const built = builtWorker(new URL('./', here));
+  const built = builtWorker(new URL('../', here));
   if (built !== undefined) return new Worker(built, { workerData });
   const entry = new URL('./train-worker.ts', here).href;
   let tsx: string;

@@ -22,15 +22,15 @@ import {
   applyAdapterInto,
   createForwardCache,
   initAdapterParams,
-} from './model.js';
+} from '../model.js';
 import { lossSumOrt } from './loss-ort.js';
-import { kernelGraph } from './kernel-graph.js';
-import { OrtMaxSim, type ExactKernel } from './ort-maxsim.js';
-import { Prng } from './prng.js';
-import { relativeError } from './testing/reference.js';
-import { syntheticQueries } from './testing/synthetic.js';
-import { wasmAdapterBackward } from './wasm-forward.js';
-import { WasmKernel } from './wasm-kernel.js';
+import { kernelGraph } from '../kernels/kernel-graph.js';
+import { OrtMaxSim, type ExactKernel } from '../kernels/ort-maxsim.js';
+import { Prng } from '../prng.js';
+import { relativeError } from '../testing/reference.js';
+import { syntheticQueries } from '../testing/synthetic.js';
+import { wasmAdapterBackward } from '../kernels/wasm-forward.js';
+import { WasmKernel } from '../kernels/wasm-kernel.js';
 
 interface Problem {
   readonly dim: number;
@@ -393,7 +393,7 @@ describe('WasmKernel (WebAssembly SIMD exact maxima and backward)', () => {
   });
 
   it('is the binary its AssemblyScript source builds (scripts/build-wasm.mjs --check)', () => {
-    const script = fileURLToPath(new URL('../scripts/build-wasm.mjs', import.meta.url));
+    const script = fileURLToPath(new URL('../../scripts/build-wasm.mjs', import.meta.url));
     const run = spawnSync(process.execPath, [script, '--check'], { encoding: 'utf8' });
     expect(run.stderr).toBe('');
     expect(run.status).toBe(0);
