@@ -1,6 +1,6 @@
 import { serializerCompiler } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
-import type { MemoryStore, SearchEvidence, SearchResult } from '@bfe/store';
+import type { MemoryStore, SearchEvidence, SearchInterventions, SearchResult } from '@bfe/store';
 import { reachBank, type App } from './access.js';
 import {
   bankParams,
@@ -72,6 +72,36 @@ export function resultBody(r: SearchResult): ResultBody {
 
 type SearchResponse = z.output<typeof searchResponseSchema>;
 
+/** The store's interventions as JSON: NaN (a floored similarity) null, unknown pieces null. */
+export function interventionsBody(
+  i: SearchInterventions,
+): NonNullable<SearchResponse['interventions']> {
+  return {
+    id: i.id,
+    rank: i.rank,
+    score: i.score,
+    sparse: i.sparse,
+    tokens: i.tokens.map((t) => ({
+      queryToken: t.queryToken,
+      queryTokenId: t.queryTokenId,
+      queryPiece: t.queryPiece ?? null,
+      memoryTokenId: t.memoryTokenId,
+      memoryPiece: t.memoryPiece ?? null,
+      similarity: t.floored ? null : finite(t.similarity),
+      floor: t.floor,
+      floored: t.floored,
+      excess: t.excess,
+    })),
+    removals: i.removals.map((r) => ({
+      label: r.label,
+      removed: [...r.removed],
+      sparse: r.sparse,
+      score: r.score,
+      rank: r.rank,
+    })),
+  };
+}
+
 /** `POST /v1/banks/{bank}/search`: ranked memories with token evidence. */
 export function searchRoutes(app: App, store: MemoryStore): void {
   app.post(
@@ -103,8 +133,8 @@ export function searchRoutes(app: App, store: MemoryStore): void {
       const { bank } = request.params;
       reachBank(request, store, bank, { exists: true });
       const t0 = performance.now();
-      const { query, k, system, alpha, explain, tokenK } = request.body;
-      const results = await store.search({
+      const { query, k, system, alpha, explain, tokenK, interventions } = request.body;
+      const { results, interventions: found } = await store.searchWithInterventions({
         bank,
         query,
         k,
@@ -112,10 +142,12 @@ export function searchRoutes(app: App, store: MemoryStore): void {
         explain,
         ...(alpha === undefined ? {} : { alpha }),
         ...(tokenK === undefined ? {} : { tokenK }),
+        ...(interventions === undefined ? {} : { interventions }),
       });
       // The store's share of the request (encode + rank + explain), for clients and load runs.
       void reply.header('server-timing', `store;dur=${(performance.now() - t0).toFixed(2)}`);
-      return { results: results.map(resultBody) };
+      const out: SearchResponse = { results: results.map(resultBody) };
+      return found === undefined ? out : { ...out, interventions: interventionsBody(found) };
     },
   );
 }

@@ -210,6 +210,7 @@ describe('routes, happy paths (fake embedder, loopback)', () => {
       'alpha',
       'explain',
       'tokenK',
+      'interventions',
     ]);
     expect(search.responses['200']).toBeDefined();
     expect(search.responses['404']).toBeDefined();

@@ -76,6 +76,29 @@ export const listResponseSchema = z.strictObject({
 
 export const deleteResponseSchema = z.strictObject({ deleted: z.array(z.string()) });
 
+/** A search's token interventions (the paper's Appendix D) on one memory. */
+export const interventionsRequestSchema = z
+  .strictObject({
+    memory: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('the memory to analyse (default: the top result)'),
+    removeTop: z
+      .number()
+      .int()
+      .min(1)
+      .max(6)
+      .default(6)
+      .describe('report the rank after removing the top 1…n excess contributions'),
+    tokens: z
+      .array(z.string().min(1).max(100))
+      .max(32)
+      .default([])
+      .describe('also remove each of these query tokens: its text, or #i for the i-th'),
+  })
+  .meta({ id: 'InterventionsRequest' });
+
 export const searchBodySchema = z.strictObject({
   query: z
     .string()
@@ -92,6 +115,9 @@ export const searchBodySchema = z.strictObject({
     .max(MAX_TOKEN_K)
     .optional()
     .describe('bank tokens proposed per query token (default 64, clamped to the bank)'),
+  interventions: interventionsRequestSchema
+    .optional()
+    .describe('token interventions on one memory (sparse-fusion, no-fusion, zero-floor)'),
 });
 
 const bestSchema = z.strictObject({
@@ -154,7 +180,42 @@ export const searchResultSchema = z
   })
   .meta({ id: 'SearchResult' });
 
-export const searchResponseSchema = z.strictObject({ results: z.array(searchResultSchema) });
+/** The memory's excess over the floor per query token and its rank after each removal. */
+export const interventionsSchema = z
+  .strictObject({
+    id: z.string(),
+    rank: z.number().int(),
+    score: z.number(),
+    sparse: z.number(),
+    tokens: z.array(
+      z.strictObject({
+        queryToken: z.number().int(),
+        queryTokenId: z.number().int(),
+        queryPiece: z.string().nullable(),
+        memoryTokenId: z.number().int().describe('-1 when floored'),
+        memoryPiece: z.string().nullable(),
+        similarity: z.number().nullable().describe('null when floored'),
+        floor: z.number(),
+        floored: z.boolean(),
+        excess: z.number().describe('(max(t_i, best_i(m)) − t_i)/n_q'),
+      }),
+    ),
+    removals: z.array(
+      z.strictObject({
+        label: z.string(),
+        removed: z.array(z.number().int()),
+        sparse: z.number(),
+        score: z.number().describe('fused, with the original μ and σ'),
+        rank: z.number().int(),
+      }),
+    ),
+  })
+  .meta({ id: 'Interventions' });
+
+export const searchResponseSchema = z.strictObject({
+  results: z.array(searchResultSchema),
+  interventions: interventionsSchema.optional(),
+});
 
 export const healthSchema = z.strictObject({ status: z.literal('ok') });
 
