@@ -30,7 +30,7 @@ export interface TransferSource {
 }
 
 /**
- * Opens the source of `adapter.from` (transfer-config.ts) before the target encodes anything:
+ * Opens the source of `adapter.from` (sections/adapter-from.ts) before the target encodes anything:
  * reads the source experiment (relative to `configPath`), refuses one that trains no adapter of
  * its own or is cross-fitted, runs its dataset stage, and refuses an encoder whose query side
  * differs from the target's (model SHA-256, pooling, query prefix, query truncation), since the

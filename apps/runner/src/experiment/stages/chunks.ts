@@ -4,7 +4,7 @@ import type { ArtifactResult } from '../../cache/store.js';
 import { readChunkFiles, writeChunkFiles, type ChunkLayout } from '../../chunks/files.js';
 import { encodeChunks } from '../../chunks/pass.js';
 import { codeVersion } from '../code-version.js';
-import { checkChunkSizes } from '../chunks-config.js';
+import { checkChunkSizes } from '../sections/systems.js';
 import type { Experiment } from '../config.js';
 import type { StageContext } from '../stage.js';
 import type { DatasetStage } from './dataset.js';

@@ -2,10 +2,10 @@ import { readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '@bfe/core';
-import { parseExperiment, readExperiment } from './config.js';
-import { repoRoot } from './testing/tiny-model.js';
+import { parseExperiment, readExperiment } from '../config.js';
+import { repoRoot } from '../testing/tiny-model.js';
 
-// adapter.from (transfer-config.ts): what it may be written with, and the transfer presets.
+// adapter.from (sections/adapter-from.ts): what it may be written with, and the transfer presets.
 
 function configError(call: () => unknown): ConfigError {
   try {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ConfigError } from '@bfe/core';
 import type { ModelManifest } from '@bfe/models';
-import { hybridConfigSchema } from './hybrid-config.js';
+import { hybridConfigSchema } from './hybrid.js';
 
 /**
  * `systems.chunkedPooled` (the paper's Appendix D control): one `chunked-pooled@N` system per

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '@bfe/core';
-import { checkChunkSizes, chunkedPooledConfigSchema } from './chunks-config.js';
-import { parseExperiment } from './config.js';
+import { checkChunkSizes, chunkedPooledConfigSchema } from './systems.js';
+import { parseExperiment } from '../config.js';
 
 const base = { name: 'x', dataset: { name: 'locomo' }, split: { policy: 'none' } };
 

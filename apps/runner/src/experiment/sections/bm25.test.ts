@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '@bfe/core';
 import { DATASET_NAMES, datasetLanguage } from '@bfe/datasets';
 import { resolveBm25Options } from '@bfe/scorer';
-import { bm25ConfigSchema } from './bm25-config.js';
-import { parseExperiment } from './config.js';
+import { bm25ConfigSchema } from './bm25.js';
+import { parseExperiment } from '../config.js';
 
 describe('scorer.bm25', () => {
   it('is optional, and absent from a parsed experiment that does not write it', () => {

@@ -1,0 +1,47 @@
+import { z } from 'zod';
+import { seedSchema } from './common.js';
+
+/**
+ * The token index the scorer proposes from (METHOD.md §8, "Compressed and approximate token
+ * search"): `exact` or `hnsw` (usearch) over a codec's stored codes; proposals are rescored in
+ * float64 from the decoded codes. Left out: today's exact float32 search, and every key and
+ * file of the run stays as it was.
+ */
+export const indexSectionSchema = z
+  .strictObject({
+    backend: z.enum(['exact', 'hnsw']).default('exact'),
+    codec: z.enum(['fp32', 'fp16', 'sq8', 'sq4', 'rp128+sq4']).default('fp32'),
+    /** HNSW connectivity (usearch `connectivity`). */
+    M: z.int().positive().default(16),
+    efConstruction: z.int().positive().default(128),
+    efSearch: z.int().positive().default(128),
+    /**
+     * The HNSW graph's vector kind: `f32`, `f16` or `i8` (usearch's int8 cast). The graph only
+     * proposes; every proposal is rescored in float64 from the stored codes. Left out: the
+     * codec's own kind (fp32 → f32, fp16 → f16, the others → i8), so a section without it
+     * keeps its meaning and its cache key.
+     */
+    graph: z.enum(['f32', 'f16', 'i8']).optional(),
+    /**
+     * Proposals per query token and graph: `ceil(overFetch · k) + 16`, all rescored exactly.
+     * Left out: 1 (`k + 16`). A cheaper graph kind buys back what its coarser ranking misses.
+     */
+    overFetch: z.number().min(1).max(64).optional(),
+    /**
+     * Proposals beyond `ceil(overFetch · k)` per query token and graph (an integer ≥ 1).
+     * Left out: 16. Smaller: usearch searches narrower (its width is at least the count asked
+     * for), a cheaper, lower-recall operating point — but a tie at the last proposal (exact
+     * duplicate tokens, coarse codes) widens that token's search to every candidate, which a
+     * small margin makes common on real banks (BENCHMARKS.md, issue 13).
+     */
+    margin: z.int().min(1).max(1024).optional(),
+    /**
+     * Threads each HNSW graph is built with. Left out: 1, the reproducible build (the same
+     * inputs, the same index bytes); more is faster, not reproducible, and keyed and reported
+     * `deterministic: false`.
+     */
+    buildThreads: z.int().min(1).max(1024).optional(),
+    /** The `rp128+sq4` projection seed (METHOD.md §6, 42). */
+    seed: seedSchema.default(42),
+  })
+  .optional();
