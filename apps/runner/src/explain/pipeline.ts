@@ -195,7 +195,7 @@ export async function explainQuery(
   let out: QueryExplanation | undefined;
   await forEachScored(input, new Set([queryId]), (q) => {
     let chosen: QueryExplanation['chosen'] = 'given';
-    let g = -1;
+    let g: number;
     if (options.memoryId !== undefined) {
       g = Array.from(q.scores.candidates).findIndex((row) => ids[row] === options.memoryId);
       if (g < 0) {
