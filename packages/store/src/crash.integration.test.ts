@@ -3,12 +3,12 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { tmpDir } from '@bfe/core/testing';
-import { StoreLockedError } from './lock.js';
-import { readManifest, walGenerationOf } from './manifest.js';
+import { StoreLockedError } from './log/lock.js';
+import { readManifest, walGenerationOf } from './log/manifest.js';
 import { MemoryStore } from './store.js';
 import { rng } from '@bfe/index/testing';
-import { GRAPHS_DIR, graphMetaSchema } from './graph/graph-files.js';
-import { storeIndexFactory, type StoreIndexFactory } from './store-index.js';
+import { GRAPHS_DIR, graphMetaSchema } from './index/graph/graph-files.js';
+import { storeIndexFactory, type StoreIndexFactory } from './index/store-index.js';
 import { CRASH_GRAPH_INDEX, textOf, type WorkerArgs } from './testing/crash-worker.js';
 import { fakeEmbedder } from './testing/index.js';
 

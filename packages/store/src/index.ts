@@ -2,11 +2,15 @@ export type { BankView, EncodedTexts, Embedder, MemoryMeta } from './types.js';
 export { MemoryStore } from './store.js';
 export type { SearchRequest, StoreOptions, StoredMemory } from './store.js';
 export type { BankStats, StoreStats } from './stats.js';
-export { Snapshot } from './snapshot.js';
-export { openEmbedder } from './embedder.js';
-export type { EmbedderOptions, ModelChoice } from './embedder.js';
-export { openEmbedderPool } from './embedder-pool.js';
-export type { EmbedderPool, EmbedderPoolOptions, EmbedderPoolStats } from './embedder-pool.js';
+export { Snapshot } from './log/snapshot.js';
+export { openEmbedder } from './encode/embedder.js';
+export type { EmbedderOptions, ModelChoice } from './encode/embedder.js';
+export { openEmbedderPool } from './encode/embedder-pool.js';
+export type {
+  EmbedderPool,
+  EmbedderPoolOptions,
+  EmbedderPoolStats,
+} from './encode/embedder-pool.js';
 export {
   BANK_NAME,
   DEFAULT_MAX_TEXT_BYTES,
@@ -15,25 +19,25 @@ export {
   bankNameSchema,
 } from './input.js';
 export type { MemoryInput } from './input.js';
-export { StoreLockedError, LOCK_FILE } from './lock.js';
-export { MANIFEST_FILE, manifestSchema } from './manifest.js';
-export type { Manifest } from './manifest.js';
-export type { CompactionReport } from './compaction.js';
-export { encodedTexts } from './encode.js';
+export { StoreLockedError, LOCK_FILE } from './log/lock.js';
+export { MANIFEST_FILE, manifestSchema } from './log/manifest.js';
+export type { Manifest } from './log/manifest.js';
+export type { CompactionReport } from './log/compaction.js';
+export { encodedTexts } from './encode/encode.js';
 export {
   SEARCH_SYSTEMS,
   parseSearchOptions,
   searchOptionsSchema,
   searchView,
   searchViewWithInterventions,
-} from './search.js';
-export { interventionsOptionSchema, searchInterventions } from './search-interventions.js';
+} from './search/search.js';
+export { interventionsOptionSchema, searchInterventions } from './search/search-interventions.js';
 export type {
   InterventionRemoval,
   InterventionToken,
   InterventionsOption,
   SearchInterventions,
-} from './search-interventions.js';
+} from './search/search-interventions.js';
 export type {
   BestsIndex,
   EvidenceToken,
@@ -43,25 +47,25 @@ export type {
   SearchResult,
   SearchSystem,
   TokenIndexFactory,
-} from './search.js';
-export { renderEvidence } from './render.js';
-export { DEFAULT_MAX_RESIDENT_TOKENS, residentIndexFactory } from './resident-index.js';
-export { residentKernelPool } from './kernel-pool.js';
-export type { ResidentKernel, ResidentKernelPool } from './kernel-pool.js';
-export type { ResidentIndexFactory, ResidentIndexOptions } from './resident-index.js';
-export { storeIndexFactory, storeIndexOptionsSchema } from './store-index.js';
+} from './search/search.js';
+export { renderEvidence } from './search/render.js';
+export { DEFAULT_MAX_RESIDENT_TOKENS, residentIndexFactory } from './index/resident-index.js';
+export { residentKernelPool } from './index/kernel-pool.js';
+export type { ResidentKernel, ResidentKernelPool } from './index/kernel-pool.js';
+export type { ResidentIndexFactory, ResidentIndexOptions } from './index/resident-index.js';
+export { storeIndexFactory, storeIndexOptionsSchema } from './index/store-index.js';
 export type {
   GraphStats,
   ResolvedStoreIndexOptions,
   StoreIndexFactory,
   StoreIndexOptions,
-} from './store-index.js';
-export type { IndexLink, IndexedStore, StoreChange } from './graph/keeper.js';
-export { BankGraph } from './graph/bank-graph.js';
-export type { GraphEntry, GraphParams, VersionRows } from './graph/bank-graph.js';
-export { GRAPH_MARGIN, GraphTokenIndex } from './graph/graph-search.js';
-export type { GraphSearchLimits, GraphSearchOutcome } from './graph/graph-search.js';
-export { GRAPHS_DIR, graphMetaSchema } from './graph/graph-files.js';
-export type { GraphMeta } from './graph/graph-files.js';
-export { milvusIndexFactory } from './milvus-index.js';
-export type { MilvusIndexFactory } from './milvus-index.js';
+} from './index/store-index.js';
+export type { IndexLink, IndexedStore, StoreChange } from './index/graph/keeper.js';
+export { BankGraph } from './index/graph/bank-graph.js';
+export type { GraphEntry, GraphParams, VersionRows } from './index/graph/bank-graph.js';
+export { GRAPH_MARGIN, GraphTokenIndex } from './index/graph/graph-search.js';
+export type { GraphSearchLimits, GraphSearchOutcome } from './index/graph/graph-search.js';
+export { GRAPHS_DIR, graphMetaSchema } from './index/graph/graph-files.js';
+export type { GraphMeta } from './index/graph/graph-files.js';
+export { milvusIndexFactory } from './index/milvus-index.js';
+export type { MilvusIndexFactory } from './index/milvus-index.js';

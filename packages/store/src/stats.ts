@@ -1,8 +1,8 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { MANIFEST_FILE } from './manifest.js';
-import { banksOf, type StoreState } from './state.js';
-import type { Writer } from './writer.js';
+import { MANIFEST_FILE } from './log/manifest.js';
+import { banksOf, type StoreState } from './log/state.js';
+import type { Writer } from './log/writer.js';
 
 /** What `stats` reports of one bank. */
 export interface BankStats {

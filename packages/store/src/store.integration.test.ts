@@ -4,7 +4,7 @@ import { tmpDir } from '@bfe/core/testing';
 import { openEncoder } from '@bfe/encoder';
 import { installTinyModel } from '@bfe/encoder/testing';
 import { loadModelManifest } from '@bfe/models';
-import { openEmbedder } from './embedder.js';
+import { openEmbedder } from './encode/embedder.js';
 import { MemoryStore } from './store.js';
 
 // The store on a real ONNX model: the tiny encoder fixture (4 dimensions, 18-token vocabulary).

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ArtifactCorruptError, ConfigError } from '@bfe/core';
 import { tmpDir } from '@bfe/core/testing';
 import { MemoryInputError } from './input.js';
-import { StoreLockedError } from './lock.js';
+import { StoreLockedError } from './log/lock.js';
 import { MemoryStore } from './store.js';
 import { fakeEmbedder } from './testing/index.js';
 import type { BankView } from './types.js';

@@ -1,33 +1,33 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { ConfigError, DataError } from '@bfe/core';
-import type { CompactionReport } from './compaction.js';
-import { checkEncoded } from './encoded.js';
-import type { ModelChoice } from './embedder.js';
+import type { CompactionReport } from './log/compaction.js';
+import { checkEncoded } from './log/encoded.js';
+import type { ModelChoice } from './encode/embedder.js';
 import {
   DEFAULT_MAX_TEXT_BYTES,
   validateIds,
   validateMemories,
   type MemoryInput,
 } from './input.js';
-import { acquireLock } from './lock.js';
-import { recover } from './recovery.js';
+import { acquireLock } from './log/lock.js';
+import { recover } from './log/recovery.js';
 import type { MilvusOptions } from '@bfe/index-milvus';
-import { chooseIndex } from './index-choice.js';
-import { isStoreIndexFactory } from './store-index.js';
+import { chooseIndex } from './index/index-choice.js';
+import { isStoreIndexFactory } from './index/store-index.js';
 import type { SparseScorer } from '@bfe/scorer';
 import {
   searchViewWithInterventions,
   type SearchOptions,
   type SearchResult,
   type TokenIndexFactory,
-} from './search.js';
-import type { SearchInterventions } from './search-interventions.js';
-import { Snapshot } from './snapshot.js';
+} from './search/search.js';
+import type { SearchInterventions } from './search/search-interventions.js';
+import { Snapshot } from './log/snapshot.js';
 import { storeStats, type StoreStats } from './stats.js';
-import { banksOf } from './state.js';
+import { banksOf } from './log/state.js';
 import type { Embedder, MemoryMeta } from './types.js';
-import { Writer } from './writer.js';
+import { Writer } from './log/writer.js';
 
 /** Options of {@link MemoryStore.open}. */
 export interface StoreOptions {
@@ -144,7 +144,7 @@ export class MemoryStore {
     const embedder =
       options.embedder ??
       (await (
-        await import('./embedder.js')
+        await import('./encode/embedder.js')
       ).openEmbedder({
         model: options.model ?? 'all-minilm-l6-v2',
         ...(options.maxLength === undefined ? {} : { maxLength: options.maxLength }),

@@ -3,7 +3,7 @@
 // is killed, printing one line per operation: `BEGIN <json>` before the call and `ACK` once the
 // call resolved (acknowledged: durable). The parent kills it with SIGKILL and checks the store.
 import { MemoryStore } from '../store.js';
-import { storeIndexFactory } from '../store-index.js';
+import { storeIndexFactory } from '../index/store-index.js';
 import { fakeEmbedder } from './fake-embedder.js';
 import { rng } from '@bfe/index/testing';
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { emptyEncoded } from '../encoded.js';
+import { emptyEncoded } from '../log/encoded.js';
 import type { EncodedTexts, Embedder } from '../types.js';
 
 /**

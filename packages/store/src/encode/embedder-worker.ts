@@ -1,0 +1,60 @@
+// The worker side of `openEmbedderPool` (embedder-pool.ts): one encoder (its own onnxruntime
+// session) per worker thread. It answers `{ id, texts, role }` with `{ id, encoded }` (the
+// buffers transferred, not copied), or `{ id, error }`.
+import { parentPort, workerData } from 'node:worker_threads';
+import { openModelEncoder, type EmbedderOptions } from './embedder.js';
+import { encodedTexts } from './encode.js';
+import type { EncodedTexts } from '../types.js';
+
+/** A request from the pool. */
+export interface WorkerRequest {
+  readonly id: number;
+  readonly texts: readonly string[];
+  readonly role: 'passage' | 'query';
+}
+
+/** What a worker posts: once `ready` (or `failed`), then one answer per request. */
+export type WorkerMessage =
+  | {
+      readonly type: 'ready';
+      readonly model: string;
+      readonly dim: number;
+      /** `vocab[id]`: the vocabulary piece of each token id (`Embedder.tokenText`). */
+      readonly vocab: readonly string[];
+    }
+  | { readonly type: 'failed'; readonly message: string }
+  | { readonly type: 'encoded'; readonly id: number; readonly encoded: EncodedTexts }
+  | { readonly type: 'error'; readonly id: number; readonly message: string };
+
+const port = parentPort;
+if (port === null) throw new Error('embedder-worker: not started as a worker thread');
+const say = (m: WorkerMessage, transfer: ArrayBuffer[] = []): void => port.postMessage(m, transfer);
+
+try {
+  const { encoder, manifest } = await openModelEncoder(workerData as EmbedderOptions);
+  const vocab = Array.from(
+    { length: manifest.vocabSize },
+    (_, id) => encoder.tokenText(id) ?? `[${id}]`,
+  );
+  // One request at a time: the pool sends the next only after this one's answer.
+  port.on('message', (request: WorkerRequest) => {
+    encodedTexts(encoder, request.texts, request.role).then(
+      (encoded) => {
+        const buffers = [
+          encoded.pooled,
+          encoded.tokenOffsets,
+          encoded.tokenVectors,
+          encoded.tokenIds,
+          encoded.tokenPositions,
+          encoded.truncated,
+        ].map((a) => a.buffer as ArrayBuffer);
+        say({ type: 'encoded', id: request.id, encoded }, buffers);
+      },
+      (error: unknown) =>
+        say({ type: 'error', id: request.id, message: (error as Error).message ?? String(error) }),
+    );
+  });
+  say({ type: 'ready', model: manifest.modelSha256, dim: manifest.dimension, vocab });
+} catch (error) {
+  say({ type: 'failed', message: (error as Error).message ?? String(error) });
+}

@@ -1,0 +1,244 @@
+import {
+  searchK,
+  flatTokenStore,
+  tieOrder,
+  type TokenHits,
+  type TokenIndex,
+  type TokenSearchOptions,
+  type KeyProposals,
+  type TokenStore,
+} from '@bfe/index';
+import type { BankView } from '../../types.js';
+import type { BankGraph } from './bank-graph.js';
+
+/** Proposals per query token beyond `k` taken from the graph, all rescored in float64. */
+export const GRAPH_MARGIN = 16;
+
+/** How a view reads a graph: which graph keys are its tokens, and which of its tokens it lacks. */
+interface Reading {
+  readonly graph: BankGraph;
+  readonly removals: number;
+  readonly version: number;
+  /** `[graph.nextKey at the reading]` the view's token of each key, −1 for a foreign key. */
+  readonly keyToToken: Int32Array;
+  /** The view's tokens the graph did not hold at the reading (scored exhaustively). */
+  readonly missing: Int32Array;
+  /** The view's tokens the graph held. */
+  readonly present: number;
+}
+
+/** Limits past which a search goes to the exact index instead (correct either way). */
+export interface GraphSearchLimits {
+  /** Most view tokens the graph may lack (they are scored one by one in float64). */
+  readonly maxMissing: number;
+  /** Most foreign tokens (in the graph, not in the view) to fetch past. */
+  readonly maxForeign: number;
+}
+
+/** What a graph search did, for counters. */
+export type GraphSearchOutcome = 'graph' | 'exact';
+
+/**
+ * The HNSW backend over one bank view and its bank's maintained {@link BankGraph}: the search
+ * sees exactly the view's tokens. The graph may hold versions the view does not (written after
+ * it: foreign keys, skipped — the fetch grows by their count, so `k + margin` of the view's
+ * own tokens survive) and lack versions the view holds (not yet added, or removed by a later
+ * delete or update: their tokens are scored exhaustively and join the proposals). Proposals
+ * are rescored in float64 from the view's float32 vectors and ranked as the exact backend
+ * ranks (similarity, then the memories' tie order, then token position), so where a graph
+ * proposes the true top `k` the values equal the exact search's bit for bit. A search the graph
+ * cannot serve well — MaxSim's per-memory best, a candidate subset, too many foreign or
+ * missing tokens, a row with fewer than `k` proposals — runs on `exact`.
+ */
+export class GraphTokenIndex implements TokenIndex {
+  readonly backend = 'hnsw';
+  readonly codec = 'fp32';
+  readonly dim: number;
+  readonly size: number;
+  readonly #store: TokenStore;
+  #reading: Reading | undefined;
+  #rank: Int32Array | undefined;
+  #tokenMemory: Int32Array | undefined;
+
+  constructor(
+    readonly view: BankView,
+    readonly graph: BankGraph,
+    readonly exact: TokenIndex,
+    readonly limits: GraphSearchLimits,
+    readonly onSearch: (outcome: GraphSearchOutcome) => void = () => {},
+  ) {
+    this.dim = view.dim;
+    this.size = view.tokenOffsets[view.ids.length]!;
+    this.#store = flatTokenStore(view.tokenVectors, view.dim);
+  }
+
+  async search(
+    queries: Float32Array,
+    rows: number,
+    k: number,
+    options: TokenSearchOptions,
+  ): Promise<TokenHits> {
+    const { view } = this;
+    const n = view.ids.length;
+    const total = this.size;
+    if (options.bestPerMemory === true || !isEveryRow(options.memories, n))
+      return this.#exact(queries, rows, k, options);
+    const kk = searchK(k, total, options.clampK);
+    // The graph is read and searched in one synchronous step: no write changes it in between.
+    const reading = this.#read();
+    const graphSize = this.graph.hnsw.size;
+    const foreign = graphSize - reading.present;
+    if (reading.missing.length > this.limits.maxMissing || foreign > this.limits.maxForeign)
+      return this.#exact(queries, rows, k, options);
+    const proposed = this.#propose(queries, rows, kk, reading, graphSize);
+
+    const { dim } = this;
+    const { missing } = reading;
+    const rank = (this.#rank ??= tieOrder(view.ids).rank);
+    const tokenMemory = (this.#tokenMemory ??= memoryOfToken(view.tokenOffsets, n));
+    const values = new Float64Array(rows * kk);
+    const tokens = new Int32Array(rows * kk);
+    const most = Math.max(...proposed.map((p) => p.length));
+    const list = new Int32Array(most + missing.length);
+    const scores = new Float64Array(most + missing.length);
+    for (let r = 0; r < rows; r++) {
+      const own = proposed[r]!;
+      list.set(own, 0);
+      list.set(missing, own.length);
+      const c = own.length + missing.length;
+      if (c < kk) return this.#exact(queries, rows, k, options);
+      this.#store.dots(list, c, queries, r * dim, scores);
+      const order = Array.from({ length: c }, (_, i) => i).sort((a, b) => {
+        const d = scores[b]! - scores[a]!;
+        if (d !== 0) return d;
+        const ta = list[a]!;
+        const tb = list[b]!;
+        return rank[tokenMemory[ta]!]! - rank[tokenMemory[tb]!]! || ta - tb;
+      });
+      for (let h = 0; h < kk; h++) {
+        values[r * kk + h] = scores[order[h]!]!;
+        tokens[r * kk + h] = list[order[h]!]!;
+      }
+    }
+    this.onSearch('graph');
+    const memories = tokens.map((t) => tokenMemory[t]!);
+    return {
+      rows,
+      k: kk,
+      values,
+      tokens,
+      memories,
+      slots: memories.slice(),
+      passes: 1,
+      widenedRows: 0,
+    };
+  }
+
+  /**
+   * Per query row, the view's tokens among the graph's proposals: `k + margin` of them where the
+   * graph holds that many. Foreign keys (later versions) are skipped: a first fetch allows for
+   * them in proportion to their share of the graph; a row left short is fetched again past
+   * every foreign key, so none can crowd out the view's own tokens.
+   */
+  #propose(
+    queries: Float32Array,
+    rows: number,
+    kk: number,
+    reading: Reading,
+    graphSize: number,
+  ): Int32Array[] {
+    const { keyToToken, present } = reading;
+    const want = Math.min(kk + GRAPH_MARGIN, present);
+    const out: Int32Array[] = Array.from({ length: rows }, () => new Int32Array(0));
+    if (want === 0) return out;
+    const foreign = graphSize - present;
+    const full = Math.min(graphSize, want + foreign);
+    const first =
+      foreign === 0 ? want : Math.min(full, Math.ceil((want * graphSize) / present) + GRAPH_MARGIN);
+    const own = (res: KeyProposals, j: number): Int32Array => {
+      const kept: number[] = [];
+      for (let c = 0; c < res.counts[j]!; c++) {
+        const key = res.keys[j * res.fetch + c]!;
+        const t = key < keyToToken.length ? keyToToken[key]! : -1;
+        if (t >= 0) kept.push(t);
+      }
+      return Int32Array.from(kept);
+    };
+    const res = this.graph.hnsw.search(queries, rows, first);
+    const short: number[] = [];
+    for (let r = 0; r < rows; r++) {
+      const kept = own(res, r);
+      out[r] = kept;
+      if (kept.length < want && first < full) short.push(r);
+    }
+    if (short.length > 0) {
+      const { dim } = this;
+      const batch = new Float32Array(short.length * dim);
+      short.forEach((r, j) => batch.set(queries.subarray(r * dim, (r + 1) * dim), j * dim));
+      const again = this.graph.hnsw.search(batch, short.length, full);
+      short.forEach((r, j) => (out[r] = own(again, j)));
+    }
+    return out;
+  }
+
+  #exact(
+    q: Float32Array,
+    rows: number,
+    k: number,
+    options: TokenSearchOptions,
+  ): Promise<TokenHits> {
+    this.onSearch('exact');
+    return this.exact.search(q, rows, k, options);
+  }
+
+  /**
+   * The view's reading of the graph, redone after any removal (a key it counted present may be
+   * gone) and, while it lacks tokens, after any change (they may have been added since).
+   */
+  #read(): Reading {
+    const g = this.graph;
+    const last = this.#reading;
+    if (
+      last !== undefined &&
+      last.removals === g.removals &&
+      (last.missing.length === 0 || last.version === g.version)
+    )
+      return last;
+    const { view } = this;
+    const { seqs, tokenOffsets } = view;
+    if (seqs === undefined) throw new Error('GraphTokenIndex: the view has no write sequences');
+    const keyToToken = new Int32Array(g.nextKey).fill(-1);
+    const missing: number[] = [];
+    let present = 0;
+    for (let m = 0; m < view.ids.length; m++) {
+      const t0 = tokenOffsets[m]!;
+      const count = tokenOffsets[m + 1]! - t0;
+      const e = g.entryOfSeq(seqs[m]!);
+      if (e !== undefined && e.count === count && e.id === view.ids[m]) {
+        for (let j = 0; j < count; j++) keyToToken[e.first + j] = t0 + j;
+        present += count;
+      } else for (let j = 0; j < count; j++) missing.push(t0 + j);
+    }
+    this.#reading = {
+      graph: g,
+      removals: g.removals,
+      version: g.version,
+      keyToToken,
+      missing: Int32Array.from(missing),
+      present,
+    };
+    return this.#reading;
+  }
+}
+
+function isEveryRow(memories: Int32Array, n: number): boolean {
+  if (memories.length !== n) return false;
+  for (let i = 0; i < n; i++) if (memories[i] !== i) return false;
+  return true;
+}
+
+function memoryOfToken(offsets: Int32Array, n: number): Int32Array {
+  const out = new Int32Array(offsets[n]!);
+  for (let m = 0; m < n; m++) out.fill(m, offsets[m]!, offsets[m + 1]!);
+  return out;
+}

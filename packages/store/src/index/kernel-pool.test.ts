@@ -1,0 +1,85 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { randomBank, rng } from '@bfe/index/testing';
+import { SparseScorer } from '@bfe/scorer';
+import { residentKernelPool } from './kernel-pool.js';
+import { residentIndexFactory } from './resident-index.js';
+import { SEARCH_SYSTEMS, searchView } from '../search/search.js';
+import type { BankView, EncodedTexts } from '../types.js';
+
+const scorer = await SparseScorer.open({ threads: 1 });
+afterAll(() => scorer.dispose());
+
+const DIM = 16;
+
+function view(seed: number, rows: number): BankView {
+  const bank = randomBank(rows, 9, DIM, rng(seed), 1);
+  const tokens = bank.tokenOffsets[rows]!;
+  return {
+    bank: 'b',
+    model: 'test-model',
+    dim: DIM,
+    ids: Array.from({ length: rows }, (_, i) => `m${i}`),
+    texts: Array.from({ length: rows }, (_, i) => `memory ${i}`),
+    metas: Array.from({ length: rows }, () => undefined),
+    pooled: bank.pooled,
+    tokenOffsets: bank.tokenOffsets,
+    tokenVectors: bank.tokenVectors,
+    tokenIds: Int32Array.from({ length: tokens }, (_, t) => 1000 + (t % 50)),
+    tokenPositions: Int32Array.from({ length: tokens }, (_, t) => 1 + (t % 9)),
+  };
+}
+
+function query(seed: number, tokens: number): EncodedTexts {
+  const bank = randomBank(1, tokens, DIM, rng(seed), tokens);
+  return {
+    count: 1,
+    dim: DIM,
+    pooled: bank.pooled,
+    tokenOffsets: bank.tokenOffsets,
+    tokenVectors: bank.tokenVectors,
+    tokenIds: Int32Array.from({ length: tokens }, (_, t) => 2000 + t),
+    tokenPositions: Int32Array.from({ length: tokens }, (_, t) => 1 + t),
+    truncated: new Uint8Array(1),
+  };
+}
+
+describe('residentKernelPool', () => {
+  it('banks resident on worker threads rank, score and explain exactly as on this thread', async () => {
+    const pool = await residentKernelPool({ workers: 2, threads: 1 });
+    const index = residentIndexFactory({ kernel: (fallback) => pool.kernel(fallback) });
+    const views: BankView[] = [];
+    try {
+      for (const seed of [1, 2, 3]) {
+        const v = view(seed, 50 + seed);
+        views.push(v); // alive: a collected view's kernel is released
+        const warm = query(99, 3);
+        await searchView(v, warm, { index }, scorer);
+        await searchView(v, warm, { index }, scorer);
+        await index.settled();
+        const hits = pool.hits();
+        const bests = pool.bestsAnswered();
+        // Concurrent searches, as a server makes them, against each alone without the index.
+        const queries = Array.from({ length: 4 }, (_, i) => query(100 + seed * 10 + i, 3 + i));
+        for (const system of SEARCH_SYSTEMS) {
+          for (const tokenK of [5, 64]) {
+            const opts = { k: 60, system, tokenK };
+            const onWorkers = await Promise.all(
+              queries.map((q) => searchView(v, q, { ...opts, index }, scorer)),
+            );
+            for (let i = 0; i < queries.length; i++)
+              expect(onWorkers[i], `${system} token k ${tokenK} seed ${seed}`).toEqual(
+                await searchView(v, queries[i]!, opts, scorer),
+              );
+          }
+        }
+        expect(pool.hits()).toBeGreaterThan(hits); // the workers answered
+        expect(pool.bestsAnswered()).toBeGreaterThan(bests); // and computed evidence bests
+      }
+      expect(views).toHaveLength(3);
+      expect(index.resident()).toBe(3);
+    } finally {
+      await index.dispose();
+      await pool.dispose();
+    }
+  });
+});

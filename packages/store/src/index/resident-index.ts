@@ -1,0 +1,152 @@
+import {
+  ExactTokenIndex,
+  OrtSimilarityKernel,
+  flatTokenStore,
+  type SimilarityKernel,
+  type TokenIndex,
+} from '@bfe/index';
+import type { ResidentKernel } from './kernel-pool.js';
+import type { TokenIndexFactory } from '../search/search.js';
+import type { BankView } from '../types.js';
+
+/**
+ * Largest bank, in content tokens, kept resident by default: one kernel chunk
+ * (`DEFAULT_CHUNK_SIZE`), so a whole-bank search is one call on the resident session for queries
+ * of up to 256 tokens (longer ones fall back to the ordinary path, with the same results). A
+ * LoCoMo conversation holds ~22k tokens (~34 MiB of float32).
+ */
+export const DEFAULT_MAX_RESIDENT_TOKENS = 65_536;
+
+/** Options of {@link residentIndexFactory}. */
+export interface ResidentIndexOptions {
+  /** Banks with more content tokens use the scorer's kernel, not a resident one. */
+  readonly maxResidentTokens?: number;
+  /** Intra-op threads of each resident kernel (default: onnxruntime's choice). */
+  readonly threads?: number;
+  /**
+   * Makes each resident kernel (default: an `OrtSimilarityKernel` on this thread), e.g. on a
+   * worker thread (`residentKernelPool`); `fallback` is the scorer's kernel.
+   */
+  readonly kernel?: (fallback: SimilarityKernel) => ResidentKernel;
+}
+
+/** A {@link TokenIndexFactory} that owns kernels: {@link dispose} releases them. */
+export interface ResidentIndexFactory extends TokenIndexFactory {
+  /** Resident kernels alive now (one per cached small-bank view searched twice or more). */
+  readonly resident: () => number;
+  /** Resolves when the resident kernels being built are ready. */
+  readonly settled: () => Promise<void>;
+  /** Releases every resident kernel; later calls build them again. */
+  readonly dispose: () => Promise<void>;
+}
+
+/** Per (view, scorer kernel): the index searches use now, and the resident one once built. */
+interface Entry {
+  index: TokenIndex;
+  searches: number;
+  building?: Promise<void>;
+}
+
+/**
+ * The store's default token index: the exact backend (METHOD.md §2), one index per bank view,
+ * cached while the view lives. A small bank (≤ `maxResidentTokens`) also gets its own
+ * onnxruntime kernel holding the bank resident (`OrtSimilarityKernel.makeResident`: packed for
+ * the GEMM once, not per search). Packing costs about as much as tens of searches, and a write
+ * makes a new view, so it is built in the background from a view's second search on; until it
+ * is ready searches run on the scorer's kernel. The exact backend rescores its proposals in
+ * float64, so results are the same on either path (tested). A view's kernel is released when the
+ * view is garbage-collected, or by {@link ResidentIndexFactory.dispose}.
+ *
+ * @example
+ * const index = residentIndexFactory();
+ * await searchView(view, query, { index }, scorer); // scorer's kernel; the 2nd search packs `view`
+ * await index.dispose();
+ */
+export function residentIndexFactory(options: ResidentIndexOptions = {}): ResidentIndexFactory {
+  const maxTokens = options.maxResidentTokens ?? DEFAULT_MAX_RESIDENT_TOKENS;
+  let perView = new WeakMap<BankView, Map<SimilarityKernel, Entry>>();
+  const pending = new Set<Promise<void>>();
+  const kernels = new Set<ResidentKernel>();
+  const released = new FinalizationRegistry<ResidentKernel>((kernel) => {
+    kernels.delete(kernel);
+    void kernel.dispose();
+  });
+  const exact = (view: BankView, kernel: SimilarityKernel): ExactTokenIndex =>
+    new ExactTokenIndex(
+      {
+        tokens: flatTokenStore(view.tokenVectors, view.dim),
+        tokenOffsets: view.tokenOffsets,
+        ids: view.ids,
+      },
+      kernel,
+    );
+  const residentWorthy = (view: BankView, kernel: SimilarityKernel): boolean => {
+    const tokens = view.tokenOffsets[view.ids.length] ?? 0;
+    // Resident only where the scorer itself runs onnxruntime on the CPU.
+    return (
+      kernel instanceof OrtSimilarityKernel &&
+      kernel.executionProvider === 'cpu' &&
+      tokens > 0 &&
+      tokens <= maxTokens
+    );
+  };
+  const buildResident = (
+    view: BankView,
+    entry: Entry,
+    generation: object,
+    fallback: SimilarityKernel,
+  ): Promise<void> => {
+    const kernel =
+      options.kernel?.(fallback) ??
+      new OrtSimilarityKernel({
+        ...(options.threads === undefined ? {} : { threads: options.threads }),
+      });
+    const tokens = view.tokenOffsets[view.ids.length]!;
+    const done = kernel
+      .makeResident(view.tokenVectors, tokens, view.dim)
+      .then(async () => {
+        if (generation !== perView) return kernel.dispose(); // disposed meanwhile
+        kernels.add(kernel);
+        released.register(view, kernel, kernel);
+        const index = exact(view, kernel);
+        // The evidence's diagnostic bests, computed where the bank is resident (a worker).
+        const bests = 'bests' in kernel ? kernel.bests?.bind(kernel) : undefined;
+        entry.index = bests === undefined ? index : Object.assign(index, { bests });
+      })
+      // A failed build leaves the scorer's kernel in place.
+      .catch(() => kernel.dispose())
+      .finally(() => pending.delete(done));
+    pending.add(done);
+    return done;
+  };
+  const factory = (view: BankView, kernel: SimilarityKernel): TokenIndex => {
+    let byKernel = perView.get(view);
+    if (byKernel === undefined) {
+      byKernel = new Map();
+      perView.set(view, byKernel);
+    }
+    let entry = byKernel.get(kernel);
+    if (entry === undefined) {
+      entry = { index: exact(view, kernel), searches: 0 };
+      byKernel.set(kernel, entry);
+    }
+    entry.searches += 1;
+    if (entry.searches === 2 && entry.building === undefined && residentWorthy(view, kernel))
+      entry.building = buildResident(view, entry, perView, kernel);
+    return entry.index;
+  };
+  return Object.assign(factory, {
+    resident: () => kernels.size,
+    settled: async () => {
+      while (pending.size > 0) await Promise.all([...pending]);
+    },
+    dispose: async () => {
+      perView = new WeakMap();
+      await Promise.all([...pending]);
+      const all = [...kernels];
+      kernels.clear();
+      for (const k of all) released.unregister(k);
+      for (const k of all) await k.dispose();
+    },
+  });
+}

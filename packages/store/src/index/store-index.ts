@@ -1,0 +1,164 @@
+import { z } from 'zod';
+import { ConfigError } from '@bfe/core';
+import type { SimilarityKernel, TokenIndex } from '@bfe/index';
+import type { BankGraph, GraphParams } from './graph/bank-graph.js';
+import { GraphTokenIndex, type GraphSearchOutcome } from './graph/graph-search.js';
+import { GraphKeeper, type IndexLink, type IndexedStore } from './graph/keeper.js';
+import {
+  DEFAULT_MAX_RESIDENT_TOKENS,
+  residentIndexFactory,
+  type ResidentIndexFactory,
+  type ResidentIndexOptions,
+} from './resident-index.js';
+import type { TokenIndexFactory } from '../search/search.js';
+import type { BankView } from '../types.js';
+
+/**
+ * The store's index policy, predeclared (README "Token index"): a bank view of at most
+ * `maxResidentTokens` content tokens is searched exactly and resident (every LoCoMo
+ * conversation); a bank of more than `hnswMinTokens` (default: the same 65,536) gets one HNSW
+ * graph, built in the background at its first search (searched exactly until then) and
+ * maintained on every write; `exact: true` searches every bank exactly (the store before
+ * graphs).
+ */
+export const storeIndexOptionsSchema = z.strictObject({
+  /** Exact search for every bank: resident up to `maxResidentTokens`, streamed above. */
+  exact: z.boolean().default(false),
+  maxResidentTokens: z.number().int().nonnegative().default(DEFAULT_MAX_RESIDENT_TOKENS),
+  /** Banks with more content tokens than this get an HNSW graph (default `maxResidentTokens`). */
+  hnswMinTokens: z.number().int().nonnegative().optional(),
+  /** onnxruntime intra-op threads of the resident kernels. */
+  threads: z.number().int().positive().optional(),
+  hnsw: z
+    .strictObject({
+      M: z.number().int().positive().default(16),
+      efConstruction: z.number().int().positive().default(128),
+      efSearch: z.number().int().positive().default(128),
+      /** The graph's vector kind; proposals are always rescored from float32. */
+      kind: z.enum(['f32', 'f16', 'i8']).default('f16'),
+      /** usearch threads for adds and searches. */
+      threads: z.number().int().positive().default(1),
+    })
+    .prefault({}),
+  /** A search whose view the graph lacks more tokens of runs exactly (they are scored one by one). */
+  maxMissingTokens: z.number().int().nonnegative().default(4096),
+  /** A search past more tokens of later writes than this runs exactly. */
+  maxForeignTokens: z.number().int().nonnegative().default(4096),
+  /** A flush saves a graph once this share of its tokens changed since its last save. */
+  saveFraction: z.number().min(0).max(1).default(0.25),
+});
+export type StoreIndexOptions = z.input<typeof storeIndexOptionsSchema>;
+export type ResolvedStoreIndexOptions = z.output<typeof storeIndexOptionsSchema>;
+
+/** Counters of the graphs' work, for tests and the benchmark. */
+export interface GraphStats {
+  /** Banks with a graph now, and their tokens. */
+  readonly banks: Readonly<Record<string, { readonly tokens: number; readonly versions: number }>>;
+  /** Searches the graphs served, and those that ran exactly instead. */
+  readonly graphSearches: number;
+  readonly exactSearches: number;
+  /** Per bank, how its graph was opened: `loaded` (and topped up) or the reason it was rebuilt. */
+  readonly opened: Readonly<Record<string, string>>;
+  /** Tokens added to graphs by top-ups and builds (not by writes). */
+  readonly toppedUpTokens: number;
+  /** Graph files written. */
+  readonly saves: number;
+  /** A graph dropped after a failure (the bank is searched exactly). */
+  readonly failures: readonly string[];
+}
+
+/** A {@link ResidentIndexFactory} that also keeps the store's HNSW graphs (see {@link storeIndexFactory}). */
+export interface StoreIndexFactory extends ResidentIndexFactory {
+  readonly options: ResolvedStoreIndexOptions;
+  /**
+   * Binds the factory to the store that opens with it (`MemoryStore.open` calls it): one open
+   * store at a time; after that store closes, another may attach.
+   */
+  readonly attach: (store: IndexedStore) => Promise<IndexLink>;
+  /** Resolves when the graph builds and loads under way are done. */
+  readonly graphsSettled: () => Promise<void>;
+  readonly graphStats: () => GraphStats;
+}
+
+/** Whether a token index factory is a {@link StoreIndexFactory} (the store attaches those). */
+export function isStoreIndexFactory(f: TokenIndexFactory): f is StoreIndexFactory {
+  return typeof (f as Partial<StoreIndexFactory>).attach === 'function';
+}
+
+/**
+ * The store's default token index, with its predeclared policy (see
+ * {@link storeIndexOptionsSchema}): resident exact search for banks up to 65,536 content
+ * tokens, results identical to {@link residentIndexFactory}'s; one incrementally maintained
+ * HNSW graph (usearch, M 16 / efConstruction 128 / efSearch 128, f16 vectors, k + 16 proposals
+ * rescored in float64) for larger banks, persisted under `<store>/graphs/` as a rebuildable
+ * cache. A search sees exactly its snapshot's tokens (`GraphTokenIndex`).
+ * @throws {ConfigError} for bad options.
+ * @example
+ * const store = await MemoryStore.open(dir, { index: storeIndexFactory({ hnsw: { efSearch: 256 } }) });
+ * const exactOnly = storeIndexFactory({ exact: true }); // the store before graphs
+ */
+export function storeIndexFactory(
+  options: StoreIndexOptions = {},
+  make: Pick<ResidentIndexOptions, 'kernel'> = {},
+): StoreIndexFactory {
+  const parsed = storeIndexOptionsSchema.safeParse(options);
+  if (!parsed.success) throw new ConfigError(`storeIndexFactory: ${z.prettifyError(parsed.error)}`);
+  const opts = parsed.data;
+  const minTokens = opts.hnswMinTokens ?? opts.maxResidentTokens;
+  const resident = residentIndexFactory({
+    maxResidentTokens: opts.maxResidentTokens,
+    ...(opts.threads === undefined ? {} : { threads: opts.threads }),
+    ...(make.kernel === undefined ? {} : { kernel: make.kernel }),
+  });
+  const params: GraphParams = { ...opts.hnsw };
+  const counts = { graph: 0, exact: 0 };
+  const count = (outcome: GraphSearchOutcome): void => void counts[outcome]++;
+  let keeper: GraphKeeper | undefined;
+  let perView = new WeakMap<BankView, Map<SimilarityKernel, GraphTokenIndex>>();
+
+  const factory = (view: BankView, kernel: SimilarityKernel): TokenIndex | Promise<TokenIndex> => {
+    const tokens = view.tokenOffsets[view.ids.length] ?? 0;
+    if (opts.exact || keeper === undefined || view.seqs === undefined || tokens <= minTokens)
+      return resident(view, kernel);
+    const graph: BankGraph | undefined = keeper.graph(view.bank);
+    if (graph === undefined) return resident(view, kernel); // being built or loaded
+    let byKernel = perView.get(view);
+    if (byKernel === undefined) perView.set(view, (byKernel = new Map()));
+    let index = byKernel.get(kernel);
+    if (index === undefined || index.graph !== graph) {
+      index = new GraphTokenIndex(
+        view,
+        graph,
+        resident(view, kernel) as TokenIndex,
+        { maxMissing: opts.maxMissingTokens, maxForeign: opts.maxForeignTokens },
+        count,
+      );
+      byKernel.set(kernel, index);
+    }
+    return index;
+  };
+  return Object.assign(factory, {
+    options: opts,
+    resident: resident.resident,
+    settled: resident.settled,
+    attach: async (store: IndexedStore): Promise<IndexLink> => {
+      if (keeper !== undefined && !keeper.closed)
+        throw new Error('storeIndexFactory: attached to a store that is still open');
+      perView = new WeakMap();
+      keeper = new GraphKeeper(store, params, opts.saveFraction, minTokens);
+      if (opts.exact) keeper.disable();
+      await keeper.open();
+      return keeper;
+    },
+    graphsSettled: () => keeper?.settled() ?? Promise.resolve(),
+    graphStats: (): GraphStats => ({
+      ...(keeper?.stats() ?? { banks: {}, opened: {}, toppedUpTokens: 0, saves: 0, failures: [] }),
+      graphSearches: counts.graph,
+      exactSearches: counts.exact,
+    }),
+    dispose: async () => {
+      perView = new WeakMap();
+      await resident.dispose();
+    },
+  });
+}

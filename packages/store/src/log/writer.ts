@@ -1,0 +1,326 @@
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fsyncPath } from '@bfe/core';
+import { LiveIndex, applyRecord, rowsByBank } from './apply.js';
+import {
+  mergeSegments,
+  planCompaction,
+  swapCompacted,
+  type CompactionReport,
+} from './compaction.js';
+import { failpoint } from './faults.js';
+import { MemoryInputError, type ValidMemory } from '../input.js';
+import { gatherRows } from './live-rows.js';
+import { segmentFile, walFile, writeManifest, type Manifest } from './manifest.js';
+import type { Recovered } from './recovery.js';
+import { writeSegment } from './segment.js';
+import { Segment, withBatch, type StoreState } from './state.js';
+import type { IndexLink } from '../index/graph/keeper.js';
+import type { EncodedTexts } from '../types.js';
+import { WalWriter, type WalRecord } from './wal.js';
+
+export interface WriterConfig {
+  readonly model: string;
+  readonly dim: number;
+  readonly flushBytes: number;
+  readonly compactSegments: number;
+}
+
+/**
+ * The store's single writer: the WAL, the current state, the manifest, flushes and
+ * compactions. Writes run one at a time (a promise-chain mutex); a compaction's merge and
+ * segment write run outside it, so writers and readers go on meanwhile.
+ */
+export class Writer {
+  readonly live = new LiveIndex();
+  readonly recovery: Recovered['replayed'] & { readonly removed: readonly string[] };
+  #state: StoreState;
+  #wal: WalWriter;
+  #walGeneration: number;
+  #checkpointSeq: number;
+  #nextSegment: number;
+  #memBytes = 0;
+  #queue: Promise<unknown> = Promise.resolve();
+  #compactions: Promise<unknown> = Promise.resolve();
+  #background: Promise<void> = Promise.resolve();
+  #backgroundError: unknown;
+  #closing = false;
+  /** The attached index (the store's HNSW graphs), told of every applied write. */
+  listener: IndexLink | undefined;
+
+  constructor(
+    readonly dir: string,
+    r: Recovered,
+    readonly releaseLock: () => Promise<void>,
+    readonly config: WriterConfig,
+  ) {
+    this.#state = r.state;
+    this.#wal = r.wal;
+    this.#walGeneration = r.walGeneration;
+    this.#checkpointSeq = r.manifest.checkpointSeq;
+    this.#nextSegment = r.manifest.nextSegment;
+    this.recovery = { ...r.replayed, removed: r.removed };
+    for (const b of r.state.memtable) this.#memBytes += bytesOf(b.encoded);
+    const banks = new Set([
+      ...r.state.segments.map((s) => s.bank),
+      ...r.state.memtable.map((b) => b.bank),
+    ]);
+    for (const bank of banks) this.live.rebuild(r.state, bank);
+  }
+
+  get state(): StoreState {
+    return this.#state;
+  }
+
+  get walBytes(): number {
+    return this.#wal.bytes;
+  }
+
+  /** Runs `fn` alone among writes. */
+  #exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(fn, fn);
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** @throws MemoryInputError when an added id exists, or an updated one does not */
+  checkExistence(memories: readonly ValidMemory[], update: boolean): void {
+    const issues: string[] = [];
+    memories.forEach((m, i) => {
+      const exists = this.live.get(m.bank, m.id) !== undefined;
+      if (exists && !update)
+        issues.push(`[${i}]: id '${m.id}' already exists in bank '${m.bank}' (use update)`);
+      if (!exists && update) issues.push(`[${i}]: id '${m.id}' does not exist in bank '${m.bank}'`);
+    });
+    if (issues.length > 0) throw new MemoryInputError(issues);
+  }
+
+  /** Appends an add/update record (durable on return) and applies it. */
+  commitAdd(
+    memories: readonly ValidMemory[],
+    encoded: EncodedTexts,
+    update: boolean,
+  ): Promise<void> {
+    return this.#exclusive(async () => {
+      this.checkExistence(memories, update);
+      const record: WalRecord = {
+        kind: 'add',
+        seq: this.#state.nextSeq,
+        banks: memories.map((m) => m.bank),
+        update,
+        ids: memories.map((m) => m.id),
+        texts: memories.map((m) => m.text),
+        metas: memories.map((m) => m.meta),
+        encoded,
+      };
+      await this.#wal.append(record);
+      const batches = rowsByBank(record);
+      for (const rows of batches) {
+        this.#state = withBatch(this.#state, rows);
+        this.live.addRows(rows);
+      }
+      for (const rows of batches) await this.listener?.applied({ kind: 'add', rows });
+      this.#memBytes += bytesOf(encoded);
+      if (this.#memBytes >= this.config.flushBytes) await this.#flushLocked();
+    });
+  }
+
+  /** Appends a delete record for the ids `bank` holds (durable on return) and applies it. */
+  commitDelete(
+    bank: string,
+    ids: readonly string[],
+  ): Promise<{ deleted: string[]; unknown: string[] }> {
+    return this.#exclusive(async () => {
+      const deleted = ids.filter((id) => this.live.get(bank, id) !== undefined);
+      const unknown = ids.filter((id) => this.live.get(bank, id) === undefined);
+      if (deleted.length > 0) {
+        const record: WalRecord = { kind: 'delete', seq: this.#state.nextSeq, bank, ids: deleted };
+        await this.#wal.append(record);
+        this.#state = applyRecord(this.#state, record);
+        this.live.remove(bank, deleted);
+        await this.listener?.applied({ kind: 'delete', bank, ids: deleted });
+      }
+      return { deleted, unknown };
+    });
+  }
+
+  flush(): Promise<void> {
+    return this.#exclusive(() => this.#flushLocked());
+  }
+
+  /** The manifest of state `s` at the current checkpoint: flushed tombstones only. */
+  #manifest(s: StoreState, walGeneration: number, checkpointSeq: number): Manifest {
+    const tombstones: Record<string, Record<string, number>> = {};
+    for (const [bank, stones] of s.tombstones) {
+      const kept = [...stones].filter(([, seq]) => seq < checkpointSeq);
+      if (kept.length > 0) tombstones[bank] = Object.fromEntries(kept);
+    }
+    return {
+      schemaVersion: 1,
+      model: this.config.model,
+      dim: this.config.dim,
+      walGeneration,
+      checkpointSeq,
+      nextSegment: this.#nextSegment,
+      segments: s.segments.map((seg) => seg.entry),
+      tombstones,
+    };
+  }
+
+  async #flushLocked(): Promise<void> {
+    const s = this.#state;
+    const pendingStones = [...s.tombstones.values()].some((m) =>
+      [...m.values()].some((seq) => seq >= this.#checkpointSeq),
+    );
+    if (s.memtable.length === 0 && !pendingStones) return;
+    const banks = [...new Set(s.memtable.map((b) => b.bank))];
+    const written: Segment[] = [];
+    const generation = this.#walGeneration + 1;
+    const walPath = join(this.dir, walFile(generation));
+    let next: WalWriter | undefined;
+    try {
+      for (const bank of banks) {
+        const batches = s.memtable.filter((b) => b.bank === bank);
+        const refs = batches.flatMap((source) =>
+          Array.from(source.ids, (_, row) => ({ source, row, seq: source.seqs[row]! })),
+        );
+        const rows = gatherRows(refs, bank, this.config.dim);
+        const file = segmentFile(this.#nextSegment++);
+        const path = join(this.dir, file);
+        const facts = await writeSegment(path, rows, this.config.model);
+        const tokens = rows.encoded.tokenOffsets[rows.encoded.count]!;
+        written.push(
+          new Segment({ file, bank, rows: rows.ids.length, tokens, ...facts }, path, rows),
+        );
+      }
+      failpoint('flush-segments');
+      next = await WalWriter.open(walPath);
+      await fsyncPath(this.dir);
+      const flushed: StoreState = {
+        ...s,
+        segments: [...s.segments, ...written],
+        memtable: [],
+      };
+      await writeManifest(this.dir, this.#manifest(flushed, generation, s.nextSeq));
+      failpoint('flush-manifest');
+      this.#state = flushed;
+    } catch (error) {
+      await next?.close();
+      await rm(walPath, { force: true });
+      for (const seg of written) await rm(seg.path, { force: true });
+      throw error;
+    }
+    const old = this.#wal;
+    this.#wal = next;
+    this.#walGeneration = generation;
+    this.#checkpointSeq = s.nextSeq;
+    this.#memBytes = 0;
+    await old.close();
+    await rm(old.path, { force: true });
+    for (const bank of banks) this.live.rebuild(this.#state, bank);
+    await this.listener?.flushed();
+    this.#maybeCompact(banks);
+  }
+
+  #maybeCompact(banks: readonly string[]): void {
+    const every = this.config.compactSegments;
+    if (every <= 0 || this.#closing) return;
+    for (const bank of banks) {
+      const count = this.#state.segments.filter((seg) => seg.bank === bank).length;
+      if (count >= every)
+        this.#background = this.#background.then(() =>
+          this.compact(bank).then(
+            () => undefined,
+            (error: unknown) => {
+              this.#backgroundError ??= error;
+            },
+          ),
+        );
+    }
+  }
+
+  /** Compacts one bank, or every bank worth it; compactions run one at a time. */
+  compact(bank?: string): Promise<CompactionReport[]> {
+    const run = this.#compactions.then(async () => {
+      const banks =
+        bank === undefined ? [...new Set(this.#state.segments.map((s) => s.bank))] : [bank];
+      const reports: CompactionReport[] = [];
+      for (const b of banks) {
+        const report = await this.#compactBank(b);
+        if (report !== undefined) reports.push(report);
+      }
+      return reports;
+    });
+    this.#compactions = run.catch(() => undefined);
+    return run;
+  }
+
+  async #compactBank(bank: string): Promise<CompactionReport | undefined> {
+    const planned = await this.#exclusive(() => {
+      const plan = planCompaction(this.#state, bank, this.#checkpointSeq);
+      if (plan === undefined) return Promise.resolve(undefined);
+      for (const seg of plan.segments) seg.acquire();
+      return Promise.resolve({ plan, file: segmentFile(this.#nextSegment++) });
+    });
+    if (planned === undefined) return undefined;
+    const { plan, file } = planned;
+    const path = join(this.dir, file);
+    let merged: Segment | undefined;
+    try {
+      const rows = mergeSegments(plan, this.config.dim);
+      if (rows.ids.length > 0) {
+        const facts = await writeSegment(path, rows, this.config.model);
+        const tokens = rows.encoded.tokenOffsets[rows.encoded.count]!;
+        merged = new Segment({ file, bank, rows: rows.ids.length, tokens, ...facts }, path, rows);
+      }
+      failpoint('compact-segment');
+      await this.#exclusive(async () => {
+        const next = swapCompacted(this.#state, plan, merged);
+        await writeManifest(
+          this.dir,
+          this.#manifest(next, this.#walGeneration, this.#checkpointSeq),
+        );
+        failpoint('compact-manifest');
+        this.#state = next;
+        this.live.rebuild(next, bank);
+      });
+    } catch (error) {
+      await rm(path, { force: true });
+      for (const seg of plan.segments) await seg.release();
+      throw error;
+    }
+    for (const seg of plan.segments) {
+      await seg.retire();
+      await seg.release();
+    }
+    const rowsIn = plan.segments.reduce((a, seg) => a + seg.entry.rows, 0);
+    return {
+      bank,
+      segmentsIn: plan.segments.length,
+      segmentsOut: merged === undefined ? 0 : 1,
+      rowsIn,
+      rowsOut: merged?.entry.rows ?? 0,
+      tombstonesDropped: plan.tombstones.size,
+    };
+  }
+
+  /** Waits for compactions, flushes (when asked), closes the WAL, releases the lock. */
+  async close(flush: boolean): Promise<void> {
+    this.#closing = true; // the closing flush starts no compaction that would outlive the lock
+    try {
+      await this.#background;
+      await this.#compactions;
+      if (flush) await this.flush();
+    } finally {
+      await this.#queue;
+      await this.listener?.close();
+      await this.#wal.close();
+      await this.releaseLock();
+    }
+    if (this.#backgroundError !== undefined) throw this.#backgroundError;
+  }
+}
+
+function bytesOf(e: EncodedTexts): number {
+  return e.pooled.byteLength + e.tokenVectors.byteLength + e.tokenIds.byteLength * 2;
+}

@@ -1,0 +1,376 @@
+import { z } from 'zod';
+import { ConfigError } from '@bfe/core';
+import { adapterQueryTransform, type AdapterParams } from '@bfe/adapter';
+import {
+  ScorerInputError,
+  tieOrder,
+  type SimilarityKernel,
+  type TokenIndex,
+  type TieOrder,
+} from '@bfe/index';
+import {
+  SYSTEMS,
+  explainCandidates,
+  groupByCandidates,
+  parseScoreOptions,
+  rankCandidates,
+  type EvidenceMatching,
+  type MemoryEvidence,
+  type SparseScorer,
+  type SystemName,
+  type TokenEvidence,
+} from '@bfe/scorer';
+import { remoteBests } from './search-bests.js';
+import {
+  candidateRank,
+  interventionsOptionSchema,
+  searchInterventions,
+  type SearchInterventions,
+} from './search-interventions.js';
+import type { BankView, EncodedTexts, MemoryMeta } from '../types.js';
+
+/** The systems a search ranks with: the experiment's training-free token systems (METHOD.md §6). */
+export const SEARCH_SYSTEMS = [
+  'sparse-fusion',
+  'pooled',
+  'no-fusion',
+  'zero-floor',
+  'maxsim',
+  'maxsim-fusion',
+] as const;
+
+/** A system of {@link SEARCH_SYSTEMS}. */
+export type SearchSystem = (typeof SEARCH_SYSTEMS)[number];
+
+/** Opens a token index over a view's memory tokens, on the scorer's kernel (large banks). */
+export type TokenIndexFactory = (
+  view: BankView,
+  kernel: SimilarityKernel,
+) => TokenIndex | Promise<TokenIndex>;
+
+export type { BestsIndex } from './search-bests.js';
+
+/** How each system's score is explained: its token-level score and whether it fuses. */
+const MATCHING: Readonly<Record<SearchSystem, { matching: EvidenceMatching; fused: boolean }>> = {
+  'sparse-fusion': { matching: 'tail', fused: true },
+  'no-fusion': { matching: 'tail', fused: true },
+  'zero-floor': { matching: 'zero', fused: true },
+  pooled: { matching: 'none', fused: true },
+  maxsim: { matching: 'maxsim', fused: false },
+  'maxsim-fusion': { matching: 'maxsim', fused: true },
+};
+
+/** The systems an adapter may change: those of the experiment's adapted pass (METHOD.md §4). */
+const ADAPTABLE: ReadonlySet<SearchSystem> = new Set(['sparse-fusion', 'no-fusion', 'zero-floor']);
+
+const scorerDefaults = parseScoreOptions({});
+const isFunction = (v: unknown): boolean => typeof v === 'function';
+const isAdapter = (v: unknown): boolean => {
+  const a = v as Partial<AdapterParams> | null;
+  return (
+    typeof a === 'object' &&
+    a !== null &&
+    Number.isInteger(a.dim) &&
+    Number.isInteger(a.rank) &&
+    ArrayBuffer.isView(a.a) &&
+    ArrayBuffer.isView(a.b)
+  );
+};
+
+/**
+ * A search's settings, defaults as in experiments: token k 64 and α 0.5 (the scorer's own
+ * defaults), ties by the seeded hash of the memory id.
+ */
+export const searchOptionsSchema = z
+  .strictObject({
+    /** Results returned. */
+    k: z.number().int().min(1).default(10),
+    system: z.enum(SEARCH_SYSTEMS).default('sparse-fusion'),
+    /** Weight of the standardised pooled branch. */
+    alpha: z.number().min(0).max(1).default(scorerDefaults.alpha),
+    /** Bank tokens proposed per query token (METHOD.md §2), clamped to a smaller bank. */
+    tokenK: z.number().int().min(1).default(scorerDefaults.k),
+    /** A query adapter (`@bfe/adapter`), applied to the query's content tokens only. */
+    adapter: z.custom<AdapterParams>(isAdapter, 'an adapter: { dim, rank, a, b }').optional(),
+    /** Attach token evidence to each result. */
+    explain: z.boolean().default(true),
+    /** Vocabulary piece of a token id (`Embedder.tokenText`): evidence then names tokens. */
+    tokenText: z.custom<(id: number) => string>(isFunction, 'a function').optional(),
+    /** Token index for large banks; default: the exact search over the view's tokens. */
+    index: z.custom<TokenIndexFactory>(isFunction, 'a function').optional(),
+    /** Token interventions on one memory (Appendix D): see `searchViewWithInterventions`. */
+    interventions: interventionsOptionSchema.optional(),
+  })
+  .refine((o) => o.adapter === undefined || ADAPTABLE.has(o.system), {
+    message: `an adapter changes only the sparse systems: ${[...ADAPTABLE].join(', ')}`,
+    path: ['adapter'],
+  })
+  .refine((o) => o.interventions === undefined || ADAPTABLE.has(o.system), {
+    message: `interventions edit the sparse systems' scores: ${[...ADAPTABLE].join(', ')}`,
+    path: ['interventions'],
+  });
+
+/** Search settings as a caller writes them. */
+export type SearchOptions = z.input<typeof searchOptionsSchema>;
+/** Search settings with defaults filled in. */
+export type ResolvedSearchOptions = z.output<typeof searchOptionsSchema>;
+
+/**
+ * Parses search settings.
+ * @throws {ConfigError} naming each bad field.
+ * @example
+ * parseSearchOptions({ k: 5 }); // { k: 5, system: 'sparse-fusion', alpha: 0.5, tokenK: 64, explain: true }
+ */
+export function parseSearchOptions(options: unknown = {}): ResolvedSearchOptions {
+  const parsed = searchOptionsSchema.safeParse(options);
+  if (!parsed.success) throw new ConfigError(`search options: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+/** One query token's evidence, with the vocabulary pieces when `tokenText` was given. */
+export interface EvidenceToken extends TokenEvidence {
+  /** Vocabulary id of the query token. */
+  readonly queryTokenId: number;
+  readonly queryPiece: string | undefined;
+  /** Vocabulary id of the matched memory token; -1 when floored. */
+  readonly memoryTokenId: number;
+  readonly memoryPiece: string | undefined;
+  /** Vocabulary id of the diagnostic best token (not used by the score); -1 for none. */
+  readonly bestTokenId: number;
+  readonly bestPiece: string | undefined;
+}
+
+/**
+ * Why a memory was returned: the scorer's {@link MemoryEvidence} (its `memoryRow` is the row in
+ * the searched view) with token pieces.
+ */
+export interface SearchEvidence extends Omit<MemoryEvidence, 'tokens'> {
+  readonly system: SearchSystem;
+  readonly tokens: readonly EvidenceToken[];
+}
+
+/** One ranked memory. */
+export interface SearchResult {
+  readonly id: string;
+  /** 1 for the best. */
+  readonly rank: number;
+  /** The system's score. */
+  readonly score: number;
+  /** `p_q·p_m`. */
+  readonly pooled: number;
+  /**
+   * The memory's rank by `pooled` over the whole bank (1 for the best; ties as the `pooled`
+   * system breaks them): its rank in a `system: 'pooled'` search, however deep.
+   */
+  readonly pooledRank: number;
+  /** The token-level score the system uses (`s_sparse`, zero-floor, or MaxSim). */
+  readonly sparse: number;
+  readonly text: string;
+  readonly meta: MemoryMeta | undefined;
+  /** Present unless `explain: false`. */
+  readonly evidence?: SearchEvidence;
+}
+
+/** Per ids array (a view's, immutable): its tie order and its rows in that order. */
+const candidatesOf = new WeakMap<readonly string[], { ties: TieOrder; rows: Int32Array }>();
+
+function candidates(ids: readonly string[]): { ties: TieOrder; rows: Int32Array } {
+  let c = candidatesOf.get(ids);
+  if (c === undefined) {
+    // The experiment's own grouping: candidate rows in the tie order, so every sum over them
+    // runs in the same order as `bfe score`'s.
+    const [group] = groupByCandidates({ ids }, [{ id: 'query', candidateIds: ids }]);
+    c = { ties: tieOrder(ids), rows: group!.rows };
+    candidatesOf.set(ids, c);
+  }
+  return c;
+}
+
+/**
+ * Ranks a bank's memories for one encoded query with one of the experiment's systems — the
+ * same scorer pass, candidate order and tie order as `bfe score`, so a store and an experiment
+ * over the same vectors rank identically — and explains the top `k` (`explainCandidates`:
+ * token matches, floors, shares, the fused decomposition). An adapter replaces the query's
+ * content tokens only (the pooled query and the memories stay the bank's). The caller owns
+ * `scorer`.
+ *
+ * @throws {ConfigError} for bad options.
+ * @throws {ScorerInputError} for a query that is not one text, or a query and bank from
+ *   different encoders (dimension).
+ * @example
+ * const query = await embedder.encode(['when did Caroline go hiking?'], 'query');
+ * const results = await searchView(view, query, { k: 5, tokenText: (id) => embedder.tokenText(id) }, scorer);
+ * results[0]; // { id: 'conv-1:D3:4', rank: 1, score: 1.93, pooled: 0.61, sparse: 0.58, evidence: { tokens: [...] }, … }
+ */
+export async function searchView(
+  view: BankView,
+  query: EncodedTexts,
+  options: SearchOptions,
+  scorer: SparseScorer,
+): Promise<SearchResult[]> {
+  return (await searchViewWithInterventions(view, query, options, scorer)).results;
+}
+
+/**
+ * {@link searchView} and, with `options.interventions`, the token interventions on one memory
+ * from the same scorer pass (`searchInterventions`).
+ */
+export async function searchViewWithInterventions(
+  view: BankView,
+  query: EncodedTexts,
+  options: SearchOptions,
+  scorer: SparseScorer,
+): Promise<{ results: SearchResult[]; interventions?: SearchInterventions }> {
+  const opts = parseSearchOptions(options);
+  if (query.count !== 1) {
+    throw new ScorerInputError('bad-query-rows', `a search takes one query, got ${query.count}`);
+  }
+  if (view.ids.length === 0) {
+    if (opts.interventions !== undefined) throw new ConfigError('interventions: the bank is empty');
+    return { results: [] };
+  }
+  const { dim } = view;
+  const nq = query.tokenOffsets[1]! - query.tokenOffsets[0]!;
+  const queryTokens =
+    opts.adapter === undefined || nq === 0
+      ? query.tokenVectors
+      : adapterQueryTransform(opts.adapter)(query.tokenVectors, nq, query.dim);
+  const memories = {
+    dim,
+    tokenVectors: view.tokenVectors,
+    tokenOffsets: view.tokenOffsets,
+    pooled: view.pooled,
+    ids: view.ids,
+  };
+  const queries = {
+    dim: query.dim,
+    tokenVectors: queryTokens,
+    tokenOffsets: query.tokenOffsets,
+    pooled: query.pooled,
+    ids: ['query'],
+  };
+  const { ties, rows } = candidates(view.ids);
+  const system = SYSTEMS[opts.system];
+  const index = opts.index === undefined ? undefined : await opts.index(view, scorer.kernel);
+  const [scores] = await scorer.score(
+    {
+      memories,
+      queries,
+      queryRows: [0],
+      candidates: rows,
+      ...(index === undefined ? {} : { index }),
+    },
+    {
+      k: opts.tokenK,
+      alpha: opts.alpha,
+      maxsim: MATCHING[opts.system].matching === 'maxsim',
+      clampK: true,
+      keepHits: opts.explain || opts.interventions !== undefined,
+    },
+  );
+  const s = scores!;
+  const values = s.systems[system.scores as SystemName]!;
+  const ranked = rankCandidates(s.candidates, values, ties);
+  const top = Array.from(ranked.order.subarray(0, Math.min(opts.k, ranked.order.length)));
+  const { matching, fused } = MATCHING[opts.system];
+  const tokenLevel =
+    matching === 'zero' ? s.sparseZeroFloor : matching === 'maxsim' ? s.systems.maxsim! : s.sparse;
+  const explained = queryTokens.subarray(
+    query.tokenOffsets[0]! * dim,
+    query.tokenOffsets[1]! * dim,
+  );
+  const bests =
+    opts.explain && matching !== 'none'
+      ? await remoteBests(index, s, memories, explained, top)
+      : undefined;
+  const evidence = opts.explain
+    ? explainCandidates(
+        {
+          scores: s,
+          memories,
+          queryTokens: explained,
+          matching,
+          alpha: opts.system === 'no-fusion' ? 0 : opts.alpha,
+          fused,
+          ...(bests === undefined ? {} : { bests }),
+        },
+        top,
+      )
+    : undefined;
+  const interventions =
+    opts.interventions &&
+    searchInterventions(
+      { scores: s, matching: matching === 'zero' ? 'zero' : 'tail', ties, view, query },
+      { alpha: opts.system === 'no-fusion' ? 0 : opts.alpha, order: ranked.order },
+      opts,
+    );
+  const results = top.map((g, i) => {
+    const row = s.candidates[g]!;
+    const e = evidence?.[i];
+    return {
+      id: view.ids[row]!,
+      rank: i + 1,
+      score: values[g]!,
+      pooled: s.systems.pooled[g]!,
+      pooledRank: candidateRank(g, s.candidates, s.systems.pooled, ties),
+      sparse: tokenLevel[g]!,
+      text: view.texts[row]!,
+      meta: view.metas[row],
+      ...(e === undefined ? {} : { evidence: withPieces(e, opts, view, query) }),
+    };
+  });
+  return interventions === undefined ? { results } : { results, interventions };
+}
+
+function withPieces(
+  e: MemoryEvidence,
+  opts: ResolvedSearchOptions,
+  view: BankView,
+  query: EncodedTexts,
+): SearchEvidence {
+  const { memoryRow } = e;
+  const tokenText = opts.tokenText;
+  const piece = (id: number): string | undefined =>
+    id < 0 || tokenText === undefined ? undefined : tokenText(id);
+  const start = view.tokenOffsets[memoryRow]!;
+  const q0 = query.tokenOffsets[0]!;
+  // Built field by field (no object spread: this runs for every token of every result).
+  const tokens = e.tokens.map((t): EvidenceToken => {
+    const queryTokenId = query.tokenIds[q0 + t.queryToken]!;
+    const memoryTokenId = t.memoryToken < 0 ? -1 : view.tokenIds[start + t.memoryToken]!;
+    const bestId = t.best === undefined ? -1 : view.tokenIds[start + t.best.memoryToken]!;
+    return {
+      queryToken: t.queryToken,
+      memoryToken: t.memoryToken,
+      similarity: t.similarity,
+      floored: t.floored,
+      floor: t.floor,
+      best: t.best,
+      contribution: t.contribution,
+      share: t.share,
+      queryTokenId,
+      queryPiece: piece(queryTokenId),
+      memoryTokenId,
+      memoryPiece: piece(memoryTokenId),
+      bestTokenId: bestId,
+      bestPiece: piece(bestId),
+    };
+  });
+  return {
+    candidate: e.candidate,
+    memoryRow,
+    matching: e.matching,
+    nQueryTokens: e.nQueryTokens,
+    k: e.k,
+    pooled: e.pooled,
+    sparse: e.sparse,
+    zPooled: e.zPooled,
+    zSparse: e.zSparse,
+    alpha: e.alpha,
+    pooledPart: e.pooledPart,
+    sparsePart: e.sparsePart,
+    score: e.score,
+    system: opts.system,
+    tokens,
+  };
+}
