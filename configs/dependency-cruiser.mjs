@@ -48,13 +48,13 @@ export default {
     },
     ...packageRules,
     {
-      name: 'server-imports-only-store-scorer-core',
-      comment: 'apps/server may import only @bfe/store, @bfe/scorer and @bfe/core (HOUSE.md)',
+      name: 'server-imports-only-store-core',
+      comment: 'apps/server may import only @bfe/store and @bfe/core (HOUSE.md)',
       severity: 'error',
       from: { path: '^apps/server/' },
       to: {
         path: '^(packages|apps)/',
-        pathNot: ['^apps/server/', '^packages/(store|scorer|core)/'],
+        pathNot: ['^apps/server/', '^packages/(store|core)/'],
       },
     },
     {

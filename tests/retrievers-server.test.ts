@@ -1,11 +1,12 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BfeServiceError } from '@bfe/client';
+import { BfeServiceError, HttpBackend, storeBackend } from '@bfe/client';
 import { FIXTURE_MEMORIES } from '@bfe/client/testing';
 import { suiteTmpDir } from '@bfe/core/testing';
 import { BfeRetriever as LangchainRetriever } from '@bfe/langchain';
 import { BfeRetriever as LlamaindexRetriever } from '@bfe/llamaindex';
+import { SEARCH_SYSTEMS } from '@bfe/store';
 import { fakeEmbedder } from '@bfe/store/testing';
 import { serve, type RunningServer } from '../apps/server/src/index.ts';
 
@@ -57,6 +58,17 @@ describe('the LangChain and LlamaIndex retrievers against bfe serve', () => {
     const nodes = await retriever.retrieve({ query });
     expect(nodes.map((n) => n.node.id_)).toEqual(expected.map((r) => r.id));
     expect(nodes.map((n) => n.score)).toEqual(expected.map((r) => r.score));
+  });
+
+  it('the HTTP backend returns the in-process results field by field, evidence included', async () => {
+    const http = new HttpBackend({ url: server.url, apiKey: KEY });
+    const local = storeBackend(server.store);
+    for (const system of SEARCH_SYSTEMS) {
+      const query = { bank: 'alice', query: 'grey cat on the sofa in May', k: 5, system };
+      const expected = await local.search(query);
+      expect(expected[0]!.evidence).toBeDefined();
+      expect(await http.search(query)).toStrictEqual(expected);
+    }
   });
 
   it('a wrong key is 401 and another tenant’s bank is 404, as errors', async () => {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { SEARCH_SYSTEMS, bankNameSchema } from '@bfe/store';
+import { SEARCH_SYSTEMS, bankNameSchema, searchResponseJsonSchema } from '@bfe/store';
 
 /**
  * The HTTP contract: one zod schema per request and response. Routes declare them (Fastify's
@@ -120,102 +120,9 @@ export const searchBodySchema = z.strictObject({
     .describe('token interventions on one memory (sparse-fusion, no-fusion, zero-floor)'),
 });
 
-const bestSchema = z.strictObject({
-  memoryToken: z.number().int(),
-  tokenId: z.number().int(),
-  piece: z.string().nullable(),
-  similarity: z.number(),
-});
-
-/** One query token's evidence (METHOD.md §2): what it matched, or the floor it got. */
-export const evidenceTokenSchema = z
-  .strictObject({
-    queryToken: z.number().int(),
-    queryTokenId: z.number().int(),
-    queryPiece: z.string().nullable(),
-    memoryToken: z.number().int().describe('-1 when floored'),
-    memoryTokenId: z.number().int().describe('-1 when floored'),
-    memoryPiece: z.string().nullable(),
-    similarity: z.number().nullable().describe('null when floored'),
-    floored: z.boolean(),
-    floor: z.number(),
-    best: bestSchema.nullable().describe('diagnostic: the true best token, unused by the score'),
-    contribution: z.number(),
-    share: z.number(),
-  })
-  .meta({ id: 'EvidenceToken' });
-
-export const evidenceSchema = z
-  .strictObject({
-    system: z.enum(SEARCH_SYSTEMS),
-    matching: z.string(),
-    nQueryTokens: z.number().int(),
-    k: z.number().int(),
-    tokens: z.array(evidenceTokenSchema),
-    pooled: z.number(),
-    sparse: z.number(),
-    zPooled: z.number(),
-    zSparse: z.number(),
-    alpha: z.number(),
-    pooledPart: z.number(),
-    sparsePart: z.number(),
-    score: z.number(),
-  })
-  .meta({ id: 'Evidence' });
-
-export const searchResultSchema = z
-  .strictObject({
-    id: z.string(),
-    rank: z.number().int(),
-    score: z.number(),
-    pooled: z.number(),
-    pooledRank: z
-      .number()
-      .int()
-      .describe('rank by pooled score over the whole bank (a pooled search’s rank), however deep'),
-    sparse: z.number(),
-    text: z.string(),
-    meta: metaSchema.optional(),
-    evidence: evidenceSchema.optional(),
-  })
-  .meta({ id: 'SearchResult' });
-
-/** The memory's excess over the floor per query token and its rank after each removal. */
-export const interventionsSchema = z
-  .strictObject({
-    id: z.string(),
-    rank: z.number().int(),
-    score: z.number(),
-    sparse: z.number(),
-    tokens: z.array(
-      z.strictObject({
-        queryToken: z.number().int(),
-        queryTokenId: z.number().int(),
-        queryPiece: z.string().nullable(),
-        memoryTokenId: z.number().int().describe('-1 when floored'),
-        memoryPiece: z.string().nullable(),
-        similarity: z.number().nullable().describe('null when floored'),
-        floor: z.number(),
-        floored: z.boolean(),
-        excess: z.number().describe('(max(t_i, best_i(m)) − t_i)/n_q'),
-      }),
-    ),
-    removals: z.array(
-      z.strictObject({
-        label: z.string(),
-        removed: z.array(z.number().int()),
-        sparse: z.number(),
-        score: z.number().describe('fused, with the original μ and σ'),
-        rank: z.number().int(),
-      }),
-    ),
-  })
-  .meta({ id: 'Interventions' });
-
-export const searchResponseSchema = z.strictObject({
-  results: z.array(searchResultSchema),
-  interventions: interventionsSchema.optional(),
-});
+// The search result's JSON (results, evidence, interventions) has one home, @bfe/store's wire
+// format, shared with the HTTP client.
+export const searchResponseSchema = searchResponseJsonSchema;
 
 export const healthSchema = z.strictObject({ status: z.literal('ok') });
 

@@ -24,7 +24,7 @@ describe('HttpBackend against the stub of the documented contract', () => {
       const query = { bank: 'alice', query: 'grey cat', k: 3 };
       const local = await storeBackend(store).search(query);
       const remote = await new HttpBackend({ url: `${stub.url}/`, apiKey: 'key-a' }).search(query);
-      expect(remote).toEqual(JSON.parse(JSON.stringify(local)));
+      expect(remote).toStrictEqual(local); // the wire format reads back the in-process shape
       expect(remote.map((r) => r.rank)).toEqual([1, 2, 3]);
       expect(stub.requests.at(-1)).toEqual({
         method: 'POST',

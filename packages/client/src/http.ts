@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { SearchEvidence, SearchResult } from '@bfe/store';
+import type { SearchResult } from '@bfe/store';
+import { searchResponseJsonSchema, searchResultFromJson } from '@bfe/store/wire';
 import type { SearchBackend, SearchQuery } from './types.js';
 
 /** How long a search may take before the client gives up, in milliseconds. */
@@ -26,26 +27,6 @@ export const httpOptionsSchema = z.object({
 
 /** What a non-2xx answer carries (the service's error body). */
 const errorBodySchema = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
-
-/**
- * A search answer as the service sends it: the store's `SearchResult`s as JSON. Evidence is
- * the store's, checked here only for being an object (its shape has one home, `@bfe/store`).
- */
-const searchResponseSchema = z.object({
-  results: z.array(
-    z.object({
-      id: z.string(),
-      rank: z.number().int().min(1),
-      score: z.number(),
-      pooled: z.number(),
-      pooledRank: z.number().int().min(1),
-      sparse: z.number(),
-      text: z.string(),
-      meta: z.record(z.string(), z.unknown()).nullish(),
-      evidence: z.record(z.string(), z.unknown()).nullish(),
-    }),
-  ),
-});
 
 /**
  * The service refused or failed a request, or could not be reached. `status` is the HTTP
@@ -121,22 +102,12 @@ export class HttpBackend implements SearchBackend {
     } catch (cause) {
       throw new BfeServiceError(response.status, 'BAD_RESPONSE', `${what}: not JSON`, { cause });
     }
-    const parsed = searchResponseSchema.safeParse(json);
+    const parsed = searchResponseJsonSchema.safeParse(json);
     if (!parsed.success) {
       const why = z.prettifyError(parsed.error);
       throw new BfeServiceError(response.status, 'BAD_RESPONSE', `${what}: ${why}`);
     }
-    return parsed.data.results.map((r) => ({
-      id: r.id,
-      rank: r.rank,
-      score: r.score,
-      pooled: r.pooled,
-      pooledRank: r.pooledRank,
-      sparse: r.sparse,
-      text: r.text,
-      meta: r.meta ?? undefined,
-      ...(r.evidence == null ? {} : { evidence: r.evidence as unknown as SearchEvidence }),
-    }));
+    return parsed.data.results.map(searchResultFromJson);
   }
 }
 

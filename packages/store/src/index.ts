@@ -49,6 +49,23 @@ export type {
   TokenIndexFactory,
 } from './search/search.js';
 export { renderEvidence } from './search/render.js';
+export {
+  evidenceJsonSchema,
+  evidenceTokenJsonSchema,
+  interventionsFromJson,
+  interventionsJsonSchema,
+  interventionsToJson,
+  searchResponseJsonSchema,
+  searchResultFromJson,
+  searchResultJsonSchema,
+  searchResultToJson,
+} from './search/wire.js';
+export type {
+  EvidenceJson,
+  InterventionsJson,
+  SearchResponseJson,
+  SearchResultJson,
+} from './search/wire.js';
 export { DEFAULT_MAX_RESIDENT_TOKENS, residentIndexFactory } from './index/resident-index.js';
 export { residentKernelPool } from './index/kernel-pool.js';
 export type { ResidentKernel, ResidentKernelPool } from './index/kernel-pool.js';

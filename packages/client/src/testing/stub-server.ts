@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { searchResultToJson } from '@bfe/store/wire';
 import type { StoreLike } from '../backend.js';
 
 /** A running stub: its base URL, the requests it saw, and `close`. */
@@ -22,7 +23,7 @@ const ROUTE = /^\/v1\/banks\/([^/]+)\/search$/;
 /**
  * A stand-in for `bfe serve`'s search route, written to the documented contract (issue 15):
  * `POST /v1/banks/{bank}/search` `{ query, k?, system? }` → `{ results: [...] }` (the store's
- * `SearchResult`s as JSON), `Authorization: Bearer <key>`, errors as `{ error: { code,
+ * `SearchResult`s in `@bfe/store`'s wire format), `Authorization: Bearer <key>`, errors as `{ error: { code,
  * message } }` — 401 `UNAUTHORIZED` for a missing or unknown key, 404 `BANK_NOT_FOUND` for a
  * bank the key may not read or the store does not hold, 400 `BAD_REQUEST` for a bad body. It
  * listens on 127.0.0.1, port 0. Until `apps/server` lands, this is what the HTTP backends are
@@ -93,7 +94,7 @@ async function handle(
       ...(typeof body.k === 'number' ? { k: body.k } : {}),
       ...(typeof body.system === 'string' ? { system: body.system as 'pooled' } : {}),
     });
-    send(res, 200, { results });
+    send(res, 200, { results: results.map(searchResultToJson) });
   } catch (e) {
     const code = (e as { code?: unknown }).code;
     if (code === 'DATA_INVALID') return send(res, 404, notFound(bank));

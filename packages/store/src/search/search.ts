@@ -29,18 +29,9 @@ import {
 } from './search-interventions.js';
 import type { BankView, EncodedTexts, MemoryMeta } from '../types.js';
 
-/** The systems a search ranks with: the experiment's training-free token systems (METHOD.md §6). */
-export const SEARCH_SYSTEMS = [
-  'sparse-fusion',
-  'pooled',
-  'no-fusion',
-  'zero-floor',
-  'maxsim',
-  'maxsim-fusion',
-] as const;
+import { SEARCH_SYSTEMS, type SearchSystem } from './systems.js';
 
-/** A system of {@link SEARCH_SYSTEMS}. */
-export type SearchSystem = (typeof SEARCH_SYSTEMS)[number];
+export { SEARCH_SYSTEMS, type SearchSystem };
 
 /** Opens a token index over a view's memory tokens, on the scorer's kernel (large banks). */
 export type TokenIndexFactory = (
@@ -141,10 +132,11 @@ export interface EvidenceToken extends TokenEvidence {
 }
 
 /**
- * Why a memory was returned: the scorer's {@link MemoryEvidence} (its `memoryRow` is the row in
- * the searched view) with token pieces.
+ * Why a memory was returned: the scorer's {@link MemoryEvidence} with token pieces, without the
+ * scorer's positions in the searched view (`candidate`, `memoryRow`: internal, and changed by
+ * any write). The same over HTTP (`wire.ts`).
  */
-export interface SearchEvidence extends Omit<MemoryEvidence, 'tokens'> {
+export interface SearchEvidence extends Omit<MemoryEvidence, 'tokens' | 'candidate' | 'memoryRow'> {
   readonly system: SearchSystem;
   readonly tokens: readonly EvidenceToken[];
 }
@@ -356,20 +348,20 @@ function withPieces(
       bestPiece: piece(bestId),
     };
   });
+  // `+ 0` turns −0 (a branch of weight 0 times a negative z) into 0, which is what JSON can
+  // carry: the same evidence in process and over HTTP (wire.ts).
   return {
-    candidate: e.candidate,
-    memoryRow,
     matching: e.matching,
     nQueryTokens: e.nQueryTokens,
     k: e.k,
     pooled: e.pooled,
     sparse: e.sparse,
-    zPooled: e.zPooled,
-    zSparse: e.zSparse,
+    zPooled: e.zPooled + 0,
+    zSparse: e.zSparse + 0,
     alpha: e.alpha,
-    pooledPart: e.pooledPart,
-    sparsePart: e.sparsePart,
-    score: e.score,
+    pooledPart: e.pooledPart + 0,
+    sparsePart: e.sparsePart + 0,
+    score: e.score + 0,
     system: opts.system,
     tokens,
   };
