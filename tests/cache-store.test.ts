@@ -1,5 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tmpDir } from '@bfe/core/testing';
@@ -19,6 +19,10 @@ interface Worker {
   readonly child: ChildProcessWithoutNullStreams;
   /** Resolves when the compute has started (the worker printed COMPUTING). */
   readonly computing: Promise<void>;
+  /** Resolves when the store is open and the worker waits for its go file (printed READY). */
+  readonly ready: Promise<void>;
+  /** Resolves when the worker announced that it waits for another process's lock. */
+  readonly waiting: Promise<void>;
   readonly done: Promise<Finished>;
 }
 
@@ -37,20 +41,27 @@ function startWorker(args: WorkerArgs): Worker {
   );
   let stdout = '';
   let stderr = '';
-  const computing = new Promise<void>((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-      if (stdout.includes('COMPUTING')) resolve();
+  /** Resolves once `text` has appeared on the stream; rejects if the worker ends first. */
+  const seen = (stream: 'stdout' | 'stderr', text: string): Promise<void> => {
+    const p = new Promise<void>((resolve, reject) => {
+      child[stream].on('data', () => {
+        if ((stream === 'stdout' ? stdout : stderr).includes(text)) resolve();
+      });
+      child.on('close', () => reject(new Error(`worker ended before ${text}:\n${stderr}`)));
     });
-    child.on('close', () => reject(new Error(`worker ended before computing:\n${stderr}`)));
-  });
-  computing.catch(() => undefined); // a worker that finds a hit never computes
+    p.catch(() => undefined); // awaited only by the tests that expect it
+    return p;
+  };
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const computing = seen('stdout', 'COMPUTING');
+  const ready = seen('stdout', 'READY');
+  const waiting = seen('stderr', '"kind":"wait"');
   const done = new Promise<Finished>((resolve, reject) => {
     child.on('error', reject);
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
   });
-  return { child, computing, done };
+  return { child, computing, ready, waiting, done };
 }
 
 function resultOf(f: Finished): WorkerResult {
@@ -67,10 +78,14 @@ describe('artifact store across processes', () => {
     const dir = tmp();
     const root = join(dir, 'cache');
     const log = join(dir, 'computations.log');
-    const first = startWorker({ root, log, holdMs: 1500 });
+    const release = join(dir, 'release');
+    const first = startWorker({ root, log, releaseFile: release });
     await first.computing;
     // The second starts while the first holds the lock: it must wait, then find the artifact.
-    const second = startWorker({ root, log, holdMs: 1500 });
+    // The first finishes only once the second has announced its wait (events, not timing).
+    const second = startWorker({ root, log, releaseFile: release });
+    await second.waiting;
+    writeFileSync(release, '');
     const [a, b] = await Promise.all([first.done, second.done]);
     expect(a.code, a.stderr).toBe(0);
     expect(b.code, b.stderr).toBe(0);
@@ -135,8 +150,13 @@ describe('artifact store across processes', () => {
     const dir = tmp();
     const root = join(dir, 'cache');
     const log = join(dir, 'computations.log');
-    const w = startWorker({ root, log, hang: true, staleMs: 2000 });
+    const w = startWorker({ root, log, hang: true, staleMs: 4000 });
     await w.computing;
+    // The next process is started and ready before the kill, so it asks for the key while the
+    // dead holder's lock is still fresh (its start-up time on a busy machine does not count).
+    const go = join(dir, 'go');
+    const next = startWorker({ root, log, staleMs: 4000, goFile: go });
+    await next.ready;
     w.child.kill('SIGKILL');
     await w.done;
     // Nothing ran to remove the lock, its holder record, the temporary dir or the lease.
@@ -144,7 +164,8 @@ describe('artifact store across processes', () => {
     expect(entries(join(root, 'tmp'))).toHaveLength(1);
     expect(entries(join(root, 'leases'))).toHaveLength(1);
 
-    const again = await startWorker({ root, log, staleMs: 2000 }).done;
+    writeFileSync(go, '');
+    const again = await next.done;
     expect(again.code, again.stderr).toBe(0);
     expect(resultOf(again).cached).toBe(false);
     expect(computations(log)).toBe(2);
