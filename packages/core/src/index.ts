@@ -66,6 +66,8 @@ export {
 export { readJsonl, readLines, writeJsonlAtomic } from './jsonl.js';
 export { Utf8Check, decodeUtf8Strict } from './utf8.js';
 export type { LinesRead } from './jsonl.js';
-export { isProcessAlive } from './process.js';
+export { isProcessAlive, startWorker } from './process.js';
+export type { StartWorkerOptions } from './process.js';
+export { MAX_SEED, checkSeed, seededPermutation, seededShuffle } from './shuffle.js';
 export { terminalTable, terminalTableLines } from './text-table.js';
 export type { TextTable } from './text-table.js';

@@ -5,7 +5,8 @@
  */
 import { readdirSync, statSync } from 'node:fs';
 import { sep } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startWorker } from '@bfe/core';
 
 /**
  * The built worker entry `../dist/pool/train-worker.js` beside the source folder `src` (a
@@ -34,31 +35,12 @@ export function builtWorker(src: URL): URL | undefined {
 }
 
 /**
- * Starts `train-worker` for the module at `here` (`loss-pool`'s `import.meta.url`): the `.js`
- * file beside it when running from `dist`; from sources, the fresh build if any
- * ({@link builtWorker}), else the `.ts` source. Node 20 does not apply `--import tsx` to a
- * worker's entry module, so a source worker starts from a one-line script that registers
- * tsx's loader first; this works both under `node --import tsx` and inside vitest's forks.
+ * Starts `train-worker` for the module at `here` (`loss-pool`'s `import.meta.url`) through
+ * `@bfe/core`'s `startWorker`, the workspace's one worker start-up: the `.js` file beside it when
+ * running from `dist`; from sources, the fresh build if any ({@link builtWorker}), else the `.ts`
+ * source under tsx's loader.
  */
 export function startTrainWorker(here: string, workerData: unknown): Worker {
-  if (!here.endsWith('.ts')) {
-    return new Worker(new URL('./train-worker.js', here), { workerData });
-  }
-  const built = builtWorker(new URL('../', here));
-  if (built !== undefined) return new Worker(built, { workerData });
-  const entry = new URL('./train-worker.ts', here).href;
-  let tsx: string;
-  try {
-    tsx = import.meta.resolve('tsx/esm/api');
-  } catch (cause) {
-    throw new Error(
-      'adapter training workers: running from TypeScript sources needs tsx, which could not ' +
-        'be resolved; build the package or use { workers: 1 }.',
-      { cause },
-    );
-  }
-  const bootstrap =
-    `import(${JSON.stringify(tsx)})` +
-    `.then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(bootstrap, { eval: true, workerData });
+  const built = here.endsWith('.ts') ? builtWorker(new URL('../', here)) : undefined;
+  return startWorker(here, 'train-worker', workerData, { built });
 }

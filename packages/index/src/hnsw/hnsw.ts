@@ -1,8 +1,7 @@
 import { open } from 'node:fs/promises';
 import { devNull, endianness } from 'node:os';
-import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
-import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
 import usearch from 'usearch';
+import { seededPermutation } from '@bfe/core';
 
 const { Index, MetricKind, ScalarKind } = usearch;
 type UsearchIndex = InstanceType<typeof Index>;
@@ -147,17 +146,12 @@ export const DEFAULT_BUILD_THREADS = 1;
 /** Rows copied and added per usearch `add` call while inserting in the shuffled order. */
 const INSERT_CHUNK = 8192;
 
-/** `0..n-1` in the order {@link buildHnsw} inserts them: a seeded Fisher–Yates shuffle. */
+/**
+ * `0..n-1` in the order {@link buildHnsw} inserts them: `@bfe/core`'s `seededPermutation` (the
+ * workspace's one seeded shuffle, its float64 draw).
+ */
 export function insertOrder(n: number, seed: number = HNSW_INSERT_SEED): Int32Array {
-  const order = Int32Array.from({ length: n }, (_, i) => i);
-  const rng = xoroshiro128plus(seed);
-  for (let i = n - 1; i > 0; i--) {
-    const j = Math.floor(uniformFloat64(rng) * (i + 1));
-    const t = order[i]!;
-    order[i] = order[j]!;
-    order[j] = t;
-  }
-  return order;
+  return seededPermutation(n, seed);
 }
 
 /**

@@ -1,10 +1,10 @@
+import { startWorker } from '@bfe/core';
 import { resolve } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { loadModelManifest, resolveModelDir } from '@bfe/models';
 import type { EmbedderOptions } from './embedder.js';
 import type { WorkerMessage, WorkerRequest } from './embedder-worker.js';
 import type { EncodedTexts, Embedder } from '../types.js';
-import { startWorker } from '../workers.js';
 
 /** Options of {@link openEmbedderPool}. */
 export interface EmbedderPoolOptions extends EmbedderOptions {
@@ -100,7 +100,7 @@ export async function openEmbedderPool(options: EmbedderPoolOptions): Promise<Em
 
   try {
     for (let i = 0; i < workers; i++) {
-      const worker = startWorker('encode/embedder-worker', setup);
+      const worker = startWorker(import.meta.url, 'embedder-worker', setup);
       const slot: Slot = { worker, busy: undefined };
       slots.push(slot);
       const started = new Promise<void>((resolveStart, rejectStart) => {

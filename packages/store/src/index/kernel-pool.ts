@@ -1,8 +1,8 @@
+import { startWorker } from '@bfe/core';
 import type { Worker } from 'node:worker_threads';
 import { NonFiniteScoresError, type ChunkTopK, type SimilarityKernel } from '@bfe/index';
 import type { DiagnosticBests } from '@bfe/scorer';
 import type { KernelAnswer, KernelRequest } from './kernel-worker.js';
-import { startWorker } from '../workers.js';
 
 /** A kernel that can hold one bank resident (what {@link residentIndexFactory} builds). */
 export interface ResidentKernel extends SimilarityKernel {
@@ -61,7 +61,7 @@ export async function residentKernelPool(
     }
   };
   for (let i = 0; i < count; i++) {
-    const worker = startWorker('index/kernel-worker', { threads: options.threads });
+    const worker = startWorker(import.meta.url, 'kernel-worker', { threads: options.threads });
     const channel: Channel = { worker, waiting: new Map() };
     channels.push(channel);
     const ready = new Promise<void>((resolve, reject) => {
