@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { randomBank, rng } from '@bfe/index/testing';
 import { SparseScorer } from '@bfe/scorer';
 import { residentKernelPool } from './kernel-pool.js';
 import { residentIndexFactory } from './resident-index.js';
 import { SEARCH_SYSTEMS, searchView } from '../search/search.js';
+import { randomQuery, randomView } from '../testing/random-view.js';
 import type { BankView, EncodedTexts } from '../types.js';
 
 const scorer = await SparseScorer.open({ threads: 1 });
@@ -11,37 +11,9 @@ afterAll(() => scorer.dispose());
 
 const DIM = 16;
 
-function view(seed: number, rows: number): BankView {
-  const bank = randomBank(rows, 9, DIM, rng(seed), 1);
-  const tokens = bank.tokenOffsets[rows]!;
-  return {
-    bank: 'b',
-    model: 'test-model',
-    dim: DIM,
-    ids: Array.from({ length: rows }, (_, i) => `m${i}`),
-    texts: Array.from({ length: rows }, (_, i) => `memory ${i}`),
-    metas: Array.from({ length: rows }, () => undefined),
-    pooled: bank.pooled,
-    tokenOffsets: bank.tokenOffsets,
-    tokenVectors: bank.tokenVectors,
-    tokenIds: Int32Array.from({ length: tokens }, (_, t) => 1000 + (t % 50)),
-    tokenPositions: Int32Array.from({ length: tokens }, (_, t) => 1 + (t % 9)),
-  };
-}
-
-function query(seed: number, tokens: number): EncodedTexts {
-  const bank = randomBank(1, tokens, DIM, rng(seed), tokens);
-  return {
-    count: 1,
-    dim: DIM,
-    pooled: bank.pooled,
-    tokenOffsets: bank.tokenOffsets,
-    tokenVectors: bank.tokenVectors,
-    tokenIds: Int32Array.from({ length: tokens }, (_, t) => 2000 + t),
-    tokenPositions: Int32Array.from({ length: tokens }, (_, t) => 1 + t),
-    truncated: new Uint8Array(1),
-  };
-}
+const view = (seed: number, rows: number): BankView =>
+  randomView(seed, { rows, maxTokens: 9, dim: DIM, tokenId: (t) => 1000 + (t % 50) });
+const query = (seed: number, tokens: number): EncodedTexts => randomQuery(seed, tokens, DIM);
 
 describe('residentKernelPool', () => {
   it('banks resident on worker threads rank, score and explain exactly as on this thread', async () => {

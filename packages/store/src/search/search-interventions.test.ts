@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, DataError } from '@bfe/core';
 import { tieOrder } from '@bfe/index';
-import { randomBank, rng } from '@bfe/index/testing';
 import { SparseScorer } from '@bfe/scorer';
 import { searchViewWithInterventions, type SearchOptions } from './search.js';
+import { randomQuery, randomView } from '../testing/random-view.js';
 import type { BankView, EncodedTexts } from '../types.js';
 
 const scorer = await SparseScorer.open({ kernel: 'js' });
@@ -12,39 +12,9 @@ afterAll(() => scorer.dispose());
 const DIM = 12;
 const ROWS = 30;
 
-function view(seed: number): BankView {
-  const bank = randomBank(ROWS, 8, DIM, rng(seed), 1);
-  const tokens = bank.tokenOffsets[ROWS]!;
-  return {
-    bank: 'b',
-    model: 'test-model',
-    dim: DIM,
-    ids: Array.from({ length: ROWS }, (_, i) => `m${i}`),
-    texts: Array.from({ length: ROWS }, (_, i) => `memory ${i}`),
-    metas: Array.from({ length: ROWS }, () => undefined),
-    pooled: bank.pooled,
-    tokenOffsets: bank.tokenOffsets,
-    tokenVectors: bank.tokenVectors,
-    tokenIds: Int32Array.from({ length: tokens }, (_, t) => 1000 + t),
-    tokenPositions: Int32Array.from({ length: tokens }, (_, t) => 1 + (t % 8)),
-    seqs: Float64Array.from({ length: ROWS }, (_, i) => seed * 1000 + i),
-    version: seed * 1000 + ROWS,
-  };
-}
-
-function query(seed: number, tokens: number): EncodedTexts {
-  const bank = randomBank(1, tokens, DIM, rng(seed), tokens);
-  return {
-    count: 1,
-    dim: DIM,
-    pooled: bank.pooled,
-    tokenOffsets: bank.tokenOffsets,
-    tokenVectors: bank.tokenVectors,
-    tokenIds: Int32Array.from({ length: tokens }, (_, t) => 2000 + t),
-    tokenPositions: Int32Array.from({ length: tokens }, (_, t) => 1 + t),
-    truncated: new Uint8Array(1),
-  };
-}
+const view = (seed: number): BankView =>
+  randomView(seed, { rows: ROWS, maxTokens: 8, dim: DIM, versioned: true });
+const query = (seed: number, tokens: number): EncodedTexts => randomQuery(seed, tokens, DIM);
 
 const tokenText = (id: number): string => `tok${id}`;
 const v = view(5);

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { randomBank, rng } from '@bfe/index/testing';
 import { SparseScorer } from '@bfe/scorer';
+import { randomQuery, randomView } from '../testing/random-view.js';
 import type { BankView, EncodedTexts } from '../types.js';
 import { SEARCH_SYSTEMS, searchViewWithInterventions } from './search.js';
 import {
@@ -17,41 +17,15 @@ afterAll(() => scorer.dispose());
 const DIM = 12;
 const ROWS = 30;
 
-function view(seed: number): BankView {
-  const bank = randomBank(ROWS, 8, DIM, rng(seed), 1);
-  const tokens = bank.tokenOffsets[ROWS]!;
-  return {
-    bank: 'b',
-    model: 'test-model',
+const view = (seed: number): BankView =>
+  randomView(seed, {
+    rows: ROWS,
+    maxTokens: 8,
     dim: DIM,
-    ids: Array.from({ length: ROWS }, (_, i) => `m${i}`),
-    texts: Array.from({ length: ROWS }, (_, i) => `memory ${i}`),
-    metas: Array.from({ length: ROWS }, (_, i) =>
-      i % 2 === 0 ? { n: i, tags: ['x'] } : undefined,
-    ),
-    pooled: bank.pooled,
-    tokenOffsets: bank.tokenOffsets,
-    tokenVectors: bank.tokenVectors,
-    tokenIds: Int32Array.from({ length: tokens }, (_, t) => 1000 + t),
-    tokenPositions: Int32Array.from({ length: tokens }, (_, t) => 1 + (t % 8)),
-    seqs: Float64Array.from({ length: ROWS }, (_, i) => seed * 1000 + i),
-    version: seed * 1000 + ROWS,
-  };
-}
-
-function query(seed: number, tokens: number): EncodedTexts {
-  const bank = randomBank(1, tokens, DIM, rng(seed), tokens);
-  return {
-    count: 1,
-    dim: DIM,
-    pooled: bank.pooled,
-    tokenOffsets: bank.tokenOffsets,
-    tokenVectors: bank.tokenVectors,
-    tokenIds: Int32Array.from({ length: tokens }, (_, t) => 2000 + t),
-    tokenPositions: Int32Array.from({ length: tokens }, (_, t) => 1 + t),
-    truncated: new Uint8Array(1),
-  };
-}
+    meta: (i) => (i % 2 === 0 ? { n: i, tags: ['x'] } : undefined),
+    versioned: true,
+  });
+const query = (seed: number, tokens: number): EncodedTexts => randomQuery(seed, tokens, DIM);
 
 /** What a client reads back: the JSON text a server writes, parsed and checked by the schema. */
 function overTheWire(body: unknown) {
