@@ -21,13 +21,13 @@ export interface StubServerOptions {
 const ROUTE = /^\/v1\/banks\/([^/]+)\/search$/;
 
 /**
- * A stand-in for `bfe serve`'s search route, written to the documented contract (issue 15):
+ * A stand-in for `bfe serve`'s search route, written to the documented contract:
  * `POST /v1/banks/{bank}/search` `{ query, k?, system? }` → `{ results: [...] }` (the store's
  * `SearchResult`s in `@bfe/store`'s wire format), `Authorization: Bearer <key>`, errors as `{ error: { code,
  * message } }` — 401 `UNAUTHORIZED` for a missing or unknown key, 404 `BANK_NOT_FOUND` for a
  * bank the key may not read or the store does not hold, 400 `BAD_REQUEST` for a bad body. It
- * listens on 127.0.0.1, port 0. Until `apps/server` lands, this is what the HTTP backends are
- * tested against; the real server's tests replace it.
+ * listens on 127.0.0.1, port 0: the packages' own HTTP tests run against it, the end-to-end
+ * tests against the real service.
  * @example
  * const stub = await startStubServer({ store, keys: { k1: ['alice'] } });
  * const http = new HttpBackend({ url: stub.url, apiKey: 'k1' });
