@@ -25,18 +25,23 @@ const bestSchema = z.strictObject({
   similarity: z.number(),
 });
 
+/** What a query token matched in a memory, or the floor it got: shared by evidence and interventions. */
+const matchShape = {
+  queryToken: z.number().int(),
+  queryTokenId: z.number().int(),
+  queryPiece: z.string().nullable(),
+  memoryTokenId: z.number().int().describe('-1 when floored'),
+  memoryPiece: z.string().nullable(),
+  similarity: z.number().nullable().describe('null when floored'),
+  floored: z.boolean(),
+  floor: z.number(),
+};
+
 /** One query token's evidence (METHOD.md §2): what it matched, or the floor it got. */
 export const evidenceTokenJsonSchema = z
   .strictObject({
-    queryToken: z.number().int(),
-    queryTokenId: z.number().int(),
-    queryPiece: z.string().nullable(),
+    ...matchShape,
     memoryToken: z.number().int().describe('-1 when floored'),
-    memoryTokenId: z.number().int().describe('-1 when floored'),
-    memoryPiece: z.string().nullable(),
-    similarity: z.number().nullable().describe('null when floored'),
-    floored: z.boolean(),
-    floor: z.number(),
     best: bestSchema.nullable().describe('diagnostic: the true best token, unused by the score'),
     contribution: z.number(),
     share: z.number(),
@@ -89,14 +94,7 @@ export const interventionsJsonSchema = z
     sparse: z.number(),
     tokens: z.array(
       z.strictObject({
-        queryToken: z.number().int(),
-        queryTokenId: z.number().int(),
-        queryPiece: z.string().nullable(),
-        memoryTokenId: z.number().int().describe('-1 when floored'),
-        memoryPiece: z.string().nullable(),
-        similarity: z.number().nullable().describe('null when floored'),
-        floor: z.number(),
-        floored: z.boolean(),
+        ...matchShape,
         excess: z.number().describe('(max(t_i, best_i(m)) − t_i)/n_q'),
       }),
     ),
