@@ -14,11 +14,9 @@
  *
  * pnpm bench:big-bank --tokens 1000000
  *
- * `--hnsw-build` / `--hnsw-latency` / `--hnsw-extend`: the HNSW scale bench of `scale-cli.ts` instead;
+ * `--hnsw-build` / `--hnsw-latency`: the HNSW scale bench of `scale-cli.ts` instead;
  * `--milvus --checkpoints 100000,1000000`: Milvus Lite beside them (`milvus-bench.ts`;
- * `--milvus-reindex`: one insert, the index replaced per type; `--milvus-warmup N` queries);
- * `--milvus-insert`: the SDK's insert rate into Lite by batch size × requests in flight
- * (`milvus-insert.ts`).
+ * `--milvus-reindex`: one insert, the index replaced per type; `--milvus-warmup N` queries).
  * `--segmented-build` / `--segmented-search`: the large HNSW point as segmented i8 graphs over
  * sq8 / sq4 codes, memory-mapped and rescored from the codes (`segmented.ts`).
  */
@@ -49,7 +47,6 @@ import {
 } from '@bfe/index';
 import { terminalTableLines } from '@bfe/core';
 import { runMilvusBench } from './milvus-bench.js';
-import { runMilvusInsertBench } from './milvus-insert.js';
 import { runScale } from './scale-cli.js';
 import { runSegmented } from './segmented-cli.js';
 
@@ -68,9 +65,6 @@ const { values } = parseArgs({
     // The HNSW scale bench (scale.ts): build once, then measure from the saved files.
     'hnsw-build': { type: 'boolean', default: false },
     'hnsw-latency': { type: 'boolean', default: false },
-    'hnsw-extend': { type: 'boolean', default: false },
-    from: { type: 'string', default: '2000000' },
-    seconds: { type: 'string', default: '300' },
     'peer-sweep': { type: 'boolean', default: false },
     filtering: { type: 'boolean', default: false },
     shapes: { type: 'string', default: 'locomo,longmemeval,1000-banks' },
@@ -97,9 +91,6 @@ const { values } = parseArgs({
     'milvus-data': { type: 'string', default: join(tmpdir(), 'bfe-milvus-bench') },
     'milvus-reindex': { type: 'boolean', default: false },
     'milvus-warmup': { type: 'string' },
-    'milvus-insert': { type: 'boolean', default: false },
-    'milvus-insert-tokens': { type: 'string', default: '30000' },
-    'milvus-insert-configs': { type: 'string', default: '8192x1,32768x1,8192x2,4096x4' },
     // Segmented i8 graphs (segmented.ts).
     'segmented-build': { type: 'boolean', default: false },
     'segmented-search': { type: 'boolean', default: false },
@@ -322,12 +313,9 @@ if (values['segmented-build'] || values['segmented-search']) {
   await runSegmented(values, K);
 } else if (values.milvus) {
   await runMilvusBench(values);
-} else if (values['milvus-insert']) {
-  await runMilvusInsertBench(values);
 } else if (
   values['hnsw-build'] ||
   values['hnsw-latency'] ||
-  values['hnsw-extend'] ||
   values['peer-sweep'] ||
   values.filtering
 ) {

@@ -9,9 +9,6 @@
  *   pnpm bench:big-bank --hnsw-latency --index /work/scratch/scale/tiled [--tokens 2000000]
  * with `--graph i8 --graphs <dir> --over-fetch 2`: the same links with i8 vectors (converted
  * once into `<dir>/hnsw-<n>-i8` by `rekindHnswFile`), proposals over-fetched and rescored.
- * How far the 2e7 graph gets here (scale-extend.ts): the 2e6 checkpoint extended for `--seconds`:
- *   pnpm bench:big-bank --hnsw-extend --bank <LoCoMo bank dir> --from 2000000 --seconds 300 \
- *     --graph f32|i8 --graphs <scratch dir>
  * bfe vs faiss at matched recall on the first `--tokens` tokens (matched.ts):
  *   pnpm bench:big-bank --peer-sweep --index /work/scratch/scale/tiled --tokens 100000 \
  *     --ef-search 64,96,128,192,256 [--graphs <dir for sweep-<n>/>] [--over-fetch 1,2]
@@ -27,7 +24,6 @@ import { filterShape } from './filtering.js';
 import type { ShapeBank } from './filtering.js';
 import { matchedSweep } from './matched.js';
 import { buildScale, exactPhase, hnswPhase, loadavg, readF32, readMeta } from './scale.js';
-import { extendScale } from './scale-extend.js';
 
 type Values = Record<string, string | boolean | undefined>;
 const K = 64;
@@ -109,21 +105,6 @@ export async function runScale(v: Values): Promise<void> {
         i8Only: v['i8-only'] === true,
       },
     );
-    process.stdout.write(`${JSON.stringify(out)}\n`);
-    return;
-  }
-  if (v['hnsw-extend'] === true) {
-    const kind = graphKind(str(v, 'graph'));
-    if (kind === 'f16') throw new Error('--hnsw-extend: --graph f32 | i8');
-    const out = await extendScale({
-      bank: str(v, 'bank'),
-      index: dir,
-      from: Number(str(v, 'from')),
-      seconds: Number(str(v, 'seconds')),
-      kind,
-      work: str(v, 'graphs'),
-      threads: Number(str(v, 'threads')),
-    });
     process.stdout.write(`${JSON.stringify(out)}\n`);
     return;
   }

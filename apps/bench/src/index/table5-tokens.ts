@@ -71,7 +71,7 @@ export interface TokenFigures {
   readonly recallVsCodecExact?: number;
 }
 
-export interface Probe {
+interface Probe {
   /** Query rows of the bank, with their candidate memory rows (ascending). */
   readonly items: { readonly row: number; readonly memories: Int32Array }[];
   /** Memory token states left in their file (`memoryTokens: 'file'`), or in memory (`inRam`). */
@@ -87,17 +87,17 @@ function statesOf(bank: AnyBank): TokenStore & { close(): void } {
   return { ...flatTokenStore(m.tokenVectors, bank.dim), close: () => {} };
 }
 
-export async function receiptOf(dir: string): Promise<z.infer<typeof receiptSchema>> {
+async function receiptOf(dir: string): Promise<z.infer<typeof receiptSchema>> {
   return receiptSchema.parse(JSON.parse(await readFile(join(dir, 'receipt.json'), 'utf8')));
 }
 
-export const stageDir = (r: z.infer<typeof receiptSchema>, stage: string): string | undefined => {
+const stageDir = (r: z.infer<typeof receiptSchema>, stage: string): string | undefined => {
   const key = r.stages.find((s) => s.name === stage)?.key;
   return key === undefined ? undefined : join(r.cacheRoot, 'objects', stage, key);
 };
 
 /** The evaluated queries (with content tokens) of the base run and their candidates. */
-export async function probe(baseDir: string, inRam = false): Promise<Probe> {
+async function probe(baseDir: string, inRam = false): Promise<Probe> {
   const receipt = await receiptOf(baseDir);
   const dir = join(stageDir(receipt, 'encode')!, 'bank');
   const bank: AnyBank = inRam

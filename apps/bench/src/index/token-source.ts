@@ -15,7 +15,7 @@
 import { openBank, type OpenedBank } from '@bfe/encoder';
 
 /** The tiled bank's noise: standard normal draws (xorshift32, Box–Muller), one per call. */
-export function gaussianSource(seed: number): () => number {
+function gaussianSource(seed: number): () => number {
   let s = seed >>> 0 || 1;
   const u = (): number => {
     s ^= s << 13;

@@ -4,7 +4,7 @@ import type { HnswIndex, HnswOptions, HnswParams, HnswResult } from './hnsw.js';
 /**
  * One HNSW index per bank (one conversation, one haystack, one user): a query searches only
  * its own bank's graph, so no filtering is needed and results are never short. The other
- * strategy is one index with a filter ({@link HnswIndex.search}); `pnpm bench:index` measures both.
+ * strategy is one index with a filter ({@link HnswIndex.search}); `pnpm bench:big-bank --filtering` measures both.
  */
 export interface BankedHnsw {
   /** The banks, ascending. */

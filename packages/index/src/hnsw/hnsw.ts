@@ -82,7 +82,7 @@ export interface HnswIndex {
    * in its JavaScript binding, so a filter is applied after the graph search, fetching
    * `k · 4, k · 16, …` neighbours until every row has `k` allowed ones or the whole index was
    * fetched: a filtered row can come back with fewer than `k` when its allowed tokens are
-   * rare (measured in `pnpm bench:index`; per-bank indexes are the alternative).
+   * rare (measured by `pnpm bench:big-bank --filtering`; per-bank indexes are the alternative).
    */
   search(queries: Float32Array, rows: number, k: number, filter?: HnswFilter): HnswResult;
   /** Writes the usearch index file. */
