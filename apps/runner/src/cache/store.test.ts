@@ -1,5 +1,7 @@
+import { execFile } from 'node:child_process';
 import {
   chmodSync,
+  chownSync,
   existsSync,
   mkdirSync,
   readFileSync,
@@ -14,6 +16,7 @@ import {
 import { writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { lock } from 'proper-lockfile';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { tmpDir } from '@bfe/core/testing';
@@ -299,20 +302,29 @@ describe('ArtifactStore: corrupt artifacts', () => {
 });
 
 describe('ArtifactStore: an unwritable cache', () => {
-  const isRoot = process.getuid?.() === 0;
-
-  it.skipIf(isRoot)(
-    'names the directory and BFE_CACHE_DIR for a read-only folder (skipped when running as root, which may write anywhere)',
-    async () => {
-      chmodSync(root, 0o500);
-      const cache = join(root, 'cache');
-      const error = await ArtifactStore.open({ root: cache }).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(CacheUnwritableError);
-      expect(error).toMatchObject({ code: 'CACHE_UNWRITABLE', dir: cache });
-      expect((error as Error).message).toContain(cache);
-      expect((error as CacheUnwritableError).suggestion).toContain('BFE_CACHE_DIR');
-    },
-  );
+  it('names the directory and BFE_CACHE_DIR for a read-only folder, as an ordinary user', async () => {
+    // Root may write anywhere, so the open runs in a child process as an ordinary user: this
+    // user where it is not root, else `nobody` (spawn's uid/gid drop root's privileges). The
+    // same test runs as root and as anyone else.
+    const asRoot = process.getuid?.() === 0;
+    const folder = join(root, 'read-only');
+    mkdirSync(folder);
+    if (asRoot) {
+      chmodSync(root, 0o711); // the child may pass through the test's own folder
+      chownSync(folder, NOBODY, NOBODY);
+    }
+    chmodSync(folder, 0o500);
+    const cache = join(folder, 'cache');
+    const child = await openAsOrdinaryUser(cache, asRoot ? NOBODY : undefined);
+    expect(child.uid).not.toBe(0);
+    expect(child.error).toMatchObject({
+      name: 'CacheUnwritableError',
+      code: 'CACHE_UNWRITABLE',
+      dir: cache,
+    });
+    expect(child.error.message).toContain(cache);
+    expect(child.error.suggestion).toContain('BFE_CACHE_DIR');
+  });
 
   it('reports a file standing where the cache directory should be', async () => {
     const cache = join(root, 'cache');
@@ -515,3 +527,39 @@ describe('ArtifactStore: lock holders, reader leases, leftovers of dead processe
     expect(existsSync(other)).toBe(true); // another key's: gc's business
   });
 });
+
+/** The uid and gid of `nobody` on Linux: the ordinary user a root test process drops to. */
+const NOBODY = 65534;
+
+interface ChildOpen {
+  readonly uid: number;
+  readonly error: { name: string; code: string; dir: string; message: string; suggestion: string };
+}
+
+/**
+ * Opens an {@link ArtifactStore} at `cache` in a child process (as user `uid` when given) and
+ * returns the child's uid and the error the open threw, by value.
+ */
+function openAsOrdinaryUser(cache: string, uid: number | undefined): Promise<ChildOpen> {
+  const store = new URL('./store.ts', import.meta.url).href;
+  const script = `
+    const { ArtifactStore } = await import(${JSON.stringify(store)});
+    const error = await ArtifactStore.open({ root: process.argv[1] }).then(() => undefined, (e) => e);
+    const { name, code, dir, message, suggestion } = error ?? {};
+    console.log(JSON.stringify({ uid: process.getuid(), error: { name: error?.constructor.name ?? name, code, dir, message, suggestion } }));`;
+  const args = ['--conditions=@bfe/source', '--import', 'tsx', '--input-type=module'];
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      [...args, '-e', script, cache],
+      {
+        cwd: fileURLToPath(new URL('.', import.meta.url)),
+        ...(uid === undefined ? {} : { uid, gid: uid }),
+      },
+      (error, stdout, stderr) => {
+        if (error !== null) reject(new Error(`${error.message}\n${stderr}`));
+        else resolve(JSON.parse(stdout.trim().split('\n').at(-1)!) as ChildOpen);
+      },
+    );
+  });
+}
