@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { tmpDir } from '@bfe/core/testing';
-import { StoreLockedError } from './log/lock.js';
+import { LOCK_FILE, StoreLockedError, formatLock, parseLock } from './log/lock.js';
 import { readManifest, walGenerationOf } from './log/manifest.js';
 import { MemoryStore } from './store.js';
 import { rng } from '@bfe/index/testing';
@@ -232,6 +233,25 @@ describe('crash safety (SIGKILL)', () => {
     );
     expect(refused).toBeInstanceOf(StoreLockedError);
     await verify(dir, new Map(), outcome, 'lock');
+  });
+
+  it('opens a store whose SIGKILLed writer left a LOCK naming a pid that now runs again', async () => {
+    const dir = tmpDir('bfe-crash-pid-reuse-');
+    let written = '';
+    const outcome = await runWorker(
+      { dir, prefix: 'r', seed: 5, mode: 'write' },
+      0,
+      undefined,
+      async () => {
+        written = readFileSync(join(dir, LOCK_FILE), 'utf8');
+      },
+    );
+    const owner = parseLock(written);
+    expect(owner?.pid).toBeGreaterThan(0);
+    // The restarted writer got the dead one's pid (PID 1 in a container): the LOCK on disk is
+    // the killed process's own, its pid now naming a live process — this one.
+    writeFileSync(join(dir, LOCK_FILE), formatLock({ ...owner!, pid: process.pid }));
+    await verify(dir, new Map(), outcome, 'pid-reuse');
   });
 
   it.each([

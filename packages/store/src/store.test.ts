@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ArtifactCorruptError, ConfigError } from '@bfe/core';
 import { tmpDir } from '@bfe/core/testing';
 import { MemoryInputError } from './input.js';
-import { StoreLockedError } from './log/lock.js';
+import { StoreLockedError, currentLockOwner, formatLock } from './log/lock.js';
 import { MemoryStore } from './store.js';
 import { fakeEmbedder } from './testing/index.js';
 import type { BankView } from './types.js';
@@ -153,7 +153,7 @@ describe('MemoryStore', () => {
     await store.close();
     writeFileSync(join(dir, 'LOCK'), '999999999\n'); // no such process
     const again = await open(dir);
-    expect(readFileSync(join(dir, 'LOCK'), 'utf8')).toBe(`${process.pid}\n`);
+    expect(readFileSync(join(dir, 'LOCK'), 'utf8')).toBe(formatLock(currentLockOwner()));
     await again.close();
   });
 

@@ -86,8 +86,8 @@ export type SearchRequest = SearchOptions & { readonly bank: string; readonly qu
  * encoded pooled and content-token vectors. Writes go to a write-ahead log (fsync before they
  * are acknowledged) and a memtable; flushes write immutable Arrow segments per bank; deletes
  * are tombstones; compaction merges a bank's segments in the background; reads go through
- * immutable snapshots. One process writes a store directory at a time (a `LOCK` file holding
- * its pid). See README.md for the files and guarantees.
+ * immutable snapshots. One process writes a store directory at a time (a `LOCK` file naming
+ * its pid and start time). See README.md for the files and guarantees.
  * @example
  * const store = await MemoryStore.open('/data/memories', { model: 'all-minilm-l6-v2' });
  * await store.add([{ id: 'm1', bank: 'alice', text: 'Alice adopted a cat in May.' }]);
