@@ -16,27 +16,30 @@ export interface CliResult {
   readonly stderr: string;
 }
 
-/** Runs the `bfe` CLI from source, as `pnpm bfe` does, with a controlled environment. */
+/**
+ * Runs the `bfe` CLI from source, as `pnpm bfe` does, with a controlled environment; `wrapper`
+ * is a command line that the node command line is appended to (e.g. `unshare … sh -c SCRIPT sh`).
+ */
 export function runBfe(
   args: readonly string[],
   env: Record<string, string | undefined>,
+  wrapper: readonly string[] = [],
 ): Promise<CliResult> {
   const childEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...process.env, ...env }))
     if (v !== undefined) childEnv[k] = v;
   if (env.BFE_DATA_MIRROR === undefined) delete childEnv.BFE_DATA_MIRROR;
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(
+    const command = [
+      ...wrapper,
       process.execPath,
-      [
-        '--conditions=@bfe/source',
-        '--import',
-        'tsx',
-        join(repoRoot, 'apps/runner/src/bin.ts'),
-        ...args,
-      ],
-      { cwd: repoRoot, env: childEnv },
-    );
+      '--conditions=@bfe/source',
+      '--import',
+      'tsx',
+      join(repoRoot, 'apps/runner/src/bin.ts'),
+      ...args,
+    ];
+    const child = spawn(command[0]!, command.slice(1), { cwd: repoRoot, env: childEnv });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

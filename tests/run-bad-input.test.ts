@@ -1,5 +1,4 @@
-import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, readFileSync, readdirSync, statfsSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -163,50 +162,41 @@ describe('bfe run: a full disk is a typed error and leaves nothing partial', () 
     expect(d.stderr).toContain('    at ');
   });
 
-  // A real full file system: a 1 MiB tmpfs, filled but for 12 KiB (needs root and mount).
-  const mountable = ((): boolean => {
-    if (process.getuid?.() !== 0) return false;
-    try {
-      execFileSync('mount', ['--version'], { stdio: 'ignore' });
-      return true;
-    } catch {
-      return false;
-    }
-  })();
-  it.skipIf(!mountable)(
-    'STORAGE_FULL on a real full tmpfs (root only: mount -t tmpfs)',
-    async () => {
-      const dir = freshDir(tiny.root(), 'tmpfs');
-      const mnt = join(dir, 'mnt');
-      execFileSync('mkdir', [mnt]);
-      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt]);
-      try {
-        const s = statfsSync(mnt);
-        writeFileSync(
-          join(mnt, 'filler'),
-          Buffer.alloc(Number(s.bavail) * Number(s.bsize) - 12 * 1024),
-        );
-        const r = await runBfe(
-          [
-            'run',
-            experiment(dir, documentTask),
-            '--cache-dir',
-            join(mnt, 'cache'),
-            '--runs-dir',
-            join(dir, 'runs'),
-          ],
-          tiny.env(),
-        );
-        expect(r.code).toBe(2);
-        expect(r.stderr).toMatch(
-          /bfe: STORAGE_FULL: no space left on the device \(ENOSPC\) writing \/\S+/,
-        );
-        expect(r.stderr).not.toContain('internal error');
-        expect(readdirSync(join(mnt, 'cache', 'tmp'))).toEqual([]);
-        expect(existsSync(join(dir, 'runs'))).toBe(false);
-      } finally {
-        execFileSync('umount', [mnt]);
-      }
-    },
-  );
+  // A real full file system: a 1 MiB tmpfs, filled but for 12 KiB, mounted in a mount namespace
+  // of its own (`unshare`, inside a user namespace, so no privilege is needed) that only the bfe
+  // process sees: the same test as root and as an ordinary user, and nothing stays mounted.
+  it('STORAGE_FULL on a real full tmpfs (root or not: unshare --user --mount)', async () => {
+    const dir = freshDir(tiny.root(), 'tmpfs');
+    const mnt = join(dir, 'mnt');
+    mkdirSync(mnt);
+    // $1 is node: it fills the mount, then runs bfe; what bfe left in the cache's work folder
+    // is listed before the namespace, and the tmpfs with it, goes away.
+    const script = `mount -t tmpfs -o size=1m tmpfs "$MNT" || exit 90
+"$1" -e 'const fs = require("node:fs"); const m = process.argv[1]; const s = fs.statfsSync(m);
+fs.writeFileSync(m + "/filler", Buffer.alloc(Number(s.bavail) * Number(s.bsize) - 12 * 1024));' "$MNT" || exit 91
+"$@"; code=$?
+ls -A "$MNT/cache/tmp" > "$MNT.left" || exit 92
+exit $code`;
+    const r = await runBfe(
+      [
+        'run',
+        experiment(dir, documentTask),
+        '--cache-dir',
+        join(mnt, 'cache'),
+        '--runs-dir',
+        join(dir, 'runs'),
+      ],
+      { ...tiny.env(), MNT: mnt },
+      ['unshare', '--user', '--map-root-user', '--mount', 'sh', '-c', script, 'sh'],
+    );
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(
+      /bfe: STORAGE_FULL: no space left on the device \(ENOSPC\) writing \/\S+/,
+    );
+    expect(r.stderr).not.toContain('internal error');
+    expect(readFileSync(`${mnt}.left`, 'utf8')).toBe('');
+    expect(existsSync(join(dir, 'runs'))).toBe(false);
+    // The tmpfs was the namespace's alone: here the folder is as it was made.
+    expect(readdirSync(mnt)).toEqual([]);
+  });
 });
