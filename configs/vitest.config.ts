@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
@@ -7,5 +8,8 @@ export default defineConfig({
   test: {
     projects: ['packages/*', 'apps/*', 'tests'],
     reporters: ['default'],
+    // One worker per core, not vitest's default of one fewer: on two cores that default is one
+    // worker, and most of the slow files wait on the `bfe` processes and servers they start.
+    maxWorkers: availableParallelism(),
   },
 });

@@ -46,6 +46,12 @@ export interface ProjectOptions {
    * once, before any test, by a global setup shared with every other such project.
    */
   readonly realData?: boolean;
+  /**
+   * Run each test file in a fresh module graph. Off by default: a worker then imports a
+   * package's modules once for all the files it runs, and the unit suites spend most of their
+   * time importing. The end-to-end project keeps it on.
+   */
+  readonly isolate?: boolean;
 }
 
 /**
@@ -64,6 +70,9 @@ export function packageProject(name: string, options: ProjectOptions = {}) {
       environment: 'node',
       env: testEnv(),
       restoreMocks: true,
+      unstubEnvs: true,
+      unstubGlobals: true,
+      isolate: options.isolate ?? false,
       setupFiles: [setupFile],
       ...(options.realData === true ? { globalSetup: [dataSetupFile] } : {}),
       testTimeout: 120_000,

@@ -1,3 +1,3 @@
 import { packageProject } from '../configs/vitest.shared.ts';
 
-export default packageProject('e2e', { realData: true });
+export default packageProject('e2e', { realData: true, isolate: true });
