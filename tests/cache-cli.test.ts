@@ -1,9 +1,21 @@
-import { existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tmpDir } from '@bfe/core/testing';
-import { ArtifactStore, type ArtifactResult } from '../apps/runner/src/cache/index.ts';
+import {
+  ArtifactStore,
+  remoteCacheFromEnv,
+  type ArtifactResult,
+} from '../apps/runner/src/cache/index.ts';
 import { runBfe } from './helpers.ts';
 
 const tmp = (): string => tmpDir('bfe-cache-cli-');
@@ -129,5 +141,25 @@ describe('bfe cache', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('CONFIG_INVALID');
     expect(r.stderr).toContain('--keep-days');
+  });
+
+  it('keygen writes a publisher key pair the team cache reads, and never over an existing one', async () => {
+    const out = join(tmp(), 'keys');
+    const r = await runBfe(['cache', 'keygen', '--out', out], {});
+    expect(r.code, r.stderr).toBe(0);
+    const signing = join(out, 'cache-signing.pem');
+    const verify = join(out, 'cache-verify.pem');
+    expect(statSync(signing).mode & 0o777).toBe(0o600);
+    const id = /publisher key ([0-9a-f]{64})/.exec(r.stdout)?.[1];
+    const env = { TURBO_API: 'http://127.0.0.1:9', TURBO_TOKEN: 't', TURBO_TEAM: 'bfe' };
+    const publisher = remoteCacheFromEnv({ ...env, BFE_CACHE_SIGNING_KEY: signing })?.publisher;
+    const reader = remoteCacheFromEnv({ ...env, BFE_CACHE_VERIFY_KEY: verify })?.publisher;
+    expect([publisher?.keyId, reader?.keyId]).toEqual([id, id]);
+    expect([publisher?.signingKey === undefined, reader?.signingKey]).toEqual([false, undefined]);
+    const before = readFileSync(signing, 'utf8');
+    const again = await runBfe(['cache', 'keygen', '--out', out], {});
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain(`${signing} already exists`);
+    expect(readFileSync(signing, 'utf8')).toBe(before);
   });
 });

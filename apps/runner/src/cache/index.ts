@@ -38,4 +38,6 @@ export {
 } from './remote-client.js';
 export type { RemoteCacheConfig } from './remote-client.js';
 export { pushArtifacts } from './remote-tier.js';
+export { SIGNING_KEY_ENV, VERIFY_KEY_ENV, generatePublisherKeys } from './remote-signing.js';
+export type { PublisherKeys } from './remote-signing.js';
 export type { PushReport } from './remote-tier.js';

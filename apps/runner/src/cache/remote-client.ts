@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { BfeError, type BfeErrorCode } from '@bfe/core';
+import { publisherKeysFromEnv, type PublisherKeys } from './remote-signing.js';
 
 // The HTTP side of the remote tier: Turborepo's remote-cache protocol (`/v8/artifacts/:hash`,
 // a bearer token, the team as `?slug=`), as served by `turborepo-remote-cache` (`pnpm
@@ -40,9 +41,15 @@ export interface RemoteCacheConfig {
   /**
    * HMAC-SHA256 key: every upload is signed with it and a download without a valid signature
    * is refused, so whoever can write the server's storage (a shared disk, a bucket) but holds
-   * no key cannot plant an artifact.
+   * no key cannot plant an artifact. It defaults to the token, which every reader holds.
    */
   readonly signatureKey: string;
+  /**
+   * The publisher key pair (`BFE_CACHE_SIGNING_KEY`, `BFE_CACHE_VERIFY_KEY`): when set, a
+   * download must carry a valid signature by its public key, and only a machine holding the
+   * private key uploads (and signs what it uploads). Absent: the token's signature alone.
+   */
+  readonly publisher?: PublisherKeys;
 }
 
 /** 32 MiB: under turborepo-remote-cache's default body limit (100 MiB) with room to spare. */
@@ -51,10 +58,12 @@ export const DEFAULT_CHUNK_BYTES = 32 * 1024 * 1024;
 /**
  * The remote tier's settings from the environment, the same variables turbo reads:
  * `TURBO_API`, `TURBO_TOKEN`, `TURBO_TEAM`; plus `BFE_REMOTE_CACHE=off` (local only),
- * `BFE_REMOTE_CACHE_CHUNK_BYTES`, and the signing key `BFE_REMOTE_CACHE_SIGNATURE_KEY`, else
- * turbo's `TURBO_REMOTE_CACHE_SIGNATURE_KEY`, else the token itself. Undefined when
+ * `BFE_REMOTE_CACHE_CHUNK_BYTES`, the team key `BFE_REMOTE_CACHE_SIGNATURE_KEY`, else turbo's
+ * `TURBO_REMOTE_CACHE_SIGNATURE_KEY`, else the token itself, and the publisher keys
+ * `BFE_CACHE_SIGNING_KEY` / `BFE_CACHE_VERIFY_KEY` (remote-signing.ts). Undefined when
  * `TURBO_API` is unset or the tier is off.
- * @throws RemoteCacheError (REMOTE_CACHE_AUTH) when `TURBO_API` is set without a token or team
+ * @throws RemoteCacheError (REMOTE_CACHE_AUTH) when `TURBO_API` is set without a token or team,
+ *   or a publisher key is unusable
  * @example remoteCacheFromEnv({ TURBO_API: 'http://127.0.0.1:3000', TURBO_TOKEN: 't', TURBO_TEAM: 'bfe' })
  */
 export function remoteCacheFromEnv(
@@ -83,7 +92,22 @@ export function remoteCacheFromEnv(
     nonEmpty(env.BFE_REMOTE_CACHE_SIGNATURE_KEY) ??
     nonEmpty(env.TURBO_REMOTE_CACHE_SIGNATURE_KEY) ??
     token;
-  return { api: api.replace(/\/+$/, ''), token, team, chunkBytes, signatureKey };
+  let publisher: PublisherKeys | undefined;
+  try {
+    publisher = publisherKeysFromEnv(env);
+  } catch (error) {
+    throw new RemoteCacheError(REMOTE_CACHE_AUTH, `${(error as Error).message}.`);
+  }
+  const config = { api: api.replace(/\/+$/, ''), token, team, chunkBytes, signatureKey };
+  return publisher === undefined ? config : { ...config, publisher };
+}
+
+/**
+ * Whether this machine uploads: always without a publisher key; with one, only when it holds
+ * the private half (a reader's uploads would carry no publisher signature, which readers refuse).
+ */
+export function canPublish(config: RemoteCacheConfig): boolean {
+  return config.publisher === undefined || config.publisher.signingKey !== undefined;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

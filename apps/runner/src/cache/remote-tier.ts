@@ -1,12 +1,24 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { canonicalJson, fsyncDirs, fsyncPath } from '@bfe/core';
-import { z } from 'zod';
+import { fsyncDirs, fsyncPath } from '@bfe/core';
 import { isSafeRelativePath } from './fs-util.js';
 import { inspectArtifact } from './inspect.js';
 import { MANIFEST_FILE, cacheManifestSchema, type CacheManifest } from './key.js';
-import type { RemoteCacheClient } from './remote-client.js';
+import {
+  REMOTE_CACHE_AUTH,
+  RemoteCacheError,
+  canPublish,
+  type RemoteCacheClient,
+} from './remote-client.js';
+import {
+  RemoteArtifactRefused,
+  parseIndex,
+  signIndex,
+  type RemoteIndex,
+  type RemoteIndexBody,
+} from './remote-index.js';
+import { SIGNING_KEY_ENV, VERIFY_KEY_ENV } from './remote-signing.js';
 import type { CacheEvent } from './types.js';
 
 // One artifact on the team server: an index under the artifact's key and its bytes in parts,
@@ -18,23 +30,6 @@ import type { CacheEvent } from './types.js';
 // a local hit is (manifest hashing to itself and to the key, every file's size and SHA-256).
 // (Module-internal to src/cache.)
 
-const HEX64 = /^[0-9a-f]{64}$/;
-
-/** The index object stored under an artifact's key. */
-const remoteIndexSchema = z.strictObject({
-  format: z.literal('bfe-remote-artifact/1'),
-  stage: z.string(),
-  key: z.string().regex(HEX64),
-  /** The artifact's `artifact.json`, byte for byte. */
-  manifest: z.string(),
-  parts: z.array(
-    z.strictObject({ sha256: z.string().regex(HEX64), bytes: z.number().int().positive() }),
-  ),
-  /** HMAC-SHA256 (hex) of the canonical JSON of every other field, with the team's key. */
-  signature: z.string().regex(HEX64),
-});
-type RemoteIndex = z.infer<typeof remoteIndexSchema>;
-
 /** What an upload sent. */
 export interface UploadReport {
   readonly bytes: number;
@@ -43,9 +38,6 @@ export interface UploadReport {
   readonly sent: number;
   readonly chunkBytes: number;
 }
-
-/** Why a download was refused (it is then computed locally). */
-export class RemoteArtifactRefused extends Error {}
 
 /**
  * Parts this client refused on download (their bytes did not hash to their name): its next
@@ -59,10 +51,6 @@ function refusedBy(client: RemoteCacheClient): Set<string> {
   let set = refusedParts.get(client);
   if (set === undefined) refusedParts.set(client, (set = new Set()));
   return set;
-}
-
-function sign(index: Omit<RemoteIndex, 'signature'>, key: string): string {
-  return createHmac('sha256', key).update(canonicalJson(index)).digest('hex');
 }
 
 function sha256(bytes: Uint8Array): string {
@@ -110,6 +98,18 @@ async function* readParts(
 }
 
 /**
+ * @throws RemoteCacheError (REMOTE_CACHE_AUTH) on a reader: a machine with the publisher's
+ *   public key but not its private key uploads nothing
+ */
+function assertPublisher(client: RemoteCacheClient): void {
+  if (canPublish(client.config)) return;
+  throw new RemoteCacheError(
+    REMOTE_CACHE_AUTH,
+    `This machine holds ${VERIFY_KEY_ENV} without ${SIGNING_KEY_ENV}: it reads the team cache and publishes nothing (readers refuse artifacts without the publisher's signature).`,
+  );
+}
+
+/**
  * Uploads the artifact in `dir` (its files and `artifact.json`): parts first, the index last,
  * so an index never names a part the server lacks. On a 413 the parts are cut in half and the
  * upload starts again (down to 1 KiB).
@@ -121,6 +121,7 @@ export async function uploadArtifact(
   key: string,
   manifestText: string,
 ): Promise<UploadReport> {
+  assertPublisher(client);
   const manifest = cacheManifestSchema.parse(JSON.parse(manifestText));
   let chunkBytes = client.config.chunkBytes;
   for (;;) {
@@ -140,14 +141,14 @@ export async function uploadArtifact(
       sent++;
     }
     if (!tooLarge) {
-      const body: Omit<RemoteIndex, 'signature'> = {
+      const body: RemoteIndexBody = {
         format: 'bfe-remote-artifact/1',
         stage,
         key,
         manifest: manifestText,
         parts,
       };
-      const index: RemoteIndex = { ...body, signature: sign(body, client.config.signatureKey) };
+      const index = signIndex(body, client.config);
       const result = await client.put(key, Buffer.from(JSON.stringify(index)));
       if (result === 'ok') {
         const bytes = parts.reduce((s, p) => s + p.bytes, 0);
@@ -172,7 +173,7 @@ export async function downloadArtifact(
 ): Promise<{ manifest: CacheManifest; bytes: number } | undefined> {
   const raw = await client.get(key);
   if (raw === undefined) return undefined;
-  const index = parseIndex(raw, stage, key, client.config.signatureKey);
+  const index = parseIndex(raw, stage, key, client.config);
   let manifest: CacheManifest;
   try {
     manifest = cacheManifestSchema.parse(JSON.parse(index.manifest));
@@ -206,26 +207,6 @@ export async function downloadArtifact(
     throw new RemoteArtifactRefused(problems.replaceAll(tmp, '<download>'));
   }
   return { manifest: inspection.manifest, bytes: total };
-}
-
-function parseIndex(raw: Buffer, stage: string, key: string, signatureKey: string): RemoteIndex {
-  let index: RemoteIndex;
-  try {
-    index = remoteIndexSchema.parse(JSON.parse(raw.toString('utf8')));
-  } catch {
-    throw new RemoteArtifactRefused('its index is not a bfe remote artifact');
-  }
-  if (index.key !== key || index.stage !== stage) {
-    throw new RemoteArtifactRefused(`its index names ${index.stage} ${index.key}`);
-  }
-  const { signature, ...body } = index;
-  const expected = Buffer.from(sign(body, signatureKey), 'hex');
-  if (!timingSafeEqual(Buffer.from(signature, 'hex'), expected)) {
-    throw new RemoteArtifactRefused(
-      "its signature does not match this team's key (BFE_REMOTE_CACHE_SIGNATURE_KEY, else the token)",
-    );
-  }
-  return index;
 }
 
 /** Streams the parts into the manifest's files, each part checked against its name. */
@@ -347,7 +328,8 @@ export async function sendToRemote(
   key: string,
 ): Promise<void> {
   const client = host.client;
-  if (client === undefined) return;
+  // A reader (a publisher key without its private half) leaves publishing to those who hold it.
+  if (client === undefined || !canPublish(client.config)) return;
   const dir = host.artifactDir(stage, key);
   try {
     const text = await readFile(join(dir, MANIFEST_FILE), 'utf8');
@@ -380,6 +362,7 @@ export async function pushArtifacts(
   artifacts: ReadonlyArray<{ readonly stage: string; readonly key: string; readonly dir: string }>,
   onProgress?: (done: number, total: number) => void,
 ): Promise<PushReport> {
+  assertPublisher(client);
   let present = 0;
   let uploaded = 0;
   let bytes = 0;

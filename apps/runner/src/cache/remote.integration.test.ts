@@ -8,6 +8,8 @@ import { suiteTmpDir, tmpDir } from '@bfe/core/testing';
 import { artifactKey, cacheManifestSchema, type ArtifactSpec, type CacheManifest } from './key.js';
 import { manifestSha256 } from './manifest.js';
 import { RemoteCacheClient, RemoteCacheError, remoteCacheFromEnv } from './remote-client.js';
+import type { RemoteIndex } from './remote-index.js';
+import { generatePublisherKeys } from './remote-signing.js';
 import { ArtifactStore } from './store.js';
 import { startCacheServer, type TestCacheServer } from './testing/cache-server.js';
 import type { CacheEvent, ComputeFn } from './types.js';
@@ -198,6 +200,63 @@ describe('remote tier', () => {
     const planted = await c.store.getOrCreate(s, counting().compute);
     expect(planted.source).toBe('remote');
     expect(readFileSync(join(planted.dir, 'results.json'), 'utf8')).toBe(fake);
+  }, 120_000);
+
+  it('with a publisher key, readers accept only its signatures: an artifact published with the access token alone is refused', async () => {
+    const pair = generatePublisherKeys();
+    const publisher = { BFE_CACHE_SIGNING_KEY: pair.signingPem };
+    const reader = { BFE_CACHE_VERIFY_KEY: pair.verifyPem };
+    // The machine that holds the signing key (CI) publishes; a reader gets the artifact.
+    const ci = await openStore(publisher);
+    await ci.store.getOrCreate(spec('publisher-signed'), counting().compute);
+    expect(ci.events.map((e) => e.kind)).toContain('uploaded');
+    const first = await openStore(reader);
+    const none = counting();
+    expect((await first.store.getOrCreate(spec('publisher-signed'), none.compute)).source).toBe(
+      'remote',
+    );
+    expect(none.calls()).toBe(0);
+
+    // A machine holding only the access token publishes an artifact: its index carries the
+    // token's signature alone. A reader requiring the signing key refuses it, computes the
+    // artifact itself and uploads nothing.
+    const member = await openStore();
+    await member.store.getOrCreate(spec('token-only'), counting().compute);
+    const second = await openStore(reader);
+    const computed = counting();
+    const got = await second.store.getOrCreate(spec('token-only'), computed.compute);
+    expect(got.source).toBe('computed');
+    expect(computed.calls()).toBe(1);
+    const warning = second.events.find((e) => e.kind === 'warning');
+    expect(warning?.kind === 'warning' && warning.message).toMatch(
+      /refused: it carries no publisher signature \(signed with the access token alone\)/,
+    );
+    expect(second.events.map((e) => e.kind)).not.toContain('uploaded');
+    // The control: a machine without the publisher key accepts the same artifact.
+    const open = await openStore();
+    expect((await open.store.getOrCreate(spec('token-only'), counting().compute)).source).toBe(
+      'remote',
+    );
+
+    // A token holder edits the signed index, signs it again with the token and keeps the
+    // publisher's signature: the signature no longer matches what the index says.
+    const client = new RemoteCacheClient(remoteCacheFromEnv(clientEnv())!);
+    const key = artifactKey(spec('publisher-signed'));
+    const signed = JSON.parse((await client.get(key))!.toString('utf8')) as RemoteIndex;
+    const { format, stage, parts } = signed;
+    const edited = { format, stage, key, parts, manifest: `${signed.manifest}\n` };
+    const { signIndex } = await import('./remote-index.js');
+    const forged = { ...signIndex(edited, client.config), publisher: signed.publisher };
+    await client.put(key, Buffer.from(JSON.stringify(forged)));
+    const third = await openStore(reader);
+    const redone = counting();
+    expect((await third.store.getOrCreate(spec('publisher-signed'), redone.compute)).source).toBe(
+      'computed',
+    );
+    const refused = third.events.find((e) => e.kind === 'warning');
+    expect(refused?.kind === 'warning' && refused.message).toMatch(
+      /publisher signature does not verify/,
+    );
   }, 120_000);
 
   it('bfe cache push seeds the server from a warm local cache, and never uploads a corrupt artifact', async () => {

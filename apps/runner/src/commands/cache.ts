@@ -7,7 +7,7 @@ interface CacheDirOption {
 
 const CACHE_DIR_HELP = 'the cache directory (default: $BFE_CACHE_DIR, else ./.bfe-cache)';
 
-/** `bfe cache ls|verify|gc|push`: the content-addressed artifact store of `bfe run`. */
+/** `bfe cache ls|verify|gc|push|keygen`: the content-addressed artifact store of `bfe run`. */
 export function cacheCommand(): Command {
   const cache = new Command('cache').description(
     'the artifact cache of pipeline stages: list, verify, collect garbage, push to the team cache',
@@ -180,6 +180,39 @@ export function cacheCommand(): Command {
         for (const dir of report.corrupt)
           console.log(`corrupt: ${dir} (bfe cache verify --quarantine)`);
         if (report.corrupt.length > 0) process.exitCode = 1;
+      }),
+  );
+  cache.addCommand(
+    new Command('keygen')
+      .description(
+        'make the team cache publisher key pair: cache-signing.pem for the machines allowed to publish (BFE_CACHE_SIGNING_KEY), cache-verify.pem for every reader (BFE_CACHE_VERIFY_KEY)',
+      )
+      .option('--out <dir>', 'the folder to write the two files to', '.')
+      .action(async (opts: { out: string }) => {
+        const [{ generatePublisherKeys }, { mkdir, writeFile }, { join }, { ConfigError }] =
+          await Promise.all([
+            import('../cache/index.js'),
+            import('node:fs/promises'),
+            import('node:path'),
+            import('@bfe/core'),
+          ]);
+        const keys = generatePublisherKeys();
+        const signing = join(opts.out, 'cache-signing.pem');
+        const verify = join(opts.out, 'cache-verify.pem');
+        await mkdir(opts.out, { recursive: true });
+        try {
+          // Never over an existing key: a replaced pair would orphan every published artifact.
+          await writeFile(signing, keys.signingPem, { flag: 'wx', mode: 0o600 });
+          await writeFile(verify, keys.verifyPem, { flag: 'wx', mode: 0o644 });
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+          throw new ConfigError(`${(error as NodeJS.ErrnoException).path} already exists.`, {
+            suggestion: 'Keep the pair you have, or choose another --out folder.',
+          });
+        }
+        console.log(`publisher key ${keys.keyId}`);
+        console.log(`  ${signing}  private: BFE_CACHE_SIGNING_KEY on the machines that publish`);
+        console.log(`  ${verify}  public: BFE_CACHE_VERIFY_KEY on every reader`);
       }),
   );
 
