@@ -12,19 +12,19 @@
  */
 import { readFile, readdir } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { parseArgs } from 'node:util';
-import { terminalTableLines } from '@bfe/core';
+import { benchCommand, parseCommand, runScript } from '../shared/cli.js';
+import { out, printTable } from '../shared/table.js';
 
 const SKIPPED = new Set(['receipt.json', 'report.html']);
 
 async function resultFiles(dir: string, root = dir): Promise<string[]> {
-  const out: string[] = [];
+  const files: string[] = [];
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...(await resultFiles(path, root)));
-    else if (!SKIPPED.has(entry.name)) out.push(relative(root, path));
+    if (entry.isDirectory()) files.push(...(await resultFiles(path, root)));
+    else if (!SKIPPED.has(entry.name)) files.push(relative(root, path));
   }
-  return out.sort();
+  return files.sort();
 }
 
 interface NumberDiff {
@@ -70,14 +70,20 @@ function parseAll(text: string, file: string): unknown {
     .map((l) => JSON.parse(l) as unknown);
 }
 
+const command = benchCommand(
+  'bench:equal-runs',
+  'byte and number equality of two bfe run folders of one experiment',
+)
+  .argument('<run-a>', 'a bfe run folder')
+  .argument('<run-b>', 'the other')
+  .option('--markdown', 'print the table as Markdown');
+
 async function main(): Promise<void> {
-  const { values, positionals } = parseArgs({
-    options: { markdown: { type: 'boolean', default: false } },
-    allowPositionals: true,
-  });
-  const [a, b] = positionals;
-  if (a === undefined || b === undefined || positionals.length !== 2)
-    throw new Error('give two run folders: <run-A> <run-B>');
+  const {
+    options,
+    args: [a, b],
+  } = parseCommand<{ markdown?: boolean }>(command);
+  if (a === undefined || b === undefined) throw new Error('give two run folders: <run-A> <run-B>');
   const [filesA, filesB] = await Promise.all([resultFiles(a), resultFiles(b)]);
   const all = [...new Set([...filesA, ...filesB])].sort();
   let failed = false;
@@ -110,15 +116,17 @@ async function main(): Promise<void> {
       d.maxRel.toExponential(1),
     ]);
   }
-  const head = ['file', 'A vs B', 'numbers differing', 'max rel. diff'];
-  const table = terminalTableLines({
-    head,
-    align: ['left', 'left', 'right', 'right'],
-    rows,
-    style: values.markdown ? 'markdown' : 'plain',
-  });
-  process.stdout.write(`A = ${a}\nB = ${b}\n${table.join('\n')}\n`);
+  out(`A = ${a}`);
+  out(`B = ${b}`);
+  printTable(
+    {
+      head: ['file', 'A vs B', 'numbers differing', 'max rel. diff'],
+      align: ['left', 'left', 'right', 'right'],
+      rows,
+    },
+    { markdown: options.markdown },
+  );
   if (failed) process.exitCode = 1;
 }
 
-await main();
+await runScript('bench:equal-runs', main);

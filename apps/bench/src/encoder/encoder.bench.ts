@@ -22,16 +22,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
 import { TextTokenizer } from '@bfe/encoder';
-import { note, out } from '../shared/output.js';
+import { runScript } from '../shared/cli.js';
+import { note, printJson } from '../shared/table.js';
 import { parseCli } from './cli.js';
 import { measurePlans } from './measure.js';
 import { resolveModel } from './model.js';
 import { planRuns, sampleIndices, type Row } from './plan.js';
-import { printTable } from './print.js';
+import { printReport } from './print.js';
 import { summarize } from './report.js';
 
 async function main(): Promise<void> {
-  const cli = parseCli(process.argv.slice(2));
+  const cli = parseCli();
   const log = cli.json ? () => true : note;
   const { dir: modelDir, manifest, how } = await resolveModel(cli);
   log(`model: ${modelDir} (${how})`);
@@ -74,15 +75,10 @@ async function main(): Promise<void> {
     { modelDir, manifest, texts: texts.length, tokens, truncated, tokenized, sample },
     rows,
   );
-  if (!cli.json) printTable(report);
-  out(JSON.stringify(report));
+  if (!cli.json) printReport(report);
+  printJson(report);
   if (!rows.some((r) => r.peer === 'bfe' && r.result.ok) && cli.peers.includes('bfe'))
     process.exitCode = 1;
 }
 
-try {
-  await main();
-} catch (error) {
-  note(`bench:encoder: ${error instanceof Error ? error.message : String(error)}`);
-  process.exitCode = 1;
-}
+await runScript('bench:encoder', main);

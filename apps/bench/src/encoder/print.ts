@@ -1,9 +1,8 @@
 /** The human table of `pnpm bench:encoder` (the JSON line follows it). */
-import { out } from '../shared/output.js';
-import { terminalTableLines } from '@bfe/core';
+import { out, printTable, type Align } from '../shared/table.js';
 import { CONTENDED_CORES, type Report } from './report.js';
 
-export function printTable(r: Report): void {
+export function printReport(r: Report): void {
   out();
   out(
     `encoder benchmark: ${r.dataset}, ${r.texts} texts, ${r.tokens} tokens (specials included, max length ${r.maxLength}, ${r.truncated} truncated), ${r.threads} threads, ${r.host.cpus}× ${r.host.cpu}, node ${r.host.node}`,
@@ -40,10 +39,8 @@ export function printTable(r: Report): void {
       : [x.peer, x.setting, 'UNAVAILABLE', ...head.slice(3).map(() => '')],
   );
   // Peer and setting on the left, numbers on the right, the last (free-text) column on the left.
-  const align = head.map((_, i): 'left' | 'right' =>
-    i < 2 || i === head.length - 1 ? 'left' : 'right',
-  );
-  for (const line of terminalTableLines({ head, align, rows })) out(line);
+  const align = head.map((_, i): Align => (i < 2 || i === head.length - 1 ? 'left' : 'right'));
+  printTable({ head, align, rows });
   out(
     "seconds: the timed pass after a warm-up, excluding model load; CPU s: the child's CPU time in it (all threads);",
   );
@@ -62,7 +59,7 @@ export function printTable(r: Report): void {
   const bfeRuns = r.runs.filter((x) => x.peer === 'bfe' && x.ok);
   if (bfeRuns.length > 1) {
     out();
-    for (const line of terminalTableLines({
+    printTable({
       head: [
         'bfe setting',
         '× first bfe',
@@ -86,8 +83,7 @@ export function printTable(r: Report): void {
           ? ''
           : x.minTokenCosineVsBfe.toFixed(7),
       ]),
-    }))
-      out(line);
+    });
   }
   if (r.bestBfe !== null && r.runs.filter((x) => x.peer === 'bfe').length > 1)
     out(`fastest bfe: ${r.bestBfe}`);

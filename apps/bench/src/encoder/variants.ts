@@ -25,8 +25,8 @@ export interface BfeVariant {
 
 const LEVELS: readonly GraphOptimizationLevel[] = ['disabled', 'basic', 'extended', 'all'];
 
-export const VARIANT_HELP = `default | inter=N | opt=disabled|basic|extended|all | saved-opt | graph-only | spin=0|1 |
-                            prealloc=0|1 | overlap=0|1 | chunk=N | batch=N | tokens=N | model=DIR, joined by +`;
+export const VARIANT_HELP =
+  'default | inter=N | opt=disabled|basic|extended|all | saved-opt | graph-only | spin=0|1 | prealloc=0|1 | overlap=0|1 | chunk=N | batch=N | tokens=N | model=DIR, joined by +';
 
 /** Parses one variant spec; throws on an unknown option. */
 export function parseVariant(spec: string): BfeVariant {

@@ -30,10 +30,8 @@ import {
   writeFileSync,
   writeSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import {
   OrtSimilarityKernel,
   decodeTokens,
@@ -45,70 +43,17 @@ import {
   type BankChunkSource,
   type TokenStore,
 } from '@bfe/index';
-import { terminalTableLines } from '@bfe/core';
+import { note, out, printJson, printTable } from '../shared/table.js';
+import { parseBigBank } from './big-bank-cli.js';
 import { runMilvusBench } from './milvus-bench.js';
 import { runScale } from './scale-cli.js';
 import { runSegmented } from './segmented-cli.js';
 
-const { values } = parseArgs({
-  options: {
-    tokens: { type: 'string', default: '20000000' },
-    dim: { type: 'string', default: '384' },
-    'query-tokens': { type: 'string', default: '32' },
-    k: { type: 'string', default: '64' },
-    sample: { type: 'string', default: '100000' },
-    dir: { type: 'string', default: join(tmpdir(), 'bfe-big-bank') },
-    seed: { type: 'string', default: '7' },
-    keep: { type: 'boolean', default: false },
-    json: { type: 'boolean', default: false },
-    phase: { type: 'string' },
-    // The HNSW scale bench (scale.ts): build once, then measure from the saved files.
-    'hnsw-build': { type: 'boolean', default: false },
-    'hnsw-latency': { type: 'boolean', default: false },
-    'peer-sweep': { type: 'boolean', default: false },
-    filtering: { type: 'boolean', default: false },
-    shapes: { type: 'string', default: 'locomo,longmemeval,1000-banks' },
-    'filter-queries': { type: 'string', default: '10' },
-    'filter-tokens': { type: 'string' },
-    nprobe: { type: 'string', default: '4,8,16,32,64' },
-    python: { type: 'string', default: '/tmp/bfe-bench-venv/bin/python' },
-    index: { type: 'string', default: '/work/scratch/scale/tiled' },
-    bank: { type: 'string' },
-    checkpoints: { type: 'string', default: '100000,1000000,2000000' },
-    M: { type: 'string', default: '16' },
-    'ef-construction': { type: 'string', default: '64' },
-    'ef-search': { type: 'string', default: '32,64,128' },
-    threads: { type: 'string', default: '2' },
-    graph: { type: 'string', default: 'f32' },
-    graphs: { type: 'string' },
-    'over-fetch': { type: 'string', default: '1' },
-    queries: { type: 'string', default: '20' },
-    rows: { type: 'string', default: '24' },
-    noise: { type: 'string', default: '0.35' },
-    // Milvus Lite beside exact and HNSW on the same tiled bank (milvus-bench.ts).
-    milvus: { type: 'boolean', default: false },
-    'milvus-index': { type: 'string', default: 'FLAT,HNSW' },
-    'milvus-data': { type: 'string', default: join(tmpdir(), 'bfe-milvus-bench') },
-    'milvus-reindex': { type: 'boolean', default: false },
-    'milvus-warmup': { type: 'string' },
-    // Segmented i8 graphs (segmented.ts).
-    'segmented-build': { type: 'boolean', default: false },
-    'segmented-search': { type: 'boolean', default: false },
-    'segment-tokens': { type: 'string', default: '1000000' },
-    segments: { type: 'string' },
-    codec: { type: 'string', default: 'sq8' },
-    'codes-in-ram': { type: 'boolean', default: false },
-    real: { type: 'boolean', default: false },
-    margin: { type: 'string' },
-    'i8-only': { type: 'boolean', default: false },
-    'keep-vectors': { type: 'boolean', default: false },
-    'rows-per-query': { type: 'string' },
-  },
-});
-const N = Number(values.tokens);
-const DIM = Number(values.dim);
-const ROWS = Number(values['query-tokens']);
-const K = Number(values.k);
+const values = parseBigBank();
+const N = values.tokens;
+const DIM = values.dim;
+const ROWS = values.queryTokens;
+const K = values.k;
 const CHUNK = 65_536;
 const BLOCK = 1 << 20; // tokens per SQ4 code block (codes live in several arrays)
 const bankPath = join(values.dir, 'tokens.f32');
@@ -140,7 +85,7 @@ function normalise(v: Float32Array, at: number): void {
 function writeBank(): Record<string, number> {
   const t0 = performance.now();
   mkdirSync(values.dir, { recursive: true });
-  const next = uniform(Number(values.seed));
+  const next = uniform(values.seed);
   const chunk = new Float32Array(CHUNK * DIM);
   const queries = new Float32Array(ROWS * DIM);
   const picks = Array.from({ length: ROWS }, (_, q) => Math.floor(((q + 0.5) * N) / ROWS));
@@ -216,7 +161,7 @@ async function searchSq4(): Promise<Record<string, number>> {
     dtype: 'float32',
     segments: [{ offset: 0, rows: N }],
   });
-  const sample = Math.min(N, Number(values.sample));
+  const sample = Math.min(N, values.sample);
   const t0 = performance.now();
   const model = trainCodec('sq4', store.read(0, sample).slice(), sample, DIM);
   const blocks: Uint8Array[] = [];
@@ -309,24 +254,24 @@ function child(phase: string): Record<string, number> {
   return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, number>;
 }
 
-if (values['segmented-build'] || values['segmented-search']) {
-  await runSegmented(values, K);
-} else if (values.milvus) {
+if (values.segmentedBuild === true || values.segmentedSearch === true) {
+  await runSegmented(values);
+} else if (values.milvus === true) {
   await runMilvusBench(values);
 } else if (
-  values['hnsw-build'] ||
-  values['hnsw-latency'] ||
-  values['peer-sweep'] ||
-  values.filtering
+  values.hnswBuild === true ||
+  values.hnswLatency === true ||
+  values.peerSweep === true ||
+  values.filtering === true
 ) {
   await runScale(values);
 } else if (values.phase !== undefined) {
   const run = { write: writeBank, fp32: searchFp32, sq4: searchSq4 }[values.phase];
   if (run === undefined) throw new Error(`unknown phase ${values.phase}`);
-  process.stdout.write(`${JSON.stringify(await run())}\n`);
+  printJson(await run());
 } else {
   const log = (s: string): void => {
-    if (!values.json) process.stdout.write(`${s}\n`);
+    if (values.json !== true) note(s);
   };
   log(
     `big bank: ${N} tokens × ${DIM} float32 (${((N * DIM * 4) / 1e9).toFixed(2)} GB) in ${values.dir}`,
@@ -338,41 +283,41 @@ if (values['segmented-build'] || values['segmented-search']) {
     log(`  fp32 streamed search done`);
     const sq4 = child('sq4');
     const gb = (b: number): string => (b / 1e9).toFixed(2);
-    log(`\none query: ${ROWS} tokens, k = ${K}; each search in its own process`);
-    terminalTableLines({
-      head: ['search', 'tokens', 'bytes held / read', 'search s', 'peak RSS MB', 'recall@64'],
-      align: ['left', 'right', 'right', 'right', 'right', 'right'],
-      rows: [
-        [
-          'write (streamed)',
-          String(N),
-          `${gb(write.bytes!)} GB written`,
-          '',
-          write.peakRssMb!.toFixed(0),
-          '',
+    if (values.json !== true) {
+      out();
+      out(`one query: ${ROWS} tokens, k = ${K}; each search in its own process`);
+      printTable({
+        head: ['search', 'tokens', 'bytes held / read', 'search s', 'peak RSS MB', 'recall@64'],
+        rows: [
+          [
+            'write (streamed)',
+            String(N),
+            `${gb(write.bytes!)} GB written`,
+            '',
+            write.peakRssMb!.toFixed(0),
+            '',
+          ],
+          [
+            'fp32 file, exact',
+            String(N),
+            `${gb(fp32.bytesRead!)} GB read`,
+            fp32.seconds!.toFixed(1),
+            fp32.peakRssMb!.toFixed(0),
+            '1 (reference)',
+          ],
+          [
+            `sq4 in RAM (+${sq4.encodeSeconds!.toFixed(0)} s encode)`,
+            String(N),
+            `${gb(sq4.codeBytes!)} GB codes`,
+            sq4.seconds!.toFixed(1),
+            sq4.peakRssMb!.toFixed(0),
+            sq4.recall!.toFixed(4),
+          ],
         ],
-        [
-          'fp32 file, exact',
-          String(N),
-          `${gb(fp32.bytesRead!)} GB read`,
-          fp32.seconds!.toFixed(1),
-          fp32.peakRssMb!.toFixed(0),
-          '1 (reference)',
-        ],
-        [
-          `sq4 in RAM (+${sq4.encodeSeconds!.toFixed(0)} s encode)`,
-          String(N),
-          `${gb(sq4.codeBytes!)} GB codes`,
-          sq4.seconds!.toFixed(1),
-          sq4.peakRssMb!.toFixed(0),
-          sq4.recall!.toFixed(4),
-        ],
-      ],
-    }).forEach(log);
-    process.stdout.write(
-      `${JSON.stringify({ tokens: N, dim: DIM, rows: ROWS, k: K, write, fp32, sq4 })}\n`,
-    );
+      });
+    }
+    printJson({ tokens: N, dim: DIM, rows: ROWS, k: K, write, fp32, sq4 });
   } finally {
-    if (!values.keep) rmSync(values.dir, { recursive: true, force: true });
+    if (values.keep !== true) rmSync(values.dir, { recursive: true, force: true });
   }
 }

@@ -8,7 +8,6 @@
  *
  * pnpm bench:codec-latency --sizes 20000,200000 --queries 30
  */
-import { parseArgs } from 'node:util';
 import {
   CodecExactTokenIndex,
   ExactTokenIndex,
@@ -24,8 +23,9 @@ import {
 } from '@bfe/index';
 import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
 import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
+import { benchCommand, flag, intList, parseCommand, positive, someOf } from '../shared/cli.js';
 import { median, quantile } from '../shared/stats.js';
-import { terminalTableLines } from '@bfe/core';
+import { note, out, printTable } from '../shared/table.js';
 import { syntheticBank } from './banks.js';
 
 const K = 64;
@@ -34,15 +34,22 @@ const QUERY_TOKENS = 24;
 const MEMORY_TOKENS = 20;
 const CODECS: CodecName[] = ['fp32', 'fp16', 'sq8', 'sq4', 'rp128+sq4'];
 
-const { values } = parseArgs({
-  options: {
-    sizes: { type: 'string', default: '20000,200000' },
-    queries: { type: 'string', default: '30' },
-    threads: { type: 'string' },
-    codecs: { type: 'string', default: CODECS.join(',') },
-  },
-});
-const log = (s: string): void => void process.stdout.write(`${s}\n`);
+interface Options {
+  sizes: number[];
+  queries: number;
+  threads?: number;
+  codecs: CodecName[];
+}
+
+const command = benchCommand(
+  'bench:codec-latency',
+  "exact search over a codec's stored codes: decoded in JavaScript against cast in onnxruntime, beside exact fp32",
+)
+  .addOption(flag('--sizes <list>', 'bank tokens', intList, '20000,200000'))
+  .addOption(flag('--queries <n>', 'timed queries per bank and path', positive, '30'))
+  .addOption(flag('--threads <n>', 'onnxruntime threads (default: onnxruntime’s)', positive))
+  .addOption(flag('--codecs <list>', 'codecs', someOf(CODECS), CODECS.join(',')));
+const { options } = parseCommand<Options>(command);
 
 /** `count` queries of 24 tokens: bank tokens plus Gaussian noise, normalised. */
 function queriesOf(vectors: Float32Array, n: number, count: number, seed: number): Float32Array[] {
@@ -91,22 +98,22 @@ const equal = (a: TokenHits[], b: TokenHits[]): boolean =>
   );
 
 const kernel = new OrtSimilarityKernel(
-  values.threads === undefined ? {} : { threads: Number(values.threads) },
+  options.threads === undefined ? {} : { threads: options.threads },
 );
 const rows: string[][] = [];
-for (const n of values.sizes.split(',').map(Number)) {
+for (const n of options.sizes) {
   const bank = syntheticBank('codec', n, DIM, 1, 1, 45);
   const memoriesCount = Math.ceil(n / MEMORY_TOKENS);
   const tokenOffsets = Int32Array.from({ length: memoriesCount + 1 }, (_, m) =>
     Math.min(n, m * MEMORY_TOKENS),
   );
   const memories = Int32Array.from({ length: memoriesCount }, (_, m) => m);
-  const queries = queriesOf(bank.vectors, n, Number(values.queries), 46);
+  const queries = queriesOf(bank.vectors, n, options.queries, 46);
   const fp32 = new ExactTokenIndex(
     { tokens: flatTokenStore(bank.vectors, DIM), tokenOffsets },
     kernel,
   );
-  for (const name of values.codecs.split(',') as CodecName[]) {
+  for (const name of options.codecs) {
     const model = trainCodec(name, bank.vectors, n, DIM, { seed: 42 });
     const codes = encodeTokens(model, bank.vectors, n);
     const decoded = new ExactTokenIndex(
@@ -131,18 +138,19 @@ for (const n of values.sizes.split(',').map(Number)) {
     rows.push(row('fp32 exact (reference)', ref.ms, '—'));
     rows.push(row('decode in JS (before)', old.ms, '—'));
     rows.push(row('codes in onnxruntime', now.ms, equal(now.hits, old.hits) ? 'yes' : 'NO'));
-    log(`  ${n} ${name} done (load ${(await loadavg()).trim()})`);
+    note(`  ${n} ${name} done (load ${(await loadavg()).trim()})`);
   }
 }
 await kernel.dispose();
-log(
-  `\n24-token query, k ${K}, synthetic banks (memories of ${MEMORY_TOKENS} tokens), dim ${DIM}, ort threads ${values.threads ?? 'default'}`,
+out();
+out(
+  `24-token query, k ${K}, synthetic banks (memories of ${MEMORY_TOKENS} tokens), dim ${DIM}, ort threads ${options.threads ?? 'default'}`,
 );
-terminalTableLines({
+printTable({
   head: ['bank tokens', 'codec', 'path', 'p50 ms', 'p90 ms', '× fp32 p50', 'same hits'],
   align: ['right', 'left', 'left', 'right', 'right', 'right', 'left'],
   rows,
-}).forEach(log);
+});
 
 async function loadavg(): Promise<string> {
   const { readFile } = await import('node:fs/promises');

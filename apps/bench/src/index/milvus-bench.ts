@@ -24,13 +24,13 @@ import { join } from 'node:path';
 import { OrtSimilarityKernel, exactTopK, flatBankSource, flatTokenStore } from '@bfe/index';
 import { FIELDS, MilvusTokenIndex, TokenCollection, type MilvusSide } from '@bfe/index-milvus';
 import { startMilvusLite, type MilvusLite } from '@bfe/index-milvus/testing';
-import { terminalTableLines } from '@bfe/core';
 import { median, quantile } from '../shared/stats.js';
+import { note, printJson, printTable } from '../shared/table.js';
+import { indexDir, type BigBankOptions } from './big-bank-cli.js';
 import { recallAt } from './measure.js';
 import { hnswPhase, loadavg, readF32, readMeta } from './scale.js';
 
 const K = 64;
-type Values = Record<string, string | boolean | undefined>;
 
 interface Line {
   readonly what: string;
@@ -55,19 +55,19 @@ const summary = (what: string, tokens: number, ms: number[], recall: number, ext
   load: loadavg(),
 });
 
-export async function runMilvusBench(v: Values): Promise<void> {
-  const dir = String(v.index);
+export async function runMilvusBench(o: BigBankOptions): Promise<void> {
+  const dir = indexDir(o);
   const meta = readMeta(dir);
   const { dim, rows } = meta;
-  const checkpoints = String(v.checkpoints).split(',').map(Number);
-  const types = String(v['milvus-index']).split(',') as ('FLAT' | 'HNSW')[];
-  const ef = Number(String(v['ef-search']).split(',')[0]);
-  const dataRoot = String(v['milvus-data']);
+  const { checkpoints } = o;
+  const types = o.milvusIndex;
+  const ef = o.efSearch[0]!;
+  const dataRoot = o.milvusData;
   const q = readF32(join(dir, 'queries.f32'), meta.queries * rows * dim);
   const lines: Line[] = [];
   const log = (l: Line): void => {
     lines.push(l);
-    process.stderr.write(`${JSON.stringify(l)}\n`);
+    note(JSON.stringify(l));
   };
   for (const n of checkpoints) {
     const ref = Int32Array.from(JSON.parse(readFileSync(join(dir, `exact-${n}.json`), 'utf8')));
@@ -87,8 +87,8 @@ export async function runMilvusBench(v: Values): Promise<void> {
     const all = Int32Array.from({ length: memories }, (_, m) => m);
     // `--milvus-reindex`: one server and one insert for all index types; each later type
     // replaces the index (release, dropIndex, createIndex, load: Lite builds it at load).
-    const reindex = v['milvus-reindex'] === true;
-    const warmup = Math.min(meta.queries, Number(v['milvus-warmup'] ?? meta.queries));
+    const reindex = o.milvusReindex === true;
+    const warmup = Math.min(meta.queries, o.milvusWarmup ?? meta.queries);
     const hnsw = { M: meta.M, efConstruction: meta.efConstruction, ef };
     let lite: MilvusLite | undefined;
     let c: TokenCollection | undefined;
@@ -154,7 +154,7 @@ export async function runMilvusBench(v: Values): Promise<void> {
   }
   const f = (x: number | undefined, d = 1): string =>
     x === undefined || Number.isNaN(x) ? '' : x.toFixed(d);
-  terminalTableLines({
+  printTable({
     head: [
       'search',
       'tokens',
@@ -178,8 +178,8 @@ export async function runMilvusBench(v: Values): Promise<void> {
       f(l.firstSearchS, 2),
       l.load,
     ]),
-  }).forEach((s) => process.stdout.write(`${s}\n`));
-  process.stdout.write(`${JSON.stringify(lines)}\n`);
+  });
+  printJson(lines);
 }
 
 /** Drops the collection's vector index and creates `indexType` in its place (released first). */

@@ -1,55 +1,52 @@
 /**
- * `pnpm bench:big-bank --hnsw-build | --hnsw-latency`: the HNSW scale bench (scale.ts).
+ * `pnpm bench:big-bank --hnsw-build | --hnsw-latency | --peer-sweep | --filtering`: the HNSW
+ * scale bench (scale.ts) on a tiled bank (noisy copies of an encoded LoCoMo bank's states).
  *
- * Build once (tiled real LoCoMo token states, one growing graph saved at each checkpoint,
- * exact fp32 reference per checkpoint):
- *   pnpm bench:big-bank --hnsw-build --bank <encoded LoCoMo bank dir> --index /work/scratch/scale/tiled
+ * Build once (one growing graph saved at each checkpoint, exact fp32 reference per checkpoint):
+ *   pnpm bench:big-bank --hnsw-build --bank <encoded LoCoMo bank dir> --index <tiled dir>
  * Then, as often as wanted (one query = `--rows` tokens, k 64; each checkpoint in its own
  * child process so that its peak RSS is its own):
- *   pnpm bench:big-bank --hnsw-latency --index /work/scratch/scale/tiled [--tokens 2000000]
+ *   pnpm bench:big-bank --hnsw-latency --index <tiled dir> [--tokens 2000000]
  * with `--graph i8 --graphs <dir> --over-fetch 2`: the same links with i8 vectors (converted
  * once into `<dir>/hnsw-<n>-i8` by `rekindHnswFile`), proposals over-fetched and rescored.
  * bfe vs faiss at matched recall on the first `--tokens` tokens (matched.ts):
- *   pnpm bench:big-bank --peer-sweep --index /work/scratch/scale/tiled --tokens 100000 \
+ *   pnpm bench:big-bank --peer-sweep --index <tiled dir> --tokens 100000 \
  *     --ef-search 64,96,128,192,256 [--graphs <dir for sweep-<n>/>] [--over-fetch 1,2]
  *     [--margin 1,16] [--i8-only]
+ * Per-bank graphs against one filtered graph (filtering.ts):
+ *   pnpm bench:big-bank --filtering --shapes locomo,longmemeval,1000-banks --bank <LoCoMo bank>
+ *     --index <tiled dir>
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import type { HnswScalarKind } from '@bfe/index';
+import { printJson } from '../shared/table.js';
+import { bankDir, DEFAULT_TOKENS, indexDir, type BigBankOptions } from './big-bank-cli.js';
 import { locomoBank } from './banks.js';
 import { filterShape } from './filtering.js';
 import type { ShapeBank } from './filtering.js';
 import { matchedSweep } from './matched.js';
 import { buildScale, exactPhase, hnswPhase, loadavg, readF32, readMeta } from './scale.js';
 
-type Values = Record<string, string | boolean | undefined>;
 const K = 64;
-const str = (v: Values, key: string): string => {
-  const s = v[key];
-  if (typeof s !== 'string') throw new Error(`--${key} is required`);
-  return s;
-};
-const nums = (s: string): number[] => s.split(',').map(Number);
 
-/** Runs `--scale-phase <what>:<tokens>` of this bench in a child process; its JSON lines. */
-function child(v: Values, what: string, tokens: number): object[] {
+/** Runs `--phase <what>:<tokens>` of this bench in a child process; its JSON lines. */
+function child(o: BigBankOptions, what: string, tokens: number, efSearch = o.efSearch): object[] {
   const script = fileURLToPath(new URL('./big-bank.ts', import.meta.url));
   const args = [
     '--hnsw-latency',
     '--index',
-    str(v, 'index'),
+    indexDir(o),
     '--ef-search',
-    str(v, 'ef-search'),
+    efSearch.join(','),
     '--threads',
-    str(v, 'threads'),
+    String(o.threads),
     '--graph',
-    str(v, 'graph'),
+    o.graph,
     '--over-fetch',
-    str(v, 'over-fetch'),
-    ...(typeof v.graphs === 'string' ? ['--graphs', v.graphs] : []),
+    o.overFetch.join(','),
+    ...(o.graphs === undefined ? [] : ['--graphs', o.graphs]),
     '--phase',
     `${what}:${tokens}`,
   ];
@@ -62,86 +59,62 @@ function child(v: Values, what: string, tokens: number): object[] {
   return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as object[];
 }
 
-function graphKind(s: string): HnswScalarKind {
-  if (s !== 'f32' && s !== 'f16' && s !== 'i8') throw new Error(`--graph f32 | f16 | i8, got ${s}`);
-  return s;
-}
-
-export async function runScale(v: Values): Promise<void> {
-  const dir = str(v, 'index');
-  const phase = v.phase;
-  if (typeof phase === 'string') {
-    const [what, tokens] = phase.split(':');
+export async function runScale(o: BigBankOptions): Promise<void> {
+  const dir = indexDir(o);
+  if (o.phase !== undefined) {
+    const [what, tokens] = o.phase.split(':');
     const n = Number(tokens);
     const out =
       what === 'exact'
         ? [await exactPhase(dir, n, K)]
-        : await hnswPhase(dir, n, K, nums(str(v, 'ef-search')), Number(str(v, 'threads')), {
-            kind: graphKind(str(v, 'graph')),
-            overFetch: Number(str(v, 'over-fetch')),
-            ...(typeof v.graphs === 'string' ? { graphs: v.graphs } : {}),
+        : await hnswPhase(dir, n, K, o.efSearch, o.threads, {
+            kind: o.graph,
+            overFetch: o.overFetch[0]!,
+            ...(o.graphs === undefined ? {} : { graphs: o.graphs }),
           });
-    process.stdout.write(`${JSON.stringify(out)}\n`);
+    printJson(out);
     return;
   }
-  if (v.filtering === true) {
-    await filtering(v, dir);
+  if (o.filtering === true) {
+    await filtering(o, dir);
     return;
   }
-  if (v['peer-sweep'] === true) {
-    const n = Number(str(v, 'tokens'));
-    const out = await matchedSweep(
-      dir,
-      n,
-      nums(str(v, 'ef-search')),
-      nums(str(v, 'nprobe')),
-      str(v, 'python'),
-      K,
-      {
-        ...(typeof v.graphs === 'string' ? { work: v.graphs } : {}),
-        overFetch: nums(str(v, 'over-fetch')),
-        buildThreads: Number(str(v, 'threads')),
-        ...(typeof v.margin === 'string' ? { margins: nums(v.margin) } : {}),
-        i8Only: v['i8-only'] === true,
-      },
-    );
-    process.stdout.write(`${JSON.stringify(out)}\n`);
+  if (o.peerSweep === true) {
+    const out = await matchedSweep(dir, o.tokens, o.efSearch, o.nprobe, o.python, K, {
+      ...(o.graphs === undefined ? {} : { work: o.graphs }),
+      overFetch: o.overFetch,
+      buildThreads: o.threads,
+      ...(o.margin === undefined ? {} : { margins: o.margin }),
+      i8Only: o.i8Only === true,
+    });
+    printJson(out);
     return;
   }
-  if (v['hnsw-build'] === true) {
-    const checkpoints = nums(str(v, 'checkpoints'));
+  if (o.hnswBuild === true) {
+    const { checkpoints } = o;
     process.stderr.write(`building ${checkpoints.join(' → ')} tokens in ${dir} (${loadavg()})\n`);
     const meta = await buildScale({
-      bank: str(v, 'bank'),
+      bank: bankDir(o),
       dir,
       checkpoints,
-      params: { M: Number(str(v, 'M')), efConstruction: Number(str(v, 'ef-construction')) },
-      queries: Number(str(v, 'queries')),
-      rows: Number(str(v, 'rows')),
-      noise: Number(str(v, 'noise')),
-      threads: Number(str(v, 'threads')),
+      params: { M: o.M, efConstruction: o.efConstruction },
+      queries: o.queries,
+      rows: o.rows,
+      noise: o.noise,
+      threads: o.threads,
       seed: 7,
     });
-    process.stdout.write(`${JSON.stringify(meta)}\n`);
-    for (const c of checkpoints) process.stdout.write(`${JSON.stringify(child(v, 'exact', c))}\n`);
+    printJson(meta);
+    for (const c of checkpoints) printJson(child(o, 'exact', c));
     return;
   }
   const meta = readMeta(dir);
-  const which =
-    typeof v.tokens === 'string' && v.tokens !== '20000000'
-      ? [Number(v.tokens)]
-      : meta.checkpoints.map((c) => c.tokens);
+  const which = o.tokens !== DEFAULT_TOKENS ? [o.tokens] : meta.checkpoints.map((c) => c.tokens);
   for (const n of which) {
     // The exact reference (and exact fp32 latency) once per checkpoint, if the build did not.
-    if (!existsSync(join(dir, `exact-${n}.json`))) {
-      process.stdout.write(`${JSON.stringify(child(v, 'exact', n))}\n`);
-    }
+    if (!existsSync(join(dir, `exact-${n}.json`))) printJson(child(o, 'exact', n));
     // One process per efSearch: a disposed usearch graph is freed only by the GC.
-    for (const ef of nums(str(v, 'ef-search'))) {
-      process.stdout.write(
-        `${JSON.stringify(child({ ...v, 'ef-search': String(ef) }, 'hnsw', n))}\n`,
-      );
-    }
+    for (const ef of o.efSearch) printJson(child(o, 'hnsw', n, [ef]));
   }
 }
 
@@ -168,20 +141,13 @@ function tiledShape(dir: string, n: number, tokensPerBank: number, queries: numb
   };
 }
 
-async function filtering(v: Values, dir: string): Promise<void> {
-  const params = {
-    M: Number(str(v, 'M')),
-    efConstruction: Number(str(v, 'ef-construction')),
-    efSearch: Number(str(v, 'ef-search').split(',')[0]),
-  };
-  const threads = Number(str(v, 'threads'));
+async function filtering(o: BigBankOptions, dir: string): Promise<void> {
+  const params = { M: o.M, efConstruction: o.efConstruction, efSearch: o.efSearch[0]! };
+  const { threads, shapes } = o;
   const work = join(dir, 'filtering');
-  const shapes = str(v, 'shapes').split(',');
-  const print = (rows: object[]): void => {
-    for (const r of rows) process.stdout.write(`${JSON.stringify(r)}\n`);
-  };
+  const print = (rows: object[]): void => rows.forEach(printJson);
   if (shapes.includes('locomo')) {
-    const lb = await locomoBank(str(v, 'bank'), Number(str(v, 'queries')));
+    const lb = await locomoBank(bankDir(o), o.queries);
     const memories = lb.tokenMemory[lb.n - 1]! + 1;
     const tokenOffsets = new Int32Array(memories + 1);
     const memoryBank = new Int32Array(memories).fill(-1);
@@ -203,7 +169,7 @@ async function filtering(v: Values, dir: string): Promise<void> {
   }
   const meta = readMeta(dir);
   // The filtered graph: a saved checkpoint (`--filter-tokens`, default the largest).
-  const n = Number(v['filter-tokens'] ?? meta.tokens);
+  const n = o.filterTokens ?? meta.tokens;
   const globalDir = join(dir, `hnsw-${n}`);
   const global = meta.checkpoints.find((c) => c.tokens === n);
   if (global === undefined) throw new Error(`no saved checkpoint of ${n} tokens in ${dir}`);
@@ -212,7 +178,7 @@ async function filtering(v: Values, dir: string): Promise<void> {
     ['1000-banks', Math.round(n / 1000)],
   ] as const) {
     if (!shapes.includes(shape)) continue;
-    const b = tiledShape(dir, n, perBank, Number(str(v, 'filter-queries')));
+    const b = tiledShape(dir, n, perBank, o.filterQueries);
     const rows = await filterShape(shape, b, params, K, {
       threads,
       work,

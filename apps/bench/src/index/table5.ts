@@ -10,12 +10,10 @@
  * search and per-query latency p50 / p90 (`table5-tokens.ts`: states and codes read by
  * position, graphs memory-mapped; `--in-ram`: read into memory and loaded).
  *
- * node --conditions=@bfe/source --import tsx apps/bench/src/index/table5.ts [--markdown]
- *   [--no-tokens] [--in-ram] [--threads N] <base-run> <run>…
+ * pnpm bench:table5 [--markdown] [--no-tokens] [--in-ram] [--threads N] <base-run> <run>…
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import {
   pairedBootstrap,
   pairedDifferences,
@@ -25,7 +23,8 @@ import {
   type MetricName,
 } from '@bfe/eval';
 import { z } from 'zod';
-import { terminalTableLines } from '@bfe/core';
+import { benchCommand, flag, parseCommand, positive, runScript } from '../shared/cli.js';
+import { note, out, printTable } from '../shared/table.js';
 import { measureTokenColumns, TOKEN_K, type TokenFigures } from './table5-tokens.js';
 
 const SYSTEMS = ['sparse-fusion', 'no-fusion'] as const;
@@ -110,27 +109,32 @@ function backendCell(ix: z.infer<typeof indexMetaSchema> | undefined): string {
     .join(' ');
 }
 
+interface Options {
+  markdown?: boolean;
+  tokens: boolean;
+  threads?: number;
+  inRam?: boolean;
+}
+
+const command = benchCommand('bench:table5', "the paper's Table 5 from bfe run folders")
+  .argument('<base-run>', 'the exact fp32 run folder, the base of the paired differences')
+  .argument('[runs...]', "each other row's run folder")
+  .option('--markdown', 'print the table as Markdown')
+  .option('--no-tokens', 'skip the token columns (graph MB, token R@64, latency)')
+  .addOption(flag('--threads <n>', 'onnxruntime threads of the token columns', positive))
+  .option('--in-ram', 'token columns: states and codes read into memory, graphs loaded');
+
 async function main(): Promise<void> {
-  const { values, positionals } = parseArgs({
-    options: {
-      markdown: { type: 'boolean', default: false },
-      tokens: { type: 'boolean', default: true },
-      threads: { type: 'string' },
-      'in-ram': { type: 'boolean', default: false },
-    },
-    allowNegative: true,
-    allowPositionals: true,
-  });
-  if (positionals.length < 1) throw new Error('give the base run folder, then the others');
+  const { options, args: positionals } = parseCommand<Options>(command);
   const runs = await Promise.all(positionals.map(readRun));
   const base = runs[0]!;
   let tokens: TokenFigures[] | undefined;
-  if (values.tokens) {
-    const threads = values.threads === undefined ? {} : { threads: Number(values.threads) };
+  if (options.tokens) {
+    const threads = options.threads === undefined ? {} : { threads: options.threads };
     tokens = await measureTokenColumns(positionals, {
       ...threads,
-      inRam: values['in-ram'],
-      log: (line) => process.stderr.write(`${line}\n`),
+      inRam: options.inRam === true,
+      log: note,
     });
   }
   const head = ['codec', 'backend', 'B/token', 'total MB', 'build s'];
@@ -158,19 +162,18 @@ async function main(): Promise<void> {
       ...SYSTEMS.flatMap((s) => METRICS.map((m) => cell(run, base, s, m))),
     ];
   });
-  const table = terminalTableLines({
-    head,
-    align: head.map((_, c) => (c < 2 ? 'left' : 'right')),
-    rows,
-    style: values.markdown ? 'markdown' : 'plain',
-  });
-  const probe =
-    tokens === undefined
-      ? ''
-      : `Token columns: ${tokens[0]!.queries} queries, ${tokens[0]!.queryTokens} query tokens, k ${TOKEN_K}, load ${(await readFile('/proc/loadavg', 'utf8').catch(() => '?')).trim()}.\n`;
-  process.stdout.write(
-    `${table.join('\n')}\n\nΔ vs ${base.dir} in points: mean [95% paired bootstrap CI], stratified by subtask.\n${probe}`,
+  printTable(
+    { head, align: head.map((_, c) => (c < 2 ? 'left' : 'right')), rows },
+    { markdown: options.markdown },
   );
+  out();
+  out(`Δ vs ${base.dir} in points: mean [95% paired bootstrap CI], stratified by subtask.`);
+  if (tokens !== undefined) {
+    const load = (await readFile('/proc/loadavg', 'utf8').catch(() => '?')).trim();
+    out(
+      `Token columns: ${tokens[0]!.queries} queries, ${tokens[0]!.queryTokens} query tokens, k ${TOKEN_K}, load ${load}.`,
+    );
+  }
 }
 
-await main();
+await runScript('bench:table5', main);

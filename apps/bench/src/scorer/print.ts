@@ -1,15 +1,13 @@
 /** The human tables of `pnpm bench:scorer` (Markdown, to paste into BENCHMARKS.md). */
-import { out } from '../shared/output.js';
-import { terminalTableLines } from '@bfe/core';
+import { out, printJson, printTable, type Align } from '../shared/table.js';
 import type { Cli } from './cli.js';
 import type { ScorerReport } from './report.js';
 
 export function printReport(cli: Cli, report: ScorerReport): void {
   const { machine, throughput, latencyMs, rss, failures } = report;
   const m = (v: number | null | undefined) => (v == null ? '—' : (v / 1e6).toFixed(0));
-  const print = (head: string[], rows: string[][], align: ('left' | 'right')[]): void => {
-    for (const line of terminalTableLines({ head, rows, align, style: 'markdown' })) out(line);
-  };
+  const print = (head: string[], rows: string[][], align: Align[]): void =>
+    printTable({ head, rows, align }, { markdown: true });
   out(
     `\nExact top-${cli.k}, d = ${cli.dim}, ${cli.threads} threads, ${machine.cpu} (${machine.cores} cores)`,
   );
@@ -63,5 +61,6 @@ export function printReport(cli: Cli, report: ScorerReport): void {
     ['right', 'right', 'right', 'right', 'right'],
   );
   for (const f of failures) out(`\nFAILED ${f.peer} at ${f.size}: ${f.error}`);
-  out(`\n${JSON.stringify(report)}`);
+  out();
+  printJson(report);
 }

@@ -27,14 +27,15 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { note, out } from '../shared/output.js';
+import { runScript } from '../shared/cli.js';
+import { note, printJson } from '../shared/table.js';
 import { parseCli } from './cli.js';
 import { measureSizes } from './measure.js';
 import { printReport } from './print.js';
 import { summarize } from './report.js';
 
 async function main(): Promise<void> {
-  const cli = parseCli(process.argv.slice(2));
+  const cli = parseCli();
   const log = cli.json ? () => true : note;
   const work = await mkdtemp(join(tmpdir(), 'bfe-bench-scorer-'));
   let sizes;
@@ -44,8 +45,8 @@ async function main(): Promise<void> {
     await rm(work, { recursive: true, force: true });
   }
   const report = summarize(cli, sizes);
-  if (cli.json) out(JSON.stringify(report));
+  if (cli.json) printJson(report);
   else printReport(cli, report);
 }
 
-await main();
+await runScript('bench:scorer', main);

@@ -18,7 +18,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
 import {
@@ -27,21 +26,24 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { positive } from '../shared/args.js';
-import { note, out } from '../shared/output.js';
-import { terminalTableLines } from '@bfe/core';
+import { benchCommand, flag, parseCommand, positive } from '../shared/cli.js';
+import { note, printJson, printTable } from '../shared/table.js';
 
-const { values } = parseArgs({
-  options: {
-    seconds: { type: 'string', default: '5' },
-    connections: { type: 'string', default: '8' },
-    rounds: { type: 'string', default: '2' },
-    markdown: { type: 'boolean', default: false },
-  },
-});
-const seconds = positive('--seconds', values.seconds);
-const connections = positive('--connections', values.connections);
-const rounds = positive('--rounds', values.rounds);
+const command = benchCommand(
+  'bench:server-framework',
+  'one JSON echo route on node:http, Fastify and Fastify with zod, loaded by autocannon',
+)
+  .addOption(flag('--seconds <s>', 'per measurement', positive, '5'))
+  .addOption(flag('--connections <n>', 'autocannon connections', positive, '8'))
+  .addOption(flag('--rounds <n>', 'interleaved rounds (the best per peer is kept)', positive, '2'))
+  .option('--markdown', 'print the table as Markdown');
+const { options } = parseCommand<{
+  seconds: number;
+  connections: number;
+  rounds: number;
+  markdown?: boolean;
+}>(command);
+const { seconds, connections, rounds } = options;
 
 const payload = JSON.stringify({
   query: 'What is the name of the cat Alice adopted in May?',
@@ -156,23 +158,23 @@ for (let round = 1; round <= rounds; round++) {
   }
 }
 const floor = best.get('node:http')!;
-const table = terminalTableLines({
-  head: ['peer', 'req/s', '× node:http', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'load'],
-  align: ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
-  rows: peers.map((p) => {
-    const r = best.get(p.name)!;
-    return [
-      p.name,
-      r.rps.toFixed(0),
-      (r.rps / floor.rps).toFixed(2),
-      r.p50.toFixed(1),
-      r.p99.toFixed(1),
-      String(r.errors),
-      String(r.non2xx),
-      r.load.toFixed(2),
-    ];
-  }),
-  style: values.markdown ? 'markdown' : 'plain',
-});
-for (const line of table) out(line);
-out(JSON.stringify({ seconds, connections, rounds, results: Object.fromEntries(best) }));
+printTable(
+  {
+    head: ['peer', 'req/s', '× node:http', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'load'],
+    rows: peers.map((p) => {
+      const r = best.get(p.name)!;
+      return [
+        p.name,
+        r.rps.toFixed(0),
+        (r.rps / floor.rps).toFixed(2),
+        r.p50.toFixed(1),
+        r.p99.toFixed(1),
+        String(r.errors),
+        String(r.non2xx),
+        r.load.toFixed(2),
+      ];
+    }),
+  },
+  { markdown: options.markdown },
+);
+printJson({ seconds, connections, rounds, results: Object.fromEntries(best) });

@@ -35,34 +35,45 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
 import { MANIFEST_FILE, MemoryStore } from '@bfe/store';
-import { positive } from '../shared/args.js';
-import { note, out } from '../shared/output.js';
-import { terminalTableLines } from '@bfe/core';
+import { benchCommand, flag, parseCommand, positive } from '../shared/cli.js';
+import { note, out, printJson, printTable } from '../shared/table.js';
 
-const { values } = parseArgs({
-  options: {
-    seconds: { type: 'string', default: '10' },
-    work: { type: 'string' },
-    markdown: { type: 'boolean', default: false },
-    compare: { type: 'boolean', default: false },
-    'server-args': { type: 'string', default: '' },
-    'old-args': { type: 'string', default: '--threads 0 --encode-workers 0 --kernel-workers 0' },
-    'old-bin': { type: 'string' },
-    /** With --work: skip the fill when the first path's store is there from an earlier run. */
-    reuse: { type: 'boolean', default: false },
-  },
-});
-const seconds = positive('--seconds', values.seconds);
+const command = benchCommand(
+  'bench:server-load',
+  'a bounded load run of bfe serve on LoCoMo: searches with 1 and 8 connections, with and without adds',
+)
+  .addOption(flag('--seconds <s>', 'per run', positive, '10'))
+  .option('--work <dir>', 'keep the stores here (default: a temporary folder, removed)')
+  .option('--markdown', 'print the table as Markdown')
+  .option('--compare', 'run the new and the old server path side by side')
+  .option('--server-args <args>', 'more arguments of the (new) server; --server-args="…"', '')
+  .option(
+    '--old-args <args>',
+    "the old path's server arguments",
+    '--threads 0 --encode-workers 0 --kernel-workers 0',
+  )
+  .option('--old-bin <path>', "the old path's apps/server/src/bin.ts (another checkout)")
+  .option('--reuse', "with --work: skip the fill when the first path's store is there");
+const { options } = parseCommand<{
+  seconds: number;
+  work?: string;
+  markdown?: boolean;
+  compare?: boolean;
+  serverArgs: string;
+  oldArgs: string;
+  oldBin?: string;
+  reuse?: boolean;
+}>(command);
+const { seconds } = options;
 /** Server arguments of each path compared (`new`: the defaults). */
 const PATHS: Record<string, string[]> = {
-  new: values['server-args'].split(/\s+/).filter((a) => a.length > 0),
-  old: values['old-args'].split(/\s+/).filter((a) => a.length > 0),
+  new: options.serverArgs.split(/\s+/).filter((a) => a.length > 0),
+  old: options.oldArgs.split(/\s+/).filter((a) => a.length > 0),
 };
-const paths = values.compare ? ['old', 'new'] : ['new'];
+const paths = options.compare ? ['old', 'new'] : ['new'];
 
 const loaded = await loadDataset('locomo', { location: dataLocationFromEnv() });
 const banks = [...new Set(loaded.benchmark.memories.map((m) => m.bankId))].sort();
@@ -73,7 +84,7 @@ const queries = loaded.benchmark.queries.flatMap((q) =>
   (q.candidateBankIds ?? []).slice(0, 1).map((b) => ({ bank: bankOf.get(b)!, text: q.text })),
 );
 
-const work = values.work ?? (await mkdtemp(join(tmpdir(), 'bfe-server-load-')));
+const work = options.work ?? (await mkdtemp(join(tmpdir(), 'bfe-server-load-')));
 await mkdir(work, { recursive: true });
 const keysFile = join(work, 'keys.json');
 await writeFile(
@@ -83,7 +94,7 @@ await writeFile(
   ),
 );
 const ownBin = fileURLToPath(new URL('../../../server/src/bin.ts', import.meta.url));
-const bins: Record<string, string> = { new: ownBin, old: values['old-bin'] ?? ownBin };
+const bins: Record<string, string> = { new: ownBin, old: options.oldBin ?? ownBin };
 
 interface Server {
   readonly path: string;
@@ -145,7 +156,7 @@ const headers = (bank: string): Record<string, string> => ({
 // server; with --compare, the second server gets a copy of the filled store.
 const stores = Object.fromEntries(paths.map((p) => [p, join(work, `store-${p}`)]));
 let servers: Server[] = [await startServer(paths[0]!, stores[paths[0]!]!)];
-const reused = values.reuse && existsSync(join(stores[paths[0]!]!, MANIFEST_FILE));
+const reused = options.reuse && existsSync(join(stores[paths[0]!]!, MANIFEST_FILE));
 const t0 = performance.now();
 for (const b of reused ? [] : banks) {
   const bank = bankOf.get(b)!;
@@ -326,52 +337,53 @@ try {
     load: loadavg()[0]!,
   });
 } finally {
-  if (values.work === undefined) await rm(work, { recursive: true, force: true });
+  if (options.work === undefined) await rm(work, { recursive: true, force: true });
 }
-for (const line of terminalTableLines({
-  head: [
-    'run',
-    'path',
-    'req/s',
-    'p50 ms',
-    'p99 ms',
-    'errors',
-    'non-2xx',
-    'adds',
-    'CPU ms/req',
-    'loop ms/req',
-    'load',
-  ],
-  align: [
-    'left',
-    'left',
-    'right',
-    'right',
-    'right',
-    'right',
-    'right',
-    'left',
-    'right',
-    'right',
-    'right',
-  ],
-  rows: rows.map((r) => [
-    r.name,
-    r.path,
-    r.rps.toFixed(1),
-    r.p50.toFixed(0),
-    r.p99.toFixed(0),
-    String(r.errors),
-    String(r.non2xx),
-    r.adds,
-    Number.isNaN(r.cpuMs) ? '' : r.cpuMs.toFixed(1),
-    Number.isNaN(r.loopMs) ? '' : r.loopMs.toFixed(1),
-    r.load.toFixed(2),
-  ]),
-  style: values.markdown ? 'markdown' : 'plain',
-}))
-  out(line);
-if (values.compare) {
+printTable(
+  {
+    head: [
+      'run',
+      'path',
+      'req/s',
+      'p50 ms',
+      'p99 ms',
+      'errors',
+      'non-2xx',
+      'adds',
+      'CPU ms/req',
+      'loop ms/req',
+      'load',
+    ],
+    align: [
+      'left',
+      'left',
+      'right',
+      'right',
+      'right',
+      'right',
+      'right',
+      'left',
+      'right',
+      'right',
+      'right',
+    ],
+    rows: rows.map((r) => [
+      r.name,
+      r.path,
+      r.rps.toFixed(1),
+      r.p50.toFixed(0),
+      r.p99.toFixed(0),
+      String(r.errors),
+      String(r.non2xx),
+      r.adds,
+      Number.isNaN(r.cpuMs) ? '' : r.cpuMs.toFixed(1),
+      Number.isNaN(r.loopMs) ? '' : r.loopMs.toFixed(1),
+      r.load.toFixed(2),
+    ]),
+  },
+  { markdown: options.markdown },
+);
+if (options.compare) {
   out();
   out('new / old, same run (req/s: higher is better; p50 and CPU per request: lower is better):');
   for (const [name] of KINDS) {
@@ -382,4 +394,4 @@ if (values.compare) {
     );
   }
 }
-out(JSON.stringify({ seconds, banks: banks.length, memories, queries: queries.length, rows }));
+printJson({ seconds, banks: banks.length, memories, queries: queries.length, rows });

@@ -33,7 +33,7 @@ import {
   type GraphParams,
 } from '@bfe/store';
 import { replayEmbedder, sliceView } from '../shared/banks.js';
-import { note } from '../shared/output.js';
+import { note } from '../shared/table.js';
 import { quantile } from '../shared/stats.js';
 
 export interface GraphBenchOptions {

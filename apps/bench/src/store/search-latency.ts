@@ -13,7 +13,7 @@ import {
   type EncodedTexts,
 } from '@bfe/store';
 import { sliceView } from '../shared/banks.js';
-import { note } from '../shared/output.js';
+import { note } from '../shared/table.js';
 import { quantile } from '../shared/stats.js';
 
 /** What the search part measures. */

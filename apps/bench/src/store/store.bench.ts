@@ -34,51 +34,74 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
 import { MemoryStore, openEmbedder, type Embedder } from '@bfe/store';
 import { GRAPH_ADD_HEAD, GRAPH_HEAD, graphAddRows, graphSearchRows } from './graph-bench.js';
 import { SEARCH_HEAD, searchLatency } from './search-latency.js';
-import { intList, positive } from '../shared/args.js';
 import { replayEmbedder } from '../shared/banks.js';
-import { note, out } from '../shared/output.js';
-import { terminalTableLines } from '@bfe/core';
+import {
+  benchCommand,
+  flag,
+  intList,
+  nonNegativeNumber,
+  parseCommand,
+  positive,
+  runScript,
+  someOf,
+} from '../shared/cli.js';
+import { note, out, printTable } from '../shared/table.js';
 
-const { values } = parseArgs({
-  options: {
-    memories: { type: 'string', default: '1024' },
-    'single-memories': { type: 'string', default: '128' },
-    'recovery-memories': { type: 'string', default: '10240' },
-    rounds: { type: 'string', default: '2' },
-    threads: { type: 'string' },
-    work: { type: 'string' },
-    model: { type: 'string', default: 'all-minilm-l6-v2' },
-    markdown: { type: 'boolean', default: false },
-    parts: { type: 'string', default: 'add,reopen,search,graph,graph-add' },
-    sizes: { type: 'string', default: '1000,10000,100000' },
-    queries: { type: 'string', default: '30' },
-    'graph-sizes': { type: 'string', default: '10000,100000' },
-    jitter: { type: 'string', default: '0.35' },
-    'graph-base': { type: 'string', default: '3000' },
-    'graph-added': { type: 'string', default: '512' },
-  },
-});
 const PARTS = ['add', 'reopen', 'search', 'graph', 'graph-add'] as const;
-const parts = new Set(values.parts.split(',').map((x) => x.trim()));
-for (const part of parts)
-  if (!(PARTS as readonly string[]).includes(part))
-    throw new Error(`--parts: unknown part '${part}' (${PARTS.join(', ')})`);
-const sizes = values.sizes === '' ? [] : intList('--sizes', values.sizes);
-const queries = positive('--queries', values.queries);
-const memories = positive('--memories', values.memories);
-const singles = positive('--single-memories', values['single-memories']);
-const recoveryMemories = positive('--recovery-memories', values['recovery-memories']);
-const rounds = positive('--rounds', values.rounds);
-const threads = values.threads === undefined ? undefined : positive('--threads', values.threads);
-const graphSizes =
-  values['graph-sizes'] === '' ? [] : intList('--graph-sizes', values['graph-sizes']);
-const jitter = Number(values.jitter);
-if (!(jitter >= 0)) throw new Error('--jitter: a non-negative number');
+
+interface Options {
+  memories: number;
+  singleMemories: number;
+  recoveryMemories: number;
+  rounds: number;
+  threads?: number;
+  work?: string;
+  model: string;
+  markdown?: boolean;
+  parts: (typeof PARTS)[number][];
+  sizes: number[];
+  queries: number;
+  graphSizes: number[];
+  jitter: number;
+  graphBase: number;
+  graphAdded: number;
+}
+
+const command = benchCommand(
+  'bench:store',
+  "the memory store's adds, reopen, search and graphs on LoCoMo, each beside a peer from the same run",
+)
+  .addOption(flag('--memories <n>', 'memories added in batches of 32', positive, '1024'))
+  .addOption(flag('--single-memories <n>', 'memories added one at a time', positive, '128'))
+  .addOption(flag('--recovery-memories <n>', 'memories of the reopened store', positive, '10240'))
+  .addOption(flag('--rounds <n>', 'interleaved add rounds (best kept)', positive, '2'))
+  .addOption(flag('--threads <n>', "onnxruntime intra-op threads (default: the store's)", positive))
+  .option('--work <dir>', 'scratch folder (default: the system temp folder)')
+  .option('--model <name>', 'the embedder', 'all-minilm-l6-v2')
+  .option('--markdown', 'print the tables as Markdown')
+  .addOption(flag('--parts <list>', 'parts to measure', someOf(PARTS), PARTS.join(',')))
+  .addOption(
+    flag(
+      '--sizes <list>',
+      "search: bank sizes in memories ('' for the conversation bank alone)",
+      intList,
+      '1000,10000,100000',
+    ),
+  )
+  .addOption(flag('--queries <n>', 'search and graph: queries per bank', positive, '30'))
+  .addOption(flag('--graph-sizes <list>', 'graph: bank sizes in memories', intList, '10000,100000'))
+  .addOption(flag('--jitter <x>', 'graph: noise on repeated vectors', nonNegativeNumber, '0.35'))
+  .addOption(flag('--graph-base <n>', 'graph-add: memories before the adds', positive, '3000'))
+  .addOption(flag('--graph-added <n>', 'graph-add: memories added', positive, '512'));
+const { options } = parseCommand<Options>(command);
+const parts = new Set(options.parts);
+const { sizes, queries, memories, rounds, threads, graphSizes, jitter } = options;
+const singles = options.singleMemories;
+const recoveryMemories = options.recoveryMemories;
 
 const seconds = (t0: bigint): number => Number(process.hrtime.bigint() - t0) / 1e9;
 const load = (): string => loadavg()[0]!.toFixed(2);
@@ -165,14 +188,14 @@ async function reopenRows(
 }
 
 async function main(): Promise<void> {
-  const work = await mkdtemp(join(values.work ?? tmpdir(), 'bfe-bench-store-'));
+  const work = await mkdtemp(join(options.work ?? tmpdir(), 'bfe-bench-store-'));
   const loaded = await loadDataset('locomo', { location: dataLocationFromEnv() });
   const texts = [...new Set(loaded.benchmark.memories.map((m) => m.text))].slice(0, memories);
   const embedder = await openEmbedder({
-    model: values.model,
+    model: options.model,
     ...(threads === undefined ? {} : { threads }),
   });
-  note(`${texts.length} LoCoMo memories, model ${values.model}, work ${work}`);
+  note(`${texts.length} LoCoMo memories, model ${options.model}, work ${work}`);
   const rows: string[][] = [];
   let searchRows: string[][] = [];
   const graphRows: string[][] = [];
@@ -211,8 +234,8 @@ async function main(): Promise<void> {
         ...(threads === undefined ? {} : { threads }),
       });
     if (parts.has('graph') || parts.has('graph-add')) {
-      const base = positive('--graph-base', values['graph-base']);
-      const added = positive('--graph-added', values['graph-added']);
+      const base = options.graphBase;
+      const added = options.graphAdded;
       // The graph-add part alone needs only its memories encoded.
       const unique = [...new Set(loaded.benchmark.memories.map((m) => m.text))].slice(
         0,
@@ -220,7 +243,7 @@ async function main(): Promise<void> {
       );
       note(`graph: encoding ${unique.length} LoCoMo memories …`);
       const all = await embedder.encode(unique, 'passage');
-      const options = {
+      const graphOptions = {
         sizes: graphSizes,
         queries,
         jitter,
@@ -230,7 +253,7 @@ async function main(): Promise<void> {
       if (parts.has('graph-add'))
         graphAdd.push(
           ...(await graphAddRows(all, unique, embedder, {
-            ...options,
+            ...graphOptions,
             base,
             added,
           })),
@@ -242,7 +265,7 @@ async function main(): Promise<void> {
             unique,
             loaded.benchmark.queries.map((q) => q.text),
             embedder,
-            options,
+            graphOptions,
           )),
         );
     }
@@ -250,45 +273,34 @@ async function main(): Promise<void> {
     await embedder.dispose();
     await rm(work, { recursive: true, force: true });
   }
-  const table = terminalTableLines({
-    head: [
-      'measure',
-      'memories',
-      'store',
-      'store tokens/s or bytes',
-      'peer',
-      'peer/store time',
-      'load',
-    ],
-    align: ['left', 'right', 'right', 'right', 'right', 'right', 'right'],
-    rows,
-    style: values.markdown ? 'markdown' : 'plain',
-  });
-  if (rows.length > 0) for (const line of table) out(line);
-  const style = values.markdown ? 'markdown' : 'plain';
+  const style = { markdown: options.markdown };
+  if (rows.length > 0)
+    printTable(
+      {
+        head: [
+          'measure',
+          'memories',
+          'store',
+          'store tokens/s or bytes',
+          'peer',
+          'peer/store time',
+          'load',
+        ],
+        rows,
+      },
+      style,
+    );
   for (const [head, body] of [
     [GRAPH_ADD_HEAD, graphAdd],
     [GRAPH_HEAD, graphRows],
   ] as const) {
     if (body.length === 0) continue;
     out('');
-    const align = head.map((_, c) => (c === 0 ? 'left' : 'right') as 'left' | 'right');
-    for (const line of terminalTableLines({ head: [...head], align, rows: body, style })) out(line);
+    printTable({ head, rows: body }, style);
   }
   if (searchRows.length === 0) return;
   out('');
-  const search = terminalTableLines({
-    head: SEARCH_HEAD,
-    align: SEARCH_HEAD.map((_, c) => (c === 0 ? 'left' : 'right')),
-    rows: searchRows,
-    style: values.markdown ? 'markdown' : 'plain',
-  });
-  for (const line of search) out(line);
+  printTable({ head: SEARCH_HEAD, rows: searchRows }, style);
 }
 
-try {
-  await main();
-} catch (error) {
-  note(`bench:store: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-  process.exitCode = 1;
-}
+await runScript('bench:store', main);

@@ -20,11 +20,11 @@ import { spawnSync } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { terminalTableLines } from '@bfe/core';
 import { readPerQueryJsonl } from '@bfe/eval';
+import { benchCommand, flag, list, parseCommand, runScript } from '../shared/cli.js';
 import { repoRoot } from '../shared/paths.js';
+import { out, printTable, type TableStyle } from '../shared/table.js';
 
 /** One tagged input: `t256=<file or run folder>`. */
 interface TaggedInput {
@@ -55,7 +55,7 @@ async function mergePerQuery(
   inputs: readonly TaggedInput[],
   systems?: ReadonlySet<string>,
 ): Promise<string[]> {
-  const out: string[] = [];
+  const merged: string[] = [];
   let queries: string | undefined;
   for (const { tag, file } of inputs) {
     const lines = await readPerQueryJsonl(file);
@@ -65,10 +65,10 @@ async function mergePerQuery(
     queries = ids;
     for (const line of lines) {
       if (systems !== undefined && !systems.has(line.system)) continue;
-      out.push(JSON.stringify({ ...line, system: `${line.system}-${tag}` }));
+      merged.push(JSON.stringify({ ...line, system: `${line.system}-${tag}` }));
     }
   }
-  return out;
+  return merged;
 }
 
 const differenceSchema = z.object({
@@ -126,7 +126,7 @@ function printAcross(
   inputs: readonly TaggedInput[],
   pairs: readonly (readonly [string, string])[],
   metrics: readonly string[],
-  style: 'markdown' | 'plain',
+  style: TableStyle,
 ): void {
   const tags = inputs.map((i) => i.tag);
   const evals = new Map<string, EvalJson>();
@@ -153,49 +153,54 @@ function printAcross(
       });
       return [sys, ...values, ...diffs];
     });
-    const table = terminalTableLines({
-      head,
-      align: head.map((_, c) => (c === 0 ? 'left' : 'right')),
-      rows,
-      style,
-    });
-    process.stdout.write(`\n**${m}**\n\n${table.join('\n')}\n`);
+    out();
+    out(`**${m}**`);
+    out();
+    printTable({ head, rows }, style);
   }
 }
 
+interface Options {
+  out: string;
+  base: string[];
+  across: string[];
+  systems?: string[];
+  metrics: string[];
+  markdown?: boolean;
+}
+
+const command = benchCommand(
+  'bench:paired-tables',
+  'paired tables across runs of the same queries, through bfe eval',
+)
+  .argument('<inputs...>', 'TAG=<per-query.jsonl or run folder>, one per run')
+  .requiredOption('--out <file>', 'the merged per-query.jsonl to write')
+  .addOption(flag('--base <list>', 'one table per base system: every system against it', list, ''))
+  .addOption(
+    flag('--across <list>', 'A:B tag pairs: each system at B against itself at A', list, ''),
+  )
+  .addOption(flag('--systems <list>', 'only these systems (default: all)', list))
+  .addOption(flag('--metrics <list>', 'metrics of the tables', list, 'recall@10,ndcg@10'))
+  .option('--markdown', 'print the tables as Markdown');
+
 async function main(): Promise<void> {
-  const { values, positionals } = parseArgs({
-    options: {
-      out: { type: 'string' },
-      base: { type: 'string', default: '' },
-      across: { type: 'string', default: '' },
-      systems: { type: 'string' },
-      metrics: { type: 'string', default: 'recall@10,ndcg@10' },
-      markdown: { type: 'boolean', default: false },
-    },
-    allowPositionals: true,
-  });
-  if (values.out === undefined) throw new Error('--out <merged.jsonl> is required');
-  const inputs = parseTagged(positionals);
-  if (inputs.length === 0) throw new Error('give at least one TAG=<per-query.jsonl>');
-  const systems = values.systems === undefined ? undefined : new Set(values.systems.split(','));
+  const { options, args } = parseCommand<Options>(command);
+  const inputs = parseTagged(args);
+  const systems = options.systems === undefined ? undefined : new Set(options.systems);
   const merged = await mergePerQuery(inputs, systems);
-  const out = resolve(values.out);
-  await writeFile(out, `${merged.join('\n')}\n`);
-  process.stdout.write(`${out}: ${merged.length} lines from ${inputs.length} runs\n`);
-  const metrics = values.metrics.split(',');
-  const style = values.markdown ? 'markdown' : 'plain';
-  const pairs = values.across
-    .split(',')
-    .filter((p) => p !== '')
-    .map((p) => {
-      const [a, b] = p.split(':');
-      if (a === undefined || b === undefined) throw new Error(`--across wants A:B, got ${p}`);
-      return [a, b] as const;
-    });
-  if (pairs.length > 0) printAcross(out, inputs, pairs, metrics, style);
-  for (const base of values.base.split(',').filter((b) => b !== '')) {
-    const { results } = bfeEval(out, base);
+  const file = resolve(options.out);
+  await writeFile(file, `${merged.join('\n')}\n`);
+  out(`${file}: ${merged.length} lines from ${inputs.length} runs`);
+  const { metrics } = options;
+  const style = { markdown: options.markdown };
+  const pairs = options.across.map((p) => {
+    const [a, b] = p.split(':');
+    if (a === undefined || b === undefined) throw new Error(`--across wants A:B, got ${p}`);
+    return [a, b] as const;
+  });
+  if (pairs.length > 0) printAcross(file, inputs, pairs, metrics, style);
+  for (const base of options.base) {
+    const { results } = bfeEval(file, base);
     const head = ['system', ...metrics.flatMap((m) => [m, `Δ ${m} vs ${base} [95% CI], p`])];
     const rows = results.systems.map((s) => [
       s.name,
@@ -204,15 +209,12 @@ async function main(): Promise<void> {
         s.name === base ? '—' : formatDifference(s.comparisons?.[base]?.[m]),
       ]),
     ]);
-    const table = terminalTableLines({
-      head,
-      align: head.map((_, c) => (c === 0 ? 'left' : 'right')),
-      rows,
-      style,
-    });
+    out();
+    printTable({ head, rows }, style);
     const n = results.systems[0]?.nQueries ?? 0;
-    process.stdout.write(`\n${table.join('\n')}\n\n(${n} queries; bfe eval --base ${base})\n`);
+    out();
+    out(`(${n} queries; bfe eval --base ${base})`);
   }
 }
 
-await main();
+await runScript('bench:paired-tables', main);

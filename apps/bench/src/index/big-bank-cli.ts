@@ -1,0 +1,175 @@
+/**
+ * The flags of `pnpm bench:big-bank`: one command, several modes. Without a mode flag it writes a
+ * synthetic bank larger than RAM and searches it (`big-bank.ts`); `--hnsw-build` /
+ * `--hnsw-latency` / `--peer-sweep` / `--filtering` run the HNSW scale bench on a tiled bank
+ * (`scale-cli.ts`), `--milvus` Milvus Lite beside it (`milvus-bench.ts`), `--segmented-build` /
+ * `--segmented-search` the segmented graphs (`segmented-cli.ts`).
+ */
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { HnswScalarKind } from '@bfe/index';
+import {
+  benchCommand,
+  flag,
+  intList,
+  list,
+  nonNegative,
+  nonNegativeNumber,
+  numberList,
+  oneOf,
+  Option,
+  parseCommand,
+  positive,
+} from '../shared/cli.js';
+
+export interface BigBankOptions {
+  // The bank larger than RAM.
+  tokens: number;
+  dim: number;
+  queryTokens: number;
+  k: number;
+  sample: number;
+  dir: string;
+  seed: number;
+  keep?: boolean;
+  json?: boolean;
+  /** A child process's one phase (set by the parent, not by hand). */
+  phase?: string;
+  // The HNSW scale bench on a tiled bank (scale.ts).
+  hnswBuild?: boolean;
+  hnswLatency?: boolean;
+  peerSweep?: boolean;
+  filtering?: boolean;
+  shapes: string[];
+  filterQueries: number;
+  filterTokens?: number;
+  nprobe: number[];
+  python: string;
+  index?: string;
+  bank?: string;
+  checkpoints: number[];
+  M: number;
+  efConstruction: number;
+  efSearch: number[];
+  threads: number;
+  graph: HnswScalarKind;
+  graphs?: string;
+  overFetch: number[];
+  queries: number;
+  rows: number;
+  noise: number;
+  // Milvus Lite beside exact and HNSW on the same tiled bank (milvus-bench.ts).
+  milvus?: boolean;
+  milvusIndex: ('FLAT' | 'HNSW')[];
+  milvusData: string;
+  milvusReindex?: boolean;
+  milvusWarmup?: number;
+  // Segmented i8 graphs (segmented.ts).
+  segmentedBuild?: boolean;
+  segmentedSearch?: boolean;
+  segmentTokens: number;
+  segments?: number;
+  codec: 'sq8' | 'sq4';
+  codesInRam?: boolean;
+  real?: boolean;
+  margin?: number[];
+  i8Only?: boolean;
+  keepVectors?: boolean;
+  rowsPerQuery?: number;
+}
+
+/** The bank larger than RAM's default size: 2e7 tokens (a 30.7 GB file at d = 384). */
+export const DEFAULT_TOKENS = 20_000_000;
+
+/** `--index`, which every mode but the bank larger than RAM needs. */
+export function indexDir(o: BigBankOptions): string {
+  if (o.index === undefined) throw new Error('--index <dir> is required');
+  return o.index;
+}
+
+/** `--bank`, where a mode reads an encoded bank. */
+export function bankDir(o: BigBankOptions): string {
+  if (o.bank === undefined) throw new Error('--bank <dir> is required');
+  return o.bank;
+}
+
+const command = benchCommand(
+  'bench:big-bank',
+  'banks larger than RAM: exact and SQ4 search, HNSW at scale, Milvus Lite, segmented graphs',
+)
+  .option('--hnsw-build', 'build the tiled bank and its graphs at --checkpoints under --index')
+  .option(
+    '--hnsw-latency',
+    'search the tiled graphs of --index, each checkpoint in its own process',
+  )
+  .option('--peer-sweep', 'bfe against faiss at matched recall on the first --tokens tokens')
+  .option('--filtering', 'per-bank graphs against one filtered graph (--shapes)')
+  .option('--milvus', 'Milvus Lite beside exact and HNSW on the tiled bank')
+  .option('--segmented-build', 'segmented i8 graphs over sq8 / sq4 codes under --index')
+  .option('--segmented-search', 'search the segmented graphs of --index')
+  .addOption(
+    flag('--tokens <n>', 'bank tokens (peer sweep, latency: the first n)', positive, '20000000'),
+  )
+  .addOption(flag('--dim <n>', 'synthetic bank dimension', positive, '384'))
+  .addOption(flag('--query-tokens <n>', 'tokens of the one query', positive, '32'))
+  .addOption(flag('--k <n>', 'top-k', positive, '64'))
+  .addOption(flag('--sample <n>', 'tokens the codec is trained on', positive, '100000'))
+  .option('--dir <dir>', 'where the synthetic bank is written', join(tmpdir(), 'bfe-big-bank'))
+  .addOption(flag('--seed <n>', 'synthetic bank seed', nonNegative, '7'))
+  .option('--keep', 'keep the synthetic bank file')
+  .option('--json', 'print only the JSON line')
+  .addOption(new Option('--phase <name>').hideHelp())
+  .option('--index <dir>', 'the tiled or segmented bank folder')
+  .option('--bank <dirs>', 'encoded bank folder(s), comma-separated with --real')
+  .addOption(flag('--checkpoints <list>', 'tiled bank sizes', intList, '100000,1000000,2000000'))
+  .addOption(flag('--M <n>', 'HNSW M', positive, '16'))
+  .addOption(flag('--ef-construction <n>', 'HNSW efConstruction', positive, '64'))
+  .addOption(flag('--ef-search <list>', 'HNSW efSearch values', intList, '32,64,128'))
+  .addOption(flag('--threads <n>', 'build and search threads', nonNegative, '2'))
+  .addOption(
+    flag('--graph <kind>', 'graph vectors: f32, f16 or i8', oneOf(['f32', 'f16', 'i8']), 'f32'),
+  )
+  .option('--graphs <dir>', 'where converted or sweep graphs are kept')
+  .addOption(flag('--over-fetch <list>', 'proposals per wanted hit, rescored', intList, '1'))
+  .addOption(flag('--queries <n>', 'queries of the build', positive, '20'))
+  .addOption(flag('--rows <n>', 'query rows (tokens) per query', positive, '24'))
+  .addOption(flag('--noise <x>', 'noise of the tiled copies', nonNegativeNumber, '0.35'))
+  .addOption(flag('--shapes <list>', 'filtering shapes', list, 'locomo,longmemeval,1000-banks'))
+  .addOption(flag('--filter-queries <n>', 'filtering: queries per tiled shape', positive, '10'))
+  .addOption(
+    flag('--filter-tokens <n>', 'filtering: the saved checkpoint (default: the largest)', positive),
+  )
+  .addOption(flag('--nprobe <list>', 'peer sweep: IVF-PQ nprobe values', intList, '4,8,16,32,64'))
+  .addOption(
+    new Option('--python <path>', 'python with faiss-cpu')
+      .env('BFE_PYTHON')
+      .default('/tmp/bfe-bench-venv/bin/python'),
+  )
+  .addOption(flag('--margin <list>', 'proposals beyond k, rescored', numberList))
+  .option('--i8-only', 'peer sweep: the i8 graph alone')
+  .addOption(
+    flag(
+      '--milvus-index <list>',
+      'Milvus index types',
+      (text) => list(text).map(oneOf(['FLAT', 'HNSW'])),
+      'FLAT,HNSW',
+    ),
+  )
+  .option('--milvus-data <dir>', "Milvus Lite's data", join(tmpdir(), 'bfe-milvus-bench'))
+  .option('--milvus-reindex', 'one insert; each later index type replaces the index')
+  .addOption(flag('--milvus-warmup <n>', 'warm-up queries (default: all)', nonNegative))
+  .addOption(flag('--segment-tokens <n>', 'tokens per segment', positive, '1000000'))
+  .addOption(
+    flag('--segments <n>', 'segments to build (default 20) or search (default all)', positive),
+  )
+  .addOption(flag('--codec <name>', 'sq8 or sq4', oneOf(['sq8', 'sq4']), 'sq8'))
+  .option('--codes-in-ram', 'segmented search: codes read into memory')
+  .option('--real', "segmented build: the banks' own states, no noise")
+  .option('--keep-vectors', 'segmented build: keep vectors.f32 for a peer')
+  .addOption(flag('--rows-per-query <n>', 'segmented search: query rows per query', positive));
+
+/** Parses this process's arguments. */
+export function parseBigBank(): BigBankOptions {
+  const { options } = parseCommand<BigBankOptions>(command);
+  return options;
+}
