@@ -116,6 +116,40 @@ export class Bm25Corpus {
   }
 }
 
+/**
+ * A token's IDF, `ln((N − n_t + 0.5) / (n_t + 0.5) + k)`, for `N` documents of which `n_t` hold
+ * it: the one expression every BM25 of bfe computes, so indexes built at once
+ * ({@link Bm25Index}) and kept incrementally (the store's) give the same float64 bits.
+ *
+ * @example
+ * bm25Idf(3, 1); // ln(2.5 / 1.5 + 1) = 0.98083…
+ */
+export function bm25Idf(
+  documents: number,
+  holding: number,
+  params: Bm25Params = BM25_PARAMS,
+): number {
+  return Math.log((documents - holding + 0.5) / (holding + 0.5) + params.k);
+}
+
+/**
+ * One token's term of a document's score: `idf · tf·(k1 + 1) / (k1·(1 − b + b·|d|/avg|d|) + tf)`,
+ * with `tf` its count in the document of `length` tokens and `average` the mean length.
+ *
+ * @example
+ * bm25TermWeight(bm25Idf(3, 1), 1, 2, 2); // 0.98083… (tf 1 in a document of average length: the IDF)
+ */
+export function bm25TermWeight(
+  idf: number,
+  tf: number,
+  length: number,
+  average: number,
+  params: Bm25Params = BM25_PARAMS,
+): number {
+  const { k1, b } = params;
+  return (idf * (tf * (k1 + 1))) / (k1 * (1 - b + (b * length) / average) + tf);
+}
+
 /** Options of {@link Bm25Index.build}. */
 export interface Bm25BuildOptions {
   /** Default `'none'`. */
@@ -186,7 +220,6 @@ export class Bm25Index {
       );
     }
     const tokenize = options.tokenizer ?? ((text: string) => bm25Tokens(text, language));
-    const { k1, b, k } = params;
     const n = texts.length;
     const tfs: Array<Map<string, number>> = [];
     const lengths = new Float64Array(n);
@@ -215,12 +248,11 @@ export class Bm25Index {
       if (nt < docs.length || bigN < n) {
         throw new Error(`Bm25Index.build: the corpus does not hold the candidates (token '${t}')`);
       }
-      const idf = Math.log((bigN - nt + 0.5) / (nt + 0.5) + k);
+      const idf = bm25Idf(bigN, nt, params);
       const weights = new Float64Array(docs.length);
       for (let i = 0; i < docs.length; i++) {
         const d = docs[i]!;
-        const f = tfs[d]!.get(t)!;
-        weights[i] = (idf * (f * (k1 + 1))) / (k1 * (1 - b + (b * lengths[d]!) / avg) + f);
+        weights[i] = bm25TermWeight(idf, tfs[d]!.get(t)!, lengths[d]!, avg, params);
       }
       postings.set(t, { docs: Int32Array.from(docs), weights });
     }

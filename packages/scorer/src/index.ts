@@ -48,8 +48,10 @@ export {
   Bm25Corpus,
   Bm25Index,
   bm25BuildOptions,
+  bm25Idf,
   bm25Meta,
   bm25Scores,
+  bm25TermWeight,
   resolveBm25Options,
 } from './bm25.js';
 export type { Bm25BuildOptions, Bm25Idf, Bm25Options, Bm25Params } from './bm25.js';
