@@ -45,7 +45,7 @@ export interface BigBankOptions {
   filterTokens?: number;
   nprobe: number[];
   python: string;
-  index?: string;
+  index: string;
   bank?: string;
   checkpoints: number[];
   M: number;
@@ -81,12 +81,6 @@ export interface BigBankOptions {
 /** The bank larger than RAM's default size: 2e7 tokens (a 30.7 GB file at d = 384). */
 export const DEFAULT_TOKENS = 20_000_000;
 
-/** `--index`, which every mode but the bank larger than RAM needs. */
-export function indexDir(o: BigBankOptions): string {
-  if (o.index === undefined) throw new Error('--index <dir> is required');
-  return o.index;
-}
-
 /** `--bank`, where a mode reads an encoded bank. */
 export function bankDir(o: BigBankOptions): string {
   if (o.bank === undefined) throw new Error('--bank <dir> is required');
@@ -119,7 +113,11 @@ const command = benchCommand(
   .option('--keep', 'keep the synthetic bank file')
   .option('--json', 'print only the JSON line')
   .addOption(new Option('--phase <name>').hideHelp())
-  .option('--index <dir>', 'the tiled or segmented bank folder')
+  .option(
+    '--index <dir>',
+    'the tiled bank (written by --hnsw-build) or the segmented build',
+    '/work/scratch/scale/tiled',
+  )
   .option('--bank <dirs>', 'encoded bank folder(s), comma-separated with --real')
   .addOption(flag('--checkpoints <list>', 'tiled bank sizes', intList, '100000,1000000,2000000'))
   .addOption(flag('--M <n>', 'HNSW M', positive, '16'))

@@ -26,7 +26,7 @@ import { FIELDS, MilvusTokenIndex, TokenCollection, type MilvusSide } from '@bfe
 import { startMilvusLite, type MilvusLite } from '@bfe/index-milvus/testing';
 import { median, quantile } from '../shared/stats.js';
 import { note, printJson, printTable } from '../shared/table.js';
-import { indexDir, type BigBankOptions } from './big-bank-cli.js';
+import type { BigBankOptions } from './big-bank-cli.js';
 import { recallAt } from './measure.js';
 import { hnswPhase, loadavg, readF32, readMeta } from './scale.js';
 
@@ -56,7 +56,7 @@ const summary = (what: string, tokens: number, ms: number[], recall: number, ext
 });
 
 export async function runMilvusBench(o: BigBankOptions): Promise<void> {
-  const dir = indexDir(o);
+  const dir = o.index;
   const meta = readMeta(dir);
   const { dim, rows } = meta;
   const { checkpoints } = o;

@@ -22,7 +22,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { printJson } from '../shared/table.js';
-import { bankDir, DEFAULT_TOKENS, indexDir, type BigBankOptions } from './big-bank-cli.js';
+import { bankDir, DEFAULT_TOKENS, type BigBankOptions } from './big-bank-cli.js';
 import { locomoBank } from './banks.js';
 import { filterShape } from './filtering.js';
 import type { ShapeBank } from './filtering.js';
@@ -37,7 +37,7 @@ function child(o: BigBankOptions, what: string, tokens: number, efSearch = o.efS
   const args = [
     '--hnsw-latency',
     '--index',
-    indexDir(o),
+    o.index,
     '--ef-search',
     efSearch.join(','),
     '--threads',
@@ -60,7 +60,7 @@ function child(o: BigBankOptions, what: string, tokens: number, efSearch = o.efS
 }
 
 export async function runScale(o: BigBankOptions): Promise<void> {
-  const dir = indexDir(o);
+  const dir = o.index;
   if (o.phase !== undefined) {
     const [what, tokens] = o.phase.split(':');
     const n = Number(tokens);

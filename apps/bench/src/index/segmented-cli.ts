@@ -1,12 +1,12 @@
 /** `pnpm bench:big-bank --segmented-build | --segmented-search` (`segmented.ts`, `segmented-search.ts`). */
 import { printJson } from '../shared/table.js';
-import { bankDir, indexDir, type BigBankOptions } from './big-bank-cli.js';
+import { bankDir, type BigBankOptions } from './big-bank-cli.js';
 import { buildSegments } from './segmented.js';
 import { searchSegments } from './segmented-search.js';
 
 /** `--segmented-build` / `--segmented-search` of `pnpm bench:big-bank`: prints the JSON result. */
 export async function runSegmented(o: BigBankOptions): Promise<void> {
-  const dir = indexDir(o);
+  const dir = o.index;
   if (o.segmentedBuild === true) {
     printJson(
       await buildSegments({
