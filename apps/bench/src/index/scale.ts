@@ -1,19 +1,19 @@
 /**
  * The HNSW half of `pnpm bench:big-bank`: one graph built once over a large bank of realistic
- * token vectors, saved with its vectors, queries and exact reference under `--dir`, so that the
- * latency measurement is a separate quick command.
+ * token vectors, saved with its vectors, queries and exact reference under `--index`, so that
+ * the latency measurement is a separate quick command.
  *
  * The bank ("tiled LoCoMo"): the real MiniLM content-token states of an encoded LoCoMo bank
  * (206,142 tokens), tiled copy after copy until `N` tokens, every copy (the first included)
  * perturbed by Gaussian noise of norm ≈ `noise` and re-normalised (a copy's cosine to its
  * source ≈ 0.94 at 0.35). Queries: real LoCoMo query token states, the tokens of consecutive
  * questions joined until `rows` rows (never perturbed). Random unit vectors are the worst case
- * for HNSW and the clustered synthetic bank of `pnpm bench:index` is nearer random than real
- * states are; this one is real states, with repeats.
+ * for HNSW and clustered synthetic banks are nearer random than real states are; this one is
+ * real states, with repeats.
  *
  * The graph is built with usearch directly, with the exact configuration of `@bfe/index`'s
  * `buildHnsw` (inner product, f32, `multi: false`, key = token index), in one growing index
- * saved at each checkpoint in `--tokens-list` (so 1e5 → 1e6 → 2e6 cost one build; the times
+ * saved at each checkpoint in `--checkpoints` (so 1e5 → 1e6 → 2e6 cost one build; the times
  * are cumulative). The latency phase loads a checkpoint through `HnswTokenIndex.load`: what bfe
  * runs (k + 16 proposals per row rescored in float64 from the stored fp32 codes).
  */
