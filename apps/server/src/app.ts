@@ -9,14 +9,25 @@ import {
 } from 'fastify-type-provider-zod';
 import { decodeUtf8Strict } from '@bfe/core';
 import { DEFAULT_MAX_TEXT_BYTES, type MemoryStore } from '@bfe/store';
-import { HttpError, errorHandler } from './http-errors.js';
+import { hostGuard } from './guard.js';
+import { storeHealth } from './health.js';
+import { requestHooks } from './hooks.js';
+import { HttpError, clientErrorResponse, errorHandler } from './http-errors.js';
 import type { AccessPolicy, Grant } from './keys.js';
+import {
+  DEFAULT_MAX_RESPONSE_BYTES,
+  DEFAULT_OTHER_BODY_BYTES,
+  DEFAULT_SEARCH_BODY_BYTES,
+  createLimiter,
+  type SizeLimits,
+} from './limits.js';
 import { createMetrics } from './metrics.js';
 import { memoryRoutes } from './routes-memories.js';
 import { pageRoutes } from './routes-page.js';
 import { serviceRoutes } from './routes-service.js';
 import { searchRoutes } from './routes-search.js';
-import { MAX_BATCH } from './schemas.js';
+import { MAX_BATCH, MAX_ID_CHARS } from './schemas.js';
+import { storeWrites, type StoreWrites } from './writes.js';
 
 /** Options of {@link buildServer}. */
 export interface ServerOptions {
@@ -25,9 +36,24 @@ export interface ServerOptions {
   readonly access: AccessPolicy;
   /** The store's largest memory text in UTF-8 bytes (its `maxTextBytes`); sizes the body limit. */
   readonly maxTextBytes?: number;
+  /**
+   * Without a keys file, the `Host` names (beside localhost, 127.0.0.0/8 and ::1) requests may
+   * carry, and `Origin`s may name: the address the server listens on, a name it is reached by.
+   */
+  readonly allowedHosts?: readonly string[];
+  /** Body and response size limits in bytes (defaults: {@link SizeLimits}' constants). */
+  readonly sizes?: Partial<SizeLimits>;
+  /**
+   * How long `close()` waits for open connections (in-flight requests, slow clients) before it
+   * cuts them, in milliseconds. Default {@link DEFAULT_DRAIN_MS}.
+   */
+  readonly drainMs?: number;
   /** Fastify's logger option (default: off). */
   readonly logger?: FastifyServerOptions['logger'];
 }
+
+/** How long a shutdown waits for open connections by default: 10 s. */
+export const DEFAULT_DRAIN_MS = 10_000;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -41,8 +67,8 @@ declare module 'fastify' {
 }
 
 /**
- * The body limit: a full batch of the largest texts, twice over for JSON escaping and
- * metadata (a body past it is refused with 413 before it is parsed).
+ * The body limit of adds and updates: a full batch of the largest texts, twice over for JSON
+ * escaping and metadata (a body past it is refused with 413 before it is parsed).
  */
 export function bodyLimitFor(maxTextBytes: number): number {
   return 2 * maxTextBytes * MAX_BATCH;
@@ -50,19 +76,36 @@ export function bodyLimitFor(maxTextBytes: number): number {
 
 /**
  * Builds the HTTP service over an open store (the caller owns the store: close the server,
- * then the store). Routes are declared with zod schemas; `/openapi.json` is generated from
- * them.
+ * then the store; `app.close()` resolves once every write under way has settled). Routes are
+ * declared with zod schemas; `/openapi.json` is generated from them.
  * @example
  * const app = await buildServer({ store, access: loopbackPolicy() });
- * const res = await app.inject({ method: 'GET', url: '/healthz' }); // 200 { status: 'ok', … }
+ * const res = await app.inject({ method: 'GET', url: '/healthz' }); // 200 { status: 'ok' }
  */
 export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
-  const bodyLimit = bodyLimitFor(options.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES);
+  const sizes: SizeLimits = {
+    searchBody: DEFAULT_SEARCH_BODY_BYTES,
+    writeBody: bodyLimitFor(options.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES),
+    otherBody: DEFAULT_OTHER_BODY_BYTES,
+    response: DEFAULT_MAX_RESPONSE_BYTES,
+    ...options.sizes,
+  };
+  const metrics = createMetrics(options.store);
+  const health = storeHealth(options.store);
   const app = Fastify({
     logger: options.logger ?? false,
-    bodyLimit,
+    bodyLimit: sizes.otherBody,
     requestTimeout: 120_000,
-    return503OnClosing: true,
+    // The hooks answer 503 while closing, in the service's error shape.
+    return503OnClosing: false,
+    // A memory id is up to 512 characters, 1,024 UTF-16 units when every one is astral; a
+    // longer path segment is a 414 (through `frameworkErrors`).
+    routerOptions: { maxParamLength: 2 * MAX_ID_CHARS },
+    frameworkErrors: errorHandler,
+    clientErrorHandler(error, socket) {
+      const code = clientErrorResponse(error, socket);
+      if (code !== undefined) metrics.clientError(code);
+    },
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -87,43 +130,21 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     parseJson(request, text, done);
   });
 
-  const metrics = createMetrics(options.store);
   app.decorateRequest('grant', null as unknown as Grant);
-  app.addHook('onRequest', async (request) => {
-    const isPublic = request.routeOptions.config.public === true;
-    const verdict = options.access.authorize(
-      request.headers.authorization,
-      request.socket.remoteAddress,
-    );
-    if (verdict === 'not-loopback')
-      throw new HttpError(
-        403,
-        'FORBIDDEN',
-        'this server has no keys file: it answers loopback requests only',
-      );
-    if (typeof verdict === 'object') request.grant = verdict;
-    else if (!isPublic)
-      throw new HttpError(
-        401,
-        'UNAUTHORIZED',
-        verdict === 'no-key' ? 'missing Authorization: Bearer <key>' : 'unknown API key',
-      );
+  requestHooks(app, {
+    access: options.access,
+    guard: options.access.mode === 'loopback' ? hostGuard(options.allowedHosts ?? []) : undefined,
+    limiter: createLimiter(),
+    metrics,
+    maxResponseBytes: sizes.response,
+    drainMs: options.drainMs ?? DEFAULT_DRAIN_MS,
   });
-  // Graceful close: Fastify closes idle keep-alive sockets when it starts closing; a socket
-  // busy with an in-flight request is told to close after its response, so close() does not
-  // wait out the keep-alive timeout.
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
+  const writes: StoreWrites = storeWrites(options.store, health, metrics);
+  // After the server has closed (connections ended or cut): writes whose clients were cut
+  // still finish, so the caller may close the store next.
+  app.addHook('onClose', async () => {
+    await writes.drain();
   });
-  app.addHook('onSend', async (_request, reply) => {
-    if (closing) void reply.header('connection', 'close');
-  });
-  app.addHook('onResponse', async (request, reply) => {
-    const route = request.routeOptions.url ?? 'unmatched';
-    metrics.observe(route, request.method, reply.statusCode, reply.elapsedTime / 1000);
-  });
-
   await app.register(fastifySwagger, {
     openapi: {
       openapi: '3.1.0',
@@ -143,9 +164,9 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   });
 
   const typed = app.withTypeProvider<ZodTypeProvider>();
-  serviceRoutes(typed, options.store, metrics.registry);
-  memoryRoutes(typed, options.store);
-  searchRoutes(typed, options.store);
+  serviceRoutes(typed, options.store, metrics, health);
+  memoryRoutes(typed, options.store, writes, sizes.writeBody);
+  searchRoutes(typed, options.store, sizes.searchBody);
   pageRoutes(typed);
   await app.ready();
   return app;

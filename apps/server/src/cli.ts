@@ -1,11 +1,17 @@
 import { Command, CommanderError } from 'commander';
 import { z } from 'zod';
 import { BfeError } from '@bfe/core';
+import { DEFAULT_DRAIN_MS } from './app.js';
+import { DEFAULT_LIMITS } from './limits.js';
 import { serve } from './serve.js';
 
 const USAGE =
   'usage: bfe serve --store DIR [--host 127.0.0.1] [--port 8080] [--keys FILE] [--model NAME]\n' +
-  '                 [--index milvus://HOST:PORT] [--threads 1] [--encode-workers 1] [--kernel-workers 1]';
+  '                 [--index milvus://HOST:PORT] [--threads 1] [--encode-workers 1] [--kernel-workers 1]\n' +
+  '                 [--allowed-hosts NAME,…] [--rate 100] [--burst 200] [--concurrency 16] [--drain-ms 10000]';
+
+/** After the drain, how long closing the store may take before the process exits anyway. */
+const CLOSE_GRACE_MS = 20_000;
 
 const argsSchema = z.strictObject({
   store: z.string({ error: '--store DIR is required' }).min(1, '--store DIR is required'),
@@ -24,6 +30,22 @@ const argsSchema = z.strictObject({
   encodeWorkers: z.coerce.number().int().min(0).max(64).default(1),
   /** Resident-kernel worker threads; 0: resident kernels on the event loop's thread. */
   kernelWorkers: z.coerce.number().int().min(0).max(64).default(1),
+  /** Without --keys, further `Host` names requests may carry (comma-separated). */
+  allowedHosts: z
+    .string()
+    .transform((list) =>
+      list
+        .split(',')
+        .map((h) => h.trim())
+        .filter((h) => h !== ''),
+    )
+    .optional(),
+  /** Requests per second per key (a key's own `rate` wins); 0: no rate limit. */
+  rate: z.coerce.number().min(0).default(DEFAULT_LIMITS.rate),
+  burst: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.burst),
+  concurrency: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.concurrency),
+  /** How long a shutdown waits for open connections before it cuts them. */
+  drainMs: z.coerce.number().int().min(0).default(DEFAULT_DRAIN_MS),
 });
 
 /**
@@ -42,6 +64,18 @@ export function serveProgram(): Command {
     .option('--threads <n>', 'onnxruntime intra-op threads per session; 0: every core', '1')
     .option('--encode-workers <n>', 'encoder worker threads; 0: on the event loop', '1')
     .option('--kernel-workers <n>', 'resident-kernel worker threads; 0: on the event loop', '1')
+    .option(
+      '--allowed-hosts <names>',
+      'without --keys: more Host names to answer (comma-separated)',
+    )
+    .option('--rate <n>', 'requests/s per key (a key may set its own); 0: no limit', '100')
+    .option('--burst <n>', 'requests a key may send at once above its rate', '200')
+    .option('--concurrency <n>', 'requests in flight per key', '16')
+    .option(
+      '--drain-ms <n>',
+      'on SIGTERM, wait this long for open connections, then cut them',
+      '10000',
+    )
     .allowExcessArguments(false)
     .exitOverride();
 }
@@ -77,6 +111,13 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
       host: args.host,
       port: args.port,
       ...(args.keys === undefined ? {} : { keys: args.keys }),
+      ...(args.allowedHosts === undefined ? {} : { allowedHosts: args.allowedHosts }),
+      limits: {
+        rate: args.rate === 0 ? Infinity : args.rate,
+        burst: args.burst,
+        concurrency: args.concurrency,
+      },
+      drainMs: args.drainMs,
       storeOptions: {
         ...(args.model === undefined ? {} : { model: args.model }),
         // Token auth for a Milvus cluster comes from the environment, never the command line.
@@ -111,11 +152,20 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
   process.stdout.write(`listening on ${server.url}\n`);
   const signal = await stopped;
   process.stderr.write(`bfe serve: ${signal}: finishing in-flight requests, closing the store\n`);
+  // The drain cuts stalled connections; should closing the store itself hang (a disk that
+  // stopped answering), the process still exits, with 1. Unref'd: a clean close exits at once.
+  const deadline = setTimeout(() => {
+    process.stderr.write('bfe serve: closing did not finish in time: exiting\n');
+    process.exit(1);
+  }, args.drainMs + CLOSE_GRACE_MS);
+  deadline.unref();
   try {
     await server.close();
     return 0;
   } catch (error) {
     process.stderr.write(`bfe serve: closing failed: ${(error as Error).message}\n`);
     return 1;
+  } finally {
+    clearTimeout(deadline);
   }
 }

@@ -2,13 +2,21 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { ConfigError, decodeUtf8Strict } from '@bfe/core';
+import { DEFAULT_LIMITS, type RequestLimits } from './limits.js';
 import { keysFileSchema, type KeysFile } from './schemas.js';
 
-/** What a request may do: the banks it sees and whether it may write them. */
+/**
+ * What a request may do: the banks it sees, whether it may write them, whether it reads the
+ * store-wide metrics, and its request limits. One grant per key (its rate and concurrency
+ * state hang off the object).
+ */
 export interface Grant {
   /** Every bank (loopback mode, no keys file) or exactly these. */
   readonly banks: ReadonlySet<string> | 'all';
   readonly write: boolean;
+  /** Store-wide metrics (totals, every route, the process); otherwise its own banks' only. */
+  readonly admin: boolean;
+  readonly limits: RequestLimits;
 }
 
 /** Why a request was refused before reaching a route. */
@@ -29,15 +37,28 @@ const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').dig
 /**
  * A policy from a parsed keys file. Keys are compared in constant time: the presented key and
  * every stored key are hashed to 32 bytes and each is compared with `timingSafeEqual`, all of
- * them every time, so neither a key's length nor its position leaks through timing.
+ * them every time, so neither a key's length nor its position leaks through timing. A key's
+ * unset limits take `defaults`.
  * @example
- * const policy = keysPolicy({ 'k'.repeat(32): { banks: ['alice'], write: true } });
- * policy.authorize(`Bearer ${'k'.repeat(32)}`, '10.0.0.2'); // { banks: Set { 'alice' }, write: true }
+ * const policy = keysPolicy({ 'k'.repeat(32): { banks: ['alice'], write: true, admin: false } });
+ * policy.authorize(`Bearer ${'k'.repeat(32)}`, '10.0.0.2'); // { banks: Set { 'alice' }, write: true, … }
  */
-export function keysPolicy(keys: KeysFile): AccessPolicy {
+export function keysPolicy(
+  keys: KeysFile | z.input<typeof keysFileSchema>,
+  defaults: RequestLimits = DEFAULT_LIMITS,
+): AccessPolicy {
   const entries = Object.entries(keys).map(([key, grant]) => ({
     hash: digest(key),
-    grant: { banks: new Set(grant.banks), write: grant.write } satisfies Grant,
+    grant: {
+      banks: new Set(grant.banks),
+      write: grant.write ?? false,
+      admin: grant.admin ?? false,
+      limits: {
+        rate: grant.rate ?? defaults.rate,
+        burst: grant.burst ?? defaults.burst,
+        concurrency: grant.concurrency ?? defaults.concurrency,
+      },
+    } satisfies Grant,
   }));
   return {
     mode: 'keys',
@@ -59,9 +80,13 @@ export function isLoopback(address: string | undefined): boolean {
   return a === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(a);
 }
 
-/** Without a keys file: loopback peers get every bank, read and write; others nothing. */
-export function loopbackPolicy(): AccessPolicy {
-  const all: Grant = { banks: 'all', write: true };
+/**
+ * Without a keys file: loopback peers get every bank, read and write, and every metric;
+ * others nothing. (The `Host` and `Origin` checks against DNS rebinding are the server's:
+ * `hostGuard` in guard.ts.)
+ */
+export function loopbackPolicy(limits: RequestLimits = DEFAULT_LIMITS): AccessPolicy {
+  const all: Grant = { banks: 'all', write: true, admin: true, limits };
   return {
     mode: 'loopback',
     authorize: (_authorization, remoteAddress) =>
@@ -75,7 +100,8 @@ export function canSee(grant: Grant, bank: string): boolean {
 }
 
 /**
- * Reads and checks a keys file (`{"<key>": {"banks": [...], "write": true}}`).
+ * Reads and checks a keys file (`{"<key>": {"banks": [...], "write": true, "admin": false,
+ * "rate": 20, "burst": 40, "concurrency": 4}}`; all but `banks` optional).
  * @throws ConfigError naming the file and each bad field
  */
 export async function loadKeysFile(path: string): Promise<KeysFile> {

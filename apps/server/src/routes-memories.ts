@@ -2,12 +2,13 @@ import type { z } from 'zod';
 import type { MemoryInput, MemoryStore } from '@bfe/store';
 import { reachBank, type App } from './access.js';
 import { HttpError } from './http-errors.js';
+import { errorResponses } from './responses.js';
+import type { StoreWrites } from './writes.js';
 import {
   addBodySchema,
   addResponseSchema,
   bankParams,
   deleteResponseSchema,
-  errorSchema,
   listQuerySchema,
   listResponseSchema,
   memoryParams,
@@ -20,10 +21,19 @@ const inputs = (bank: string, memories: Body): MemoryInput[] =>
     meta === undefined ? { id, bank, text } : { id, bank, text, meta },
   );
 
-const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema };
+const errors = errorResponses({ keyed: true, params: true });
+const bodyErrors = errorResponses({ keyed: true, params: true, body: true });
 
-/** Add, update, get, list and delete memories of a bank. */
-export function memoryRoutes(app: App, store: MemoryStore): void {
+/**
+ * Add, update, get, list and delete memories of a bank; writes go through `writes` (tracked
+ * for shutdown and health), with bodies up to `bodyLimit` bytes.
+ */
+export function memoryRoutes(
+  app: App,
+  store: MemoryStore,
+  writes: StoreWrites,
+  bodyLimit: number,
+): void {
   app.post(
     '/v1/banks/:bank/memories',
     {
@@ -31,13 +41,14 @@ export function memoryRoutes(app: App, store: MemoryStore): void {
         summary: 'Add memories (atomic; 200 once durable)',
         params: bankParams,
         body: addBodySchema,
-        response: { 200: addResponseSchema, ...errors, 413: errorSchema, 415: errorSchema },
+        response: { 200: addResponseSchema, ...bodyErrors },
       },
+      bodyLimit,
     },
     async (request) => {
       const { bank } = request.params;
       reachBank(request, store, bank, { write: true });
-      const { ids } = await store.add(inputs(bank, request.body.memories));
+      const { ids } = await writes.add(inputs(bank, request.body.memories));
       return { ids };
     },
   );
@@ -49,13 +60,14 @@ export function memoryRoutes(app: App, store: MemoryStore): void {
         summary: 'Replace existing memories: text, metadata, vectors (atomic; 200 once durable)',
         params: bankParams,
         body: addBodySchema,
-        response: { 200: addResponseSchema, ...errors, 413: errorSchema, 415: errorSchema },
+        response: { 200: addResponseSchema, ...bodyErrors },
       },
+      bodyLimit,
     },
     async (request) => {
       const { bank } = request.params;
       reachBank(request, store, bank, { write: true, exists: true });
-      const { ids } = await store.update(inputs(bank, request.body.memories));
+      const { ids } = await writes.update(inputs(bank, request.body.memories));
       return { ids };
     },
   );
@@ -110,7 +122,7 @@ export function memoryRoutes(app: App, store: MemoryStore): void {
     async (request) => {
       const { bank, id } = request.params;
       reachBank(request, store, bank, { write: true, exists: true });
-      const { deleted } = await store.delete([id], { bank });
+      const { deleted } = await writes.delete([id], bank);
       if (deleted.length === 0)
         throw new HttpError(404, 'NOT_FOUND', `no memory '${id}' in bank '${bank}'`);
       return { deleted };

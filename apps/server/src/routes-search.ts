@@ -2,12 +2,24 @@ import { serializerCompiler } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
 import { interventionsToJson, searchResultToJson, type MemoryStore } from '@bfe/store';
 import { reachBank, type App } from './access.js';
-import { bankParams, errorSchema, searchBodySchema, searchResponseSchema } from './schemas.js';
+import { HttpError } from './http-errors.js';
+import { errorResponses } from './responses.js';
+import {
+  EXPLAIN_DEFAULT_MAX_K,
+  MAX_EXPLAIN_K,
+  bankParams,
+  searchBodySchema,
+  searchResponseSchema,
+} from './schemas.js';
 
 type SearchResponse = z.output<typeof searchResponseSchema>;
 
-/** `POST /v1/banks/{bank}/search`: ranked memories with token evidence. */
-export function searchRoutes(app: App, store: MemoryStore): void {
+/**
+ * `POST /v1/banks/{bank}/search`: ranked memories with token evidence, bodies up to
+ * `bodyLimit` bytes. Evidence is per result and query token, so `explain` defaults to true
+ * for a small `k` only, and is refused above {@link MAX_EXPLAIN_K}.
+ */
+export function searchRoutes(app: App, store: MemoryStore, bodyLimit: number): void {
   app.post(
     '/v1/banks/:bank/search',
     {
@@ -25,19 +37,23 @@ export function searchRoutes(app: App, store: MemoryStore): void {
         body: searchBodySchema,
         response: {
           200: searchResponseSchema,
-          400: errorSchema,
-          401: errorSchema,
-          404: errorSchema,
-          413: errorSchema,
-          415: errorSchema,
+          ...errorResponses({ keyed: true, params: true, body: true }),
         },
       },
+      bodyLimit,
     },
     async (request, reply) => {
       const { bank } = request.params;
       reachBank(request, store, bank, { exists: true });
       const t0 = performance.now();
-      const { query, k, system, alpha, explain, tokenK, interventions } = request.body;
+      const { query, k, system, alpha, tokenK, interventions } = request.body;
+      const explain = request.body.explain ?? k <= EXPLAIN_DEFAULT_MAX_K;
+      if (explain && k > MAX_EXPLAIN_K)
+        throw new HttpError(
+          400,
+          'BAD_REQUEST',
+          `body.explain: evidence for at most ${MAX_EXPLAIN_K} results (k ${k}): lower k or set explain false`,
+        );
       const { results, interventions: found } = await store.searchWithInterventions({
         bank,
         query,

@@ -1,33 +1,57 @@
-import type { Registry } from 'prom-client';
+import { z } from 'zod';
 import type { MemoryStore } from '@bfe/store';
 import type { App } from './access.js';
+import type { StoreHealth } from './health.js';
 import { canSee } from './keys.js';
+import type { ServerMetrics } from './metrics.js';
+import { errorResponses } from './responses.js';
 import { banksResponseSchema, errorSchema, healthSchema } from './schemas.js';
 
-const errors = { 401: errorSchema, 403: errorSchema };
-
 /** `/healthz`, `/metrics`, `/openapi.json` and the bank listing. */
-export function serviceRoutes(app: App, store: MemoryStore, registry: Registry): void {
+export function serviceRoutes(
+  app: App,
+  store: MemoryStore,
+  metrics: ServerMetrics,
+  health: StoreHealth,
+): void {
   app.get(
     '/healthz',
     {
       config: { public: true },
-      schema: { summary: 'Liveness', security: [], response: { 200: healthSchema } },
+      schema: {
+        summary:
+          'Health: the store is open, its write-ahead log writable, and the last write did not fail on disk (503 otherwise)',
+        security: [],
+        response: {
+          ...errorResponses(),
+          200: healthSchema,
+          // While shutting down, every route answers the error body.
+          503: z.union([healthSchema, errorSchema]),
+        },
+      },
     },
-    async () => ({ status: 'ok' as const }),
+    async (_request, reply) => {
+      const result = await health.check();
+      return reply.status(result.status === 'ok' ? 200 : 503).send(result);
+    },
   );
 
   app.get(
     '/metrics',
     {
       schema: {
-        summary: 'Prometheus metrics (text exposition format); any valid key',
+        summary:
+          'Prometheus metrics (text exposition format): store-wide for an admin key (and without a keys file), its own banks’ series for any other key',
         produces: ['text/plain'],
+        response: {
+          200: z.string().describe('Prometheus text exposition format 0.0.4'),
+          ...errorResponses({ keyed: true }),
+        },
       },
     },
-    async (_request, reply) => {
-      const text = await registry.metrics();
-      return reply.type(registry.contentType).send(text);
+    async (request, reply) => {
+      const text = await metrics.render(request.grant);
+      return reply.type(metrics.registry.contentType).send(text);
     },
   );
 
@@ -35,9 +59,13 @@ export function serviceRoutes(app: App, store: MemoryStore, registry: Registry):
     '/openapi.json',
     {
       config: { public: true },
-      schema: { summary: 'This OpenAPI document', security: [] },
+      schema: {
+        summary: 'This OpenAPI document',
+        security: [],
+        response: { 200: z.record(z.string(), z.unknown()), ...errorResponses() },
+      },
     },
-    async () => app.swagger(),
+    async () => app.swagger() as Record<string, unknown>,
   );
 
   app.get(
@@ -45,7 +73,7 @@ export function serviceRoutes(app: App, store: MemoryStore, registry: Registry):
     {
       schema: {
         summary: 'The banks this key sees that hold memories',
-        response: { 200: banksResponseSchema, ...errors },
+        response: { 200: banksResponseSchema, ...errorResponses({ keyed: true }) },
       },
     },
     async (request) => ({ banks: store.banks().filter((b) => canSee(request.grant, b)) }),

@@ -19,6 +19,14 @@ export const MAX_TOKEN_K = 4096;
 export const MAX_K = 1000;
 /** Most memories one list page may return. */
 export const MAX_PAGE = 1000;
+/** `explain` defaults to true up to this `k`, and to false above it. */
+export const EXPLAIN_DEFAULT_MAX_K = 20;
+/** Most results one search may explain (evidence is per result and query token). */
+export const MAX_EXPLAIN_K = 100;
+/** Deepest nesting of a memory's metadata (the object itself is depth 1). */
+export const MAX_META_DEPTH = 32;
+/** Longest memory id over HTTP, as the store allows. */
+export const MAX_ID_CHARS = 512;
 
 /** `{ error: { code, message } }`: every 4xx and 5xx body. */
 export const errorSchema = z
@@ -31,10 +39,30 @@ export const errorSchema = z
   .meta({ id: 'Error' });
 
 export const bankParams = z.strictObject({ bank: bankNameSchema });
-export const memoryParams = z.strictObject({ bank: bankNameSchema, id: z.string().min(1) });
+export const memoryParams = z.strictObject({
+  bank: bankNameSchema,
+  id: z.string().min(1).max(MAX_ID_CHARS),
+});
 
-// The store checks metadata is JSON (and its size); HTTP bodies are JSON already.
-const metaSchema = z.record(z.string(), z.unknown()).describe('JSON metadata of the memory');
+/** How deep a JSON value nests (a scalar is 0, `{}` is 1), walked without recursion. */
+export function jsonDepth(value: unknown): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    deepest = Math.max(deepest, depth + 1);
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
+// The store checks metadata is JSON (and its size); HTTP bodies are JSON already. The depth
+// is checked here, without recursion, before any recursive pass could overflow the stack.
+const metaSchema = z
+  .record(z.string(), z.unknown())
+  .refine((m) => jsonDepth(m) <= MAX_META_DEPTH, `meta nests deeper than ${MAX_META_DEPTH} levels`)
+  .describe(`JSON metadata of the memory, nested at most ${MAX_META_DEPTH} levels`);
 
 export const memoryInputSchema = z.strictObject({
   id: z.string().min(1),
@@ -107,7 +135,13 @@ export const searchBodySchema = z.strictObject({
   k: z.number().int().min(1).max(MAX_K).default(10),
   system: z.enum(SEARCH_SYSTEMS).default('sparse-fusion'),
   alpha: z.number().min(0).max(1).optional().describe('weight of the pooled branch (default 0.5)'),
-  explain: z.boolean().default(true).describe('attach token evidence to each result'),
+  explain: z
+    .boolean()
+    .optional()
+    .describe(
+      `attach token evidence to each result (default: true for k ≤ ${EXPLAIN_DEFAULT_MAX_K}, ` +
+        `false above; true is refused above k ${MAX_EXPLAIN_K})`,
+    ),
   tokenK: z
     .number()
     .int()
@@ -124,19 +158,46 @@ export const searchBodySchema = z.strictObject({
 // format, shared with the HTTP client.
 export const searchResponseSchema = searchResponseJsonSchema;
 
-export const healthSchema = z.strictObject({ status: z.literal('ok') });
+export const healthSchema = z
+  .strictObject({
+    status: z.enum(['ok', 'unavailable']),
+    checks: z
+      .strictObject({
+        store: z.string().describe('"ok", or why the store cannot serve (closed)'),
+        wal: z.string().describe('"ok", or why the write-ahead log cannot be written'),
+        writes: z.string().describe('"ok", or the code of the last write that failed on disk'),
+      })
+      .optional()
+      .describe('with "unavailable": each check, "ok" or what is wrong'),
+  })
+  .meta({ id: 'Health' });
 
 export const banksResponseSchema = z.strictObject({
   banks: z.array(z.string()).describe('the banks this key sees that hold memories'),
 });
 
-/** The `--keys FILE` document: API key → the banks it may see, and whether it may write. */
+/**
+ * Request limits of one API key: a token bucket (`rate` requests per second, up to `burst` at
+ * once) and at most `concurrency` requests in flight. Unset fields take the server's defaults.
+ */
+export const keyLimitsSchema = z.strictObject({
+  rate: z.number().positive().optional(),
+  burst: z.number().int().min(1).optional(),
+  concurrency: z.number().int().min(1).optional(),
+});
+
+/**
+ * The `--keys FILE` document: API key → the banks it may see, whether it may write them,
+ * whether it reads the store-wide metrics (`admin`), and its request limits.
+ */
 export const keysFileSchema = z
   .record(
     z.string(),
     z.strictObject({
       banks: z.array(bankNameSchema),
       write: z.boolean().default(false),
+      admin: z.boolean().default(false),
+      ...keyLimitsSchema.shape,
     }),
   )
   .refine((keys) => Object.keys(keys).length > 0, 'at least one key')

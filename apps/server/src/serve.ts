@@ -10,8 +10,9 @@ import {
   type ResidentKernelPool,
   type StoreOptions,
 } from '@bfe/store';
-import { buildServer } from './app.js';
+import { buildServer, type ServerOptions } from './app.js';
 import { keysPolicy, loadKeysFile, loopbackPolicy } from './keys.js';
+import { DEFAULT_LIMITS, type RequestLimits } from './limits.js';
 
 /** Options of {@link serve}. */
 export interface ServeOptions {
@@ -22,6 +23,17 @@ export interface ServeOptions {
   readonly port: number;
   /** A keys file; without one, loopback requests only. */
   readonly keys?: string;
+  /**
+   * Without a keys file, `Host` names requests may carry beside the loopback names and `host`
+   * itself (see {@link ServerOptions.allowedHosts}).
+   */
+  readonly allowedHosts?: readonly string[];
+  /** The request limits of a key that sets none (and of the loopback user). */
+  readonly limits?: Partial<RequestLimits>;
+  /** How long `close()` waits for open connections before it cuts them (ms; default 10 s). */
+  readonly drainMs?: number;
+  /** Body and response size limits. */
+  readonly sizes?: ServerOptions['sizes'];
   /** Store options: the model (default `all-minilm-l6-v2`) or an injected embedder, limits. */
   readonly storeOptions?: StoreOptions;
   /**
@@ -48,8 +60,9 @@ export interface RunningServer {
   /** The line `bfe serve` prints about access, e.g. that only loopback requests are served. */
   readonly accessNote: string;
   /**
-   * Stops accepting connections, lets in-flight requests finish (an add in flight completes
-   * and is durable), then closes the store (flush, lock released). Idempotent.
+   * Stops accepting connections, lets in-flight requests finish for up to `drainMs` (an add in
+   * flight completes and is durable), then cuts the connections still open (a stalled client),
+   * waits for writes under way, and closes the store (flush, lock released). Idempotent.
    */
   close(): Promise<void>;
 }
@@ -63,7 +76,10 @@ export interface RunningServer {
  */
 export async function serve(options: ServeOptions): Promise<RunningServer> {
   const keys = options.keys === undefined ? undefined : await loadKeysFile(options.keys);
-  const access = keys === undefined ? loopbackPolicy() : keysPolicy(keys);
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  const access = keys === undefined ? loopbackPolicy(limits) : keysPolicy(keys, limits);
+  // The address it listens on is a name requests may carry, unless it is every address.
+  const bound = ['0.0.0.0', '::', ''].includes(options.host) ? [] : [options.host];
   let storeOptions = options.storeOptions ?? {};
   const workers = options.encodeWorkers ?? 1;
   let pool: (Embedder & { dispose(): Promise<void> }) | undefined;
@@ -105,6 +121,9 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
       store,
       access,
       maxTextBytes: storeOptions.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES,
+      allowedHosts: [...bound, ...(options.allowedHosts ?? [])],
+      ...(options.drainMs === undefined ? {} : { drainMs: options.drainMs }),
+      ...(options.sizes === undefined ? {} : { sizes: options.sizes }),
       ...(options.logger === undefined ? {} : { logger: options.logger }),
     });
     await app.listen({ host: options.host, port: options.port });
@@ -123,7 +142,9 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     store,
     accessNote:
       keys === undefined
-        ? 'no --keys file: answering loopback requests only (127.0.0.0/8, ::1)'
+        ? 'no --keys file: answering loopback requests only (127.0.0.0/8, ::1) whose Host is ' +
+          `localhost, a loopback address${bound.length > 0 ? `, ${bound.join(', ')}` : ''}` +
+          `${(options.allowedHosts ?? []).map((h) => `, ${h}`).join('')}`
         : `keys: ${Object.keys(keys).length} API key(s) from ${options.keys}`,
     close() {
       closing ??= app

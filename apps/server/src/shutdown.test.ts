@@ -1,37 +1,15 @@
+import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { tmpDir } from '@bfe/core/testing';
-import { MemoryStore, type Embedder } from '@bfe/store';
+import { MemoryStore } from '@bfe/store';
 import { fakeEmbedder } from '@bfe/store/testing';
 import { serve } from './serve.js';
-
-/** The fake embedder, with passage encoding held until `release()`: an add stays in flight. */
-function gatedEmbedder(): Embedder & { started: Promise<void>; release(): void } {
-  const inner = fakeEmbedder();
-  let started!: () => void;
-  let release!: () => void;
-  const startedP = new Promise<void>((r) => (started = r));
-  const gate = new Promise<void>((r) => (release = r));
-  return {
-    model: inner.model,
-    dim: inner.dim,
-    tokenText: (id) => inner.tokenText(id),
-    dispose: () => inner.dispose(),
-    async encode(texts, role) {
-      if (role === 'passage') {
-        started();
-        await gate;
-      }
-      return inner.encode(texts, role);
-    },
-    started: startedP,
-    release,
-  };
-}
+import { gatedEmbedder, liveServer } from './testing/live.js';
 
 describe('graceful shutdown', () => {
   it('finishes an in-flight add, refuses new connections, closes the store', async () => {
     const dir = tmpDir();
-    const embedder = gatedEmbedder();
+    const embedder = gatedEmbedder('passage');
     const server = await serve({
       store: dir,
       host: '127.0.0.1',
@@ -61,4 +39,26 @@ describe('graceful shutdown', () => {
       await reopened.close();
     }
   });
+});
+
+describe('shutdown with a stalled client', () => {
+  it('cuts a client stalled half-way through a body after the drain, and closes', async () => {
+    const server = await liveServer({ drainMs: 300 });
+    const socket = connect(server.port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (d: Buffer) => (received += d.toString()));
+    const cut = new Promise((resolve) => socket.on('close', resolve));
+    const arrived = new Promise((resolve) => server.app.server.once('request', resolve));
+    socket.write(
+      'POST /v1/banks/alice/memories HTTP/1.1\r\nHost: localhost\r\n' +
+        'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"memories": [',
+    );
+    await arrived; // its headers are in; the rest of the body never comes
+    await server.close();
+    await cut;
+    // Cut by the drain, not answered by a request timeout (which would write a 408 first).
+    expect(received).toBe('');
+    const reopened = await MemoryStore.open(server.store.dir, { embedder: fakeEmbedder() });
+    await reopened.close();
+  }, 60_000);
 });
