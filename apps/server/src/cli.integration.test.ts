@@ -1,0 +1,62 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { connect } from 'node:net';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { tmpDir } from '@bfe/core/testing';
+import { LOCK_FILE } from '@bfe/store';
+
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const bin = fileURLToPath(new URL('./bin.ts', import.meta.url));
+
+describe('bfe serve (the CLI, as a process)', () => {
+  it('exits 0 on SIGTERM while a client is stalled half-way through a body', async () => {
+    const store = tmpDir();
+    const child = spawn(
+      process.execPath,
+      [
+        ...['--conditions=@bfe/source', '--import', 'tsx', bin],
+        ...['--store', store, '--host', '127.0.0.1', '--port', '0', '--drain-ms', '500'],
+        ...['--encode-workers', '0', '--kernel-workers', '0'],
+      ],
+      { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    try {
+      const line = await new Promise<string>((resolve, reject) => {
+        createInterface({ input: child.stdout }).once('line', resolve);
+        child.once('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)));
+      });
+      const port = Number(new URL(line.slice('listening on '.length)).port);
+      const socket = connect(port, '127.0.0.1');
+      let received = '';
+      const closed = new Promise((resolve) => socket.on('close', resolve));
+      // `Expect: 100-continue`: the server answers 100 once it has parsed the headers.
+      const parsed = new Promise<void>((resolve) =>
+        socket.on('data', (d: Buffer) => {
+          received += d.toString();
+          if (received.startsWith('HTTP/1.1 100')) resolve();
+        }),
+      );
+      socket.write(
+        'POST /v1/banks/alice/memories HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\n' +
+          'Content-Type: application/json\r\nContent-Length: 4096\r\n\r\n',
+      );
+      await parsed;
+      socket.write('{"memories": [{"id": "half", "te'); // and nothing more
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      await closed;
+      expect(received).toBe('HTTP/1.1 100 Continue\r\n\r\n');
+      expect(stderr).toMatch(/SIGTERM: finishing in-flight requests/);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    // The store was closed: its lock is released.
+    expect(existsSync(join(store, LOCK_FILE))).toBe(false);
+  }, 240_000);
+});
