@@ -7,8 +7,9 @@ import { serve } from './serve.js';
 
 const USAGE =
   'usage: bfe serve --store DIR [--host 127.0.0.1] [--port 8080] [--keys FILE] [--model NAME]\n' +
-  '                 [--index milvus://HOST:PORT] [--threads 1] [--encode-workers 1] [--kernel-workers 1]\n' +
-  '                 [--allowed-hosts NAME,…] [--rate 100] [--burst 200] [--concurrency 16] [--drain-ms 10000]';
+  '                 [--index milvus://HOST:PORT] [--threads 1] [--encode-workers 1] [--passage-workers 1]\n' +
+  '                 [--kernel-workers 1] [--allowed-hosts NAME,…] [--rate 100] [--burst 200]\n' +
+  '                 [--concurrency 16] [--drain-ms 10000]';
 
 /** After the drain, how long closing the store may take before the process exits anyway. */
 const CLOSE_GRACE_MS = 20_000;
@@ -28,6 +29,8 @@ const argsSchema = z.strictObject({
   threads: z.coerce.number().int().min(0).max(256).default(1),
   /** Encoder worker threads; 0: encode on the event loop's thread. */
   encodeWorkers: z.coerce.number().int().min(0).max(64).default(1),
+  /** Encoder worker threads for added memories; 0: on the query encoder workers. */
+  passageWorkers: z.coerce.number().int().min(0).max(64).default(1),
   /** Resident-kernel worker threads; 0: resident kernels on the event loop's thread. */
   kernelWorkers: z.coerce.number().int().min(0).max(64).default(1),
   /** Without --keys, further `Host` names requests may carry (comma-separated). */
@@ -63,6 +66,7 @@ export function serveProgram(): Command {
     .option('--index <url>', 'token index in Milvus: milvus://HOST:PORT or https://HOST:PORT')
     .option('--threads <n>', 'onnxruntime intra-op threads per session; 0: every core', '1')
     .option('--encode-workers <n>', 'encoder worker threads; 0: on the event loop', '1')
+    .option('--passage-workers <n>', 'encoder threads for adds; 0: on the query workers', '1')
     .option('--kernel-workers <n>', 'resident-kernel worker threads; 0: on the event loop', '1')
     .option(
       '--allowed-hosts <names>',
@@ -132,6 +136,7 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
         ...(args.threads === 0 ? {} : { threads: args.threads }),
       },
       encodeWorkers: args.encodeWorkers,
+      passageWorkers: args.passageWorkers,
       kernelWorkers: args.kernelWorkers,
       logger: { level: 'warn', stream: process.stderr },
     });

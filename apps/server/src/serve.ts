@@ -11,6 +11,7 @@ import {
   type StoreOptions,
 } from '@bfe/store';
 import { buildServer, type ServerOptions } from './app.js';
+import { byRole } from './embedder-roles.js';
 import { keysPolicy, loadKeysFile, loopbackPolicy } from './keys.js';
 import { DEFAULT_LIMITS, type RequestLimits } from './limits.js';
 
@@ -43,6 +44,12 @@ export interface ServeOptions {
    * `storeOptions.embedder`.
    */
   readonly encodeWorkers?: number;
+  /**
+   * Worker threads that encode added memories apart from the query workers (each with its own
+   * encoder session), so searches never queue behind a write's encoding. Default 1; 0 encodes
+   * adds on the query workers. Used only with `encodeWorkers` > 0.
+   */
+  readonly passageWorkers?: number;
   /**
    * Worker threads that hold each small bank resident on its own onnxruntime kernel and run its
    * token top-k there, off the event loop (`residentKernelPool`). Default 1; 0 keeps resident
@@ -84,12 +91,23 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   const workers = options.encodeWorkers ?? 1;
   let pool: (Embedder & { dispose(): Promise<void> }) | undefined;
   if (storeOptions.embedder === undefined && workers > 0) {
-    pool = await openEmbedderPool({
-      model: storeOptions.model ?? 'all-minilm-l6-v2',
-      workers,
-      ...(storeOptions.maxLength === undefined ? {} : { maxLength: storeOptions.maxLength }),
-      ...(storeOptions.threads === undefined ? {} : { threads: storeOptions.threads }),
-    });
+    const open = (n: number) =>
+      openEmbedderPool({
+        model: storeOptions.model ?? 'all-minilm-l6-v2',
+        workers: n,
+        ...(storeOptions.maxLength === undefined ? {} : { maxLength: storeOptions.maxLength }),
+        ...(storeOptions.threads === undefined ? {} : { threads: storeOptions.threads }),
+      });
+    const queries = await open(workers);
+    const passageWorkers = options.passageWorkers ?? 1;
+    if (passageWorkers === 0) pool = queries;
+    else {
+      const passages = await open(passageWorkers).catch(async (error: unknown) => {
+        await queries.dispose();
+        throw error;
+      });
+      pool = byRole(queries, passages);
+    }
     storeOptions = { ...storeOptions, embedder: pool };
   }
   let kernels: ResidentKernelPool | undefined;
