@@ -11,6 +11,8 @@ import { fakeEmbedder } from '@bfe/store/testing';
 import { serve, type RunningServer } from '../apps/server/src/index.ts';
 
 const KEY = 'alice-key-0123456789abcdef';
+/** A key of one request per 1,000 s after its first: the second is over its rate. */
+const SLOW_KEY = 'slow-key-0123456789abcdef0';
 
 /** The retrievers' HTTP mode against the real `bfe serve` (in process), not a stub. */
 describe('the LangChain and LlamaIndex retrievers against bfe serve', () => {
@@ -19,7 +21,13 @@ describe('the LangChain and LlamaIndex retrievers against bfe serve', () => {
 
   beforeAll(async () => {
     const keys = join(dir(), 'keys.json');
-    writeFileSync(keys, JSON.stringify({ [KEY]: { banks: ['alice'], write: true } }));
+    writeFileSync(
+      keys,
+      JSON.stringify({
+        [KEY]: { banks: ['alice'], write: true },
+        [SLOW_KEY]: { banks: ['alice'], rate: 0.001, burst: 1 },
+      }),
+    );
     server = await serve({
       store: join(dir(), 'store'),
       host: '127.0.0.1',
@@ -84,5 +92,20 @@ describe('the LangChain and LlamaIndex retrievers against bfe serve', () => {
     await expect(other.retrieve({ query: 'lisbon' })).rejects.toSatisfy(
       (e) => e instanceof BfeServiceError && e.status === 404,
     );
+  });
+
+  it('keeps the evidence above the service’s default explain k, and reports a 429 with its Retry-After', async () => {
+    const http = new HttpBackend({ url: server.url, apiKey: KEY });
+    const query = { bank: 'alice', query: 'grey cat on the sofa', k: 30 };
+    const expected = await storeBackend(server.store).search(query);
+    expect(expected[0]!.evidence).toBeDefined();
+    expect(await http.search(query)).toStrictEqual(expected);
+
+    const slow = new HttpBackend({ url: server.url, apiKey: SLOW_KEY });
+    await slow.search({ bank: 'alice', query: 'cat' });
+    const refused = await slow.search({ bank: 'alice', query: 'cat' }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(BfeServiceError);
+    expect(refused).toMatchObject({ status: 429, code: 'RATE_LIMITED' });
+    expect((refused as BfeServiceError).retryAfter).toBeGreaterThan(900);
   });
 });

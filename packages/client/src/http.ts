@@ -6,6 +6,12 @@ import type { SearchBackend, SearchQuery } from './types.js';
 /** How long a search may take before the client gives up, in milliseconds. */
 export const DEFAULT_TIMEOUT_MS = 30_000;
 
+/**
+ * The most results `bfe serve` explains in one search. Below it the client asks for evidence
+ * (as a search in process returns it); above it, for none (the service refuses to explain more).
+ */
+const MAX_EXPLAIN_K = 100;
+
 /** The service's address and credentials. */
 export interface HttpOptions {
   /** The service's base URL, e.g. `http://127.0.0.1:8080` (the line `bfe serve` prints). */
@@ -33,16 +39,20 @@ const errorBodySchema = z.object({ error: z.object({ code: z.string(), message: 
  * status (undefined when no answer came), `code` the service's error code (`error.code` of its
  * body) or one of the client's own: `UNREACHABLE` (no answer, or a timeout), `BAD_RESPONSE`
  * (an answer that is not the documented JSON), `HTTP_<status>` (an error without a JSON body).
+ * `retryAfter` is the answer's `Retry-After` in seconds, when it sent one (429 `RATE_LIMITED`
+ * or `TOO_MANY_IN_FLIGHT`, 503).
  */
 export class BfeServiceError extends Error {
+  readonly retryAfter: number | undefined;
   constructor(
     readonly status: number | undefined,
     readonly code: string,
     message: string,
-    options: { cause?: unknown } = {},
+    options: { cause?: unknown; retryAfter?: number | undefined } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'BfeServiceError';
+    this.retryAfter = options.retryAfter;
   }
 }
 
@@ -85,7 +95,7 @@ export class HttpBackend implements SearchBackend {
       response = await this.#fetch(`${this.#base}${path}`, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ query, k, system }),
+        body: JSON.stringify({ query, k, system, explain: (k ?? 10) <= MAX_EXPLAIN_K }),
         signal: AbortSignal.timeout(this.#timeoutMs),
       });
     } catch (cause) {
@@ -95,7 +105,7 @@ export class HttpBackend implements SearchBackend {
       });
     }
     const body = await response.text();
-    if (!response.ok) throw errorOf(response.status, what, body);
+    if (!response.ok) throw errorOf(response, what, body);
     let json: unknown;
     try {
       json = JSON.parse(body);
@@ -112,7 +122,10 @@ export class HttpBackend implements SearchBackend {
 }
 
 /** A non-2xx answer as an error: the service's `{ error: { code, message } }` when it sent one. */
-function errorOf(status: number, what: string, body: string): BfeServiceError {
+function errorOf(response: Response, what: string, body: string): BfeServiceError {
+  const { status } = response;
+  const after = Number.parseInt(response.headers.get('retry-after') ?? '', 10);
+  const retryAfter = Number.isInteger(after) && after >= 0 ? after : undefined;
   let json: unknown;
   try {
     json = JSON.parse(body);
@@ -122,12 +135,15 @@ function errorOf(status: number, what: string, body: string): BfeServiceError {
   const parsed = errorBodySchema.safeParse(json);
   if (parsed.success) {
     const { code, message } = parsed.data.error;
-    return new BfeServiceError(status, code, `${what}: ${status} ${code}: ${message}`);
+    return new BfeServiceError(status, code, `${what}: ${status} ${code}: ${message}`, {
+      retryAfter,
+    });
   }
   const text = body.trim().slice(0, 200);
   return new BfeServiceError(
     status,
     `HTTP_${status}`,
     `${what}: ${status}${text === '' ? '' : `: ${text}`}`,
+    { retryAfter },
   );
 }
