@@ -93,6 +93,7 @@ describe('hostOf', () => {
     expect(hostOf('Example.COM:8080')).toBe('example.com');
     expect(hostOf('example.com.')).toBe('example.com');
     expect(hostOf('[::1]:80')).toBe('::1');
+    expect(hostOf('fe80::1')).toBe('fe80::1');
     expect(hostOf('[::1')).toBeUndefined();
     expect(hostOf('a b')).toBeUndefined();
     expect(hostOf('host:port')).toBeUndefined();

@@ -7,6 +7,7 @@ import { HttpError } from './http-errors.js';
  */
 export function hostOf(authority: string): string | undefined {
   const a = authority.trim().toLowerCase();
+  if (isIP(a) === 6) return a; // a bare IPv6 address (a --host or --allowed-hosts value)
   if (a.startsWith('[')) {
     const end = a.indexOf(']');
     if (end < 0 || !/^(:\d*)?$/.test(a.slice(end + 1))) return undefined;
