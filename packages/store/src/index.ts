@@ -1,4 +1,4 @@
-export type { BankView, EncodedTexts, Embedder, MemoryMeta } from './types.js';
+export type { BankView, EncodedTexts, Embedder, MemoryMeta, ViewLexicon } from './types.js';
 export { MemoryStore } from './store.js';
 export type { SearchRequest, StoreOptions, StoredMemory } from './store.js';
 export type { BankStats, StoreStats } from './stats.js';
@@ -48,8 +48,15 @@ export type {
   SearchSystem,
   TokenIndexFactory,
 } from './search/search.js';
+export { HYBRID_DEFAULT_WEIGHTS } from './search/search-hybrid.js';
+export type { Bm25Evidence } from './search/search-hybrid.js';
+export { BankLexicon } from './lexical/bank-lexicon.js';
+export type { Bm25TermEvidence } from './lexical/bank-lexicon.js';
+export { StoreLexicon, lexiconOfView } from './lexical/store-lexicon.js';
+export type { LexicalStats } from './lexical/store-lexicon.js';
 export { renderEvidence } from './search/render.js';
 export {
+  bm25EvidenceJsonSchema,
   evidenceJsonSchema,
   evidenceTokenJsonSchema,
   interventionsFromJson,

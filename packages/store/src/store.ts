@@ -15,7 +15,8 @@ import { recover } from './log/recovery.js';
 import type { MilvusOptions } from '@bfe/index-milvus';
 import { chooseIndex } from './index/index-choice.js';
 import { isStoreIndexFactory } from './index/store-index.js';
-import type { SparseScorer } from '@bfe/scorer';
+import type { LexicalStats } from './lexical/store-lexicon.js';
+import type { Bm25Language, SparseScorer } from '@bfe/scorer';
 import {
   searchViewWithInterventions,
   type SearchOptions,
@@ -60,6 +61,8 @@ export interface StoreOptions {
    * Milvus address (`'milvus://host:port'`) or options: `milvusIndexFactory`, closed at `close`.
    */
   readonly index?: TokenIndexFactory | MilvusOptions | string;
+  /** BM25's language of `hybrid` searches (METHOD.md §8, "BM25"); default `none`. */
+  readonly bm25Language?: Bm25Language;
 }
 
 const limitsSchema = z.object({
@@ -68,6 +71,7 @@ const limitsSchema = z.object({
   flushBytes: z.number().int().positive().optional(),
   compactSegments: z.number().int().nonnegative().optional(),
   maxTextBytes: z.number().int().positive().optional(),
+  bm25Language: z.enum(['english', 'none']).optional(),
 });
 
 /** A stored memory as `get` and `list` return it. */
@@ -79,7 +83,10 @@ export interface StoredMemory {
 }
 
 /** A search request: the bank, the query text, and the ranking options. */
-export type SearchRequest = SearchOptions & { readonly bank: string; readonly query: string };
+export type SearchRequest = Omit<SearchOptions, 'queryText'> & {
+  readonly bank: string;
+  readonly query: string;
+};
 
 /**
  * An incremental, crash-safe memory store: memories (id, bank, text, metadata) with their
@@ -160,6 +167,7 @@ export class MemoryStore {
         dim: embedder.dim,
         flushBytes: options.flushBytes ?? 32 * 1024 * 1024,
         compactSegments: options.compactSegments ?? 8,
+        bm25Language: options.bm25Language ?? 'none',
       });
       const { index, own: owned } = chooseIndex(options.index, options.threads);
       own = owned;
@@ -248,7 +256,7 @@ export class MemoryStore {
     const limit = options.limit ?? 100;
     if (!Number.isInteger(offset) || offset < 0 || !Number.isInteger(limit) || limit < 0)
       throw new DataError(`list: offset and limit must be non-negative integers`);
-    const snap = new Snapshot(this.#writer.state, this.#embedder.model, this.#embedder.dim);
+    const snap = this.snapshot();
     const view = snap.bank(bank);
     void snap.release();
     const items: StoredMemory[] = [];
@@ -266,7 +274,8 @@ export class MemoryStore {
   /** An immutable view of the store now (see {@link Snapshot}); release it when done. */
   snapshot(): Snapshot {
     this.#open();
-    return new Snapshot(this.#writer.state, this.#embedder.model, this.#embedder.dim);
+    const { model, dim } = this.#embedder;
+    return new Snapshot(this.#writer.state, model, dim, this.#writer.lexicon);
   }
 
   /**
@@ -322,6 +331,7 @@ export class MemoryStore {
           tokenText: (id: number) => embedder.tokenText(id),
           index: this.#index,
           ...options,
+          queryText: query,
         },
         await this.#sparseScorer(),
       );
@@ -336,6 +346,12 @@ export class MemoryStore {
       SparseScorer.open(threads === undefined ? {} : { threads }),
     );
     return this.#scorer;
+  }
+
+  /** The lexical index (`hybrid`'s BM25 postings): banks kept, sizes, views scored. */
+  lexicalStats(): LexicalStats {
+    this.#open();
+    return this.#writer.lexicon.stats();
   }
 
   /** Counts and sizes, per bank and in total. */

@@ -1,3 +1,6 @@
+import type { Bm25Language } from '@bfe/scorer';
+import type { BankLexicon } from './lexical/bank-lexicon.js';
+
 /**
  * The contract between the store's storage (WAL, segments, snapshots) and its search (scorer,
  * index, evidence). Storage produces {@link BankView}s; search reads them and never writes.
@@ -65,4 +68,17 @@ export interface BankView {
    * the same bank has a larger one. A store's views have it.
    */
   readonly version?: number;
+  /**
+   * The store's lexical index (BM25 postings per bank), which `hybrid` searches read: a store's
+   * views carry it; a view without it is indexed from its texts at search time.
+   */
+  readonly lexicon?: ViewLexicon;
+}
+
+/** Where a view's BM25 postings come from (the store's `StoreLexicon`). */
+export interface ViewLexicon {
+  /** BM25's language (METHOD.md §8): the store's setting. */
+  readonly language: Bm25Language;
+  /** Postings that hold exactly the view's memory versions. */
+  forView(view: BankView): BankLexicon;
 }

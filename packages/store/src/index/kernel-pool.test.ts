@@ -34,7 +34,7 @@ describe('residentKernelPool', () => {
         const queries = Array.from({ length: 4 }, (_, i) => query(100 + seed * 10 + i, 3 + i));
         for (const system of SEARCH_SYSTEMS) {
           for (const tokenK of [5, 64]) {
-            const opts = { k: 60, system, tokenK };
+            const opts = { k: 60, system, tokenK, queryText: 'memory 7 and memory 12' };
             const onWorkers = await Promise.all(
               queries.map((q) => searchView(v, q, { ...opts, index }, scorer)),
             );

@@ -93,8 +93,9 @@ describe.skipIf(python === undefined)('MemoryStore with index: milvus (Milvus Li
     // The older view: Milvus has moved on, so it is searched exactly — same results as exact.
     for (const system of SEARCH_SYSTEMS) {
       const q = await embedder.encode(['cat garden music'], 'query');
-      const exact = await searchView(oldView, q, { k: 50, system }, await scorer);
-      expect(await searchView(oldView, q, { k: 50, system, index }, await scorer)).toEqual(exact);
+      const options = { k: 50, system, queryText: 'cat garden music' };
+      const exact = await searchView(oldView, q, options, await scorer);
+      expect(await searchView(oldView, q, { ...options, index }, await scorer)).toEqual(exact);
     }
     await old.release();
 

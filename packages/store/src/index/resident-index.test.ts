@@ -35,7 +35,7 @@ describe('residentIndexFactory', () => {
           const q = query(100 + seed * 10 + qs, 4 + qs);
           for (const system of SEARCH_SYSTEMS) {
             for (const tokenK of [5, 64]) {
-              const opts = { k: 60, system, tokenK };
+              const opts = { k: 60, system, tokenK, queryText: 'memory 7 and memory 12' };
               const plain = await searchView(v, q, opts, scorer);
               const resident = await searchView(v, q, { ...opts, index }, scorer);
               expect(resident, `${system} token k ${tokenK} seed ${seed}`).toEqual(plain);

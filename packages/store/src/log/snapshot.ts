@@ -1,7 +1,7 @@
 import { bankSources, banksOf, type StoreState } from './state.js';
 import { gatherRows, liveRows } from './live-rows.js';
 import type { SegmentRows } from './segment.js';
-import type { BankView } from '../types.js';
+import type { BankView, ViewLexicon } from '../types.js';
 
 // Views are cached per state (snapshots of an unchanged store share them) and, across states,
 // per bank: a write to one bank leaves the other banks' sources and tombstones the same objects,
@@ -69,6 +69,9 @@ function buildView(
   });
 }
 
+/** A store's views with its lexical index attached (per plain view: one object per view). */
+const withLexicon = new WeakMap<BankView, BankView>();
+
 /**
  * An immutable view of the store at one moment: later adds, deletes, flushes and compactions
  * never show through. It pins the segment files it reads (compaction deletes a retired file
@@ -87,6 +90,8 @@ export class Snapshot {
     readonly state: StoreState,
     readonly model: string,
     readonly dim: number,
+    /** The store's lexical index, carried by every view ({@link BankView.lexicon}). */
+    readonly lexicon?: ViewLexicon,
   ) {
     for (const seg of state.segments) seg.acquire();
   }
@@ -99,7 +104,14 @@ export class Snapshot {
   /** The live memories of `bank` (empty when the bank has none). */
   bank(name: string): BankView {
     if (this.#released) throw new Error('Snapshot.bank: the snapshot was released');
-    return bankView(this.state, name, this.model, this.dim);
+    const view = bankView(this.state, name, this.model, this.dim);
+    if (this.lexicon === undefined) return view;
+    let carried = withLexicon.get(view);
+    if (carried === undefined) {
+      carried = Object.freeze({ ...view, lexicon: this.lexicon });
+      withLexicon.set(view, carried);
+    }
+    return carried;
   }
 
   /** Unpins the segments; the snapshot must not be read afterwards. Idempotent. */

@@ -16,6 +16,8 @@ import type { Recovered } from './recovery.js';
 import { writeSegment } from './segment.js';
 import { Segment, withBatch, type StoreState } from './state.js';
 import type { IndexLink } from '../index/graph/keeper.js';
+import { StoreLexicon } from '../lexical/store-lexicon.js';
+import type { Bm25Language } from '@bfe/scorer';
 import type { EncodedTexts } from '../types.js';
 import { WalWriter, type WalRecord } from './wal.js';
 
@@ -24,6 +26,8 @@ export interface WriterConfig {
   readonly dim: number;
   readonly flushBytes: number;
   readonly compactSegments: number;
+  /** BM25's language of the lexical index. */
+  readonly bm25Language: Bm25Language;
 }
 
 /**
@@ -47,6 +51,8 @@ export class Writer {
   #closing = false;
   /** The attached index (the store's HNSW graphs), told of every applied write. */
   listener: IndexLink | undefined;
+  /** The lexical index (BM25 postings per bank), kept in step with the live memories. */
+  readonly lexicon: StoreLexicon;
 
   constructor(
     readonly dir: string,
@@ -60,6 +66,7 @@ export class Writer {
     this.#checkpointSeq = r.manifest.checkpointSeq;
     this.#nextSegment = r.manifest.nextSegment;
     this.recovery = { ...r.replayed, removed: r.removed };
+    this.lexicon = new StoreLexicon(config.bm25Language, (bank) => this.live.rows(bank));
     for (const b of r.state.memtable) this.#memBytes += bytesOf(b.encoded);
     const banks = new Set([
       ...r.state.segments.map((s) => s.bank),
@@ -118,6 +125,7 @@ export class Writer {
       for (const rows of batches) {
         this.#state = withBatch(this.#state, rows);
         this.live.addRows(rows);
+        this.lexicon.added(rows);
       }
       for (const rows of batches) await this.listener?.applied({ kind: 'add', rows });
       this.#memBytes += bytesOf(encoded);
@@ -138,6 +146,7 @@ export class Writer {
         await this.#wal.append(record);
         this.#state = applyRecord(this.#state, record);
         this.live.remove(bank, deleted);
+        this.lexicon.deleted(bank, deleted);
         await this.listener?.applied({ kind: 'delete', bank, ids: deleted });
       }
       return { deleted, unknown };

@@ -3,7 +3,7 @@ import { ConfigError } from '@bfe/core';
 import { suiteTmpDir } from '@bfe/core/testing';
 import { randomBank, rng } from '@bfe/index/testing';
 import { milvusLiteForTests, startMilvusLite, type MilvusLite } from '@bfe/index-milvus/testing';
-import { SparseScorer, groupByCandidates, rankSystems } from '@bfe/scorer';
+import { SparseScorer, groupByCandidates, normalizeHybridWeights, rankSystems } from '@bfe/scorer';
 import { milvusIndexFactory, type MilvusIndexFactory } from '../index/milvus-index.js';
 import { renderEvidence } from './render.js';
 import {
@@ -24,6 +24,11 @@ const python = await milvusLiteForTests();
 const INDEXES = python === undefined ? (['exact'] as const) : (['exact', 'milvus'] as const);
 
 const DIM = 12;
+/** The memories' words (texts of 1–8 of them, seeded) and the query's text, for BM25. */
+const WORDS = ['grey', 'cat', 'sofa', 'marathon', 'autumn', 'nurse', 'porto', 'lisbon', 'bob'];
+const QUERY_TEXT = 'grey cat on the grey sofa in porto';
+/** The experiments' predeclared hybrid weights, `{1, 1, 1}` scaled onto the simplex. */
+const THIRDS = normalizeHybridWeights({ pooled: 1, sparse: 1, bm25: 1 });
 
 function view(seed: number, rows: number): BankView {
   const random = rng(seed);
@@ -34,7 +39,12 @@ function view(seed: number, rows: number): BankView {
     model: 'test-model',
     dim: DIM,
     ids: Array.from({ length: rows }, (_, i) => `m${i}`),
-    texts: Array.from({ length: rows }, (_, i) => `memory ${i}`),
+    texts: Array.from({ length: rows }, () =>
+      Array.from(
+        { length: 1 + Math.floor(random() * 8) },
+        () => WORDS[Math.floor(random() * 9)],
+      ).join(' '),
+    ),
     metas: Array.from({ length: rows }, (_, i) => (i % 2 === 0 ? { i } : undefined)),
     pooled: bank.pooled,
     tokenOffsets: bank.tokenOffsets,
@@ -84,7 +94,12 @@ describe.each(INDEXES)('searchView (index: %s)', (backend) => {
     options: SearchOptions,
     s: SparseScorer,
   ): Promise<SearchResult[]> =>
-    search(view, query, { ...options, ...(index === undefined ? {} : { index }) }, s);
+    search(
+      view,
+      query,
+      { queryText: QUERY_TEXT, ...options, ...(index === undefined ? {} : { index }) },
+      s,
+    );
 
   const v = view(1, 40);
   const q = query(2, 5);
@@ -92,7 +107,9 @@ describe.each(INDEXES)('searchView (index: %s)', (backend) => {
   it('ranks every system exactly as the experiment’s rankSystems does', async () => {
     const memories = { ...v, ids: v.ids };
     const queries = { ...q, ids: ['query'] };
-    const groups = groupByCandidates({ ids: v.ids }, [{ id: 'query', candidateIds: v.ids }]);
+    const groups = groupByCandidates({ ids: v.ids }, [
+      { id: 'query', candidateIds: v.ids, text: QUERY_TEXT },
+    ]);
     for (const tokenK of [3, 64]) {
       const ranked = await rankSystems(scorer, {
         memories,
@@ -102,6 +119,8 @@ describe.each(INDEXES)('searchView (index: %s)', (backend) => {
         k: tokenK,
         alpha: 0.5,
         top: v.ids.length,
+        memoryTexts: v.texts,
+        hybrid: { weights: THIRDS },
       });
       for (const system of SEARCH_SYSTEMS) {
         const results = await searchView(v, q, { k: 40, system, tokenK, tokenText }, scorer);
@@ -154,7 +173,10 @@ describe.each(INDEXES)('searchView (index: %s)', (backend) => {
       for (const r of results) {
         const e = r.evidence!;
         expect(e.system).toBe(system);
-        expect(Math.abs(e.pooledPart + e.sparsePart - r.score)).toBeLessThanOrEqual(1e-12);
+        expect(e.bm25 === undefined).toBe(system !== 'hybrid');
+        // hybrid's parts are summed in fuseHybrid's order: its score exactly.
+        if (e.bm25 !== undefined) expect(e.pooledPart + e.sparsePart + e.bm25.part).toBe(r.score);
+        else expect(Math.abs(e.pooledPart + e.sparsePart - r.score)).toBeLessThanOrEqual(1e-12);
         if (system === 'pooled') {
           expect(e.tokens).toEqual([]);
           expect(r.score).toBe(r.pooled);
@@ -195,7 +217,8 @@ describe.each(INDEXES)('searchView (index: %s)', (backend) => {
       tokenPositions: new Int32Array(0),
     };
     const pooled = await searchView(v, empty, { k: 40, system: 'pooled' }, scorer);
-    for (const system of SEARCH_SYSTEMS) {
+    // Except hybrid, whose BM25 branch still reads the query's text (checked below).
+    for (const system of SEARCH_SYSTEMS.filter((x) => x !== 'hybrid')) {
       const results = await searchView(v, empty, { k: 40, system }, scorer);
       expect(results.map((r) => r.id)).toEqual(pooled.map((r) => r.id));
       for (const r of results) {
@@ -204,6 +227,24 @@ describe.each(INDEXES)('searchView (index: %s)', (backend) => {
       }
     }
     expect(renderEvidence(pooled.slice(0, 1))).toMatch(/no content tokens/);
+    // hybrid: z(sparse) is 0 for every memory, pooled and BM25 decide, as in the experiment.
+    const ranked = await rankSystems(scorer, {
+      memories: { ...v, ids: v.ids },
+      queries: { ...empty, ids: ['query'] },
+      groups: groupByCandidates({ ids: v.ids }, [
+        { id: 'query', candidateIds: v.ids, text: QUERY_TEXT },
+      ]),
+      systems: ['hybrid'],
+      k: 64,
+      alpha: 0.5,
+      top: 40,
+      memoryTexts: v.texts,
+      hybrid: { weights: THIRDS },
+    });
+    const hybrid = await searchView(v, empty, { k: 40, system: 'hybrid' }, scorer);
+    expect(hybrid.map((r) => r.id)).toEqual(ranked.systems.get('hybrid')!.get('query'));
+    expect(hybrid.map((r) => r.id)).not.toEqual(pooled.map((r) => r.id));
+    for (const r of hybrid) expect([r.evidence!.tokens, r.evidence!.sparsePart]).toEqual([[], 0]);
   });
 
   it('applies an adapter to the query tokens only: the pooled side is unchanged', async () => {

@@ -20,6 +20,7 @@ import {
   type SystemName,
   type TokenEvidence,
 } from '@bfe/scorer';
+import { hybridEvidence, hybridPass, type Bm25Evidence } from './search-hybrid.js';
 import { remoteBests } from './search-bests.js';
 import {
   candidateRank,
@@ -49,12 +50,15 @@ const MATCHING: Readonly<Record<SearchSystem, { matching: EvidenceMatching; fuse
   pooled: { matching: 'none', fused: true },
   maxsim: { matching: 'maxsim', fused: false },
   'maxsim-fusion': { matching: 'maxsim', fused: true },
+  // The sparse branch of hybrid is the tail-floor one; the fusion adds BM25 (search-hybrid.ts).
+  hybrid: { matching: 'tail', fused: true },
 };
 
 /** The systems an adapter may change: those of the experiment's adapted pass (METHOD.md §4). */
 const ADAPTABLE: ReadonlySet<SearchSystem> = new Set(['sparse-fusion', 'no-fusion', 'zero-floor']);
 
 const scorerDefaults = parseScoreOptions({});
+const weightSchema = z.number().min(0).max(1e6);
 const isFunction = (v: unknown): boolean => typeof v === 'function';
 const isAdapter = (v: unknown): boolean => {
   const a = v as Partial<AdapterParams> | null;
@@ -91,6 +95,19 @@ export const searchOptionsSchema = z
     index: z.custom<TokenIndexFactory>(isFunction, 'a function').optional(),
     /** Token interventions on one memory (Appendix D): see `searchViewWithInterventions`. */
     interventions: interventionsOptionSchema.optional(),
+    /** `hybrid`: the query's text, which BM25 reads (`MemoryStore.search` passes its query). */
+    queryText: z.string().optional(),
+    /** `hybrid`: the branches' weights (≥ 0, scaled to sum 1); default thirds. */
+    weights: z
+      .strictObject({ pooled: weightSchema, sparse: weightSchema, bm25: weightSchema })
+      .refine((w) => w.pooled + w.sparse + w.bm25 > 0, 'the weights must not all be 0')
+      .optional(),
+    /** `hybrid`: BM25's language for a view without a store lexicon (default `none`). */
+    bm25Language: z.enum(['english', 'none']).optional(),
+  })
+  .refine((o) => o.weights === undefined || o.system === 'hybrid', {
+    message: 'weights are the hybrid system’s',
+    path: ['weights'],
   })
   .refine((o) => o.adapter === undefined || ADAPTABLE.has(o.system), {
     message: `an adapter changes only the sparse systems: ${[...ADAPTABLE].join(', ')}`,
@@ -139,6 +156,12 @@ export interface EvidenceToken extends TokenEvidence {
 export interface SearchEvidence extends Omit<MemoryEvidence, 'tokens' | 'candidate' | 'memoryRow'> {
   readonly system: SearchSystem;
   readonly tokens: readonly EvidenceToken[];
+  /**
+   * `hybrid` only: the BM25 branch (score, z, part, the query terms it matched); then `alpha`
+   * is the pooled weight, `sparsePart` `w.sparse·z(sparse)`, and
+   * `pooledPart + sparsePart + bm25.part = score`.
+   */
+  readonly bm25?: Bm25Evidence;
 }
 
 /** One ranked memory. */
@@ -261,7 +284,8 @@ export async function searchViewWithInterventions(
     },
   );
   const s = scores!;
-  const values = s.systems[system.scores as SystemName]!;
+  const hybrid = opts.system === 'hybrid' ? hybridPass(view, s, opts) : undefined;
+  const values = hybrid?.scores ?? s.systems[system.scores as SystemName]!;
   const ranked = rankCandidates(s.candidates, values, ties);
   const top = Array.from(ranked.order.subarray(0, Math.min(opts.k, ranked.order.length)));
   const { matching, fused } = MATCHING[opts.system];
@@ -298,7 +322,11 @@ export async function searchViewWithInterventions(
     );
   const results = top.map((g, i) => {
     const row = s.candidates[g]!;
-    const e = evidence?.[i];
+    const explained = evidence?.[i];
+    const e =
+      hybrid === undefined || explained === undefined
+        ? explained
+        : hybridEvidence(explained, hybrid, view.ids[row]!);
     return {
       id: view.ids[row]!,
       rank: i + 1,
@@ -315,7 +343,7 @@ export async function searchViewWithInterventions(
 }
 
 function withPieces(
-  e: MemoryEvidence,
+  e: MemoryEvidence & { readonly bm25?: Bm25Evidence },
   opts: ResolvedSearchOptions,
   view: BankView,
   query: EncodedTexts,
@@ -364,5 +392,6 @@ function withPieces(
     score: e.score + 0,
     system: opts.system,
     tokens,
+    ...(e.bm25 === undefined ? {} : { bm25: e.bm25 }),
   };
 }

@@ -1,7 +1,7 @@
 /**
- * The systems a search ranks with: the experiment's training-free token systems (METHOD.md §6).
- * A module of its own (no imports), so the wire format (`wire.ts`, `@bfe/store/wire`) loads
- * without the scorer.
+ * The systems a search ranks with: the experiment's training-free token systems (METHOD.md §6)
+ * and `hybrid` (§8: pooled, sparse and BM25 fused). A module of its own (no imports), so the
+ * wire format (`wire.ts`, `@bfe/store/wire`) loads without the scorer.
  */
 export const SEARCH_SYSTEMS = [
   'sparse-fusion',
@@ -10,6 +10,7 @@ export const SEARCH_SYSTEMS = [
   'zero-floor',
   'maxsim',
   'maxsim-fusion',
+  'hybrid',
 ] as const;
 
 /** A system of {@link SEARCH_SYSTEMS}. */

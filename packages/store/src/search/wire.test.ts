@@ -43,11 +43,21 @@ describe('the search wire format', () => {
         const { results } = await searchViewWithInterventions(
           v,
           q,
-          { system, k: ROWS, tokenK: 8, ...(tokenText === undefined ? {} : { tokenText }) },
+          {
+            system,
+            k: ROWS,
+            tokenK: 8,
+            queryText: 'memory 3 and memory 3',
+            ...(tokenText === undefined ? {} : { tokenText }),
+          },
           scorer,
         );
         const back = overTheWire({ results: results.map(searchResultToJson) });
         expect(back.results.map(searchResultFromJson)).toStrictEqual(results);
+        // hybrid's BM25 branch travels too (the query's words are in some memories).
+        const bm25 = results.map((r) => r.evidence!.bm25);
+        expect(bm25.every((b) => (b === undefined) === (system !== 'hybrid'))).toBe(true);
+        if (system === 'hybrid') expect(bm25.some((b) => b!.terms.length === 2)).toBe(true);
         if (system === 'sparse-fusion') {
           // The floored path (NaN ↔ null) and unnamed pieces (undefined ↔ null) are exercised.
           const tokens = results.flatMap((r) => r.evidence!.tokens);

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { MemoryMeta } from '../types.js';
 import type { SearchInterventions } from './search-interventions.js';
 import type { EvidenceToken, SearchEvidence, SearchResult } from './search.js';
+import type { Bm25Evidence } from './search-hybrid.js';
 import { SEARCH_SYSTEMS } from './systems.js';
 
 /**
@@ -48,6 +49,31 @@ export const evidenceTokenJsonSchema = z
   })
   .meta({ id: 'EvidenceToken' });
 
+/** `hybrid`'s BM25 branch of a result (METHOD.md §8): its score, z, part, and matched terms. */
+export const bm25EvidenceJsonSchema = z
+  .strictObject({
+    weights: z.strictObject({ pooled: z.number(), sparse: z.number(), bm25: z.number() }),
+    language: z.enum(['english', 'none']),
+    score: z.number().describe('the memory’s BM25 score (IDF and average length over the bank)'),
+    z: z.number(),
+    part: z.number().describe('weights.bm25 · z'),
+    length: z.number().int(),
+    averageLength: z.number(),
+    documents: z.number().int(),
+    terms: z.array(
+      z.strictObject({
+        term: z.string(),
+        queryCount: z.number().int(),
+        tf: z.number().int(),
+        df: z.number().int(),
+        idf: z.number(),
+        weight: z.number(),
+        contribution: z.number(),
+      }),
+    ),
+  })
+  .meta({ id: 'Bm25Evidence' });
+
 /** A result's evidence: its token evidence and the fused decomposition (METHOD.md §3). */
 export const evidenceJsonSchema = z
   .strictObject({
@@ -64,6 +90,9 @@ export const evidenceJsonSchema = z
     pooledPart: z.number(),
     sparsePart: z.number(),
     score: z.number(),
+    bm25: bm25EvidenceJsonSchema
+      .optional()
+      .describe('hybrid: the BM25 branch; then score = pooledPart + sparsePart + bm25.part'),
   })
   .meta({ id: 'Evidence' });
 
@@ -161,6 +190,31 @@ function evidenceToJson(e: SearchEvidence): EvidenceJson {
     pooledPart: e.pooledPart,
     sparsePart: e.sparsePart,
     score: e.score,
+    ...(e.bm25 === undefined ? {} : { bm25: bm25Copy(e.bm25) }),
+  };
+}
+
+/** The BM25 branch field by field (the same shape in process and as JSON). */
+function bm25Copy(b: Bm25Evidence): z.output<typeof bm25EvidenceJsonSchema> {
+  const { pooled, sparse, bm25 } = b.weights;
+  return {
+    weights: { pooled, sparse, bm25 },
+    language: b.language,
+    score: b.score,
+    z: b.z,
+    part: b.part,
+    length: b.length,
+    averageLength: b.averageLength,
+    documents: b.documents,
+    terms: b.terms.map((t) => ({
+      term: t.term,
+      queryCount: t.queryCount,
+      tf: t.tf,
+      df: t.df,
+      idf: t.idf,
+      weight: t.weight,
+      contribution: t.contribution,
+    })),
   };
 }
 
@@ -197,6 +251,7 @@ function evidenceFromJson(e: EvidenceJson): SearchEvidence {
     pooledPart: e.pooledPart,
     sparsePart: e.sparsePart,
     score: e.score,
+    ...(e.bm25 === undefined ? {} : { bm25: bm25Copy(e.bm25) }),
   };
 }
 
