@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
@@ -22,6 +23,7 @@ export const sharedDataDir = join(repoRoot, 'node_modules', '.cache', 'bfe-test-
  */
 export default async function setup(project: TestProject): Promise<void> {
   const mirror = testDataMirror();
+  assertRequiredMirror(mirror);
   if (mirror === undefined) return;
   await mkdir(sharedDataDir, { recursive: true });
   await withLock(join(sharedDataDir, '.lock'), async () => {
@@ -32,6 +34,20 @@ export default async function setup(project: TestProject): Promise<void> {
     }
   });
   project.provide('bfeDataDir', sharedDataDir);
+}
+
+/**
+ * With BFE_REQUIRE_DATA=1 (CI) the mirror must be there: its absence is one error naming the
+ * path (or the unset variable) before any test, instead of every real-data test skipping.
+ */
+export function assertRequiredMirror(mirror: string | undefined): void {
+  if (process.env.BFE_REQUIRE_DATA !== '1') return;
+  if (mirror === undefined) {
+    throw new Error('BFE_REQUIRE_DATA=1 but BFE_DATA_MIRROR is not set: name the benchmark mirror');
+  }
+  if (!existsSync(mirror)) {
+    throw new Error(`BFE_REQUIRE_DATA=1 but the benchmark mirror ${mirror} does not exist`);
+  }
 }
 
 /** Runs `fn` holding a directory lock; waits for a live holder, takes over from a dead one. */

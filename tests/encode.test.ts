@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { suiteTmpDir, tmpDir } from '@bfe/core/testing';
 import { openBank } from '@bfe/encoder';
-import { mirror, repoRoot, runBfe } from './helpers.ts';
+import { mirror, repoRoot, requireData, requireModel, runBfe } from './helpers.ts';
 import { writeTinyModelSource } from '@bfe/encoder/testing';
 
 const tmp = (): string => tmpDir('bfe-e2e-');
@@ -82,7 +82,7 @@ const modelCache =
 const hasModel = existsSync(join(modelCache, 'all-minilm-l6-v2', 'bfe-model.json'));
 
 // The real encoder pass over LoCoMo: needs the model (`bfe model fetch`) and BFE_DATA_MIRROR.
-describe.skipIf(!hasModel || mirror === undefined)(
+describe.skipIf((!hasModel && !requireModel) || (mirror === undefined && !requireData))(
   'bfe encode --dataset locomo (needs the model and BFE_DATA_MIRROR)',
   () => {
     const suiteRoot = suiteTmpDir('bfe-encode-');

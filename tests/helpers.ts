@@ -10,6 +10,13 @@ export const mirror = process.env.BFE_DATA_MIRROR
   ? resolve(repoRoot, process.env.BFE_DATA_MIRROR)
   : undefined;
 
+/**
+ * CI sets BFE_REQUIRE_DATA=1 and BFE_REQUIRE_MODEL=1: a test that needs the mirror or the model
+ * then runs, and fails without it, instead of skipping.
+ */
+export const requireData = process.env.BFE_REQUIRE_DATA === '1';
+export const requireModel = process.env.BFE_REQUIRE_MODEL === '1';
+
 export interface CliResult {
   readonly code: number | null;
   readonly stdout: string;

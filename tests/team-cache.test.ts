@@ -17,7 +17,7 @@ import {
   startCacheServer,
   type TestCacheServer,
 } from '../apps/runner/src/cache/testing/cache-server.ts';
-import { mirror, repoRoot } from './helpers.ts';
+import { mirror, repoRoot, requireData, requireModel } from './helpers.ts';
 
 // One team cache, two fresh clones (issue 18, "One team cache"): clone A, with empty local
 // caches, runs the LoCoMo experiment and a build through turbo and uploads everything;
@@ -32,8 +32,6 @@ import { mirror, repoRoot } from './helpers.ts';
 // (locomo-minilm-smoke.yaml): apps/runner/README.md, "Team cache".
 
 const hasModel = existsSync(join(resolveModelDir('all-minilm-l6-v2'), 'bfe-model.json'));
-/** CI sets BFE_REQUIRE_MODEL=1: a missing model or mirror then fails instead of skipping. */
-const required = process.env.BFE_REQUIRE_MODEL === '1';
 /** The experiment both clones run: its config, its turbo task and its runs folder. */
 const PRESET = {
   config: 'configs/experiments/locomo-minilm.yaml',
@@ -157,7 +155,7 @@ function resultsIn(dir: string, runDir?: string): Buffer {
 const root = suiteTmpDir('bfe-team-cache-e2e-');
 let server: TestCacheServer;
 
-describe.skipIf((mirror === undefined || !hasModel) && !required)(
+describe.skipIf((mirror === undefined && !requireData) || (!hasModel && !requireModel))(
   'one team cache: two fresh clones, one server (real LoCoMo, MiniLM)',
   () => {
     beforeAll(async () => {

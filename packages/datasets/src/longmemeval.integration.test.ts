@@ -10,6 +10,8 @@ import { parseLongMemEval } from './longmemeval.js';
 // The unpacked files, verified and unpacked from BFE_DATA_MIRROR once per run by the global
 // setup (configs/vitest.data-setup.ts): unpacking LongMemEval S alone takes seconds of CPU.
 const dataDir = sharedDataDir();
+/** CI sets BFE_REQUIRE_DATA=1: a missing mirror then fails instead of skipping. */
+const requireData = process.env.BFE_REQUIRE_DATA === '1';
 
 /** Reads an unpacked official file; the source is its name and the SHA-256 of what was read. */
 async function readJson(name: string): Promise<{ raw: unknown; source: SourceFile }> {
@@ -36,95 +38,100 @@ function expectConsistent(d: LoadedDataset): void {
   }
 }
 
-describe.skipIf(dataDir === undefined)('LongMemEval S real file (needs BFE_DATA_MIRROR)', () => {
-  let raw: unknown;
-  let source: SourceFile;
-  const load = (options: LongMemEvalOptionsInput): LoadedDataset =>
-    parseLongMemEval(raw, longMemEvalOptionsSchema.parse(options), source, 'longmemeval-s');
-  beforeAll(async () => {
-    ({ raw, source } = await readJson('longmemeval_s_cleaned.partial498.json'));
-  });
-
-  it('is the pinned file', () => {
-    expect(source.sha256).toBe('f670478b0c3bc88a46f0c42a46859b644a429e90cae484dfcec5477f541c7f5b');
-  });
-
-  it('official protocol: 418 queries, 792 qrels, 16,503 session memories', () => {
-    const d = load({});
-    expect(d.benchmark.queries).toHaveLength(418);
-    expect(d.labels.pairCount).toBe(792);
-    // Binary qrels: @bfe/eval's graded NDCG leaves LongMemEval's numbers as they were.
-    expect(d.labels.toRows().every(([, , grade]) => grade === 1)).toBe(true);
-    expect(d.benchmark.memories).toHaveLength(16503);
-    expect(perType(d)).toEqual({
-      'single-session-user': 64,
-      'single-session-assistant': 5,
-      'single-session-preference': 30,
-      'multi-session': 121,
-      'knowledge-update': 72,
-      'temporal-reasoning': 126,
+describe.skipIf(dataDir === undefined && !requireData)(
+  'LongMemEval S real file (needs BFE_DATA_MIRROR)',
+  () => {
+    let raw: unknown;
+    let source: SourceFile;
+    const load = (options: LongMemEvalOptionsInput): LoadedDataset =>
+      parseLongMemEval(raw, longMemEvalOptionsSchema.parse(options), source, 'longmemeval-s');
+    beforeAll(async () => {
+      ({ raw, source } = await readJson('longmemeval_s_cleaned.partial498.json'));
     });
-    const report = d.report.toJSON();
-    expect(report.issues).toBe(0);
-    // 19,133 distinct sessions = 16,503 memories + 48 empty + 2,582 outside kept haystacks.
-    expect(report.dropped).toEqual({
-      'empty-text': 48,
-      abstention: 30,
-      'assistant-evidence-only': 50,
-      'not-in-kept-haystack': 2582,
+
+    it('is the pinned file', () => {
+      expect(source.sha256).toBe(
+        'f670478b0c3bc88a46f0c42a46859b644a429e90cae484dfcec5477f541c7f5b',
+      );
     });
-    expect(report.repaired).toEqual({ 'duplicate-haystack-session': 12 });
-    expect(report.unresolved).toEqual({});
-    expectConsistent(d);
-  });
 
-  it("'answer-session-ids': 468 queries, 887 qrels, 18,125 memories", () => {
-    const d = load({ relevance: 'answer-session-ids' });
-    expect(d.benchmark.queries).toHaveLength(468);
-    expect(d.labels.pairCount).toBe(887);
-    expect(d.benchmark.memories).toHaveLength(18125);
-    expect(perType(d)['single-session-assistant']).toBe(55);
-    expect(d.report.toJSON().dropped).toEqual({
-      'empty-text': 48,
-      abstention: 30,
-      'not-in-kept-haystack': 960,
+    it('official protocol: 418 queries, 792 qrels, 16,503 session memories', () => {
+      const d = load({});
+      expect(d.benchmark.queries).toHaveLength(418);
+      expect(d.labels.pairCount).toBe(792);
+      // Binary qrels: @bfe/eval's graded NDCG leaves LongMemEval's numbers as they were.
+      expect(d.labels.toRows().every(([, , grade]) => grade === 1)).toBe(true);
+      expect(d.benchmark.memories).toHaveLength(16503);
+      expect(perType(d)).toEqual({
+        'single-session-user': 64,
+        'single-session-assistant': 5,
+        'single-session-preference': 30,
+        'multi-session': 121,
+        'knowledge-update': 72,
+        'temporal-reasoning': 126,
+      });
+      const report = d.report.toJSON();
+      expect(report.issues).toBe(0);
+      // 19,133 distinct sessions = 16,503 memories + 48 empty + 2,582 outside kept haystacks.
+      expect(report.dropped).toEqual({
+        'empty-text': 48,
+        abstention: 30,
+        'assistant-evidence-only': 50,
+        'not-in-kept-haystack': 2582,
+      });
+      expect(report.repaired).toEqual({ 'duplicate-haystack-session': 12 });
+      expect(report.unresolved).toEqual({});
+      expectConsistent(d);
     });
-    expectConsistent(d);
-  });
 
-  it("protocol 'paper': 468 queries (every non-abstention one), whole sessions, 887 qrels", () => {
-    const d = load({ protocol: 'paper' });
-    expect(d.benchmark.queries).toHaveLength(468);
-    expect(d.labels.pairCount).toBe(887);
-    expect(d.benchmark.memories).toHaveLength(18173);
-    expect(perType(d)['single-session-assistant']).toBe(55);
-    expect(d.benchmark.memories.every((m) => m.text.startsWith('user: '))).toBe(false);
-    expect(d.benchmark.memories.some((m) => m.text.includes('\nassistant: '))).toBe(true);
-    // 498 questions = 468 kept + 30 abstention; nothing else is dropped or unresolved.
-    const report = d.report.toJSON();
-    expect(report.dropped).toEqual({ abstention: 30, 'not-in-kept-haystack': 960 });
-    expect(report.unresolved).toEqual({});
-    expect(report.issues).toBe(0);
-    expectConsistent(d);
-    // The 50 questions LongMemEval's own protocol drops are the ones whose has_answer turns are
-    // all assistant turns; all are single-session-assistant.
-    const own = load({});
-    const dropped = own.report.toJSON().details.dropped['assistant-evidence-only'] ?? [];
-    const kept = new Set(own.benchmark.queries.map((q) => q.id));
-    const extra = d.benchmark.queries.filter((q) => !kept.has(q.id));
-    expect(extra.map((q) => q.id).sort()).toEqual(dropped.map((x) => x.id).sort());
-    expect(new Set(extra.map((q) => q.category))).toEqual(new Set(['single-session-assistant']));
-  });
+    it("'answer-session-ids': 468 queries, 887 qrels, 18,125 memories", () => {
+      const d = load({ relevance: 'answer-session-ids' });
+      expect(d.benchmark.queries).toHaveLength(468);
+      expect(d.labels.pairCount).toBe(887);
+      expect(d.benchmark.memories).toHaveLength(18125);
+      expect(perType(d)['single-session-assistant']).toBe(55);
+      expect(d.report.toJSON().dropped).toEqual({
+        'empty-text': 48,
+        abstention: 30,
+        'not-in-kept-haystack': 960,
+      });
+      expectConsistent(d);
+    });
 
-  it("'all-turns' keeps the 42 sessions that have no user text", () => {
-    const d = load({ textPolicy: 'all-turns' });
-    expect(d.benchmark.queries).toHaveLength(418);
-    expect(d.benchmark.memories).toHaveLength(16545);
-    expect(d.report.droppedCount('empty-text')).toBe(0);
-  });
-});
+    it("protocol 'paper': 468 queries (every non-abstention one), whole sessions, 887 qrels", () => {
+      const d = load({ protocol: 'paper' });
+      expect(d.benchmark.queries).toHaveLength(468);
+      expect(d.labels.pairCount).toBe(887);
+      expect(d.benchmark.memories).toHaveLength(18173);
+      expect(perType(d)['single-session-assistant']).toBe(55);
+      expect(d.benchmark.memories.every((m) => m.text.startsWith('user: '))).toBe(false);
+      expect(d.benchmark.memories.some((m) => m.text.includes('\nassistant: '))).toBe(true);
+      // 498 questions = 468 kept + 30 abstention; nothing else is dropped or unresolved.
+      const report = d.report.toJSON();
+      expect(report.dropped).toEqual({ abstention: 30, 'not-in-kept-haystack': 960 });
+      expect(report.unresolved).toEqual({});
+      expect(report.issues).toBe(0);
+      expectConsistent(d);
+      // The 50 questions LongMemEval's own protocol drops are the ones whose has_answer turns are
+      // all assistant turns; all are single-session-assistant.
+      const own = load({});
+      const dropped = own.report.toJSON().details.dropped['assistant-evidence-only'] ?? [];
+      const kept = new Set(own.benchmark.queries.map((q) => q.id));
+      const extra = d.benchmark.queries.filter((q) => !kept.has(q.id));
+      expect(extra.map((q) => q.id).sort()).toEqual(dropped.map((x) => x.id).sort());
+      expect(new Set(extra.map((q) => q.category))).toEqual(new Set(['single-session-assistant']));
+    });
 
-describe.skipIf(dataDir === undefined)(
+    it("'all-turns' keeps the 42 sessions that have no user text", () => {
+      const d = load({ textPolicy: 'all-turns' });
+      expect(d.benchmark.queries).toHaveLength(418);
+      expect(d.benchmark.memories).toHaveLength(16545);
+      expect(d.report.droppedCount('empty-text')).toBe(0);
+    });
+  },
+);
+
+describe.skipIf(dataDir === undefined && !requireData)(
   'LongMemEval oracle real file (needs BFE_DATA_MIRROR)',
   () => {
     let raw: unknown;

@@ -22,6 +22,8 @@ const unavailable = await webgpuProbe();
 /** CI sets BFE_REQUIRE_WEBGPU=1: a missing adapter is then a failure, not a skip. */
 const required = process.env.BFE_REQUIRE_WEBGPU === '1';
 const modelDir = resolveModelDir('all-minilm-l6-v2');
+/** CI sets BFE_REQUIRE_MODEL=1: a missing model then fails instead of skipping. */
+const requireModel = process.env.BFE_REQUIRE_MODEL === '1';
 
 describe.skipIf(unavailable !== undefined && !required)(
   'WebGPU execution provider (needs a WebGPU adapter: lavapipe from Mesa 25)',
@@ -42,7 +44,7 @@ describe.skipIf(unavailable !== undefined && !required)(
       expect(results[1]).toEqual(results[0]);
     });
 
-    it.skipIf(!existsSync(join(modelDir, 'bfe-model.json')))(
+    it.skipIf(!existsSync(join(modelDir, 'bfe-model.json')) && !requireModel)(
       'encodes MiniLM pooled vectors equal to the CPU path (cosine ≥ 0.99999; needs the model)',
       async () => {
         const fixture = JSON.parse(
