@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // Runs every vitest project once and ends with the plain line CI reads:
-// `N passed, N failed, N skipped`. The exit code is vitest's.
+// `N passed, N failed, N skipped`. The exit code is vitest's, else 1 when a test skipped that
+// README.md's list of skips does not allow here (tools/check-skips.mjs --report).
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -12,7 +13,17 @@ const out = join(outDir, 'vitest.json');
 mkdirSync(outDir, { recursive: true });
 rmSync(out, { force: true });
 
-if (!process.env.BFE_DATA_MIRROR) {
+// BFE_REQUIRE_DATA=1 (CI): a missing mirror is this one failure, naming it, before any test.
+if (process.env.BFE_REQUIRE_DATA === '1') {
+  const mirror = process.env.BFE_DATA_MIRROR ? resolve(root, process.env.BFE_DATA_MIRROR) : '';
+  if (mirror === '' || !existsSync(mirror)) {
+    console.error(
+      `BFE_REQUIRE_DATA=1 but the benchmark mirror ${mirror || '(BFE_DATA_MIRROR unset)'} does not exist: the real-data tests cannot run.`,
+    );
+    process.exit(1);
+  }
+  console.log(`data mirror required: ${mirror}`);
+} else if (!process.env.BFE_DATA_MIRROR) {
   console.log(
     'note: BFE_DATA_MIRROR is not set: the tests that read the real benchmark files are skipped (and counted as skipped).',
   );
@@ -44,4 +55,10 @@ try {
   failed = Math.max(1, failed);
 }
 console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
-process.exit(r.status ?? 1);
+// A skipped test must be listed in the README, and not skip where its row's variables are set.
+const skips = spawnSync(process.execPath, [join(root, 'tools/check-skips.mjs'), '--report', out], {
+  cwd: root,
+  stdio: 'inherit',
+});
+const code = r.status ?? 1;
+process.exit(code !== 0 ? code : (skips.status ?? 1));
