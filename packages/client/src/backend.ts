@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { MemoryStore, SearchResult, SearchSystem } from '@bfe/store';
 import { HttpBackend, httpOptionsSchema, type HttpOptions } from './http.js';
-import type { SearchBackend, SearchQuery } from './types.js';
+import type { HybridWeights, SearchBackend, SearchQuery } from './types.js';
 
 /** What the in-process backend needs of a store: its `search` (a `MemoryStore` has it). */
 export type StoreLike = Pick<MemoryStore, 'search'>;
@@ -16,12 +16,13 @@ export type StoreLike = Pick<MemoryStore, 'search'>;
  */
 export function storeBackend(store: StoreLike): SearchBackend {
   return {
-    search: ({ bank, query, k, system }) =>
+    search: ({ bank, query, k, system, weights }) =>
       store.search({
         bank,
         query,
         ...(k === undefined ? {} : { k }),
         ...(system === undefined ? {} : { system }),
+        ...(weights === undefined ? {} : { weights }),
       }),
   };
 }
@@ -42,6 +43,8 @@ export const retrieverOptionsSchema = z.object({
   k: z.number().int().min(1).optional(),
   /** Checked by the store (or the service): one list of systems, in `@bfe/store`. */
   system: z.string().min(1).optional(),
+  /** `hybrid`'s weights; checked by the store (or the service) too. */
+  weights: z.strictObject({ pooled: z.number(), sparse: z.number(), bm25: z.number() }).optional(),
 });
 
 /** A retriever's settings: the bank, `k`, `system`, and a store or the service's address. */
@@ -49,6 +52,8 @@ export type RetrieverOptions = {
   readonly bank: string;
   readonly k?: number | undefined;
   readonly system?: SearchSystem | undefined;
+  /** `hybrid`'s branch weights (≥ 0, scaled to sum 1); the store's thirds when absent. */
+  readonly weights?: HybridWeights | undefined;
 } & BackendOptions;
 
 /**
@@ -74,10 +79,15 @@ export function openBackend(options: RetrieverOptions): {
     throw new Error(`retriever options: ${errors.map((e) => z.prettifyError(e)).join('\n')}`);
   }
   const backend = hasStore ? storeBackend(options.store) : new HttpBackend(options as HttpOptions);
-  const { bank, k, system } = options;
+  const { bank, k, system, weights } = options;
   return {
     backend,
-    query: { bank, ...(k === undefined ? {} : { k }), ...(system === undefined ? {} : { system }) },
+    query: {
+      bank,
+      ...(k === undefined ? {} : { k }),
+      ...(system === undefined ? {} : { system }),
+      ...(weights === undefined ? {} : { weights }),
+    },
   };
 }
 

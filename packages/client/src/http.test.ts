@@ -50,6 +50,26 @@ describe('HttpBackend against the stub of the documented contract', () => {
     }
   });
 
+  it('passes hybrid and its weights: the same results as in process, BM25 evidence included', async () => {
+    const store = await openFixtureStore();
+    const stub = await startStubServer({ store });
+    try {
+      const weights = { pooled: 0, sparse: 1, bm25: 3 };
+      const query = { bank: 'alice', query: 'grey cat sofa', k: 4, system: 'hybrid' as const };
+      const local = await storeBackend(store).search({ ...query, weights });
+      const remote = await new HttpBackend({ url: stub.url }).search({ ...query, weights });
+      expect(remote).toStrictEqual(local);
+      expect(local[0]?.evidence?.bm25?.weights).toEqual({ pooled: 0, sparse: 0.25, bm25: 0.75 });
+      expect(local[0]?.evidence?.bm25?.terms.length).toBeGreaterThan(0);
+      // The weights reach the store: thirds (the default) rank and score otherwise.
+      const thirds = await new HttpBackend({ url: stub.url }).search(query);
+      expect(thirds.map((r) => r.score)).not.toEqual(remote.map((r) => r.score));
+    } finally {
+      await stub.close();
+      await store.close();
+    }
+  });
+
   it('encodes the bank into the path', async () => {
     const store = await openFixtureStore();
     const stub = await startStubServer({ store });

@@ -8,6 +8,15 @@ export interface SearchQuery {
   readonly k?: number;
   /** One of the store's systems (`@bfe/store`'s `SEARCH_SYSTEMS`); `sparse-fusion` when absent. */
   readonly system?: SearchSystem;
+  /** `hybrid`'s branch weights (≥ 0, scaled to sum 1); the store's thirds when absent. */
+  readonly weights?: HybridWeights;
+}
+
+/** `hybrid`'s weights of the pooled, sparse and BM25 branches (METHOD.md §8). */
+export interface HybridWeights {
+  readonly pooled: number;
+  readonly sparse: number;
+  readonly bm25: number;
 }
 
 /**

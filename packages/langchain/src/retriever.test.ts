@@ -63,6 +63,33 @@ describe('BfeRetriever in process', () => {
     }
   });
 
+  it('searches with hybrid and its weights: BM25 evidence on each Document', async () => {
+    const store = await openFixtureStore();
+    try {
+      const weights = { pooled: 1, sparse: 0, bm25: 1 };
+      const expected = await store.search({
+        bank: 'alice',
+        query: 'cat sofa',
+        k: 3,
+        system: 'hybrid',
+        weights,
+      });
+      const retriever = new BfeRetriever({ store, bank: 'alice', k: 3, system: 'hybrid', weights });
+      const docs = await retriever.invoke('cat sofa');
+      expect(docs.map((d) => [d.id, d.metadata.score])).toEqual(
+        expected.map((r) => [r.id, r.score]),
+      );
+      expect(docs[0]?.metadata.evidence?.bm25?.weights).toEqual({
+        pooled: 0.5,
+        sparse: 0,
+        bm25: 0.5,
+      });
+      expect(docs[0]?.metadata.evidence?.bm25?.terms.map((t) => t.term)).toContain('sofa');
+    } finally {
+      await store.close();
+    }
+  });
+
   it('refuses bad settings at construction', () => {
     expect(() => new BfeRetriever({ bank: 'alice', k: 0, url: 'http://127.0.0.1:1' })).toThrow(/k/);
     expect(() => new BfeRetriever({ bank: 'alice' } as never)).toThrow(/either store/);

@@ -43,6 +43,28 @@ describe('BfeRetriever (LlamaIndex) in process', () => {
     }
   });
 
+  it('searches with hybrid and its weights: BM25 evidence on each node', async () => {
+    const store = await openFixtureStore();
+    try {
+      const weights = { pooled: 1, sparse: 0, bm25: 1 };
+      const expected = await store.search({
+        bank: 'alice',
+        query: 'cat sofa',
+        k: 3,
+        system: 'hybrid',
+        weights,
+      });
+      const retriever = new BfeRetriever({ store, bank: 'alice', k: 3, system: 'hybrid', weights });
+      const nodes = await retriever.retrieve('cat sofa');
+      expect(nodes.map((n) => [n.node.id_, n.score])).toEqual(expected.map((r) => [r.id, r.score]));
+      const evidence = nodes[0]?.node.metadata.evidence as (typeof expected)[number]['evidence'];
+      expect(evidence?.bm25?.weights).toEqual({ pooled: 0.5, sparse: 0, bm25: 0.5 });
+      expect(evidence?.bm25?.terms.map((t) => t.term)).toContain('sofa');
+    } finally {
+      await store.close();
+    }
+  });
+
   it('keeps the search fields out of the LLM view and keeps memory metadata in', async () => {
     const store = await openFixtureStore();
     try {

@@ -22,7 +22,7 @@ const ROUTE = /^\/v1\/banks\/([^/]+)\/search$/;
 
 /**
  * A stand-in for `bfe serve`'s search route, written to the documented contract:
- * `POST /v1/banks/{bank}/search` `{ query, k?, system? }` → `{ results: [...] }` (the store's
+ * `POST /v1/banks/{bank}/search` `{ query, k?, system?, weights? }` → `{ results: [...] }` (the store's
  * `SearchResult`s in `@bfe/store`'s wire format), `Authorization: Bearer <key>`, errors as `{ error: { code,
  * message } }` — 401 `UNAUTHORIZED` for a missing or unknown key, 404 `BANK_NOT_FOUND` for a
  * bank the key may not read or the store does not hold, 400 `BAD_REQUEST` for a bad body. It
@@ -78,7 +78,7 @@ async function handle(
     }
     if (!banks.includes(bank)) return send(res, 404, notFound(bank));
   }
-  let body: { query?: unknown; k?: unknown; system?: unknown };
+  let body: { query?: unknown; k?: unknown; system?: unknown; weights?: unknown };
   try {
     body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
   } catch {
@@ -93,6 +93,9 @@ async function handle(
       query: body.query,
       ...(typeof body.k === 'number' ? { k: body.k } : {}),
       ...(typeof body.system === 'string' ? { system: body.system as 'pooled' } : {}),
+      ...(typeof body.weights === 'object' && body.weights !== null
+        ? { weights: body.weights as { pooled: number; sparse: number; bm25: number } }
+        : {}),
     });
     send(res, 200, { results: results.map(searchResultToJson) });
   } catch (e) {
