@@ -9,7 +9,7 @@ const USAGE =
   'usage: bfe serve --store DIR [--host 127.0.0.1] [--port 8080] [--keys FILE] [--model NAME]\n' +
   '                 [--index milvus://HOST:PORT] [--threads 1] [--encode-workers 1] [--passage-workers 1]\n' +
   '                 [--kernel-workers 1] [--allowed-hosts NAME,…] [--rate 100] [--burst 200]\n' +
-  '                 [--concurrency 16] [--drain-ms 10000]';
+  '                 [--concurrency 16] [--drain-ms 10000] [--bm25-language none|english]';
 
 /** After the drain, how long closing the store may take before the process exits anyway. */
 const CLOSE_GRACE_MS = 20_000;
@@ -49,6 +49,8 @@ const argsSchema = z.strictObject({
   concurrency: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.concurrency),
   /** How long a shutdown waits for open connections before it cuts them. */
   drainMs: z.coerce.number().int().min(0).default(DEFAULT_DRAIN_MS),
+  /** BM25's language of hybrid searches (the store's lexical index). */
+  bm25Language: z.enum(['english', 'none']).optional(),
 });
 
 /**
@@ -80,6 +82,7 @@ export function serveProgram(): Command {
       'on SIGTERM, wait this long for open connections, then cut them',
       '10000',
     )
+    .option('--bm25-language <lang>', 'BM25 of hybrid searches: english or none (default none)')
     .allowExcessArguments(false)
     .exitOverride();
 }
@@ -124,6 +127,7 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
       drainMs: args.drainMs,
       storeOptions: {
         ...(args.model === undefined ? {} : { model: args.model }),
+        ...(args.bm25Language === undefined ? {} : { bm25Language: args.bm25Language }),
         // Token auth for a Milvus cluster comes from the environment, never the command line.
         ...(args.index === undefined
           ? {}

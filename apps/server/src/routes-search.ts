@@ -46,7 +46,7 @@ export function searchRoutes(app: App, store: MemoryStore, bodyLimit: number): v
       const { bank } = request.params;
       reachBank(request, store, bank, { exists: true });
       const t0 = performance.now();
-      const { query, k, system, alpha, tokenK, interventions } = request.body;
+      const { query, k, system, alpha, weights, tokenK, interventions } = request.body;
       const explain = request.body.explain ?? k <= EXPLAIN_DEFAULT_MAX_K;
       if (explain && k > MAX_EXPLAIN_K)
         throw new HttpError(
@@ -62,6 +62,7 @@ export function searchRoutes(app: App, store: MemoryStore, bodyLimit: number): v
         explain,
         ...(alpha === undefined ? {} : { alpha }),
         ...(tokenK === undefined ? {} : { tokenK }),
+        ...(weights === undefined ? {} : { weights }),
         ...(interventions === undefined ? {} : { interventions }),
       });
       // The store's share of the request (encode + rank + explain), for clients and load runs.

@@ -208,6 +208,7 @@ describe('routes, happy paths (fake embedder, loopback)', () => {
       'k',
       'system',
       'alpha',
+      'weights',
       'explain',
       'tokenK',
       'interventions',

@@ -135,6 +135,16 @@ export const searchBodySchema = z.strictObject({
   k: z.number().int().min(1).max(MAX_K).default(10),
   system: z.enum(SEARCH_SYSTEMS).default('sparse-fusion'),
   alpha: z.number().min(0).max(1).optional().describe('weight of the pooled branch (default 0.5)'),
+  weights: z
+    .strictObject({
+      pooled: z.number().min(0).max(1e6),
+      sparse: z.number().min(0).max(1e6),
+      bm25: z.number().min(0).max(1e6),
+    })
+    .optional()
+    .describe(
+      'hybrid: weights of the pooled, sparse and BM25 branches, scaled to sum 1 (default thirds)',
+    ),
   explain: z
     .boolean()
     .optional()
