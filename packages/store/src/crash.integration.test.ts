@@ -10,7 +10,13 @@ import { MemoryStore } from './store.js';
 import { rng } from '@bfe/index/testing';
 import { GRAPHS_DIR, graphMetaSchema } from './index/graph/graph-files.js';
 import { storeIndexFactory, type StoreIndexFactory } from './index/store-index.js';
-import { CRASH_GRAPH_INDEX, textOf, type WorkerArgs } from './testing/crash-worker.js';
+import { Bm25Index } from '@bfe/scorer';
+import {
+  CRASH_BM25_LANGUAGE,
+  CRASH_GRAPH_INDEX,
+  textOf,
+  type WorkerArgs,
+} from './testing/crash-worker.js';
 import { fakeEmbedder } from './testing/index.js';
 
 // The issue's crash test: a writer process is killed with SIGKILL at seeded random moments (and
@@ -144,6 +150,35 @@ async function checkGraphs(store: MemoryStore, index: StoreIndexFactory, dir: st
   return Object.values(stats.opened);
 }
 
+/**
+ * The lexical index after a reopen (and after writes on top): each bank's kept BM25 postings —
+ * derived from the recovered memories, then kept through writes — hold exactly the model's
+ * memories and score as the experiment's `Bm25Index` over their texts, bit for bit.
+ */
+async function checkLexicon(store: MemoryStore, model: Model, round: string): Promise<void> {
+  const snap = store.snapshot();
+  try {
+    for (const [bank, memories] of model) {
+      if (memories.size === 0) continue;
+      const view = snap.bank(bank);
+      const { fromView } = store.lexicalStats();
+      const lex = view.lexicon!.forView(view);
+      expect(store.lexicalStats().fromView, `${round}: ${bank}: the kept postings`).toBe(fromView);
+      expect(lex.documents).toBe(memories.size);
+      const index = Bm25Index.build([...memories.values()], { language: CRASH_BM25_LANGUAGE });
+      const ids = [...memories.keys()];
+      for (const query of ['v0 words', 'even v1 odd v2', `${ids[0]} ${ids.at(-1)} 2`]) {
+        const got = lex.scores(lex.queryTerms(query), ids);
+        const want = index.score(query);
+        const same = Array.from(got, (x, i) => Object.is(x, want[i]));
+        expect(same, `${round}: ${bank} '${query}'`).not.toContain(false);
+      }
+    }
+  } finally {
+    await snap.release();
+  }
+}
+
 /** Reopens after a kill, checks the store against the model, writes once more, closes. */
 async function verify(
   dir: string,
@@ -157,6 +192,7 @@ async function verify(
   const store = await MemoryStore.open(dir, {
     embedder: fakeEmbedder(),
     compactSegments: 0,
+    bm25Language: CRASH_BM25_LANGUAGE,
     ...(index === undefined ? {} : { index }),
   });
   try {
@@ -175,11 +211,17 @@ async function verify(
     expect(segments.sort()).toEqual(manifest.segments.map((s) => s.file).sort());
     const wals = readdirSync(dir).filter((f) => walGenerationOf(f) !== undefined);
     expect(wals.every((f) => walGenerationOf(f)! >= manifest.walGeneration)).toBe(true);
+    await checkLexicon(store, expected, round);
+    const { built } = store.lexicalStats();
+    const alphaKept = (expected.get('alpha')?.size ?? 0) > 0;
     // The store accepts new writes.
     const extra: Op = { op: 'add', items: [{ bank: 'alpha', id: `${round}-parent`, version: 0 }] };
     await store.add([{ id: `${round}-parent`, bank: 'alpha', text: textOf(`${round}-parent`, 0) }]);
     expected = apply(expected, extra);
     expect(await holds(store, expected)).toBe(true);
+    // The kept postings took the add: none derived again (alpha's, unless it had none).
+    await checkLexicon(store, expected, `${round}+1`);
+    expect(store.lexicalStats().built).toBe(built + (alphaKept ? 0 : 1));
     if (index !== undefined) openings.push(...(await checkGraphs(store, index, dir)));
   } finally {
     await store.close({ flush: false });

@@ -28,6 +28,13 @@ function wordyView(seed: number, rows: number): BankView {
   return { ...randomView(seed, { rows, maxTokens: 6, dim: DIM, versioned: true }), texts };
 }
 
+/** The view without its store's lexical index: searched from postings of its own texts. */
+function withoutLexicon(view: BankView): BankView {
+  const { lexicon, ...rest } = view;
+  expect(lexicon).toBeDefined();
+  return rest;
+}
+
 describe('hybrid search', () => {
   const v = wordyView(3, 50);
   const q = randomQuery(4, 5, DIM);
@@ -141,7 +148,7 @@ describe('hybrid search', () => {
       const again = await searchView(oldView, query, options, scorer);
       expect(store.lexicalStats()).toMatchObject({ indexed: 1, fromView: 1 });
       expect(again).toEqual(before);
-      const plain = { ...oldView, lexicon: undefined };
+      const plain = withoutLexicon(oldView);
       expect(
         await searchView(plain, query, { ...options, bm25Language: 'english' }, scorer),
       ).toEqual(before);
@@ -150,7 +157,7 @@ describe('hybrid search', () => {
       const now = store.snapshot();
       const current = await searchView(now.bank('b'), query, options, scorer);
       expect(store.lexicalStats()).toMatchObject({ indexed: 2, fromView: 1, built: 1 });
-      const fresh = { ...now.bank('b'), lexicon: undefined };
+      const fresh = withoutLexicon(now.bank('b'));
       expect(
         await searchView(fresh, query, { ...options, bm25Language: 'english' }, scorer),
       ).toEqual(current);

@@ -17,6 +17,9 @@ export interface WorkerArgs {
   readonly graph?: boolean;
 }
 
+/** BM25's language of the lexical index (the parent reopens with the same). */
+export const CRASH_BM25_LANGUAGE = 'english';
+
 /** The index options of the graph mode (the parent reopens with the same). */
 export const CRASH_GRAPH_INDEX = { hnswMinTokens: 40, saveFraction: 0.1 } as const;
 
@@ -33,6 +36,7 @@ async function main(args: WorkerArgs): Promise<void> {
     embedder: fakeEmbedder(),
     flushBytes: 16 * 1024,
     compactSegments: 3,
+    bm25Language: CRASH_BM25_LANGUAGE,
     ...(args.graph === true ? { index: storeIndexFactory(CRASH_GRAPH_INDEX) } : {}),
   });
   const say = (line: string): boolean => process.stdout.write(`${line}\n`);
@@ -50,9 +54,16 @@ async function main(args: WorkerArgs): Promise<void> {
     say('ACK');
     mine.push(...items);
   };
+  // Each bank's BM25 postings are kept from then on: every later write updates them.
+  const keepPostings = async (): Promise<void> => {
+    const snap = store.snapshot();
+    for (const bank of store.banks()) snap.bank(bank).lexicon?.forView(snap.bank(bank));
+    await snap.release();
+  };
   if (args.mode === 'compact') {
     for (let i = 0; i < 6; i++) {
       await addBatch();
+      await keepPostings();
       await store.flush();
     }
     say('COMPACTING');
@@ -61,6 +72,7 @@ async function main(args: WorkerArgs): Promise<void> {
   }
   for (let op = 0; ; op++) {
     const banks = store.banks();
+    if (op % 8 === 0) await keepPostings();
     if (args.graph === true && op % 4 === 0 && banks.length > 0)
       await store.search({ bank: banks[op % banks.length]!, query: textOf('q', op), k: 3 });
     const r = rand();
