@@ -89,3 +89,8 @@ export { DEFAULT_OPEN_GRAPHS } from './hnsw/parts.js';
 export type { CodecSide } from './codec-index.js';
 export { graphKindOf, HNSW_MARGIN, HnswTokenIndex, proposalsFor } from './hnsw-index.js';
 export type { HnswSide, HnswTokenIndexOptions } from './hnsw-index.js';
+export { IvfTokenIndex } from './ivf-index.js';
+export type { IvfParams, IvfScanStats, IvfSearchOptions } from './ivf-index.js';
+export { IVF_SAMPLE_SEED, codeBytes, trainIvf } from './ivf/train.js';
+export type { IvfData, IvfTrainOptions, ResidualBits } from './ivf/train.js';
+export { ivfBytes, ivfFromBytes } from './ivf/bytes.js';

@@ -1,0 +1,208 @@
+import { describe, expect, it } from 'vitest';
+import { encodeTokens, trainCodec } from './codecs/codec.js';
+import type { CodecName } from './codecs/model.js';
+import { IvfTokenIndex, type IvfSearchOptions } from './ivf-index.js';
+import { JsSimilarityKernel } from './js-kernel.js';
+import { ApproxTop, queryTable, scanCluster } from './ivf/scan.js';
+import { rng, unitVectors } from './testing/random.js';
+import { ExactTokenIndex, type TokenHits } from './token-index.js';
+import { flatTokenStore } from './token-store.js';
+
+const DIM = 32;
+const js = new JsSimilarityKernel();
+
+/**
+ * `memories` memories of 3..7 tokens, each token a noisy copy of one of `centers` random unit
+ * directions (so the bank has clusters to find), memory 1 a copy of memory 0 (equal scores).
+ */
+function clusteredBank(seed: number, memories = 120, centers = 12) {
+  const random = rng(seed);
+  const tokenOffsets = new Int32Array(memories + 1);
+  for (let m = 0; m < memories; m++) {
+    tokenOffsets[m + 1] = tokenOffsets[m]! + (m < 2 ? 4 : 3 + Math.floor(random() * 5));
+  }
+  const n = tokenOffsets[memories]!;
+  const hubs = unitVectors(centers, DIM, random);
+  const noise = unitVectors(n, DIM, random);
+  const vectors = new Float32Array(n * DIM);
+  for (let t = 0; t < n; t++) {
+    const h = Math.floor(random() * centers);
+    let ss = 0;
+    for (let j = 0; j < DIM; j++) {
+      const v = hubs[h * DIM + j]! + 0.6 * noise[t * DIM + j]!;
+      vectors[t * DIM + j] = v;
+      ss += v * v;
+    }
+    for (let j = 0; j < DIM; j++) vectors[t * DIM + j]! /= Math.sqrt(ss);
+  }
+  vectors.copyWithin(4 * DIM, 0, 4 * DIM);
+  const ids = Array.from({ length: memories }, (_, m) => `conv-${m % 4}:D${m}`);
+  return { vectors, tokenOffsets, ids, n, queries: unitVectors(6, DIM, random) };
+}
+
+function side(b: ReturnType<typeof clusteredBank>, codec: CodecName = 'fp32') {
+  const model = trainCodec(codec, b.vectors, b.n, DIM);
+  return {
+    model,
+    codes: encodeTokens(model, b.vectors, b.n),
+    tokenOffsets: b.tokenOffsets,
+    ids: b.ids,
+  };
+}
+
+const exactOf = (b: ReturnType<typeof clusteredBank>) =>
+  new ExactTokenIndex(
+    { tokens: flatTokenStore(b.vectors, DIM), tokenOffsets: b.tokenOffsets, ids: b.ids },
+    js,
+  );
+
+/** Fraction of the exact hits' tokens the approximate hits hold, per row. */
+function recall(approx: TokenHits, exact: TokenHits): number {
+  let found = 0;
+  for (let r = 0; r < exact.rows; r++) {
+    const want = new Set(exact.tokens.subarray(r * exact.k, (r + 1) * exact.k));
+    for (const t of approx.tokens.subarray(r * approx.k, (r + 1) * approx.k)) {
+      if (want.has(t)) found++;
+    }
+  }
+  return found / (exact.rows * exact.k);
+}
+
+const range = (n: number): Int32Array => Int32Array.from({ length: n }, (_, i) => i);
+
+async function build(b: ReturnType<typeof clusteredBank>, bits: 2 | 4, probe: IvfSearchOptions) {
+  return IvfTokenIndex.build(
+    side(b),
+    { centroids: 16, residualBits: bits, iterations: 6 },
+    js,
+    probe,
+  );
+}
+
+describe('IvfTokenIndex', () => {
+  it('scores a token as q · centroid plus the looked-up residual buckets (hand-checked)', async () => {
+    // Two tokens in one memory, dim 8 (2 bytes of 2-bit codes): one centroid, and the
+    // approximate similarity of each token equals q · (centroid + its decoded residual).
+    const dim = 8;
+    const vectors = Float32Array.from([
+      ...[1, 0, 0, 0, 0, 0, 0, 0],
+      ...[0.6, 0.8, 0, 0, 0, 0, 0, 0],
+    ]);
+    const model = trainCodec('fp32', vectors, 2, dim);
+    const s = { model, codes: encodeTokens(model, vectors, 2), tokenOffsets: Int32Array.of(0, 2) };
+    const index = await IvfTokenIndex.build(s, { centroids: 1, residualBits: 2 }, js, {
+      nprobe: 1,
+      margin: 1,
+    });
+    const { centroids, weights, codes } = index.data;
+    // The one centroid is the normalised mean of the two tokens.
+    const norm = Math.hypot(1.6, 0.8);
+    expect(centroids[0]).toBeCloseTo(1.6 / norm, 6);
+    expect(centroids[1]).toBeCloseTo(0.8 / norm, 6);
+    const decoded = (t: number, d: number): number =>
+      weights[d * 4 + ((codes[t * 2 + (d >> 2)]! >> (2 * (d & 3))) & 3)]!;
+    const q = Float32Array.of(0.5, 0.5, 0, 0, 0, 0, 0, 0);
+    const hits = await index.search(q, 1, 2, { memories: Int32Array.of(0) });
+    // Rescored exactly: q · x.
+    expect(Array.from(hits.values)).toEqual([0.7, 0.5].map((v) => expect.closeTo(v, 6)));
+    expect(Array.from(hits.tokens)).toEqual([1, 0]);
+    // The fused scan (one table lookup per code byte) gives q · (centroid + decoded residual).
+    const lut = queryTable(index.data, q, 0, new Float32Array(2 * 256));
+    const top = new ApproxTop(2);
+    const base = q[0]! * centroids[0]! + q[1]! * centroids[1]!;
+    expect(scanCluster(index.data, lut, base, 0, 2, top, undefined, new Int32Array(2))).toBe(2);
+    for (let i = 0; i < 2; i++) {
+      const p = top.places[i]!;
+      let want = 0;
+      for (let d = 0; d < dim; d++) want += q[d]! * (centroids[d]! + decoded(p, d));
+      expect(top.scores[i]).toBeCloseTo(want, 6);
+    }
+    // Two tokens, 2 bits: dimension 0's residuals 1 − c0 > 0.6 − c0 fall in different buckets.
+    expect(decoded(0, 0)).not.toBe(decoded(1, 0));
+  });
+
+  for (const bits of [2, 4] as const) {
+    it(`with every cluster probed and every token proposed equals the exact backend (${bits}-bit)`, async () => {
+      const b = clusteredBank(3);
+      const index = await build(b, bits, { nprobe: 16, margin: b.n });
+      const exact = exactOf(b);
+      for (const memories of [range(120), Int32Array.of(0, 1, 5, 9, 40, 77)]) {
+        const want = await exact.search(b.queries, 6, 10, { memories });
+        const got = await index.search(b.queries, 6, 10, { memories });
+        expect(Array.from(got.tokens)).toEqual(Array.from(want.tokens));
+        expect(Array.from(got.values)).toEqual(Array.from(want.values));
+        expect(Array.from(got.slots)).toEqual(Array.from(want.slots));
+      }
+    });
+  }
+
+  it('with all clusters probed, recall grows with the proposals; fewer probes lose some', async () => {
+    const b = clusteredBank(5, 400);
+    const exact = await exactOf(b).search(b.queries, 6, 32, { memories: range(400) });
+    const full = await build(b, 4, { nprobe: 16 });
+    const few = await build(b, 4, { nprobe: 1 });
+    const rFull = recall(await full.search(b.queries, 6, 32, { memories: range(400) }), exact);
+    const rFew = recall(await few.search(b.queries, 6, 32, { memories: range(400) }), exact);
+    const wide = await build(b, 4, { nprobe: 16, overFetch: 2 });
+    const rWide = recall(await wide.search(b.queries, 6, 32, { memories: range(400) }), exact);
+    expect(rFull).toBeGreaterThanOrEqual(0.9);
+    expect(rWide).toBeGreaterThan(rFull);
+    expect(rWide).toBeGreaterThanOrEqual(0.97);
+    expect(rFew).toBeLessThan(rFull);
+    expect(rFew).toBeGreaterThan(0.2);
+    // 2-bit codes rank more coarsely than 4-bit ones.
+    const two = await build(b, 2, { nprobe: 16 });
+    const rTwo = recall(await two.search(b.queries, 6, 32, { memories: range(400) }), exact);
+    expect(rTwo).toBeLessThan(rFull);
+    expect(rTwo).toBeGreaterThan(0.6);
+  });
+
+  it('searches a small candidate set past nprobe until it has k + margin proposals', async () => {
+    const b = clusteredBank(9, 200);
+    const index = await build(b, 2, { nprobe: 1 });
+    const memories = Int32Array.of(3, 50, 120, 199);
+    const hits = await index.search(b.queries, 6, 8, { memories });
+    const want = await exactOf(b).search(b.queries, 6, 8, { memories });
+    // Candidates ≤ k + 16 tokens: every candidate is proposed, so the hits are exact.
+    expect(Array.from(hits.tokens)).toEqual(Array.from(want.tokens));
+    expect(index.stats!.clustersProbed).toBeGreaterThan(6);
+    for (const m of hits.memories) expect(Array.from(memories)).toContain(m);
+  });
+
+  it('builds the same bytes twice, another seed other bytes, and reads its bytes back', async () => {
+    const b = clusteredBank(11);
+    const s = side(b);
+    const params = { centroids: 16, residualBits: 2 as const, iterations: 4 };
+    const a = await IvfTokenIndex.build(s, params, js, { nprobe: 4 });
+    const again = await IvfTokenIndex.build(s, params, js, { nprobe: 4 });
+    const other = await IvfTokenIndex.build(s, { ...params, seed: 7 }, js, { nprobe: 4 });
+    expect(Buffer.from(again.toBytes()).equals(Buffer.from(a.toBytes()))).toBe(true);
+    expect(Buffer.from(other.toBytes()).equals(Buffer.from(a.toBytes()))).toBe(false);
+    const read = IvfTokenIndex.fromBytes(a.toBytes(), s, js, { nprobe: 4 });
+    const opts = { memories: range(120) };
+    const x = await a.search(b.queries, 6, 16, opts);
+    const y = await read.search(b.queries, 6, 16, opts);
+    expect(Array.from(y.tokens)).toEqual(Array.from(x.tokens));
+    expect(Array.from(y.values)).toEqual(Array.from(x.values));
+  });
+
+  it('rescores from a compressed codec: the values are the decoded codes’ similarities', async () => {
+    const b = clusteredBank(13);
+    const s = side(b, 'sq8');
+    const index = await IvfTokenIndex.build(s, { centroids: 8, residualBits: 4 }, js, {
+      nprobe: 8,
+      margin: b.n,
+    });
+    const hits = await index.search(b.queries, 6, 5, { memories: range(120), bestPerMemory: true });
+    expect(index.codec).toBe('sq8');
+    for (let r = 0; r < 6; r++) {
+      const row = Array.from(hits.values.subarray(r * 5, r * 5 + 5));
+      expect(row).toEqual([...row].sort((p, q) => q - p));
+      // MaxSim's best token per memory is at least every hit of that memory.
+      for (let i = 0; i < 5; i++) {
+        const best = hits.best![r * 120 + hits.slots[r * 5 + i]!]!;
+        expect(best).toBeGreaterThanOrEqual(Math.fround(hits.values[r * 5 + i]!) - 1e-6);
+      }
+    }
+  });
+});
