@@ -2,6 +2,9 @@
 // of the query against the residual buckets, and the fused decompress-and-score scan.
 import type { IvfData } from './train.js';
 
+/** 2-bit tables: the two dimension pairs of one byte, 16 entries each (scratch). */
+const pair = new Float64Array(32);
+
 /**
  * `lut [bytes × 256]` for one query row `q[at..at+dim)`: entry `(byte, v)` is
  * `Σ_i q[d_i] · weights[d_i][bucket_i(v)]` over the `8 / bits` dimensions packed in byte value
@@ -27,14 +30,17 @@ export function queryTable(
           q0 * weights[d0 * buckets + (v & 15)]! + q1 * weights[(d0 + 1) * buckets + (v >> 4)]!;
       }
     } else {
+      // Two 16-entry tables (dimension pairs), then each byte value as the sum of its nibbles'.
       const d0 = byte * 4;
-      for (let v = 0; v < 256; v++) {
-        let s = 0;
-        for (let i = 0; i < 4; i++) {
-          s += q[at + d0 + i]! * weights[(d0 + i) * buckets + ((v >> (2 * i)) & 3)]!;
-        }
-        lut[base + v] = s;
+      for (let v = 0; v < 16; v++) {
+        pair[v] =
+          q[at + d0]! * weights[d0 * buckets + (v & 3)]! +
+          q[at + d0 + 1]! * weights[(d0 + 1) * buckets + (v >> 2)]!;
+        pair[16 + v] =
+          q[at + d0 + 2]! * weights[(d0 + 2) * buckets + (v & 3)]! +
+          q[at + d0 + 3]! * weights[(d0 + 3) * buckets + (v >> 2)]!;
       }
+      for (let v = 0; v < 256; v++) lut[base + v] = pair[v & 15]! + pair[16 + (v >> 4)]!;
     }
   }
   return lut;
@@ -151,15 +157,28 @@ export function scanCluster(
   const codes = data.codes;
   const tokens = data.tokens;
   const bytes = (data.dim * data.residualBits) / 8;
+  const end = bytes * 256;
+  const quads = (bytes >> 2) * 1024;
   let seen = 0;
   let floor = top.floor;
   for (let p = from; p < to; p++) {
     if (allowed !== undefined && allowed[memoryOf[tokens[p]!]!] === 0) continue;
     seen++;
-    let s = base;
-    const at = p * bytes;
+    // Four independent sums: the lookups' latencies overlap instead of chaining.
+    let s0 = base;
+    let s1 = 0;
+    let s2 = 0;
+    let s3 = 0;
+    let at = p * bytes;
     let l = 0;
-    for (let b = 0; b < bytes; b++, l += 256) s += lut[l + codes[at + b]!]!;
+    for (; l < quads; l += 1024, at += 4) {
+      s0 += lut[l + codes[at]!]!;
+      s1 += lut[l + 256 + codes[at + 1]!]!;
+      s2 += lut[l + 512 + codes[at + 2]!]!;
+      s3 += lut[l + 768 + codes[at + 3]!]!;
+    }
+    for (; l < end; l += 256, at++) s0 += lut[l + codes[at]!]!;
+    const s = s0 + s1 + (s2 + s3);
     if (s < floor) continue;
     top.push(s, p);
     floor = top.floor;
