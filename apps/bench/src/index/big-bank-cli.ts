@@ -76,6 +76,12 @@ export interface BigBankOptions {
   i8Only?: boolean;
   keepVectors?: boolean;
   rowsPerQuery?: number;
+  // The clustered residual backend beside exact (ivf-bench.ts).
+  ivf?: boolean;
+  centroids: number[];
+  residualBits: number[];
+  ivfSample?: number;
+  ivfIterations: number;
 }
 
 /** The bank larger than RAM's default size: 2e7 tokens (a 30.7 GB file at d = 384). */
@@ -101,6 +107,21 @@ const command = benchCommand(
   .option('--milvus', 'Milvus Lite beside exact and HNSW on the tiled bank')
   .option('--segmented-build', 'segmented i8 graphs over sq8 / sq4 codes under --index')
   .option('--segmented-search', 'search the segmented graphs of --index')
+  .option('--ivf', 'the clustered residual backend beside exact on real --bank tokens')
+  .addOption(flag('--centroids <list>', 'ivf: k-means centroids', intList, '4096'))
+  .addOption(
+    flag(
+      '--residual-bits <list>',
+      'ivf: residual bits (2, 4)',
+      (t) =>
+        list(t)
+          .map(oneOf(['2', '4']))
+          .map(Number),
+      '2,4',
+    ),
+  )
+  .addOption(flag('--ivf-sample <n>', 'ivf: k-means sample (default 64 per centroid)', positive))
+  .addOption(flag('--ivf-iterations <n>', 'ivf: k-means iterations', positive, '10'))
   .addOption(
     flag('--tokens <n>', 'bank tokens (peer sweep, latency: the first n)', positive, '20000000'),
   )
@@ -137,7 +158,14 @@ const command = benchCommand(
   .addOption(
     flag('--filter-tokens <n>', 'filtering: the saved checkpoint (default: the largest)', positive),
   )
-  .addOption(flag('--nprobe <list>', 'peer sweep: IVF-PQ nprobe values', intList, '4,8,16,32,64'))
+  .addOption(
+    flag(
+      '--nprobe <list>',
+      'peer sweep (IVF-PQ) and --ivf: nprobe values',
+      intList,
+      '4,8,16,32,64',
+    ),
+  )
   .addOption(
     new Option('--python <path>', 'python with faiss-cpu')
       .env('BFE_PYTHON')

@@ -17,6 +17,7 @@
  * `--hnsw-build` / `--hnsw-latency`: the HNSW scale bench of `scale-cli.ts` instead;
  * `--milvus --checkpoints 100000,1000000`: Milvus Lite beside them (`milvus-bench.ts`;
  * `--milvus-reindex`: one insert, the index replaced per type; `--milvus-warmup N` queries).
+ * `--ivf`: the clustered residual backend beside exact on real tokens (`ivf-bench.ts`).
  * `--segmented-build` / `--segmented-search`: the large HNSW point as segmented i8 graphs over
  * sq8 / sq4 codes, memory-mapped and rescored from the codes (`segmented.ts`).
  */
@@ -48,6 +49,7 @@ import { parseBigBank } from './big-bank-cli.js';
 import { runMilvusBench } from './milvus-bench.js';
 import { runScale } from './scale-cli.js';
 import { runSegmented } from './segmented-cli.js';
+import { runIvfBench } from './ivf-bench.js';
 
 const values = parseBigBank();
 const N = values.tokens;
@@ -254,7 +256,9 @@ function child(phase: string): Record<string, number> {
   return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, number>;
 }
 
-if (values.segmentedBuild === true || values.segmentedSearch === true) {
+if (values.ivf === true) {
+  await runIvfBench(values);
+} else if (values.segmentedBuild === true || values.segmentedSearch === true) {
   await runSegmented(values);
 } else if (values.milvus === true) {
   await runMilvusBench(values);

@@ -49,6 +49,29 @@ describe('the index section', () => {
     );
   });
 
+  it('ivf with every cluster probed and every token proposed ranks as the exact search', async () => {
+    const dir = await mkdtemp(join(root, 'ivf-'));
+    const plain = await run(dir, experiment());
+    const section = { backend: 'ivf', codec: 'fp32', centroids: 4, nprobe: 4, margin: 1024 };
+    const ivf = await run(dir, experiment({ index: section }));
+    expect(ivf.stages.map((s) => s.name)).toEqual(['dataset', 'encode', 'index', 'score']);
+    expect(await text(ivf.runDir, 'per-query.jsonl')).toBe(
+      await text(plain.runDir, 'per-query.jsonl'),
+    );
+    const meta = ivf.results.meta as unknown as { index: Record<string, unknown> };
+    expect(meta.index).toMatchObject({
+      backend: 'ivf',
+      codec: 'fp32',
+      params: { centroids: 4, residualBits: 4, nprobe: 4, margin: 1024 },
+    });
+    const indexStage = ivf.stages.find((s) => s.name === 'index')!;
+    const artifactDir = join(dir, 'cache', 'objects', 'index', indexStage.key);
+    expect(await readdir(artifactDir)).toEqual(expect.arrayContaining(['ivf.bin', 'codes.bin']));
+    // Another nprobe searches the same index: the index stage is a cache hit.
+    const again = await run(dir, experiment({ index: { ...section, nprobe: 2 } }));
+    expect(again.stages.find((s) => s.name === 'index')!.key).toBe(indexStage.key);
+  });
+
   it('hnsw over fp32 codes on a tiny bank ranks as the exact search; sq8 writes its codes', async () => {
     const dir = await mkdtemp(join(root, 'hnsw-'));
     const plain = await run(dir, experiment());

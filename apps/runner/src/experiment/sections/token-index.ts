@@ -3,13 +3,14 @@ import { seedSchema } from './common.js';
 
 /**
  * The token index the scorer proposes from (METHOD.md §8, "Compressed and approximate token
- * search"): `exact` or `hnsw` (usearch) over a codec's stored codes; proposals are rescored in
+ * search"): `exact`, `hnsw` (usearch) or `ivf` (clustered residual codes, the WARP design) over a
+ * codec's stored codes; proposals are rescored in
  * float64 from the decoded codes. Left out: today's exact float32 search, and every key and
  * file of the run stays as it was.
  */
 export const indexSectionSchema = z
   .strictObject({
-    backend: z.enum(['exact', 'hnsw']).default('exact'),
+    backend: z.enum(['exact', 'hnsw', 'ivf']).default('exact'),
     codec: z.enum(['fp32', 'fp16', 'sq8', 'sq4', 'rp128+sq4']).default('fp32'),
     /** HNSW connectivity (usearch `connectivity`). */
     M: z.int().positive().default(16),
@@ -41,6 +42,17 @@ export const indexSectionSchema = z
      * `deterministic: false`.
      */
     buildThreads: z.int().min(1).max(1024).optional(),
+    /**
+     * ivf: k-means centroids. Left out: WARP's rule, `2^⌊log2(16·√tokens)⌋` (at most the tokens).
+     */
+    centroids: z.int().positive().optional(),
+    /**
+     * ivf: clusters probed per query token at least (more when they hold too few candidates).
+     * Left out: 16 (optional, so sections of other backends parse as before).
+     */
+    nprobe: z.int().positive().optional(),
+    /** ivf: residual bits per dimension, 2 or 4. Left out: 4. */
+    residualBits: z.union([z.literal(2), z.literal(4)]).optional(),
     /** The `rp128+sq4` projection seed (METHOD.md §6, 42). */
     seed: seedSchema.default(42),
   })

@@ -23,17 +23,18 @@ import type { Experiment } from '../config.js';
 import type { StageContext } from '../stage.js';
 import type { DatasetStage } from './dataset.js';
 import type { EncodeStage } from './encode.js';
+import { IVF_FILE, buildIvfFile, ivfKeyConfig, ivfSearch, openIvf } from './index-ivf.js';
 
 /** The experiment's `index` section, defaults filled. */
 export type IndexConfig = NonNullable<Experiment['index']>;
 
 /** What results.json's `meta.index` records. */
 export interface IndexMeta {
-  readonly backend: 'exact' | 'hnsw';
+  readonly backend: 'exact' | 'hnsw' | 'ivf';
   readonly codec: IndexConfig['codec'];
   /**
-   * The HNSW graph parameters (hnsw; `overFetch`, `margin` when set), the projection seed (rp128+sq4);
-   * else empty.
+   * The HNSW graph parameters (hnsw; `overFetch`, `margin` when set), the IVF centroids, residual
+   * bits and nprobe (ivf), the projection seed (rp128+sq4); else empty.
    */
   readonly params: Record<string, number>;
   /** The HNSW graph's vector kind, when the section sets `graph`. */
@@ -87,11 +88,12 @@ function parallelBuild(c: IndexConfig): number | undefined {
 }
 
 /** The parts of the section that change the index (HNSW params only for hnsw, seed only for rp). */
-function indexKeyConfig(c: IndexConfig): Record<string, unknown> {
+function indexKeyConfig(c: IndexConfig, tokens: number): Record<string, unknown> {
   const threads = parallelBuild(c);
   return {
     backend: c.backend,
     codec: c.codec,
+    ...(c.backend === 'ivf' ? ivfKeyConfig(c, tokens) : {}),
     ...(c.codec === 'rp128+sq4' ? { seed: c.seed } : {}),
     ...(c.backend === 'hnsw'
       ? { M: c.M, efConstruction: c.efConstruction, layout: 'candidate-sets' }
@@ -120,7 +122,8 @@ function graphOptions(c: IndexConfig): {
 }
 
 /** The search-time HNSW settings the section sets (over-fetch, margin); hnsw only. */
-function searchOptions(c: IndexConfig): { overFetch?: number; margin?: number } {
+function searchOptions(c: IndexConfig): { overFetch?: number; margin?: number; nprobe?: number } {
+  if (c.backend === 'ivf') return ivfSearch(c);
   if (c.backend !== 'hnsw') return {};
   return {
     ...(c.overFetch === undefined ? {} : { overFetch: c.overFetch }),
@@ -128,8 +131,11 @@ function searchOptions(c: IndexConfig): { overFetch?: number; margin?: number } 
   };
 }
 
-function metaParams(c: IndexConfig): Record<string, number> {
+function metaParams(c: IndexConfig, tokens: number): Record<string, number> {
   return {
+    ...(c.backend === 'ivf'
+      ? (ivfKeyConfig(c, tokens) as { centroids: number; residualBits: number })
+      : {}),
     ...(c.backend === 'hnsw'
       ? { M: c.M, efConstruction: c.efConstruction, efSearch: c.efSearch }
       : {}),
@@ -188,7 +194,7 @@ export async function runIndexStage(
   const tokens = memories.tokenOffsets[memories.tokenOffsets.length - 1]!;
   const bytesPerToken = codecShape(c.codec, dim).bytesPerToken;
   const keyConfig = {
-    ...indexKeyConfig(c),
+    ...indexKeyConfig(c, tokens),
     ...(c.backend === 'hnsw' ? { efSearch: c.efSearch } : {}),
     ...searchOptions(c),
   };
@@ -207,7 +213,7 @@ export async function runIndexStage(
     {
       stage: 'index',
       version: await codeVersion(['@bfe/core', '@bfe/index'], ['experiment/stages/index.ts']),
-      config: indexKeyConfig(c),
+      config: indexKeyConfig(c, tokens),
       inputs: {
         encode: encode.artifact.key,
         ...(c.backend === 'hnsw' ? { dataset: dataset.artifact.key } : {}),
@@ -242,6 +248,9 @@ export async function runIndexStage(
           for (const m of set) graphTokens += tokenOffsets[m + 1]! - tokenOffsets[m]!;
         }
       }
+      if (c.backend === 'ivf') {
+        graphSeconds = await buildIvfFile(dir, c, { ...hnswSide(bank, model, codes) });
+      }
       return {
         tokens: n,
         codeBytes: codes.length,
@@ -256,6 +265,7 @@ export async function runIndexStage(
   let totalBytes = (await stat(join(artifact.dir, CODES_FILE))).size;
   totalBytes += (await stat(join(artifact.dir, CODEC_FILE))).size;
   for (const f of files) totalBytes += (await stat(join(artifact.dir, HNSW_DIR, f))).size;
+  if (c.backend === 'ivf') totalBytes += (await stat(join(artifact.dir, IVF_FILE))).size;
   const graphs =
     c.backend === 'hnsw'
       ? { count: files.length, tokens: Number(artifact.manifest.meta.graphTokens ?? 0) }
@@ -265,7 +275,7 @@ export async function runIndexStage(
     meta: {
       backend: c.backend,
       codec: c.codec,
-      params: metaParams(c),
+      params: metaParams(c, tokens),
       bytesPerToken,
       totalBytes,
       ...(c.backend === 'hnsw' && c.graph !== undefined ? { graph: c.graph } : {}),
@@ -285,6 +295,10 @@ export async function runIndexStage(
       const side = hnswSide(bank, model, codes);
       if (c.backend === 'exact') {
         return { index: new CodecExactTokenIndex(side, kernel), dispose: () => codes.close() };
+      }
+      if (c.backend === 'ivf') {
+        const index = await openIvf(artifact.dir, c, side, kernel);
+        return { index, dispose: () => codes.close() };
       }
       const index = await HnswTokenIndex.load(join(artifact.dir, HNSW_DIR), side, params, {
         kernel,

@@ -1,0 +1,221 @@
+/**
+ * `pnpm bench:big-bank --ivf`: the clustered residual backend (`IvfTokenIndex`) beside the exact
+ * fp32 backend in the same run, on the first `--tokens` real token states of `--bank` (one or
+ * more encoded banks, concatenated in the order given: LongMemEval-S then LoCoMo for 2e6
+ * MiniLM tokens). One query = `--rows` real query token states of the first bank, k = 64, every
+ * memory a candidate. Per (centroids, residual bits): the build's seconds and bytes per token;
+ * per nprobe: p50 / p90 of one query, token recall@64 against the exact top-64 of the same
+ * query, the time split (centroid scoring, scan, float64 rescoring) and the scan's tokens
+ * scored per second on one core against the machine's peak (78 GFLOP/s fp32, 15.7 GB/s read).
+ *
+ *   pnpm bench:big-bank --ivf --bank <LongMemEval-S bank>,<LoCoMo bank> --tokens 2000000 \
+ *     --rows 32 --queries 20 --centroids 4096 --residual-bits 2,4 --nprobe 4,8,16,32,64
+ */
+import { openTokenSource } from './token-source.js';
+import {
+  ExactTokenIndex,
+  IvfTokenIndex,
+  OrtSimilarityKernel,
+  codeBytes,
+  encodeTokens,
+  flatTokenStore,
+  trainCodec,
+  type TokenHits,
+} from '@bfe/index';
+import { median, quantile } from '../shared/stats.js';
+import { peakRssMb } from '../shared/machine.js';
+import { note, out, printJson, printTable } from '../shared/table.js';
+import type { BigBankOptions } from './big-bank-cli.js';
+
+const K = 64;
+/** Tokens per synthetic memory: the bench searches every memory, so only the count matters. */
+const MEMORY_TOKENS = 128;
+const PEAK_GFLOPS = 78;
+const PEAK_GBS = 15.7;
+
+function recallOf(got: TokenHits, want: TokenHits): number {
+  let found = 0;
+  for (let r = 0; r < want.rows; r++) {
+    const truth = new Set(want.tokens.subarray(r * K, (r + 1) * K));
+    for (const t of got.tokens.subarray(r * K, (r + 1) * K)) if (truth.has(t)) found++;
+  }
+  return found / (want.rows * K);
+}
+
+export async function runIvfBench(o: BigBankOptions): Promise<void> {
+  const banks = (o.bank ?? '').split(',').filter((b) => b !== '');
+  const source = await openTokenSource({
+    banks,
+    real: true,
+    noise: 0,
+    seed: o.seed,
+    queries: o.queries,
+    rows: o.rows,
+  });
+  const n = Math.min(o.tokens, source.tokens);
+  const dim = source.dim;
+  const vectors = new Float32Array(n * dim);
+  for (let a = 0; a < n; a += 65_536) {
+    const m = Math.min(65_536, n - a);
+    source.fill(vectors.subarray(a * dim, (a + m) * dim), a, m);
+  }
+  note(`ivf bench: ${n} tokens × ${dim} (${source.describe})`);
+  const memories = Math.ceil(n / MEMORY_TOKENS);
+  const tokenOffsets = Int32Array.from({ length: memories + 1 }, (_, m) =>
+    Math.min(n, m * MEMORY_TOKENS),
+  );
+  const all = Int32Array.from({ length: memories }, (_, m) => m);
+  const kernel = new OrtSimilarityKernel();
+  const rows = o.rows;
+  const query = (i: number): Float32Array =>
+    source.queries.subarray(i * rows * dim, (i + 1) * rows * dim);
+
+  const exact = new ExactTokenIndex({ tokens: flatTokenStore(vectors, dim), tokenOffsets }, kernel);
+  const truth: TokenHits[] = [];
+  const exactMs: number[] = [];
+  for (let i = 0; i < o.queries; i++) {
+    const t0 = performance.now();
+    truth.push(await exact.search(query(i), rows, K, { memories: all }));
+    exactMs.push(performance.now() - t0);
+  }
+  note(`  exact: p50 ${median(exactMs).toFixed(1)} ms`);
+
+  const model = trainCodec('fp32', vectors.subarray(0, dim), 1, dim);
+  const side = { model, codes: encodeTokens(model, vectors, n), tokenOffsets };
+  const table: string[][] = [
+    [
+      'exact fp32',
+      '',
+      '',
+      '',
+      '1536',
+      '',
+      median(exactMs).toFixed(1),
+      quantile(exactMs, 0.9).toFixed(1),
+      '1 (reference)',
+      '',
+      '',
+    ],
+  ];
+  const json: object[] = [
+    { backend: 'exact', p50Ms: median(exactMs), p90Ms: quantile(exactMs, 0.9) },
+  ];
+  for (const centroids of o.centroids) {
+    for (const bits of o.residualBits) {
+      const t0 = performance.now();
+      const index = await IvfTokenIndex.build(
+        side,
+        {
+          centroids,
+          residualBits: bits as 2 | 4,
+          ...(o.ivfSample === undefined ? {} : { sample: o.ivfSample }),
+          iterations: o.ivfIterations,
+        },
+        kernel,
+        { nprobe: 1 },
+      );
+      const buildS = (performance.now() - t0) / 1000;
+      const bytes = index.toBytes().byteLength;
+      const perToken = bytes / n;
+      note(
+        `  ivf C=${centroids} ${bits}-bit: built in ${buildS.toFixed(0)} s, ${perToken.toFixed(1)} B/token`,
+      );
+      for (const nprobe of o.nprobe) {
+        for (const overFetch of o.overFetch) {
+          const probe = IvfTokenIndex.fromBytes(index.toBytes(), side, kernel, {
+            nprobe,
+            overFetch,
+          });
+          const ms: number[] = [];
+          const split = { centroid: 0, scan: 0, rescore: 0, scored: 0 };
+          let recall = 0;
+          for (let i = 0; i < o.queries; i++) {
+            const t1 = performance.now();
+            const hits = await probe.search(query(i), rows, K, { memories: all });
+            ms.push(performance.now() - t1);
+            recall += recallOf(hits, truth[i]!) / o.queries;
+            const s = probe.stats!;
+            split.centroid += s.centroidSeconds;
+            split.scan += s.scanSeconds;
+            split.rescore += s.rescoreSeconds;
+            split.scored += s.tokensScored;
+          }
+          const perSecond = split.scored / split.scan;
+          const gflops = (perSecond * 2 * dim) / 1e9;
+          const gbs = (perSecond * (codeBytes(dim, bits as 2 | 4) + 4)) / 1e9;
+          const q = o.queries;
+          table.push([
+            `ivf ${bits}-bit`,
+            String(centroids),
+            String(nprobe),
+            String(overFetch),
+            perToken.toFixed(1),
+            buildS.toFixed(0),
+            median(ms).toFixed(1),
+            quantile(ms, 0.9).toFixed(1),
+            recall.toFixed(4),
+            `${((split.centroid / q) * 1e3).toFixed(1)} / ${((split.scan / q) * 1e3).toFixed(1)} / ${((split.rescore / q) * 1e3).toFixed(1)}`,
+            `${(perSecond / 1e6).toFixed(1)}M (${((gflops / PEAK_GFLOPS) * 100).toFixed(1)} % flop, ${((gbs / PEAK_GBS) * 100).toFixed(1)} % read)`,
+          ]);
+          json.push({
+            backend: 'ivf',
+            centroids,
+            residualBits: bits,
+            nprobe,
+            overFetch,
+            bytesPerToken: perToken,
+            buildSeconds: buildS,
+            p50Ms: median(ms),
+            p90Ms: quantile(ms, 0.9),
+            recall,
+            centroidMs: (split.centroid / q) * 1e3,
+            scanMs: (split.scan / q) * 1e3,
+            rescoreMs: (split.rescore / q) * 1e3,
+            tokensScoredPerQuery: split.scored / q,
+            tokensPerSecondPerCore: perSecond,
+            equivalentGflops: gflops,
+            codeGBs: gbs,
+          });
+          note(
+            `    nprobe ${nprobe}: p50 ${median(ms).toFixed(1)} ms, recall ${recall.toFixed(4)}`,
+          );
+        }
+      }
+    }
+  }
+  await kernel.dispose();
+  if (o.json !== true) {
+    out();
+    out(
+      `${n} real MiniLM tokens; one query = ${rows} rows, k = ${K}, ${o.queries} queries; recall@64 against exact fp32 in this run`,
+    );
+    out(
+      'B/token: the IVF bytes (codes, token ids, centroids, buckets, offsets); the rescoring reads the fp32 vectors (1536 B/token) beside them',
+    );
+    printTable({
+      head: [
+        'backend',
+        'centroids',
+        'nprobe',
+        'overFetch',
+        'B/token',
+        'build s',
+        'p50 ms',
+        'p90 ms',
+        'recall@64',
+        'centroids / scan / rescore ms',
+        'scan tokens/s/core',
+      ],
+      rows: table,
+    });
+  }
+  printJson({
+    tokens: n,
+    dim,
+    rows,
+    k: K,
+    queries: o.queries,
+    peakRssMb: peakRssMb(),
+    results: json,
+  });
+}
