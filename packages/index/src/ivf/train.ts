@@ -178,7 +178,7 @@ function residualBuckets(
 
 /**
  * Packs the residual of row `x[at..]` against the centroid at `centroids[cAt..]`: dimension `d`'s
- * bucket (the count of its cutoffs ≤ the residual) at bits `(d mod 8/b) · b` of byte `d / (8/b)`.
+ * bucket (the count of its cutoffs ≤ the residual; they ascend) at bits `(d mod 8/b) · b` of byte `d / (8/b)`.
  */
 export function packResidual(
   x: Float32Array,
@@ -198,9 +198,15 @@ export function packResidual(
     for (let i = 0; i < perByte; i++) {
       const d = byte * perByte + i;
       const r = x[at + d]! - centroids[cAt + d]!;
-      let q = 0;
-      while (q < cuts && cutoffs[d * cuts + q]! <= r) q++;
-      v |= q << (i * bits);
+      // The count of cutoffs ≤ r (they ascend): a binary search, 2 or 4 comparisons.
+      let lo = 0;
+      let hi = cuts;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (cutoffs[d * cuts + mid]! <= r) lo = mid + 1;
+        else hi = mid;
+      }
+      v |= lo << (i * bits);
     }
     out[outAt + byte] = v;
   }
