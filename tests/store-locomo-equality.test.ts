@@ -17,12 +17,10 @@ import {
   type SearchSystem,
 } from '@bfe/store';
 import { groupByCandidates, type ScoreBank } from '../apps/runner/src/score/pipeline.ts';
-import { mirror } from './helpers.ts';
+import { mirror, requireData, requireModel } from './helpers.ts';
 
 const modelDir = resolveModelDir('all-minilm-l6-v2');
 const hasModel = existsSync(join(modelDir, 'bfe-model.json'));
-/** CI sets BFE_REQUIRE_MODEL=1: a missing model or mirror then fails instead of skipping. */
-const required = process.env.BFE_REQUIRE_MODEL === '1';
 const K = 64;
 const ALPHA = 0.5;
 
@@ -79,7 +77,7 @@ function queryOf(side: BankSide, r: number, dim: number): EncodedTexts {
   return asEncoded(viewOf('q', [r], side, [''], dim, ''));
 }
 
-describe.skipIf((mirror === undefined || !hasModel) && !required)(
+describe.skipIf((mirror === undefined && !requireData) || (!hasModel && !requireModel))(
   'the store’s search ranks LoCoMo exactly as bfe score does (needs BFE_DATA_MIRROR and the MiniLM model)',
   () => {
     const suiteDir = suiteTmpDir('bfe-store-eq-');
@@ -228,9 +226,11 @@ describe.skipIf((mirror === undefined || !hasModel) && !required)(
           maxVectorDelta,
           systems: Object.fromEntries(stats),
         };
-        // The figures go to the result notes; the test's claim is the equality of the rankings.
+        // The figures go to the result notes; the claims are the equality of the vectors (bit
+        // for bit: packages/store/README.md) and of the rankings.
         console.log(`store-locomo-equality: ${JSON.stringify(figures)}`);
         expect(queries).toBe(benchmark.queries.length);
+        expect(maxVectorDelta, 'largest |Δ| of a store vector from the experiment’s').toBe(0);
         for (const [system, s] of stats) expect(s.differing, system).toBe(0);
       } finally {
         await store.close();
@@ -240,9 +240,49 @@ describe.skipIf((mirror === undefined || !hasModel) && !required)(
   },
 );
 
+/**
+ * The largest |a[i] − b[i]|, where any two floats whose bits differ count: −0 against +0 and a
+ * NaN count as Infinity. So 0 means the arrays are equal bit for bit.
+ */
 function maxAbsDelta(a: Float32Array, b: Float32Array): number {
   expect(a.length).toBe(b.length);
+  const [x, y] = [bitsOf(a), bitsOf(b)];
   let max = 0;
-  for (let i = 0; i < a.length; i++) max = Math.max(max, Math.abs(a[i]! - b[i]!));
+  for (let i = 0; i < a.length; i++) {
+    if (x[i] === y[i]) continue;
+    const d = Math.abs(a[i]! - b[i]!);
+    max = Math.max(max, d > 0 ? d : Infinity);
+  }
   return max;
 }
+
+const bitsOf = (v: Float32Array) => new Uint32Array(v.buffer, v.byteOffset, v.length);
+
+describe('maxAbsDelta: the vector equality asserted above', () => {
+  const a = Float32Array.from({ length: 384 * 7 }, (_, i) => Math.sin(i * 0.37) / 19.6);
+  const perturbed = (at: number, value: (x: number) => number) => {
+    const b = a.slice();
+    b[at] = value(b[at]!);
+    return b;
+  };
+
+  it('is 0 for a copy, and not 0 when one float of one vector differs by one ulp', () => {
+    expect(maxAbsDelta(a, a.slice())).toBe(0);
+    const oneUlp = perturbed(384 * 3 + 5, (x) => {
+      const bits = new Uint32Array(Float32Array.of(x).buffer);
+      bits[0]! += 1;
+      return new Float32Array(bits.buffer)[0]!;
+    });
+    expect(oneUlp[384 * 3 + 5]).not.toBe(a[384 * 3 + 5]);
+    expect(maxAbsDelta(a, oneUlp)).toBeGreaterThan(0);
+    expect(maxAbsDelta(a, oneUlp)).toBeLessThan(1e-8);
+    // The same assertion the LoCoMo suite makes fails on the perturbed vector.
+    expect(() => expect(maxAbsDelta(a, oneUlp)).toBe(0)).toThrow(/to be \+0/);
+  });
+
+  it('counts −0 against +0 and NaN as differences', () => {
+    const zero = Float32Array.of(0, 1);
+    expect(maxAbsDelta(zero, Float32Array.of(-0, 1))).toBe(Infinity);
+    expect(maxAbsDelta(zero, Float32Array.of(0, Number.NaN))).toBe(Infinity);
+  });
+});
