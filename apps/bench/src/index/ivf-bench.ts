@@ -10,7 +10,10 @@
  *
  *   pnpm bench:big-bank --ivf --bank <LongMemEval-S bank>,<LoCoMo bank> --tokens 2000000 \
  *     --rows 32 --queries 20 --centroids 4096 --residual-bits 2,4 --nprobe 4,8,16,32,64
+ *     [--over-fetch 1,2,4] [--graphs <dir>: each index saved there once built, read back after]
  */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { openTokenSource } from './token-source.js';
 import {
   ExactTokenIndex,
@@ -40,6 +43,35 @@ function recallOf(got: TokenHits, want: TokenHits): number {
     for (const t of got.tokens.subarray(r * K, (r + 1) * K)) if (truth.has(t)) found++;
   }
   return found / (want.rows * K);
+}
+
+/**
+ * The index of `(n, centroids, bits)`: read from `<dir>/ivf-<n>-<centroids>-<bits>.bin` when
+ * `dir` holds it (with the build's seconds beside it, `.json`), else built and, given `dir`,
+ * saved there.
+ */
+async function builtOrSaved(
+  dir: string | undefined,
+  n: number,
+  centroids: number,
+  bits: 2 | 4,
+  build: () => Promise<IvfTokenIndex>,
+  read: (bytes: Uint8Array) => IvfTokenIndex,
+): Promise<{ index: IvfTokenIndex; buildS: number }> {
+  const base = dir === undefined ? undefined : join(dir, `ivf-${n}-${centroids}-${bits}`);
+  if (base !== undefined && existsSync(`${base}.bin`)) {
+    const meta = JSON.parse(readFileSync(`${base}.json`, 'utf8')) as { buildSeconds: number };
+    return { index: read(new Uint8Array(readFileSync(`${base}.bin`))), buildS: meta.buildSeconds };
+  }
+  const t0 = performance.now();
+  const index = await build();
+  const buildS = (performance.now() - t0) / 1000;
+  if (base !== undefined) {
+    mkdirSync(dir!, { recursive: true });
+    writeFileSync(`${base}.bin`, index.toBytes());
+    writeFileSync(`${base}.json`, `${JSON.stringify({ buildSeconds: buildS })}\n`);
+  }
+  return { index, buildS };
 }
 
 export async function runIvfBench(o: BigBankOptions): Promise<void> {
@@ -102,19 +134,25 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
   ];
   for (const centroids of o.centroids) {
     for (const bits of o.residualBits) {
-      const t0 = performance.now();
-      const index = await IvfTokenIndex.build(
-        side,
-        {
-          centroids,
-          residualBits: bits as 2 | 4,
-          ...(o.ivfSample === undefined ? {} : { sample: o.ivfSample }),
-          iterations: o.ivfIterations,
-        },
-        kernel,
-        { nprobe: 1 },
+      const { index, buildS } = await builtOrSaved(
+        o.graphs,
+        n,
+        centroids,
+        bits as 2 | 4,
+        () =>
+          IvfTokenIndex.build(
+            side,
+            {
+              centroids,
+              residualBits: bits as 2 | 4,
+              ...(o.ivfSample === undefined ? {} : { sample: o.ivfSample }),
+              iterations: o.ivfIterations,
+            },
+            kernel,
+            { nprobe: 1 },
+          ),
+        (bytes) => IvfTokenIndex.fromBytes(bytes, side, kernel, { nprobe: 1 }),
       );
-      const buildS = (performance.now() - t0) / 1000;
       const bytes = index.toBytes().byteLength;
       const perToken = bytes / n;
       note(
