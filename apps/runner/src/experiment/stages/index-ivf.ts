@@ -9,7 +9,10 @@ import {
   type CodecModel,
   type SimilarityKernel,
 } from '@bfe/index';
-import type { IndexConfig } from './index.js';
+import type { Experiment } from '../config.js';
+
+/** The experiment's `index` section, defaults filled. */
+type IndexConfig = NonNullable<Experiment['index']>;
 
 export const IVF_FILE = 'ivf.bin';
 /** nprobe and residual bits of a section that leaves them out. */
