@@ -3,7 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { MemoryStore } from '@bfe/store';
 import { HttpError, noBank } from './http-errors.js';
-import { canSee } from './keys.js';
+import { canSee, type Grant } from './keys.js';
 
 /** The Fastify instance routes are declared on: zod schemas through the type provider. */
 export type App = FastifyInstance<
@@ -25,8 +25,18 @@ export function reachBank(
   bank: string,
   need: { readonly write?: boolean; readonly exists?: boolean },
 ): void {
-  if (!canSee(request.grant, bank)) throw noBank(bank);
-  if (need.write === true && !request.grant.write)
+  grantReaches(request.grant, store, bank, need);
+}
+
+/** {@link reachBank} for a grant held outside a request (the MCP tools). */
+export function grantReaches(
+  grant: Grant,
+  store: MemoryStore,
+  bank: string,
+  need: { readonly write?: boolean; readonly exists?: boolean },
+): void {
+  if (!canSee(grant, bank)) throw noBank(bank);
+  if (need.write === true && !grant.write)
     throw new HttpError(403, 'FORBIDDEN', 'this key may not write');
   if (need.exists === true && !store.banks().includes(bank)) throw noBank(bank);
 }
