@@ -21,6 +21,7 @@ import {
   createLimiter,
   type SizeLimits,
 } from './limits.js';
+import { mcpRoutes } from './mcp/http.js';
 import { createMetrics } from './metrics.js';
 import { memoryRoutes } from './routes-memories.js';
 import { pageRoutes } from './routes-page.js';
@@ -168,6 +169,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   memoryRoutes(typed, options.store, writes, sizes.writeBody);
   searchRoutes(typed, options.store, sizes.searchBody);
   pageRoutes(typed);
+  mcpRoutes(typed, options.store, writes, sizes.writeBody);
   await app.ready();
   return app;
 }
