@@ -7,6 +7,7 @@ import { dataSplitCommand } from '../commands/data-split.js';
 import { encodeCommand } from '../commands/encode.js';
 import { evalCommand } from '../commands/eval.js';
 import { explainCommand } from '../commands/explain.js';
+import { mcpCommand } from '../commands/mcp.js';
 import { modelFetchCommand } from '../commands/model-fetch.js';
 import { runCommand } from '../commands/run.js';
 import { scoreCommand } from '../commands/score.js';
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
   program.command('model').description('sentence encoders: fetch').addCommand(modelFetchCommand());
   program.addCommand(cacheCommand());
   program.addCommand(serveCommand());
+  program.addCommand(mcpCommand());
   return program;
 }
 

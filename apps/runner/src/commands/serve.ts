@@ -4,20 +4,19 @@ import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 
 /**
- * The server's entry point in this workspace. Apps never import each other, so `bfe serve`
+ * An entry point of apps/server in this workspace (`bin`: `bfe serve`; `mcp/bin`: `bfe mcp`). Apps never import each other, so `bfe serve`
  * runs apps/server's own bin as a child process: its TypeScript source when the runner runs
  * from source (through tsx, with the workspace's source condition), its build otherwise.
  */
-export function serverEntry(): { script: string; execArgv: string[] } {
+export function serverEntry(entry = 'bin'): { script: string; execArgv: string[] } {
   const fromSource = import.meta.url.endsWith('.ts');
   const script = fileURLToPath(
     new URL(
-      fromSource ? '../../../server/src/bin.ts' : '../../../server/dist/bin.js',
+      fromSource ? `../../../server/src/${entry}.ts` : `../../../server/dist/${entry}.js`,
       import.meta.url,
     ),
   );
-  if (!existsSync(script))
-    throw new Error(`bfe serve: the server's entry point ${script} is missing`);
+  if (!existsSync(script)) throw new Error(`bfe: the server's entry point ${script} is missing`);
   const execArgv = fromSource
     ? ['--conditions=@bfe/source', '--import', import.meta.resolve('tsx')]
     : [];
@@ -38,22 +37,29 @@ export function serveCommand(): Command {
     .allowExcessArguments()
     .argument('[args...]', 'arguments of the server (see apps/server/README.md)')
     .action(async (_args: string[], _opts: unknown, command: Command) => {
-      const { script, execArgv } = serverEntry();
-      const child = spawn(process.execPath, [...execArgv, script, ...command.args], {
-        stdio: 'inherit',
-      });
-      const forward = (signal: NodeJS.Signals): void => {
-        child.kill(signal);
-      };
-      process.on('SIGTERM', forward);
-      process.on('SIGINT', forward);
-      const code = await new Promise<number>((resolve, reject) => {
-        child.once('error', reject);
-        child.once('exit', (exitCode, signal) => resolve(exitCode ?? (signal === null ? 1 : 128)));
-      });
-      process.off('SIGTERM', forward);
-      process.off('SIGINT', forward);
-      // The server's own code (0 after a graceful stop, 2 for bad arguments), not the runner's.
-      process.exit(code);
+      await runServerEntry('bin', command.args);
     });
+}
+
+/**
+ * Runs an entry point of apps/server as a child process with this process's stdio (so an MCP
+ * client's stdin and stdout reach `bfe mcp` directly), forwarding SIGTERM/SIGINT, and exits
+ * with the child's code.
+ */
+export async function runServerEntry(entry: string, args: readonly string[]): Promise<never> {
+  const { script, execArgv } = serverEntry(entry);
+  const child = spawn(process.execPath, [...execArgv, script, ...args], { stdio: 'inherit' });
+  const forward = (signal: NodeJS.Signals): void => {
+    child.kill(signal);
+  };
+  process.on('SIGTERM', forward);
+  process.on('SIGINT', forward);
+  const code = await new Promise<number>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (exitCode, signal) => resolve(exitCode ?? (signal === null ? 1 : 128)));
+  });
+  process.off('SIGTERM', forward);
+  process.off('SIGINT', forward);
+  // The server's own code (0 after a graceful stop, 2 for bad arguments), not the runner's.
+  process.exit(code);
 }
