@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { EvidenceJson, SearchResultJson } from '@bfe/store';
-import { evidenceLine, idList, memoryText, searchText } from './text.js';
+import { evidenceLine, idList, memories, memoryText, searchText } from './text.js';
 
 const token = (
   queryPiece: string | null,
@@ -81,5 +81,6 @@ describe('MCP text', () => {
       'm1 in bank \'b\'\nmeta: {"a":1}\n\nhello',
     );
     expect(idList(['a', 'b', 'c'], 2)).toBe('a, b … (1 more)');
+    expect([memories(1), memories(2)]).toEqual(['1 memory', '2 memories']);
   });
 });

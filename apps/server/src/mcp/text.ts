@@ -90,6 +90,9 @@ export function memoryText(m: {
   return `${m.id} in bank '${m.bank}'${meta}\n\n${m.text}`;
 }
 
+/** `'1 memory'`, `'2 memories'`. */
+export const memories = (n: number): string => `${n} memor${n === 1 ? 'y' : 'ies'}`;
+
 /** `'m1, m2'`, or the first few and a count. */
 export function idList(ids: readonly string[], most = 20): string {
   if (ids.length <= most) return ids.join(', ');

@@ -23,7 +23,7 @@ import {
   searchBodySchema,
 } from '../schemas.js';
 import type { StoreWrites } from '../writes.js';
-import { idList, memoryText, searchText } from './text.js';
+import { idList, memories, memoryText, searchText } from './text.js';
 
 /** What the MCP tools act on, and for whom. */
 export interface McpContext {
@@ -188,8 +188,10 @@ export function mcpServer(ctx: McpContext): McpServer {
           ...(meta === undefined ? {} : { meta }),
         }));
         const { ids } = await ctx.writes.add(items);
-        const n = `${ids.length} memor${ids.length === 1 ? 'y' : 'ies'}`;
-        return answer(`added ${n} to bank '${bank}': ${idList(ids)}`, { bank, ids });
+        return answer(`added ${memories(ids.length)} to bank '${bank}': ${idList(ids)}`, {
+          bank,
+          ids,
+        });
       }),
     );
 
@@ -295,7 +297,7 @@ export function mcpServer(ctx: McpContext): McpServer {
         banks.length === 0
           ? 'no bank holds memories yet' +
             (ctx.bank === undefined ? '' : ` (this server uses bank '${ctx.bank}')`)
-          : banks.map((b) => `${b.bank}: ${b.memories} memories`).join('\n');
+          : banks.map((b) => `${b.bank}: ${memories(b.memories)}`).join('\n');
       return answer(text, { banks });
     }),
   );
