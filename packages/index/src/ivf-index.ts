@@ -45,6 +45,12 @@ export interface IvfScanStats {
   readonly centroidSeconds: number;
   readonly scanSeconds: number;
   readonly rescoreSeconds: number;
+  /**
+   * This process's CPU seconds (user + system, every thread) over the scan: on a shared machine
+   * the scan's own cost where wall time counts other work's too (an upper bound: it includes
+   * any onnxruntime thread still spinning after the centroid product).
+   */
+  readonly scanCpuSeconds: number;
 }
 
 /**
@@ -222,6 +228,7 @@ export class IvfTokenIndex implements TokenIndex {
     const t0 = performance.now();
     const cs = await this.#kernel.scores(q, rows, data.centroids, c, dim);
     const t1 = performance.now();
+    const cpu0 = process.cpuUsage();
     let allowed: Uint8Array | undefined;
     if (memories !== undefined) {
       allowed = new Uint8Array(this.#side.tokenOffsets.length - 1);
@@ -252,7 +259,9 @@ export class IvfTokenIndex implements TokenIndex {
       scored += seen;
       for (let i = 0; i < top.count; i++) out[r * fetch + i] = data.tokens[top.places[i]!]!;
     }
+    const cpu = process.cpuUsage(cpu0);
     this.#stats = {
+      scanCpuSeconds: (cpu.user + cpu.system) / 1e6,
       tokensScored: scored,
       clustersProbed: probed,
       centroidSeconds: (t1 - t0) / 1000,

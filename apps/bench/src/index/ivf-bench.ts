@@ -127,6 +127,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
       '1 (reference)',
       '',
       '',
+      '',
     ],
   ];
   const json: object[] = [
@@ -165,7 +166,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
             overFetch,
           });
           const ms: number[] = [];
-          const split = { centroid: 0, scan: 0, rescore: 0, scored: 0 };
+          const split = { centroid: 0, scan: 0, scanCpu: 0, rescore: 0, scored: 0 };
           let recall = 0;
           for (let i = 0; i < o.queries; i++) {
             const t1 = performance.now();
@@ -175,10 +176,13 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
             const s = probe.stats!;
             split.centroid += s.centroidSeconds;
             split.scan += s.scanSeconds;
+            split.scanCpu += s.scanCpuSeconds;
             split.rescore += s.rescoreSeconds;
             split.scored += s.tokensScored;
           }
           const perSecond = split.scored / split.scan;
+          const perCpuSecond = split.scored / split.scanCpu;
+          const cpuGflops = (perCpuSecond * 2 * dim) / 1e9;
           const gflops = (perSecond * 2 * dim) / 1e9;
           const gbs = (perSecond * (codeBytes(dim, bits as 2 | 4) + 4)) / 1e9;
           const q = o.queries;
@@ -194,6 +198,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
             recall.toFixed(4),
             `${((split.centroid / q) * 1e3).toFixed(1)} / ${((split.scan / q) * 1e3).toFixed(1)} / ${((split.rescore / q) * 1e3).toFixed(1)}`,
             `${(perSecond / 1e6).toFixed(1)}M (${((gflops / PEAK_GFLOPS) * 100).toFixed(1)} % flop, ${((gbs / PEAK_GBS) * 100).toFixed(1)} % read)`,
+            `${(perCpuSecond / 1e6).toFixed(1)}M (${((cpuGflops / PEAK_GFLOPS) * 100).toFixed(1)} % flop)`,
           ]);
           json.push({
             backend: 'ivf',
@@ -211,6 +216,8 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
             rescoreMs: (split.rescore / q) * 1e3,
             tokensScoredPerQuery: split.scored / q,
             tokensPerSecondPerCore: perSecond,
+            tokensPerCpuSecond: perCpuSecond,
+            cpuEquivalentGflops: cpuGflops,
             equivalentGflops: gflops,
             codeGBs: gbs,
           });
@@ -243,6 +250,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
         'recall@64',
         'centroids / scan / rescore ms',
         'scan tokens/s/core',
+        'scan tokens/CPU-s',
       ],
       rows: table,
     });
