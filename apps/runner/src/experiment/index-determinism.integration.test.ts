@@ -120,6 +120,23 @@ describe('a reproducible index stage', () => {
     120_000,
   );
 
+  it('ivf over fp32 codes, built from two cold caches: the same ivf.bin and results.json', async () => {
+    const index = { backend: 'ivf', codec: 'fp32', centroids: 32, nprobe: 4, residualBits: 2 };
+    const a = await mkdtemp(join(root, 'a-ivf-'));
+    const b = await mkdtemp(join(root, 'b-ivf-'));
+    const first = await runIn(a, experiment(index));
+    const second = await runIn(b, experiment(index));
+    const filesA = await indexFiles(a, first);
+    const filesB = await indexFiles(b, second);
+    expect([...filesA.keys()]).toEqual(['codec.json', 'codes.bin', 'ivf.bin']);
+    for (const [name, bytes] of filesA) {
+      expect(filesB.get(name)!.equals(bytes), `${name} differs between the builds`).toBe(true);
+    }
+    const results = (r: RunOutcome): Promise<string> =>
+      readFile(join(r.runDir, 'results.json'), 'utf8');
+    expect(await results(second)).toBe(await results(first));
+  }, 120_000);
+
   it('buildThreads > 1 is another artifact, marked deterministic: false; 1 written out keeps the key', async () => {
     const dir = await mkdtemp(join(root, 'threads-'));
     const plain = await runIn(dir, experiment({ backend: 'hnsw' }));
