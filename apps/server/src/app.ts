@@ -169,7 +169,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   memoryRoutes(typed, options.store, writes, sizes.writeBody);
   searchRoutes(typed, options.store, sizes.searchBody);
   pageRoutes(typed);
-  mcpRoutes(typed, options.store, writes, sizes.writeBody);
+  mcpRoutes(typed, options.store, writes, { body: sizes.writeBody, response: sizes.response });
   await app.ready();
   return app;
 }

@@ -164,6 +164,38 @@ describe('MCP over Streamable HTTP (/mcp)', () => {
   });
 });
 
+describe('/mcp and the service limits', () => {
+  it('refuses a search answer over the response limit with a tool error, and a smaller one passes', async () => {
+    const small = await liveServer({ sizes: { response: 4096 } });
+    const client = new Client({ name: 'bfe-test', version: '0.0.0' });
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${small.url}/mcp`)));
+      const words = 'grey cat sofa garden tea '.repeat(20);
+      const memories = Array.from({ length: 8 }, (_, i) => ({
+        id: `m${i}`,
+        text: `${i} ${words}`,
+      }));
+      const added = await call(client, 'memory_add', { bank: 'b', memories });
+      expect(added.isError).toBeFalsy();
+      const big = await call(client, 'memory_search', { bank: 'b', query: 'grey cat', k: 8 });
+      expect(big.isError).toBe(true);
+      expect(text(big)).toMatch(
+        /^RESPONSE_TOO_LARGE: the answer would be \d+ bytes, over the limit of 4096/,
+      );
+      const one = await call(client, 'memory_search', {
+        bank: 'b',
+        query: 'grey cat',
+        k: 1,
+        explain: false,
+      });
+      expect(one.isError).toBeFalsy();
+    } finally {
+      await client.close();
+      await small.close();
+    }
+  });
+});
+
 describe('/mcp without a keys file', () => {
   it('answers loopback clients and refuses a foreign Host (DNS rebinding) as every route does', async () => {
     const open = await liveServer();

@@ -16,19 +16,22 @@ const NOT_ALLOWED = JSON.stringify({
  * transport, answered with JSON, no session or stream to keep), behind the same hooks as every
  * route — the `Host`/`Origin` guard without a keys file, the key (401 before any MCP message is
  * read), its rate and concurrency limits — and acting under the key's grant: its banks, and the
- * write tools only for a key that may write. Bodies up to `bodyLimit` bytes (an add's).
+ * write tools only for a key that may write. Bodies up to `sizes.body` bytes (an add's);
+ * answers up to `sizes.response`, the service's response limit (checked by the search tool: the
+ * transport writes its response itself, past the hooks' check).
  */
 export function mcpRoutes(
   app: App,
   store: MemoryStore,
   writes: StoreWrites,
-  bodyLimit: number,
+  sizes: { readonly body: number; readonly response: number },
 ): void {
-  app.post('/mcp', { bodyLimit, schema: { hide: true } }, async (request, reply) => {
+  app.post('/mcp', { bodyLimit: sizes.body, schema: { hide: true } }, async (request, reply) => {
     const server = mcpServer({
       store,
       writes,
       grant: request.grant,
+      maxResponseBytes: sizes.response,
       onInternalError: (error) => request.log.error({ err: error }, 'MCP tool failed'),
     });
     // No `sessionIdGenerator`: stateless, no session id issued or checked.

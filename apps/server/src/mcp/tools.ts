@@ -34,6 +34,11 @@ export interface McpContext {
   readonly grant: Grant;
   /** Every call acts on this bank; the tools then take no `bank` argument. */
   readonly bank?: string;
+  /**
+   * Largest answer in bytes (its text and structured content together; over HTTP the
+   * service's response limit): a larger search is a `RESPONSE_TOO_LARGE` tool error.
+   */
+  readonly maxResponseBytes?: number;
   /** Called with an internal error (a tool answers it as `INTERNAL: internal error`). */
   readonly onInternalError?: (error: unknown) => void;
 }
@@ -222,7 +227,18 @@ export function mcpServer(ctx: McpContext): McpServer {
         ...(weights === undefined ? {} : { weights }),
       });
       const json = results.map(searchResultToJson);
-      return answer(searchText(bank, query, system, json), { bank, query, system, results: json });
+      const structured = { bank, query, system, results: json };
+      const text = searchText(bank, query, system, json);
+      const limit = ctx.maxResponseBytes ?? Infinity;
+      const bytes = Buffer.byteLength(text) + Buffer.byteLength(JSON.stringify(structured));
+      if (bytes > limit)
+        throw new HttpError(
+          400,
+          'RESPONSE_TOO_LARGE',
+          `the answer would be ${bytes} bytes, over the limit of ${limit}: ask for fewer ` +
+            'results (k) or set explain false',
+        );
+      return answer(text, structured);
     }),
   );
 
