@@ -25,6 +25,20 @@ function stdioClient(args: string[]): { client: Client; transport: StdioClientTr
   return { client: new Client({ name: 'bfe-test', version: '0.0.0' }), transport };
 }
 
+/** `bfe …` with no stdin; its exit code once its output is read whole ('close'). */
+function run(args: string[]) {
+  const child = spawn(process.execPath, [...node, ...args], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = new Promise<number | null>((resolve) => child.once('close', resolve));
+  return { code, stdout: () => stdout, stderr: () => stderr };
+}
+
 const text = (r: CallToolResult): string =>
   r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
 
@@ -87,7 +101,7 @@ describe('bfe mcp (stdio)', () => {
     expect(stderr).not.toMatch(/internal error/);
   });
 
-  it('with --bank and --read-only offers the read tools without a bank argument', async () => {
+  it('with --bank and --read-only offers the read tools without a bank argument; a second process on the store exits 2', async () => {
     const dir = tmpDir();
     const { client, transport } = stdioClient(['--store', dir, '--bank', 'alice', '--read-only']);
     await client.connect(transport);
@@ -105,24 +119,21 @@ describe('bfe mcp (stdio)', () => {
       expect(text(named)).toMatch(/bank/);
       const empty = await call(client, 'memory_search', { query: 'cat' });
       expect(text(empty)).toBe("NOT_FOUND: no bank 'alice'");
+      // A second process on the same store (an assistant beside `bfe serve`) is refused.
+      const second = run(['mcp', '--store', dir]);
+      expect(await second.code).toBe(2);
+      expect(second.stderr()).toMatch(/is open for writing by process \d+/);
+      expect(second.stdout()).toBe('');
     } finally {
       await client.close();
     }
   });
 
   it('exits 2 on a bad argument, with the usage on stderr and nothing on stdout', async () => {
-    const child = spawn(process.execPath, [...node, 'mcp', '--bank', 'x'], {
-      cwd: repoRoot,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    expect(code).toBe(2);
-    expect(stderr).toMatch(/--store DIR is required/);
-    expect(stderr).toMatch(/usage: bfe mcp/);
-    expect(stdout).toBe('');
+    const child = run(['mcp', '--bank', 'x']);
+    expect(await child.code).toBe(2);
+    expect(child.stderr()).toMatch(/--store DIR is required/);
+    expect(child.stderr()).toMatch(/usage: bfe mcp/);
+    expect(child.stdout()).toBe('');
   });
 });
