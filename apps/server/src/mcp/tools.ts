@@ -51,7 +51,7 @@ export const MCP_MAX_K = MAX_EXPLAIN_K;
 
 const bankArg = bankNameSchema
   .optional()
-  .describe('the bank; may be left out when the key sees exactly one bank');
+  .describe('the bank; may be left out when the caller sees exactly one bank');
 
 const addArgs = z.strictObject({
   bank: bankArg,
@@ -74,7 +74,7 @@ const addArgs = z.strictObject({
 
 const searchArgs = z.strictObject({
   bank: bankArg,
-  query: searchBodySchema.shape.query,
+  query: searchBodySchema.shape.query.describe('the question, or the text to find memories about'),
   k: z.number().int().min(1).max(MCP_MAX_K).default(5).describe('how many memories to return'),
   system: z
     .enum(SEARCH_SYSTEMS)
@@ -111,6 +111,14 @@ const searchOutput = z.strictObject({
 // The root of an output schema is an object schema itself, not a reference to a named one.
 const memoryOutput = z.strictObject(memorySchema.shape);
 
+const addOutput = z.strictObject({ bank: z.string(), ids: z.array(z.string()) });
+
+const deleteOutput = z.strictObject({
+  bank: z.string(),
+  deleted: z.array(z.string()),
+  unknown: z.array(z.string()).describe('ids the bank does not hold'),
+});
+
 const banksOutput = z.strictObject({
   banks: z.array(z.strictObject({ bank: z.string(), memories: z.number().int() })),
 });
@@ -136,8 +144,8 @@ export function mcpServer(ctx: McpContext): McpServer {
   const server = new McpServer(MCP_SERVER_INFO, {
     instructions:
       'Long-term memory: memory_add stores texts in a bank, memory_search finds the memories ' +
-      'relevant to a question (with the query tokens each one matched), memory_get and ' +
-      'memory_delete act on one id, memory_list_banks lists the banks.' +
+      'relevant to a question (with the query tokens each one matched), memory_get reads one ' +
+      'by id, memory_delete deletes by id, memory_list_banks lists the banks.' +
       (ctx.bank === undefined ? '' : ` Every call acts on the bank '${ctx.bank}'.`),
   });
   const { store, grant } = ctx;
@@ -181,6 +189,7 @@ export function mcpServer(ctx: McpContext): McpServer {
           'Store new memories (texts, optional ids and JSON metadata) in a bank; atomic, ' +
           'durable once answered. An id that already exists is refused.',
         inputSchema: shape(addArgs),
+        outputSchema: addOutput,
         annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
       },
       run(async (args: z.output<typeof addArgs>) => {
@@ -276,6 +285,7 @@ export function mcpServer(ctx: McpContext): McpServer {
           'Delete memories of a bank by id; durable once answered. Ids the bank does not hold ' +
           'are reported; when it holds none of them, the call fails.',
         inputSchema: shape(deleteArgs),
+        outputSchema: deleteOutput,
         annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
       },
       run(async (args: z.output<typeof deleteArgs>) => {
