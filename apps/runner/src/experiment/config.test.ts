@@ -198,8 +198,11 @@ describe('the index section', () => {
     expect([...codecs]).toEqual([...codecNameSchema.options]);
     for (const index of [
       { codec: 'pq8' },
-      { backend: 'ivf' },
+      { backend: 'warp' },
       { ef: 10 },
+      { backend: 'ivf', residualBits: 3 },
+      { backend: 'ivf', nprobe: 0 },
+      { backend: 'ivf', centroids: 1.5 },
       { M: 0 },
       { graph: 'i4' },
       { overFetch: 0.5 },
@@ -208,6 +211,8 @@ describe('the index section', () => {
     ]) {
       expect(configError(() => parseExperiment({ ...base, index })).message).toMatch(/index/);
     }
+    const ivf = { backend: 'ivf', centroids: 1024, nprobe: 8, residualBits: 2 };
+    expect(parseExperiment({ ...base, index: ivf }).index).toMatchObject(ivf);
   });
 });
 
