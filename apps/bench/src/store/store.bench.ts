@@ -20,8 +20,12 @@
  *
  * - `graph`, `graph-add`: the HNSW graphs of large banks, HNSW vs exact in the same run (see
  *   graph-bench.ts; `--graph-sizes`, `--jitter`, `--graph-base`, `--graph-added`).
+ * - `hybrid`: on the same banks as `search` (`--sizes`, `--queries`), the `hybrid` search
+ *   (pooled + sparse + BM25, English) beside `sparse-fusion` (the peer), with and without
+ *   evidence, and the lexical index's costs: deriving a bank's BM25 postings from its texts and
+ *   keeping them per added memory (see hybrid-bench.ts).
  *
- * `--parts add,reopen,search,graph,graph-add` selects parts (default all); `--sizes ''` measures the conversation
+ * `--parts add,reopen,search,graph,graph-add,hybrid` selects parts (default all); `--sizes ''` measures the conversation
  * bank alone; `--threads` sets onnxruntime's intra-op threads of the embedder, the scorer and the
  * resident kernels. Timings on a shared machine are
  * noisy: the load average is printed beside them.
@@ -37,6 +41,7 @@ import { join } from 'node:path';
 import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
 import { MemoryStore, openEmbedder, type Embedder } from '@bfe/store';
 import { GRAPH_ADD_HEAD, GRAPH_HEAD, graphAddRows, graphSearchRows } from './graph-bench.js';
+import { HYBRID_HEAD, hybridLatency } from './hybrid-bench.js';
 import { SEARCH_HEAD, searchLatency } from './search-latency.js';
 import { replayEmbedder } from '../shared/banks.js';
 import {
@@ -51,7 +56,7 @@ import {
 } from '../shared/cli.js';
 import { note, out, printTable } from '../shared/table.js';
 
-const PARTS = ['add', 'reopen', 'search', 'graph', 'graph-add'] as const;
+const PARTS = ['add', 'reopen', 'search', 'graph', 'graph-add', 'hybrid'] as const;
 
 interface Options {
   memories: number;
@@ -198,6 +203,7 @@ async function main(): Promise<void> {
   note(`${texts.length} LoCoMo memories, model ${options.model}, work ${work}`);
   const rows: string[][] = [];
   let searchRows: string[][] = [];
+  let hybridRows: string[][] = [];
   const graphRows: string[][] = [];
   const graphAdd: string[][] = [];
   try {
@@ -229,6 +235,12 @@ async function main(): Promise<void> {
     if (parts.has('reopen')) rows.push(...(await reopenRows(embedder, texts, work)));
     if (parts.has('search'))
       searchRows = await searchLatency(loaded.benchmark, embedder, {
+        sizes,
+        queries,
+        ...(threads === undefined ? {} : { threads }),
+      });
+    if (parts.has('hybrid'))
+      hybridRows = await hybridLatency(loaded.benchmark, embedder, {
         sizes,
         queries,
         ...(threads === undefined ? {} : { threads }),
@@ -293,6 +305,7 @@ async function main(): Promise<void> {
   for (const [head, body] of [
     [GRAPH_ADD_HEAD, graphAdd],
     [GRAPH_HEAD, graphRows],
+    [HYBRID_HEAD, hybridRows],
   ] as const) {
     if (body.length === 0) continue;
     out('');
