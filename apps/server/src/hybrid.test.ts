@@ -10,7 +10,7 @@ afterEach(async () => {
   await h.close();
 });
 
-const search = (payload: unknown) =>
+const search = (payload: Record<string, unknown>) =>
   h.app.inject({ method: 'POST', url: '/v1/banks/alice/search', payload });
 
 describe('hybrid search over HTTP', () => {
