@@ -7,6 +7,7 @@ import { MemoryStore } from '../store.js';
 import { fakeEmbedder } from '../testing/index.js';
 import { randomQuery, randomView } from '../testing/random-view.js';
 import type { BankView } from '../types.js';
+import { renderEvidence } from './render.js';
 import { searchView } from './search.js';
 
 const scorer = await SparseScorer.open({ kernel: 'js' });
@@ -92,6 +93,12 @@ describe('hybrid search', () => {
       if (b.terms.length > 0) matched += 1;
     }
     expect(matched).toBeGreaterThan(10);
+    // The terminal rendering names the three parts and the matched terms.
+    const text = renderEvidence(results.slice(0, 1));
+    expect(text).toMatch(
+      /^#1 m\d+ {2}score -?\d\.\d{3} = 0\.33·z\(pooled\) .* \+ 0\.33·z\(bm25\) /,
+    );
+    expect(text.split('\n')[1]).toMatch(/^ {2}bm25 \d\.\d{3}: (grey|cat|run|porto)×\d tf \d idf /);
   });
 
   it('refuses hybrid without the query text, weights for another system, a foreign language', async () => {
