@@ -10,11 +10,10 @@ import {
   GraphChooser,
   graphGroups,
   readLayout,
-  tokensOf,
   writeLayout,
   type GraphGroup,
 } from './hnsw/layout.js';
-import { positionOf, topInto } from './hnsw/top.js';
+import { rescoreProposals } from './rescore-proposals.js';
 import { tieOrder } from './ties.js';
 import type { TokenHits, TokenIndex, TokenSearchOptions } from './token-index.js';
 import type { TokenStore } from './token-store.js';
@@ -238,45 +237,20 @@ export class HnswTokenIndex implements TokenIndex {
     const fetch = Math.min(proposalsFor(kk, overFetch, margin), candidateTokens);
     const proposed = await this.#propose(q, rows, fetch, memories);
 
-    const rank = this.#side.ids === undefined ? undefined : tieOrder(this.#side.ids).rank;
-    const tokenMemory = this.#tokenMemory;
-    const values = new Float64Array(rows * kk);
-    const tokens = new Int32Array(rows * kk);
-    let widened = 0;
-    let all: Int32Array | undefined;
-    let scores = new Float64Array(fetch);
-    for (let r = 0; r < rows; r++) {
-      const from = r * proposed.stride;
-      let found = proposed.tokens.subarray(from, from + proposed.counts[r]!);
-      let exhaustive = found.length < kk;
-      if (!exhaustive) {
-        if (scores.length < found.length) scores = new Float64Array(found.length);
-        this.#store.dots(found, found.length, q, r * codeDim, scores);
-        topInto(values, tokens, r * kk, kk, found, scores, tokenMemory, rank);
-        // A tie at the k-th place that reaches the worst proposal may run past the proposals,
-        // and the tie order must choose among all of it: exhaustive.
-        if (found.length < candidateTokens) {
-          let worst = Infinity;
-          for (let i = 0; i < found.length; i++) worst = Math.min(worst, scores[i]!);
-          exhaustive = values[r * kk + kk - 1] === worst;
-        }
-      }
-      if (exhaustive) {
-        all ??= tokensOf(offsets, memories);
-        found = all;
-        if (scores.length < found.length) scores = new Float64Array(found.length);
-        this.#store.dots(found, found.length, q, r * codeDim, scores);
-        topInto(values, tokens, r * kk, kk, found, scores, tokenMemory, rank);
-        widened++;
-      }
-    }
-    const memOf = new Int32Array(rows * kk);
-    const slots = new Int32Array(rows * kk);
-    for (let i = 0; i < rows * kk; i++) {
-      const m = tokenMemory[tokens[i]!]!;
-      memOf[i] = m;
-      slots[i] = positionOf(memories, m);
-    }
+    const hits = rescoreProposals({
+      store: this.#store,
+      q,
+      codeDim,
+      rows,
+      k: kk,
+      proposals: (r) =>
+        proposed.tokens.subarray(r * proposed.stride, r * proposed.stride + proposed.counts[r]!),
+      tokenOffsets: offsets,
+      memories,
+      candidateTokens,
+      tokenMemory: this.#tokenMemory,
+      rank: this.#side.ids === undefined ? undefined : tieOrder(this.#side.ids).rank,
+    });
     let best: Float32Array | undefined;
     if (options.bestPerMemory === true && this.#exhaustive !== undefined) {
       best = (await this.#exhaustive.search(queries, rows, kk, { ...options, clampK: true })).best;
@@ -284,13 +258,13 @@ export class HnswTokenIndex implements TokenIndex {
     return {
       rows,
       k: kk,
-      values,
-      tokens,
-      memories: memOf,
-      slots,
+      values: hits.values,
+      tokens: hits.tokens,
+      memories: hits.memories,
+      slots: hits.slots,
       ...(best === undefined ? {} : { best }),
       passes: 1,
-      widenedRows: widened,
+      widenedRows: hits.widened,
     };
   }
 

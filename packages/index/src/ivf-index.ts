@@ -1,13 +1,12 @@
 import { prepareQuery } from './codecs/codec.js';
 import { CodecExactTokenIndex, codecTokenStore, type CodecSide } from './codec-index.js';
 import { searchK } from './errors.js';
-import { tokensOf } from './hnsw/layout.js';
-import { positionOf, topInto } from './hnsw/top.js';
 import { proposalsFor } from './hnsw-options.js';
 import { ivfBytes, ivfFromBytes } from './ivf/bytes.js';
 import { ApproxTop, probeOrder, queryTable, scanCluster } from './ivf/scan.js';
 import { trainIvf, type IvfData, type ResidualBits } from './ivf/train.js';
 import type { SimilarityKernel } from './kernel.js';
+import { rescoreProposals } from './rescore-proposals.js';
 import { tieOrder } from './ties.js';
 import type { TokenHits, TokenIndex, TokenSearchOptions } from './token-index.js';
 import type { TokenStore } from './token-store.js';
@@ -159,40 +158,19 @@ export class IvfTokenIndex implements TokenIndex {
     const proposed = await this.#propose(q, rows, fetch, all ? undefined : memories);
     const t1 = performance.now();
 
-    const rank = this.#side.ids === undefined ? undefined : tieOrder(this.#side.ids).rank;
-    const tokenMemory = this.#tokenMemory;
-    const values = new Float64Array(rows * kk);
-    const tokens = new Int32Array(rows * kk);
-    let widened = 0;
-    let candidates: Int32Array | undefined;
-    const scores = new Float64Array(fetch);
-    for (let r = 0; r < rows; r++) {
-      let found = proposed.subarray(r * fetch, (r + 1) * fetch);
-      let exhaustive = false;
-      this.#store.dots(found, found.length, q, r * codeDim, scores);
-      topInto(values, tokens, r * kk, kk, found, scores, tokenMemory, rank);
-      // A tie at the k-th place that reaches the worst proposal may run past the proposals.
-      if (found.length < candidateTokens) {
-        let worst = Infinity;
-        for (let i = 0; i < found.length; i++) worst = Math.min(worst, scores[i]!);
-        exhaustive = values[r * kk + kk - 1] === worst;
-      }
-      if (exhaustive) {
-        candidates ??= tokensOf(offsets, memories);
-        found = candidates;
-        const all64 = new Float64Array(found.length);
-        this.#store.dots(found, found.length, q, r * codeDim, all64);
-        topInto(values, tokens, r * kk, kk, found, all64, tokenMemory, rank);
-        widened++;
-      }
-    }
-    const memOf = new Int32Array(rows * kk);
-    const slots = new Int32Array(rows * kk);
-    for (let i = 0; i < rows * kk; i++) {
-      const m = tokenMemory[tokens[i]!]!;
-      memOf[i] = m;
-      slots[i] = positionOf(memories, m);
-    }
+    const hits = rescoreProposals({
+      store: this.#store,
+      q,
+      codeDim,
+      rows,
+      k: kk,
+      proposals: (r) => proposed.subarray(r * fetch, (r + 1) * fetch),
+      tokenOffsets: offsets,
+      memories,
+      candidateTokens,
+      tokenMemory: this.#tokenMemory,
+      rank: this.#side.ids === undefined ? undefined : tieOrder(this.#side.ids).rank,
+    });
     this.#stats = { ...this.#stats!, rescoreSeconds: (performance.now() - t1) / 1000 };
     let best: Float32Array | undefined;
     if (options.bestPerMemory === true) {
@@ -201,13 +179,13 @@ export class IvfTokenIndex implements TokenIndex {
     return {
       rows,
       k: kk,
-      values,
-      tokens,
-      memories: memOf,
-      slots,
+      values: hits.values,
+      tokens: hits.tokens,
+      memories: hits.memories,
+      slots: hits.slots,
       ...(best === undefined ? {} : { best }),
       passes: 1,
-      widenedRows: widened,
+      widenedRows: hits.widened,
     };
   }
 

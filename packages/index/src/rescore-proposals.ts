@@ -1,0 +1,82 @@
+// The exact rescoring every proposing backend (HNSW graphs, clustered residual codes) ends with.
+import { tokensOf } from './hnsw/layout.js';
+import { positionOf, topInto } from './hnsw/top.js';
+import type { TokenStore } from './token-store.js';
+
+/** What {@link rescoreProposals} needs: the stored rows, the query, the proposals per row. */
+export interface ProposalRescore {
+  /** The stored token rows the float64 scores are computed from. */
+  readonly store: Pick<TokenStore, 'dots'>;
+  /** The prepared queries, `rows × codeDim`. */
+  readonly q: Float32Array;
+  readonly codeDim: number;
+  readonly rows: number;
+  /** Hits kept per row. */
+  readonly k: number;
+  /** Row r's proposed bank tokens (distinct). */
+  readonly proposals: (r: number) => Int32Array;
+  readonly tokenOffsets: ArrayLike<number>;
+  /** The candidate memories (ascending, distinct). */
+  readonly memories: Int32Array;
+  /** Tokens the candidate memories hold. */
+  readonly candidateTokens: number;
+  /** Bank token → its memory row. */
+  readonly tokenMemory: Int32Array;
+  /** The memories' tie rank (`tieOrder(ids).rank`), or undefined to break ties by token. */
+  readonly rank: Int32Array | undefined;
+}
+
+/** The exact top-k of each row's proposals, rescored in float64. */
+export interface RescoredHits {
+  readonly values: Float64Array;
+  readonly tokens: Int32Array;
+  readonly memories: Int32Array;
+  readonly slots: Int32Array;
+  /** Rows searched over every candidate token instead. */
+  readonly widened: number;
+}
+
+/**
+ * Rescores each row's proposals from the stored rows in float64 and keeps the best `k` (equal
+ * scores by the tie rank, then token). A row with fewer than `k` proposals, or whose k-th kept
+ * score ties the worst proposal (the tie may run past the proposals, and the tie order must
+ * choose among all of it), is searched over every candidate token instead: exhaustive.
+ */
+export function rescoreProposals(p: ProposalRescore): RescoredHits {
+  const { store, q, codeDim, rows, k, tokenMemory, rank } = p;
+  const values = new Float64Array(rows * k);
+  const tokens = new Int32Array(rows * k);
+  let widened = 0;
+  let all: Int32Array | undefined;
+  let scores = new Float64Array(0);
+  for (let r = 0; r < rows; r++) {
+    let found = p.proposals(r);
+    let exhaustive = found.length < k;
+    if (!exhaustive) {
+      if (scores.length < found.length) scores = new Float64Array(found.length);
+      store.dots(found, found.length, q, r * codeDim, scores);
+      topInto(values, tokens, r * k, k, found, scores, tokenMemory, rank);
+      if (found.length < p.candidateTokens) {
+        let worst = Infinity;
+        for (let i = 0; i < found.length; i++) worst = Math.min(worst, scores[i]!);
+        exhaustive = values[r * k + k - 1] === worst;
+      }
+    }
+    if (exhaustive) {
+      all ??= tokensOf(p.tokenOffsets, p.memories);
+      found = all;
+      if (scores.length < found.length) scores = new Float64Array(found.length);
+      store.dots(found, found.length, q, r * codeDim, scores);
+      topInto(values, tokens, r * k, k, found, scores, tokenMemory, rank);
+      widened++;
+    }
+  }
+  const memories = new Int32Array(rows * k);
+  const slots = new Int32Array(rows * k);
+  for (let i = 0; i < rows * k; i++) {
+    const m = tokenMemory[tokens[i]!]!;
+    memories[i] = m;
+    slots[i] = positionOf(p.memories, m);
+  }
+  return { values, tokens, memories, slots, widened };
+}
