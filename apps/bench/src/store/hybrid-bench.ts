@@ -14,9 +14,9 @@ import {
   type BankView,
   type Embedder,
 } from '@bfe/store';
-import { sliceView } from '../shared/banks.js';
 import { note } from '../shared/table.js';
 import { quantile } from '../shared/stats.js';
+import { latencyBanks } from './latency-banks.js';
 
 /** What the hybrid part measures. */
 export interface HybridLatencyOptions {
@@ -58,47 +58,7 @@ export async function hybridLatency(
   embedder: Embedder,
   options: HybridLatencyOptions,
 ): Promise<string[][]> {
-  const memories = benchmark.memories;
-  const byBank = new Map<string, number[]>();
-  memories.forEach((m, i) => byBank.set(m.bankId, [...(byBank.get(m.bankId) ?? []), i]));
-  const [conv, convRows] = [...byBank].sort((a, b) => b[1].length - a[1].length)[0]!;
-  const encoded = options.sizes.length === 0 ? convRows : memories.map((_, i) => i);
-  const texts = encoded.map((r) => memories[r]!.text);
-  note(`hybrid: encoding ${texts.length} LoCoMo memories …`);
-  const all = await embedder.encode(texts, 'passage');
-  const at = new Map(encoded.map((r, i) => [r, i]));
-  const convIds = convRows.map((r) => memories[r]!.id);
-  const banks: Array<{ name: string; build: () => BankView; queries: string[] }> = [
-    {
-      name: `one conversation (${conv})`,
-      build: () =>
-        sliceView(
-          all,
-          convRows.map((r) => at.get(r)!),
-          conv,
-          convIds,
-          texts,
-        ),
-      queries: benchmark.queries.filter((q) => q.candidateBankIds?.[0] === conv).map((q) => q.text),
-    },
-  ];
-  const stride = Math.max(1, Math.floor(benchmark.queries.length / options.queries));
-  const spread = benchmark.queries
-    .filter((_, i) => i % stride === 0)
-    .slice(0, options.queries)
-    .map((q) => q.text);
-  const m = memories.length;
-  for (const size of options.sizes) {
-    const rows = Array.from({ length: size }, (_, i) => i % m);
-    const ids = rows.map((r, i) =>
-      i < m ? memories[r]!.id : `${memories[r]!.id}~${Math.floor(i / m)}`,
-    );
-    banks.push({
-      name: size <= m ? `${size} (real)` : `${size} (${m} real, the rest their copies)`,
-      build: () => sliceView(all, rows, `size-${size}`, ids, texts),
-      queries: spread,
-    });
-  }
+  const { banks, texts } = await latencyBanks(benchmark, embedder, options, 'hybrid');
   const threads = options.threads === undefined ? {} : { threads: options.threads };
   const scorer = await SparseScorer.open(threads);
   const index = residentIndexFactory(threads);
