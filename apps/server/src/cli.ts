@@ -1,7 +1,8 @@
-import { Command, CommanderError } from 'commander';
+import { Command } from 'commander';
 import { z } from 'zod';
 import { BfeError } from '@bfe/core';
 import { DEFAULT_DRAIN_MS } from './app.js';
+import { parseCliArgs } from './cli-args.js';
 import { DEFAULT_LIMITS } from './limits.js';
 import { serve } from './serve.js';
 
@@ -95,22 +96,15 @@ export function serveProgram(): Command {
  * arguments or config).
  */
 export async function runServeCli(argv: readonly string[]): Promise<number> {
-  let args: z.output<typeof argsSchema>;
-  try {
-    const program = serveProgram().configureOutput({
-      writeErr: () => {},
-      writeOut: (text) => process.stdout.write(text),
-    });
-    program.parse([...argv], { from: 'user' });
-    const parsed = argsSchema.safeParse(program.opts());
-    if (!parsed.success) throw new Error(z.prettifyError(parsed.error));
-    args = parsed.data;
-  } catch (error) {
-    if (error instanceof CommanderError && error.exitCode === 0) return 0;
-    const message = (error as Error).message.replace(/^error: /, '');
-    process.stderr.write(`bfe serve: ${message}\n${USAGE}\n`);
-    return 2;
-  }
+  const parsed = parseCliArgs(
+    serveProgram(),
+    argsSchema,
+    argv,
+    { name: 'bfe serve', text: USAGE },
+    (text) => process.stdout.write(text),
+  );
+  if ('code' in parsed) return parsed.code;
+  const { args } = parsed;
   let server;
   try {
     server = await serve({

@@ -1,8 +1,9 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { Command, CommanderError } from 'commander';
+import { Command } from 'commander';
 import { z } from 'zod';
 import { BfeError } from '@bfe/core';
 import { MemoryStore, bankNameSchema, type StoreOptions } from '@bfe/store';
+import { parseCliArgs } from '../cli-args.js';
 import type { Grant } from '../keys.js';
 import { DEFAULT_LIMITS } from '../limits.js';
 import { mcpServer } from './tools.js';
@@ -51,23 +52,16 @@ function stopped(): Promise<string> {
  * 1 (internal error) or 2 (bad arguments, a store locked by another process).
  */
 export async function runMcpCli(argv: readonly string[]): Promise<number> {
-  let args: z.output<typeof argsSchema>;
-  try {
-    const program = mcpProgram().configureOutput({
-      writeErr: () => {},
-      // --help goes to stderr: stdout is the protocol's.
-      writeOut: (text) => process.stderr.write(text),
-    });
-    program.parse([...argv], { from: 'user' });
-    const parsed = argsSchema.safeParse(program.opts());
-    if (!parsed.success) throw new Error(z.prettifyError(parsed.error));
-    args = parsed.data;
-  } catch (error) {
-    if (error instanceof CommanderError && error.exitCode === 0) return 0;
-    const message = (error as Error).message.replace(/^error: /, '');
-    process.stderr.write(`bfe mcp: ${message}\n${USAGE}\n`);
-    return 2;
-  }
+  const parsed = parseCliArgs(
+    mcpProgram(),
+    argsSchema,
+    argv,
+    { name: 'bfe mcp', text: USAGE },
+    // --help goes to stderr: stdout is the protocol's.
+    (text) => process.stderr.write(text),
+  );
+  if ('code' in parsed) return parsed.code;
+  const { args } = parsed;
   const storeOptions: StoreOptions = {
     ...(args.model === undefined ? {} : { model: args.model }),
     ...(args.threads === 0 ? {} : { threads: args.threads }),
