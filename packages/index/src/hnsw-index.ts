@@ -255,17 +255,7 @@ export class HnswTokenIndex implements TokenIndex {
     if (options.bestPerMemory === true && this.#exhaustive !== undefined) {
       best = (await this.#exhaustive.search(queries, rows, kk, { ...options, clampK: true })).best;
     }
-    return {
-      rows,
-      k: kk,
-      values: hits.values,
-      tokens: hits.tokens,
-      memories: hits.memories,
-      slots: hits.slots,
-      ...(best === undefined ? {} : { best }),
-      passes: 1,
-      widenedRows: hits.widened,
-    };
+    return best === undefined ? hits : { ...hits, best };
   }
 
   /** Per query row r: its distinct proposed bank tokens (≤ `fetch` per graph) at `r · stride`. */

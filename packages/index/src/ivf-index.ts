@@ -176,17 +176,7 @@ export class IvfTokenIndex implements TokenIndex {
     if (options.bestPerMemory === true) {
       best = (await this.#exhaustive.search(queries, rows, kk, { ...options, clampK: true })).best;
     }
-    return {
-      rows,
-      k: kk,
-      values: hits.values,
-      tokens: hits.tokens,
-      memories: hits.memories,
-      slots: hits.slots,
-      ...(best === undefined ? {} : { best }),
-      passes: 1,
-      widenedRows: hits.widened,
-    };
+    return best === undefined ? hits : { ...hits, best };
   }
 
   /**

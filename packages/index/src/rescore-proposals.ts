@@ -1,6 +1,7 @@
 // The exact rescoring every proposing backend (HNSW graphs, clustered residual codes) ends with.
 import { tokensOf } from './hnsw/layout.js';
 import { positionOf, topInto } from './hnsw/top.js';
+import type { TokenHits } from './token-index.js';
 import type { TokenStore } from './token-store.js';
 
 /** What {@link rescoreProposals} needs: the stored rows, the query, the proposals per row. */
@@ -26,23 +27,14 @@ export interface ProposalRescore {
   readonly rank: Int32Array | undefined;
 }
 
-/** The exact top-k of each row's proposals, rescored in float64. */
-export interface RescoredHits {
-  readonly values: Float64Array;
-  readonly tokens: Int32Array;
-  readonly memories: Int32Array;
-  readonly slots: Int32Array;
-  /** Rows searched over every candidate token instead. */
-  readonly widened: number;
-}
-
 /**
- * Rescores each row's proposals from the stored rows in float64 and keeps the best `k` (equal
+ * The exact top-k of each row's proposals as {@link TokenHits} (one pass; `best` is the
+ * caller's). Rescores each row's proposals from the stored rows in float64 and keeps the best `k` (equal
  * scores by the tie rank, then token). A row with fewer than `k` proposals, or whose k-th kept
  * score ties the worst proposal (the tie may run past the proposals, and the tie order must
  * choose among all of it), is searched over every candidate token instead: exhaustive.
  */
-export function rescoreProposals(p: ProposalRescore): RescoredHits {
+export function rescoreProposals(p: ProposalRescore): TokenHits {
   const { store, q, codeDim, rows, k, tokenMemory, rank } = p;
   const values = new Float64Array(rows * k);
   const tokens = new Int32Array(rows * k);
@@ -78,5 +70,5 @@ export function rescoreProposals(p: ProposalRescore): RescoredHits {
     memories[i] = m;
     slots[i] = positionOf(p.memories, m);
   }
-  return { values, tokens, memories, slots, widened };
+  return { rows, k, values, tokens, memories, slots, passes: 1, widenedRows: widened };
 }
