@@ -16,21 +16,7 @@ import {
 } from '@bfe/store';
 import { note } from '../shared/table.js';
 import { quantile } from '../shared/stats.js';
-import { latencyBanks } from './latency-banks.js';
-
-/** What the hybrid part measures. */
-export interface HybridLatencyOptions {
-  /** Bank sizes in memories (besides the one-conversation bank). */
-  readonly sizes: readonly number[];
-  /** Queries per sized bank (spread over LoCoMo's queries); the conversation bank uses its own. */
-  readonly queries: number;
-  /** onnxruntime intra-op threads of the scorer and the resident kernels (default: its choice). */
-  readonly threads?: number;
-}
-
-const ms = (t0: number): number => performance.now() - t0;
-const p = (xs: readonly number[]): string =>
-  `${quantile(xs, 0.5).toFixed(2)} / ${quantile(xs, 0.9).toFixed(2)}`;
+import { latencyBanks, ms, p50p90 as p, type LatencyOptions } from './latency-banks.js';
 
 /** BM25's language of the measured store (LoCoMo is English, as the experiments' BM25). */
 const LANGUAGE = 'english';
@@ -56,7 +42,7 @@ export const HYBRID_HEAD = [
 export async function hybridLatency(
   benchmark: LoadedDataset['benchmark'],
   embedder: Embedder,
-  options: HybridLatencyOptions,
+  options: LatencyOptions,
 ): Promise<string[][]> {
   const { banks, texts } = await latencyBanks(benchmark, embedder, options, 'hybrid');
   const threads = options.threads === undefined ? {} : { threads: options.threads };

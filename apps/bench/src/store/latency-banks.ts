@@ -7,6 +7,7 @@
 import type { LoadedDataset } from '@bfe/core';
 import type { BankView, Embedder } from '@bfe/store';
 import { sliceView } from '../shared/banks.js';
+import { quantile } from '../shared/stats.js';
 import { note } from '../shared/table.js';
 
 /** One measured bank: its row label, its view (built on demand) and its queries. */
@@ -16,17 +17,28 @@ export interface LatencyBank {
   readonly queries: string[];
 }
 
-/** Which banks: sizes in memories (besides the conversation), queries per sized bank. */
-export interface LatencyBankOptions {
+/** What the latency parts measure. */
+export interface LatencyOptions {
+  /** Bank sizes in memories (besides the one-conversation bank). */
   readonly sizes: readonly number[];
+  /** Queries per sized bank (spread over LoCoMo's queries); the conversation bank uses its own. */
   readonly queries: number;
+  /** onnxruntime intra-op threads of the scorer and the resident kernels (default: its choice). */
+  readonly threads?: number;
 }
+
+/** Milliseconds since `t0` (a `performance.now()`). */
+export const ms = (t0: number): number => performance.now() - t0;
+
+/** `p50 / p90` of latencies in milliseconds, as the tables print them. */
+export const p50p90 = (xs: readonly number[]): string =>
+  `${quantile(xs, 0.5).toFixed(2)} / ${quantile(xs, 0.9).toFixed(2)}`;
 
 /** The banks, and the encoded texts they are cut from (`part` names the progress line). */
 export async function latencyBanks(
   benchmark: LoadedDataset['benchmark'],
   embedder: Embedder,
-  options: LatencyBankOptions,
+  options: LatencyOptions,
   part: string,
 ): Promise<{ banks: LatencyBank[]; texts: string[] }> {
   const memories = benchmark.memories;

@@ -14,21 +14,7 @@ import {
 } from '@bfe/store';
 import { note } from '../shared/table.js';
 import { quantile } from '../shared/stats.js';
-import { latencyBanks } from './latency-banks.js';
-
-/** What the search part measures. */
-export interface SearchLatencyOptions {
-  /** Bank sizes in memories (besides the one-conversation bank). */
-  readonly sizes: readonly number[];
-  /** Queries per sized bank (spread over LoCoMo's queries); the conversation bank uses its own. */
-  readonly queries: number;
-  /** onnxruntime intra-op threads of the scorer and the resident kernels (default: its choice). */
-  readonly threads?: number;
-}
-
-const ms = (t0: number): number => performance.now() - t0;
-const p = (xs: readonly number[]): string =>
-  `${quantile(xs, 0.5).toFixed(2)} / ${quantile(xs, 0.9).toFixed(2)}`;
+import { latencyBanks, ms, p50p90 as p, type LatencyOptions } from './latency-banks.js';
 
 /** Table head of {@link searchLatency}'s rows. */
 export const SEARCH_HEAD = [
@@ -50,7 +36,7 @@ export const SEARCH_HEAD = [
 export async function searchLatency(
   benchmark: LoadedDataset['benchmark'],
   embedder: Embedder,
-  options: SearchLatencyOptions,
+  options: LatencyOptions,
 ): Promise<string[][]> {
   const { banks } = await latencyBanks(benchmark, embedder, options, 'search');
   const threads = options.threads === undefined ? {} : { threads: options.threads };
