@@ -65,6 +65,12 @@ export type PoolBoot = Pick<
 export type PoolData = Omit<PoolSetup, keyof PoolBoot>;
 
 /** A request: the losses (and, with `gradients`, their gradient) of `queries` at `A`, `B`. */
+/**
+ * Asks a worker to finish what it is running, release its session and exit: terminating a
+ * thread while onnxruntime's native work is in flight can bring down the whole process.
+ */
+export const POOL_CLOSE = { kind: 'close' } as const;
+
 export interface PoolRequest {
   readonly a: Float64Array;
   readonly b: Float64Array;
@@ -97,6 +103,8 @@ interface Waiter {
 interface Slot {
   readonly worker: Worker;
   readonly exited: Promise<void>;
+  /** Exited (the port no longer takes messages). */
+  gone: boolean;
   waiter: Waiter | undefined;
   failure: Error | undefined;
 }
@@ -283,12 +291,17 @@ export class LossPool {
     });
   }
 
-  /** Terminates every worker and waits until each has exited; safe to call twice. */
+  /**
+   * Stops every worker and waits until each has exited; safe to call twice. Each worker
+   * finishes the request it is running (an abandoned step ends at its next item or wait),
+   * releases its session and exits by itself: never terminated in the middle of native work.
+   */
   async close(): Promise<void> {
+    if (!this.#closing && this.#shared !== undefined) abandon(this.#shared.control);
     this.#closing = true;
     await Promise.all(
       this.#slots.map(async (slot) => {
-        await slot.worker.terminate();
+        if (!slot.gone) slot.worker.postMessage(POOL_CLOSE);
         await slot.exited;
       }),
     );
@@ -302,6 +315,7 @@ export class LossPool {
     const slot: Slot = {
       worker,
       exited: new Promise<void>((resolve) => (exit = resolve)),
+      gone: false,
       waiter: undefined,
       failure: undefined,
     };
@@ -324,6 +338,7 @@ export class LossPool {
     });
     worker.on('error', (error) => fail(workerError(index, error)));
     worker.on('exit', (code) => {
+      slot.gone = true;
       counts.live -= 1;
       exit();
       if (!this.#closing)

@@ -132,7 +132,7 @@ describe('trainAdapterAsync with worker threads', () => {
     expect(trainWorkerCounts().started - before).toBe(expected);
   });
 
-  it('rejects when a worker fails, and terminates every worker', async () => {
+  it('rejects when a worker fails, and stops every worker', async () => {
     const before = trainWorkerCounts();
     process.env.BFE_FAULT_ADAPTER_WORKER = '1:3'; // worker 1's third request
     let steps = 0;
@@ -165,7 +165,7 @@ describe('trainAdapterAsync with worker threads', () => {
     expect(trainWorkerCounts()).toEqual({ started: before.started + 2, live: 0 });
   });
 
-  it('rejects when a worker fails to start, and terminates every worker', async () => {
+  it('rejects when a worker fails to start, and stops every worker', async () => {
     const before = trainWorkerCounts();
     process.env.BFE_FAULT_ADAPTER_WORKER = '0:0';
     let steps = 0;
@@ -179,7 +179,7 @@ describe('trainAdapterAsync with worker threads', () => {
     expect(trainWorkerCounts()).toEqual({ started: before.started + 2, live: 0 });
   });
 
-  it('rejects when a hook throws, and terminates every worker', async () => {
+  it('rejects when a hook throws, and stops every worker', async () => {
     const before = trainWorkerCounts();
     const run = trainAdapterAsync(
       splits(),

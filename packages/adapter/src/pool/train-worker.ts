@@ -9,13 +9,13 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { queryLoss, type LossQuery } from '../loss/loss.js';
-import type { PoolBoot, PoolData, PoolReply, PoolRequest } from './loss-pool.js';
+import type { PoolBoot, PoolData, PoolReply, PoolRequest, POOL_CLOSE } from './loss-pool.js';
 import { lossSumOrt } from '../loss/loss-ort.js';
 import { workerStep, type StepRequest } from './pool-step.js';
 import { ORT_SET_CACHE_BYTES, OrtMaxSim } from '../kernels/ort-maxsim.js';
 
+if (parentPort === null) throw new Error('train-worker: must run in a worker thread');
 const port = parentPort;
-if (port === null) throw new Error('train-worker: must run in a worker thread');
 const boot = workerData as PoolBoot;
 const { dim, rank, temperature } = boot;
 
@@ -40,8 +40,24 @@ const kernel =
         boot.kernel === 'onnxruntime' ? 'wasm' : 'js',
       );
 
-// the data follows as the first message (the pool shares it while this thread starts)
-const setup = await new Promise<PoolData>((resolve) => port.once('message', resolve));
+/** Releases the session, then ends this thread (in a worker, `process.exit` ends the thread). */
+async function exit(): Promise<void> {
+  await kernel?.release();
+  process.exit(0);
+}
+
+// the data follows as the first message (the pool shares it while this thread starts), unless
+// the pool closes first
+const first = await new Promise<PoolData | typeof POOL_CLOSE>((resolve) =>
+  port.once('message', resolve),
+);
+const setup = 'kind' in first ? await exitAndPark() : first;
+
+/** {@link exit}; typed `never` so the data below is known to be there. */
+async function exitAndPark(): Promise<never> {
+  await exit();
+  throw new Error('train-worker: still running after exit');
+}
 const queries: (LossQuery & { readonly candidates: { readonly tokenVectors: Float32Array } })[] =
   [];
 for (let q = 0; q < setup.querySet.length; q++) {
@@ -57,8 +73,14 @@ for (let q = 0; q < setup.querySet.length; q++) {
   });
 }
 
-// One request at a time (the pool waits for each reply), so the async handler never overlaps.
-port.on('message', async (request: PoolRequest | StepRequest) => {
+// One request at a time (the pool waits for each reply); a close waits for the one running.
+let running: Promise<void> = Promise.resolve();
+port.on('message', (message: PoolRequest | StepRequest | typeof POOL_CLOSE) => {
+  if ('kind' in message && message.kind === 'close') running = running.then(exit);
+  else running = running.then(() => answer(message as PoolRequest | StepRequest));
+});
+
+async function answer(request: PoolRequest | StepRequest): Promise<void> {
   requests += 1;
   let reply: PoolReply;
   const transfer: ArrayBuffer[] = [];
@@ -100,6 +122,6 @@ port.on('message', async (request: PoolRequest | StepRequest) => {
     };
   }
   port.postMessage(reply, transfer);
-});
+}
 
 port.postMessage({ kind: 'ready' } satisfies PoolReply);
