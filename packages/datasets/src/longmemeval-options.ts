@@ -83,6 +83,13 @@ export const longMemEvalOptionsSchema = z
      * `beyond-max-queries` and their sessions never read. Unset: every question.
      */
     maxQueries: z.int().positive().optional(),
+    /**
+     * `drop` (unset): abstention questions (`_abs`) are dropped, as LongMemEval's retrieval
+     * does. `only`: they alone are kept, their `answer_session_ids` (sessions that touch the
+     * question but do not answer it) as labels — for measuring whether a score can say
+     * "nothing relevant here", never for ranking metrics. Unset keeps a config's hash.
+     */
+    abstention: z.enum(['drop', 'only']).optional(),
   })
   .superRefine((o, ctx) => {
     if (o.protocol === undefined) return;

@@ -213,6 +213,22 @@ describe('parseLongMemEval, shared sessions', () => {
 });
 
 describe('parseLongMemEval, drops', () => {
+  it("abstention 'only' keeps the abstention questions alone, with their answer sessions", () => {
+    const raw = [
+      question('q1_abs', ['filler_2', 'answer_a'], ['answer_a']),
+      question('q2', ['filler_1', 'answer_b'], ['answer_b']),
+    ];
+    const { benchmark, labels, report } = parse(raw, { abstention: 'only' });
+    expect(benchmark.queries.map((q) => q.id)).toEqual(['q1_abs']);
+    expect(benchmark.memories.map((m) => m.id)).toEqual(['filler_2', 'answer_a']);
+    expect([...labels.relevant('q1_abs').keys()]).toEqual(['answer_a']);
+    expect(benchmark.options).toMatchObject({ abstention: 'only' });
+    expect(report.toJSON().details.dropped['not-abstention']).toEqual([{ id: 'q2', detail: '' }]);
+    // Unset and 'drop' load the same benchmark (and hash) as before the option existed.
+    expect(parse(raw, { abstention: 'drop' }).benchmark).toEqual(parse(raw).benchmark);
+    expect(parse(raw).benchmark.options).not.toHaveProperty('abstention');
+  });
+
   it('keeps the first maxQueries kept questions in file order, and only their sessions', () => {
     const raw = [
       question('q1_abs', ['filler_2', 'answer_a'], ['answer_a']),

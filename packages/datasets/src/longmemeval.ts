@@ -58,8 +58,8 @@ interface SessionDecision {
  * copy is reported as `session-content-conflict`, the first kept). Only sessions in the
  * haystack of a kept question become memories; the others are dropped as
  * `not-in-kept-haystack`. A query's candidates are its own haystack.
- * Abstention questions (`_abs`) and questions left without a relevant session are dropped and
- * counted: under `relevance: 'has-answer'`, a question whose `has_answer` turns are all assistant
+ * Abstention questions (`_abs`; with `abstention: 'only'`, every other question) and questions
+ * left without a relevant session are dropped and counted: under `relevance: 'has-answer'`, a question whose `has_answer` turns are all assistant
  * turns as `assistant-evidence-only`, any other as `no-resolvable-evidence`. `options.protocol`
  * names the usual combinations (`longmemeval-options.ts`).
  *
@@ -114,9 +114,11 @@ export function parseLongMemEval(
     }
     queryIds.add(id);
     for (const sessionId of q.haystack_session_ids) listed.add(sessionId);
-    if (id.endsWith('_abs')) {
+    if (id.endsWith('_abs') !== (options.abstention === 'only')) {
       // Abstention questions have no evidence by design; LongMemEval skips them in retrieval.
-      report.drop('abstention', id);
+      // `abstention: 'only'` keeps them alone (their answer sessions as labels), for measuring
+      // whether a score says "nothing relevant here" (`bfe calibrate`).
+      report.drop(id.endsWith('_abs') ? 'abstention' : 'not-abstention', id);
       continue;
     }
     if (!knownTypes.has(q.question_type)) {
@@ -256,6 +258,7 @@ export function parseLongMemEval(
         relevance: options.relevance,
         ids: options.ids,
         ...(options.maxQueries === undefined ? {} : { maxQueries: options.maxQueries }),
+        ...(options.abstention === 'only' ? { abstention: options.abstention } : {}),
       },
       memories,
       queries,
