@@ -2,6 +2,7 @@ export type { BankView, EncodedTexts, Embedder, MemoryMeta, ViewLexicon } from '
 export { MemoryStore } from './store.js';
 export type { SearchRequest, StoreOptions, StoredMemory } from './store.js';
 export type { BankStats, StoreStats } from './stats.js';
+export type { CommitStats } from './log/group-commit.js';
 export { Snapshot } from './log/snapshot.js';
 export { openEmbedder } from './encode/embedder.js';
 export type { EmbedderOptions, ModelChoice } from './encode/embedder.js';
@@ -48,6 +49,15 @@ export type {
   SearchSystem,
   TokenIndexFactory,
 } from './search/search.js';
+export {
+  SHIPPED_CALIBRATIONS,
+  calibrationFor,
+  parseRelevanceCalibration,
+  relevance,
+  relevanceCalibrationSchema,
+  shippedCalibrations,
+} from './search/relevance.js';
+export type { RelevanceCalibration } from './search/relevance.js';
 export { HYBRID_DEFAULT_WEIGHTS } from './search/search-hybrid.js';
 export type { Bm25Evidence } from './search/search-hybrid.js';
 export { BankLexicon } from './lexical/bank-lexicon.js';

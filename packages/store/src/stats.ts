@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { MANIFEST_FILE } from './log/manifest.js';
 import { banksOf, type StoreState } from './log/state.js';
 import type { Writer } from './log/writer.js';
+import type { CommitStats } from './log/group-commit.js';
 
 /** What `stats` reports of one bank. */
 export interface BankStats {
@@ -24,6 +25,8 @@ export interface StoreStats {
   /** Segments, WAL and manifest. */
   readonly bytesOnDisk: number;
   readonly banks: Readonly<Record<string, BankStats>>;
+  /** Since open: WAL records written by write calls, the fsyncs (groups) that acknowledged them. */
+  readonly commits: CommitStats;
 }
 
 /** Counts and sizes of the store `writer` keeps in `dir`, per bank and in total. */
@@ -52,5 +55,6 @@ export async function storeStats(writer: Writer, dir: string): Promise<StoreStat
     walBytes,
     bytesOnDisk: segmentBytes + walBytes + manifestBytes,
     banks,
+    commits: writer.commits,
   };
 }

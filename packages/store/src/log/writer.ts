@@ -9,6 +9,13 @@ import {
   type CompactionReport,
 } from './compaction.js';
 import { failpoint } from './faults.js';
+import {
+  planGroup,
+  type CommitRequest,
+  type CommitStats,
+  type DeleteOutcome,
+  type PlannedCommit,
+} from './group-commit.js';
 import { MemoryInputError, type ValidMemory } from '../input.js';
 import { gatherRows } from './live-rows.js';
 import { segmentFile, walFile, writeManifest, type Manifest } from './manifest.js';
@@ -28,11 +35,13 @@ export interface WriterConfig {
   readonly compactSegments: number;
   /** BM25's language of the lexical index. */
   readonly bm25Language: Bm25Language;
+  /** Concurrent write calls share one WAL fsync (each still acknowledged only when durable). */
+  readonly groupCommit: boolean;
 }
 
 /**
  * The store's single writer: the WAL, the current state, the manifest, flushes and
- * compactions. Writes run one at a time (a promise-chain mutex); a compaction's merge and
+ * compactions. Writes run one group at a time (a promise-chain mutex; see `group-commit.ts`); a compaction's merge and
  * segment write run outside it, so writers and readers go on meanwhile.
  */
 export class Writer {
@@ -45,6 +54,10 @@ export class Writer {
   #nextSegment: number;
   #memBytes = 0;
   #queue: Promise<unknown> = Promise.resolve();
+  /** Write calls waiting for the next group, and whether a group is queued to take them. */
+  readonly #pending: CommitRequest[] = [];
+  #scheduled = false;
+  readonly #commits = { records: 0, syncs: 0, largestGroup: 0 };
   #compactions: Promise<unknown> = Promise.resolve();
   #background: Promise<void> = Promise.resolve();
   #backgroundError: unknown;
@@ -102,55 +115,93 @@ export class Writer {
     if (issues.length > 0) throw new MemoryInputError(issues);
   }
 
-  /** Appends an add/update record (durable on return) and applies it. */
-  commitAdd(
+  /**
+   * Appends an add/update record (durable on return) and applies it. Calls that arrive while
+   * an fsync is under way share the next one (group commit, unless `groupCommit` is off).
+   */
+  async commitAdd(
     memories: readonly ValidMemory[],
     encoded: EncodedTexts,
     update: boolean,
   ): Promise<void> {
-    return this.#exclusive(async () => {
-      this.checkExistence(memories, update);
-      const record: WalRecord = {
-        kind: 'add',
-        seq: this.#state.nextSeq,
-        banks: memories.map((m) => m.bank),
-        update,
-        ids: memories.map((m) => m.id),
-        texts: memories.map((m) => m.text),
-        metas: memories.map((m) => m.meta),
-        encoded,
-      };
-      await this.#wal.append(record);
-      const batches = rowsByBank(record);
-      for (const rows of batches) {
-        this.#state = withBatch(this.#state, rows);
-        this.live.addRows(rows);
-        this.lexicon.added(rows);
-      }
-      for (const rows of batches) await this.listener?.applied({ kind: 'add', rows });
-      this.#memBytes += bytesOf(encoded);
-      if (this.#memBytes >= this.config.flushBytes) await this.#flushLocked();
-    });
+    await new Promise<DeleteOutcome | undefined>((resolve, reject) =>
+      this.#submit({ kind: 'add', memories, encoded, update, resolve, reject }),
+    );
   }
 
   /** Appends a delete record for the ids `bank` holds (durable on return) and applies it. */
-  commitDelete(
-    bank: string,
-    ids: readonly string[],
-  ): Promise<{ deleted: string[]; unknown: string[] }> {
-    return this.#exclusive(async () => {
-      const deleted = ids.filter((id) => this.live.get(bank, id) !== undefined);
-      const unknown = ids.filter((id) => this.live.get(bank, id) === undefined);
-      if (deleted.length > 0) {
-        const record: WalRecord = { kind: 'delete', seq: this.#state.nextSeq, bank, ids: deleted };
-        await this.#wal.append(record);
-        this.#state = applyRecord(this.#state, record);
-        this.live.remove(bank, deleted);
-        this.lexicon.deleted(bank, deleted);
-        await this.listener?.applied({ kind: 'delete', bank, ids: deleted });
+  async commitDelete(bank: string, ids: readonly string[]): Promise<DeleteOutcome> {
+    const outcome = await new Promise<DeleteOutcome | undefined>((resolve, reject) =>
+      this.#submit({ kind: 'delete', bank, ids, resolve, reject }),
+    );
+    return outcome!;
+  }
+
+  /** How many records the WAL fsyncs acknowledged, and in how many groups. */
+  get commits(): CommitStats {
+    return { ...this.#commits };
+  }
+
+  #submit(request: CommitRequest): void {
+    this.#pending.push(request);
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#pending.length === 0) return;
+    this.#scheduled = true;
+    void this.#exclusive(() => this.#commitGroup());
+  }
+
+  /**
+   * One group: every call waiting now (one without group commit), planned in arrival order,
+   * written as one record each, one fdatasync, then applied in order and acknowledged. Calls
+   * arriving meanwhile form the next group.
+   */
+  async #commitGroup(): Promise<void> {
+    const group = this.#pending.splice(0, this.config.groupCommit ? this.#pending.length : 1);
+    this.#scheduled = false;
+    this.#schedule();
+    let planned: PlannedCommit[] = [];
+    try {
+      planned = planGroup(
+        group,
+        this.#state.nextSeq,
+        (bank, id) => this.live.get(bank, id) !== undefined,
+      );
+      const records = planned.flatMap((p) => (p.record === undefined ? [] : [p.record]));
+      await this.#wal.appendGroup(records);
+      if (records.length > 0) {
+        this.#commits.records += records.length;
+        this.#commits.syncs++;
+        this.#commits.largestGroup = Math.max(this.#commits.largestGroup, records.length);
       }
-      return { deleted, unknown };
-    });
+      for (const { record } of planned) if (record !== undefined) await this.#applyLocked(record);
+      if (this.#memBytes >= this.config.flushBytes) await this.#flushLocked();
+    } catch (error) {
+      for (const p of planned) p.request.reject(error);
+      return;
+    }
+    for (const p of planned) p.request.resolve(p.outcome);
+  }
+
+  /** Applies a durable record to the state, the live rows, the lexicon and the index. */
+  async #applyLocked(record: WalRecord): Promise<void> {
+    if (record.kind === 'delete') {
+      this.#state = applyRecord(this.#state, record);
+      this.live.remove(record.bank, record.ids);
+      this.lexicon.deleted(record.bank, record.ids);
+      await this.listener?.applied({ kind: 'delete', bank: record.bank, ids: record.ids });
+      return;
+    }
+    const batches = rowsByBank(record);
+    for (const rows of batches) {
+      this.#state = withBatch(this.#state, rows);
+      this.live.addRows(rows);
+      this.lexicon.added(rows);
+    }
+    for (const rows of batches) await this.listener?.applied({ kind: 'add', rows });
+    this.#memBytes += bytesOf(record.encoded);
   }
 
   flush(): Promise<void> {
