@@ -1,7 +1,9 @@
 // A writer process for the crash tests (src/crash.integration.test.ts), run with
 // `node --conditions=@bfe/source --import tsx crash-worker.ts '<json args>'`. It writes until it
-// is killed, printing one line per operation: `BEGIN <json>` before the call and `ACK` once the
-// call resolved (acknowledged: durable). The parent kills it with SIGKILL and checks the store.
+// is killed, printing one line per operation: `BEGIN <n> <json>` before call `n` and `ACK <n>`
+// once it resolved (acknowledged: durable). With `writers` > 1, that many loops write at once,
+// each to its own ids (group commit makes their calls share fsyncs). The parent kills it with
+// SIGKILL and checks the store.
 import { MemoryStore } from '../store.js';
 import { storeIndexFactory } from '../index/store-index.js';
 import { fakeEmbedder } from './fake-embedder.js';
@@ -15,6 +17,8 @@ export interface WorkerArgs {
   readonly mode: 'write' | 'compact';
   /** Keep HNSW graphs for banks over 40 tokens (searching now and then, so they get built). */
   readonly graph?: boolean;
+  /** `write` mode: concurrent writer loops (default 1), each on its own ids. */
+  readonly writers?: number;
 }
 
 /** BM25's language of the lexical index (the parent reopens with the same). */
@@ -30,6 +34,12 @@ export function textOf(id: string, version: number): string {
 
 const BANKS = ['alpha', 'beta', 'gamma'];
 
+interface Item {
+  readonly bank: string;
+  readonly id: string;
+  version: number;
+}
+
 async function main(args: WorkerArgs): Promise<void> {
   const rand = rng(args.seed);
   const store = await MemoryStore.open(args.dir, {
@@ -40,18 +50,25 @@ async function main(args: WorkerArgs): Promise<void> {
     ...(args.graph === true ? { index: storeIndexFactory(CRASH_GRAPH_INDEX) } : {}),
   });
   const say = (line: string): boolean => process.stdout.write(`${line}\n`);
-  const mine: { bank: string; id: string; version: number }[] = [];
+  let calls = 0;
+  /** Runs one call between its `BEGIN` and `ACK` lines. */
+  const call = async (op: string, items: readonly Item[], run: () => Promise<unknown>) => {
+    const n = calls++;
+    say(`BEGIN ${n} ${JSON.stringify({ op, items })}`);
+    await run();
+    say(`ACK ${n}`);
+  };
   let n = 0;
   say('READY');
-  const addBatch = async (): Promise<void> => {
+  const addBatch = async (prefix: string, mine: Item[]): Promise<void> => {
     const size = 1 + Math.floor(rand() * 8);
     const items = Array.from({ length: size }, () => {
-      const id = `${args.prefix}-${n++}`;
+      const id = `${prefix}-${n++}`;
       return { id, bank: BANKS[Math.floor(rand() * BANKS.length)]!, version: 0 };
     });
-    say(`BEGIN ${JSON.stringify({ op: 'add', items })}`);
-    await store.add(items.map((m) => ({ id: m.id, bank: m.bank, text: textOf(m.id, 0) })));
-    say('ACK');
+    await call('add', items, () =>
+      store.add(items.map((m) => ({ id: m.id, bank: m.bank, text: textOf(m.id, 0) }))),
+    );
     mine.push(...items);
   };
   // Each bank's BM25 postings are kept from then on: every later write updates them.
@@ -61,8 +78,9 @@ async function main(args: WorkerArgs): Promise<void> {
     await snap.release();
   };
   if (args.mode === 'compact') {
+    const mine: Item[] = [];
     for (let i = 0; i < 6; i++) {
-      await addBatch();
+      await addBatch(args.prefix, mine);
       await keepPostings();
       await store.flush();
     }
@@ -70,29 +88,36 @@ async function main(args: WorkerArgs): Promise<void> {
     await store.compact();
     say('COMPACTED');
   }
-  for (let op = 0; ; op++) {
-    const banks = store.banks();
-    if (op % 8 === 0) await keepPostings();
-    if (args.graph === true && op % 4 === 0 && banks.length > 0)
-      await store.search({ bank: banks[op % banks.length]!, query: textOf('q', op), k: 3 });
-    const r = rand();
-    if (r < 0.7 || mine.length < 4) await addBatch();
-    else if (r < 0.85) {
-      const m = mine[Math.floor(rand() * mine.length)]!;
-      const item = { ...m, version: m.version + 1 };
-      say(`BEGIN ${JSON.stringify({ op: 'update', items: [item] })}`);
-      await store.update([{ id: m.id, bank: m.bank, text: textOf(m.id, item.version) }]);
-      say('ACK');
-      m.version = item.version;
-    } else {
-      const at = Math.floor(rand() * mine.length);
-      const m = mine[at]!;
-      say(`BEGIN ${JSON.stringify({ op: 'delete', items: [m] })}`);
-      await store.delete([m.id], { bank: m.bank });
-      say('ACK');
-      mine.splice(at, 1);
+  const writer = async (prefix: string): Promise<never> => {
+    const mine: Item[] = [];
+    for (let op = 0; ; op++) {
+      const banks = store.banks();
+      if (op % 8 === 0) await keepPostings();
+      if (args.graph === true && op % 4 === 0 && banks.length > 0)
+        await store.search({ bank: banks[op % banks.length]!, query: textOf('q', op), k: 3 });
+      const r = rand();
+      if (r < 0.7 || mine.length < 4) await addBatch(prefix, mine);
+      else if (r < 0.85) {
+        const m = mine[Math.floor(rand() * mine.length)]!;
+        const item = { ...m, version: m.version + 1 };
+        await call('update', [item], () =>
+          store.update([{ id: m.id, bank: m.bank, text: textOf(m.id, item.version) }]),
+        );
+        m.version = item.version;
+      } else {
+        const at = Math.floor(rand() * mine.length);
+        const m = mine[at]!;
+        await call('delete', [m], () => store.delete([m.id], { bank: m.bank }));
+        mine.splice(at, 1);
+      }
     }
-  }
+  };
+  const writers = args.writers ?? 1;
+  await Promise.all(
+    Array.from({ length: writers }, (_, w) =>
+      writer(writers === 1 ? args.prefix : `${args.prefix}w${w}`),
+    ),
+  );
 }
 
 if (process.argv[2] !== undefined) {
