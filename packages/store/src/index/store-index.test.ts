@@ -291,6 +291,61 @@ describe('storeIndexFactory: HNSW graphs for large banks', () => {
     await store.close();
   });
 
+  it('rebuilds a graph that removed many tokens from the live rows; an older reading runs exactly', async () => {
+    const index = storeIndexFactory({ ...GRAPH, compactRemoved: 0.3 });
+    // No flush before the one below (a flush is when a graph is checked for removed tokens).
+    const store = await MemoryStore.open(tmpDir(), { embedder, index, flushBytes: 2 ** 30 });
+    await store.add(texts(60, 150).map((text, i) => ({ id: `m${i}`, bank: 'b', text })));
+    await store.search({ bank: 'b', query: 'w1 w2', k: 3 }); // starts the build
+    await index.graphsSettled();
+    const early = store.snapshot();
+    const earlyIndex = (await index(early.bank('b'), scorer.kernel)) as GraphTokenIndex;
+    expect(earlyIndex).toBeInstanceOf(GraphTokenIndex);
+    const updates = texts(61, 100).map((text, i) => ({ id: `m${i}`, bank: 'b', text }));
+    for (let i = 0; i < 100; i += 10) await store.update(updates.slice(i, i + 10));
+    await index.graphsSettled();
+    const removed = index.graphStats().banks.b!.removed;
+    expect(removed).toBeGreaterThan(0.3 * index.graphStats().banks.b!.tokens);
+    expect(index.graphStats().compactions).toBe(0);
+    await store.flush(); // a flush starts the rebuild
+    await index.graphsSettled();
+    const snap = store.snapshot();
+    const view = snap.bank('b');
+    const tokens = view.tokenOffsets[view.ids.length]!;
+    expect(index.graphStats()).toMatchObject({
+      banks: { b: { versions: view.ids.length, tokens, removed: 0 } },
+      compactions: 1,
+      failures: [],
+    });
+    const queries = await Promise.all(texts(62, 20).map((t) => embedder.encode([t], 'query')));
+    const rebuilt = (await index(view, scorer.kernel)) as GraphTokenIndex;
+    expect(rebuilt.graph).not.toBe(earlyIndex.graph);
+    let recall = 0;
+    for (const q of queries) {
+      const rows = q.tokenOffsets[1]!;
+      const options = { memories: every(view) };
+      const want = await exactOf(view).search(queryTokens(q), rows, 64, options);
+      recall += tokenRecall(await rebuilt.search(queryTokens(q), rows, 64, options), want);
+    }
+    expect(recall / queries.length).toBeGreaterThanOrEqual(0.95);
+    expect(await memoryAgreement(view, queries, rebuilt)).toBeGreaterThanOrEqual(0.9);
+    // The index made for the older snapshot held the replaced graph: it searches exactly now.
+    const old = early.bank('b');
+    const q = queries[0]!;
+    const exactBefore = index.graphStats().exactSearches;
+    const got = await earlyIndex.search(queryTokens(q), q.tokenOffsets[1]!, 10, {
+      memories: every(old),
+    });
+    const want = await exactOf(old).search(queryTokens(q), q.tokenOffsets[1]!, 10, {
+      memories: every(old),
+    });
+    expect(index.graphStats().exactSearches).toBe(exactBefore + 1);
+    expect(Array.from(got.tokens)).toEqual(Array.from(want.tokens));
+    await early.release();
+    await snap.release();
+    await store.close();
+  });
+
   it('keeps small banks and the exact policy on the exact search, with identical results', async () => {
     const dirs = [tmpDir(), tmpDir()];
     const a = await openStore(dirs[0]!, {}); // default threshold: 65,536 tokens

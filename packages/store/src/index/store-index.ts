@@ -46,6 +46,11 @@ export const storeIndexOptionsSchema = z.strictObject({
   maxForeignTokens: z.number().int().nonnegative().default(4096),
   /** A flush saves a graph once this share of its tokens changed since its last save. */
   saveFraction: z.number().min(0).max(1).default(0.25),
+  /**
+   * A flush starts rebuilding a graph from its bank's live rows (in the background; the old
+   * graph serves meanwhile) once it removed more tokens than this share of its live ones.
+   */
+  compactRemoved: z.number().nonnegative().default(0.5),
 });
 export type StoreIndexOptions = z.input<typeof storeIndexOptionsSchema>;
 export type ResolvedStoreIndexOptions = z.output<typeof storeIndexOptionsSchema>;
@@ -53,7 +58,17 @@ export type ResolvedStoreIndexOptions = z.output<typeof storeIndexOptionsSchema>
 /** Counters of the graphs' work, for tests and the benchmark. */
 export interface GraphStats {
   /** Banks with a graph now, and their tokens. */
-  readonly banks: Readonly<Record<string, { readonly tokens: number; readonly versions: number }>>;
+  readonly banks: Readonly<
+    Record<
+      string,
+      {
+        readonly tokens: number;
+        readonly versions: number;
+        /** Tokens removed (superseded or deleted) that its graph still walks past. */
+        readonly removed: number;
+      }
+    >
+  >;
   /** Searches the graphs served, and those that ran exactly instead. */
   readonly graphSearches: number;
   readonly exactSearches: number;
@@ -63,6 +78,8 @@ export interface GraphStats {
   readonly toppedUpTokens: number;
   /** Graph files written. */
   readonly saves: number;
+  /** Graphs rebuilt from their live rows because they held many removed tokens. */
+  readonly compactions: number;
   /** A graph dropped after a failure (the bank is searched exactly). */
   readonly failures: readonly string[];
 }
@@ -145,14 +162,21 @@ export function storeIndexFactory(
       if (keeper !== undefined && !keeper.closed)
         throw new Error('storeIndexFactory: attached to a store that is still open');
       perView = new WeakMap();
-      keeper = new GraphKeeper(store, params, opts.saveFraction, minTokens);
+      keeper = new GraphKeeper(store, params, opts.saveFraction, minTokens, opts.compactRemoved);
       if (opts.exact) keeper.disable();
       await keeper.open();
       return keeper;
     },
     graphsSettled: () => keeper?.settled() ?? Promise.resolve(),
     graphStats: (): GraphStats => ({
-      ...(keeper?.stats() ?? { banks: {}, opened: {}, toppedUpTokens: 0, saves: 0, failures: [] }),
+      ...(keeper?.stats() ?? {
+        banks: {},
+        opened: {},
+        toppedUpTokens: 0,
+        saves: 0,
+        compactions: 0,
+        failures: [],
+      }),
       graphSearches: counts.graph,
       exactSearches: counts.exact,
     }),

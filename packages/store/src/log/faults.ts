@@ -2,7 +2,10 @@
 //
 // `BFE_STORE_FAULT_KILL=<point>` ends the process with SIGKILL (no clean-up of any kind) when
 // the store reaches `<point>`:
-//   `wal-written`          an add's record is written to the WAL, not yet fsynced;
+//   `wal-written`          a group of write records is written to the WAL, not yet fsynced;
+//   `wal-group-partial`    a group of two or more records: its first is written, the rest not;
+//   `wal-group-synced`     a group of two or more records is fsynced, none of its calls
+//                          applied or acknowledged yet;
 //   `flush-segments`       a flush wrote its segments, the manifest not yet swapped;
 //   `flush-manifest`       a flush swapped the manifest, the old WAL not yet removed;
 //   `compact-segment`      a compaction wrote its merged segment, the manifest not yet swapped;

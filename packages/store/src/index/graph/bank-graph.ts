@@ -71,6 +71,7 @@ export class BankGraph {
   #removals = 0;
   /** Bumped by every change. */
   #version = 0;
+  #disposed = false;
   /** Tokens added or removed since the graph was last saved (or loaded). */
   changedTokens = 0;
 
@@ -113,6 +114,14 @@ export class BankGraph {
   }
   get versions(): number {
     return this.#bySeq.size;
+  }
+  /** Tokens removed over the graph's life (keys are handed out once: all below {@link nextKey}). */
+  get removedTokens(): number {
+    return this.#nextKey - this.#tokens;
+  }
+  /** Whether {@link dispose} ran (a search holding it then runs exactly). */
+  get disposed(): boolean {
+    return this.#disposed;
   }
 
   entryOfSeq(seq: number): GraphEntry | undefined {
@@ -185,6 +194,7 @@ export class BankGraph {
   }
 
   dispose(): void {
+    this.#disposed = true;
     this.hnsw.dispose();
   }
 

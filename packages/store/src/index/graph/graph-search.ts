@@ -81,7 +81,11 @@ export class GraphTokenIndex implements TokenIndex {
     const { view } = this;
     const n = view.ids.length;
     const total = this.size;
-    if (options.bestPerMemory === true || !isEveryRow(options.memories, n))
+    if (
+      options.bestPerMemory === true ||
+      !isEveryRow(options.memories, n) ||
+      this.graph.disposed // replaced (a compaction) or dropped since this index was made
+    )
       return this.#exact(queries, rows, k, options);
     const kk = searchK(k, total, options.clampK);
     // The graph is read and searched in one synchronous step: no write changes it in between.

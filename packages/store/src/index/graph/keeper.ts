@@ -33,6 +33,8 @@ interface Slot {
   /** Generation of the graph files on disk (0: none). */
   generation: number;
   building: Promise<void> | undefined;
+  /** A rebuild from the live rows under way (the graph serves meanwhile). */
+  compacting: Promise<void> | undefined;
 }
 
 /** Tokens added between two yields to the event loop while building or topping up. */
@@ -52,6 +54,7 @@ export class GraphKeeper implements IndexLink {
   readonly #failures: string[] = [];
   #toppedUp = 0;
   #saves = 0;
+  #compactions = 0;
   #closing = false;
   #disabled = false;
   /** Writes not yet applied to the graphs, in order. */
@@ -62,6 +65,8 @@ export class GraphKeeper implements IndexLink {
     readonly params: GraphParams,
     readonly saveFraction: number,
     readonly minTokens: number,
+    /** A graph that removed more tokens than this share of its live ones is rebuilt. */
+    readonly compactRemoved: number,
   ) {}
 
   /** Whether {@link close} ran (the store closed). */
@@ -97,7 +102,7 @@ export class GraphKeeper implements IndexLink {
     await this.#queue;
     for (;;) {
       const pending = [...this.#slots.values()]
-        .map((s) => s.building)
+        .flatMap((s) => [s.building, s.compacting])
         .filter((b) => b !== undefined);
       if (pending.length === 0) return;
       await Promise.all(pending);
@@ -105,15 +110,20 @@ export class GraphKeeper implements IndexLink {
   }
 
   stats() {
-    const banks: Record<string, { tokens: number; versions: number }> = {};
+    const banks: Record<string, { tokens: number; versions: number; removed: number }> = {};
     for (const [bank, slot] of this.#slots)
       if (slot.graph !== undefined)
-        banks[bank] = { tokens: slot.graph.tokens, versions: slot.graph.versions };
+        banks[bank] = {
+          tokens: slot.graph.tokens,
+          versions: slot.graph.versions,
+          removed: slot.graph.removedTokens,
+        };
     return {
       banks,
       opened: { ...this.#opened },
       toppedUpTokens: this.#toppedUp,
       saves: this.#saves,
+      compactions: this.#compactions,
       failures: [...this.#failures],
     };
   }
@@ -161,6 +171,44 @@ export class GraphKeeper implements IndexLink {
       if (slot.generation === 0 || g.changedTokens >= this.saveFraction * Math.max(g.tokens, 1))
         await this.#save(bank, slot);
     }
+    for (const [bank, slot] of this.#slots) {
+      const g = slot.graph;
+      if (g === undefined || !slot.ready || slot.compacting !== undefined || this.#closing)
+        continue;
+      if (g.removedTokens > this.compactRemoved * Math.max(g.tokens, 1)) this.#compact(bank, slot);
+    }
+  }
+
+  /**
+   * Rebuilds a graph that holds many removed tokens (usearch keeps a removed node in the graph,
+   * marked, so searches walk past it) from the bank's live rows, in the background: the old
+   * graph serves searches and takes writes meanwhile; the new one is brought to the live rows
+   * in one synchronous step (no write can come between) and swapped in. The old graph is
+   * disposed; a search that still holds it runs exactly.
+   */
+  #compact(bank: string, slot: Slot): void {
+    const old = slot.graph!;
+    const fresh = new BankGraph(bank, this.store.dim, this.params);
+    const current = (): boolean => !this.#closing && slot.graph === old;
+    slot.compacting = (async () => {
+      await this.#sync(bank, fresh, current, false);
+      if (!current()) return fresh.dispose();
+      const live = this.store.liveRows(bank);
+      for (const e of [...fresh.entries()])
+        if (live?.get(e.id)?.seq !== e.seq) fresh.removeId(e.id);
+      for (const ref of live?.values() ?? [])
+        if (fresh.entryOfSeq(ref.seq) === undefined)
+          fresh.addRows(versionRows(ref.source), ref.row, ref.row + 1);
+      fresh.changedTokens = fresh.tokens; // saved at the next flush or close
+      slot.graph = fresh;
+      old.dispose();
+      this.#compactions++;
+    })()
+      .catch((error: unknown) => {
+        fresh.dispose();
+        this.#failures.push(`${bank}: compaction failed: ${String(error)}`);
+      })
+      .finally(() => (slot.compacting = undefined));
   }
 
   async close(): Promise<void> {
@@ -189,7 +237,13 @@ export class GraphKeeper implements IndexLink {
   }
 
   #start(bank: string): void {
-    const slot: Slot = { graph: undefined, ready: false, generation: 0, building: undefined };
+    const slot: Slot = {
+      graph: undefined,
+      ready: false,
+      generation: 0,
+      building: undefined,
+      compacting: undefined,
+    };
     this.#slots.set(bank, slot);
     slot.building = (async () => {
       const { dir, model, dim } = this.store;
@@ -203,7 +257,8 @@ export class GraphKeeper implements IndexLink {
         slot.graph = new BankGraph(bank, dim, this.params);
         this.#opened[bank] = 'built (mostly stale)';
       }
-      await this.#sync(bank, slot, slot.graph);
+      const graph = slot.graph;
+      await this.#sync(bank, graph, () => !this.#closing && slot.graph === graph, true);
       if (slot.graph !== undefined && !this.#closing) slot.ready = true;
     })()
       .catch((error: unknown) => this.#fail(bank, slot, error))
@@ -226,9 +281,15 @@ export class GraphKeeper implements IndexLink {
    * Brings `graph` to the bank's live versions: removes the versions it holds that are not live
    * (or whose fingerprint differs: another store's file), then adds the live ones it lacks, a
    * chunk at a time, each row checked again right before its add (writes go on meanwhile and
-   * are applied to the graph directly).
+   * are applied to the graph directly), while `wanted()`. Tokens added count as topped up
+   * when `topUp`.
    */
-  async #sync(bank: string, slot: Slot, graph: BankGraph): Promise<void> {
+  async #sync(
+    bank: string,
+    graph: BankGraph,
+    wanted: () => boolean,
+    topUp: boolean,
+  ): Promise<void> {
     const { dim } = this.store;
     const live = this.store.liveRows(bank);
     if (live === undefined) return;
@@ -240,25 +301,25 @@ export class GraphKeeper implements IndexLink {
     const todo = [...live.values()].filter((ref) => graph.entryOfSeq(ref.seq) === undefined);
     let budget = 0;
     for (let i = 0; i < todo.length;) {
-      if (this.#closing || slot.graph !== graph) return;
+      if (!wanted()) return;
       const current = this.store.liveRows(bank);
-      const wanted = (ref: RowRef): boolean =>
+      const lacks = (ref: RowRef): boolean =>
         current?.get(ref.source.ids[ref.row]!)?.seq === ref.seq &&
         graph.entryOfSeq(ref.seq) === undefined;
       const a = todo[i]!;
       let j = i + 1;
-      if (wanted(a)) {
+      if (lacks(a)) {
         while (
           j < todo.length &&
           todo[j]!.source === a.source &&
           todo[j]!.row === a.row + (j - i) &&
-          wanted(todo[j]!)
+          lacks(todo[j]!)
         )
           j++;
         const src = versionRows(a.source);
         graph.addRows(src, a.row, a.row + (j - i));
         const added = src.tokenOffsets[a.row + (j - i)]! - src.tokenOffsets[a.row]!;
-        this.#toppedUp += added;
+        if (topUp) this.#toppedUp += added;
         budget += added;
       }
       i = j;
