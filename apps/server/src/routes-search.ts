@@ -46,7 +46,7 @@ export function searchRoutes(app: App, store: MemoryStore, bodyLimit: number): v
       const { bank } = request.params;
       reachBank(request, store, bank, { exists: true });
       const t0 = performance.now();
-      const { query, k, system, alpha, weights, tokenK, interventions } = request.body;
+      const { query, k, system, alpha, weights, tokenK, interventions, minScore } = request.body;
       const explain = request.body.explain ?? k <= EXPLAIN_DEFAULT_MAX_K;
       if (explain && k > MAX_EXPLAIN_K)
         throw new HttpError(
@@ -64,6 +64,7 @@ export function searchRoutes(app: App, store: MemoryStore, bodyLimit: number): v
         ...(tokenK === undefined ? {} : { tokenK }),
         ...(weights === undefined ? {} : { weights }),
         ...(interventions === undefined ? {} : { interventions }),
+        ...(minScore === undefined ? {} : { minScore }),
       });
       // The store's share of the request (encode + rank + explain), for clients and load runs.
       void reply.header('server-timing', `store;dur=${(performance.now() - t0).toFixed(2)}`);

@@ -212,6 +212,7 @@ describe('routes, happy paths (fake embedder, loopback)', () => {
       'explain',
       'tokenK',
       'interventions',
+      'minScore',
     ]);
     expect(search.responses['200']).toBeDefined();
     expect(search.responses['404']).toBeDefined();

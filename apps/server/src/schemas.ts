@@ -162,6 +162,16 @@ export const searchBodySchema = z.strictObject({
   interventions: interventionsRequestSchema
     .optional()
     .describe('token interventions on one memory (sparse-fusion, no-fusion, zero-floor)'),
+  minScore: z
+    .number()
+    .min(0)
+    .max(1)
+    .optional()
+    .describe(
+      'return only results whose calibrated relevance is at least this (up to k, in rank ' +
+        'order): none when nothing in the bank looks relevant; 400 when no calibration fits ' +
+        "the server's encoder",
+    ),
 });
 
 // The search result's JSON (results, evidence, interventions) has one home, @bfe/store's wire

@@ -16,13 +16,14 @@ export type StoreLike = Pick<MemoryStore, 'search'>;
  */
 export function storeBackend(store: StoreLike): SearchBackend {
   return {
-    search: ({ bank, query, k, system, weights }) =>
+    search: ({ bank, query, k, system, weights, minScore }) =>
       store.search({
         bank,
         query,
         ...(k === undefined ? {} : { k }),
         ...(system === undefined ? {} : { system }),
         ...(weights === undefined ? {} : { weights }),
+        ...(minScore === undefined ? {} : { minScore }),
       }),
   };
 }

@@ -70,6 +70,28 @@ describe('HttpBackend against the stub of the documented contract', () => {
     }
   });
 
+  it('passes minScore to the store, in process and over HTTP', async () => {
+    const store = await openFixtureStore();
+    const stub = await startStubServer({ store });
+    try {
+      // The fixture's encoder has no relevance calibration: the store refuses minScore, so
+      // the refusal shows it arrived.
+      const query = { bank: 'alice', query: 'grey cat', k: 3, minScore: 0.5 };
+      await expect(storeBackend(store).search(query)).rejects.toThrow(/no relevance calibration/);
+      await expect(new HttpBackend({ url: stub.url }).search(query)).rejects.toMatchObject({
+        status: 400,
+        message: expect.stringMatching(/no relevance calibration/),
+      });
+      const { minScore, ...rest } = query;
+      expect(minScore).toBe(0.5);
+      const plain = await new HttpBackend({ url: stub.url }).search(rest);
+      expect(plain).toHaveLength(3);
+    } finally {
+      await stub.close();
+      await store.close();
+    }
+  });
+
   it('encodes the bank into the path', async () => {
     const store = await openFixtureStore();
     const stub = await startStubServer({ store });

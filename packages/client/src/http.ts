@@ -85,7 +85,14 @@ export class HttpBackend implements SearchBackend {
    * @throws {BfeServiceError} for a non-2xx answer (with the service's code and message), no
    *   answer, or an answer that is not the documented JSON.
    */
-  async search({ bank, query, k, system, weights }: SearchQuery): Promise<SearchResult[]> {
+  async search({
+    bank,
+    query,
+    k,
+    system,
+    weights,
+    minScore,
+  }: SearchQuery): Promise<SearchResult[]> {
     const path = `/v1/banks/${encodeURIComponent(bank)}/search`;
     const what = `POST ${path}`;
     const headers: Record<string, string> = { 'content-type': 'application/json' };
@@ -95,7 +102,14 @@ export class HttpBackend implements SearchBackend {
       response = await this.#fetch(`${this.#base}${path}`, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ query, k, system, weights, explain: (k ?? 10) <= MAX_EXPLAIN_K }),
+        body: JSON.stringify({
+          query,
+          k,
+          system,
+          weights,
+          minScore,
+          explain: (k ?? 10) <= MAX_EXPLAIN_K,
+        }),
         signal: AbortSignal.timeout(this.#timeoutMs),
       });
     } catch (cause) {

@@ -10,6 +10,11 @@ export interface SearchQuery {
   readonly system?: SearchSystem;
   /** `hybrid`'s branch weights (≥ 0, scaled to sum 1); the store's thirds when absent. */
   readonly weights?: HybridWeights;
+  /**
+   * Only results whose calibrated `relevance` (`@bfe/store`'s `relevance.ts`) is at least this,
+   * up to `k`: none when nothing in the bank looks relevant.
+   */
+  readonly minScore?: number;
 }
 
 /** `hybrid`'s weights of the pooled, sparse and BM25 branches (METHOD.md §8). */

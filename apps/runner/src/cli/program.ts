@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { cacheCommand } from '../commands/cache.js';
+import { calibrateCommand } from '../commands/calibrate.js';
 import { dataFetchCommand } from '../commands/data-fetch.js';
 import { dataInspectCommand } from '../commands/data-inspect.js';
 import { dataListCommand } from '../commands/data-list.js';
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   program.addCommand(scoreCommand());
   program.addCommand(evalCommand());
   program.addCommand(explainCommand());
+  program.addCommand(calibrateCommand());
   program.command('model').description('sentence encoders: fetch').addCommand(modelFetchCommand());
   program.addCommand(cacheCommand());
   program.addCommand(serveCommand());

@@ -61,13 +61,14 @@ describe('MCP text', () => {
       pooled: 0.6123,
       pooledRank: 2,
       sparse: 0.5,
+      relevance: 0.8312,
       text: 'line one\nline two',
       meta: { source: 'chat' },
       evidence: evidence([token('cat', 'cat', 1, 1)]),
     };
     expect(searchText('alice', 'cat?', 'sparse-fusion', [result]).split('\n')).toEqual([
-      '1 result from bank \'alice\' for "cat?" (sparse-fusion; score: fused, comparable within this search only; pooled: cosine; sparse: token evidence)',
-      '#1 m1  score 1.250  pooled 0.612  sparse 0.500',
+      '1 result from bank \'alice\' for "cat?" (sparse-fusion; score: fused, comparable within this search only; pooled: cosine; sparse: token evidence; relevance: calibrated 0–1, comparable across searches)',
+      '#1 m1  score 1.250  pooled 0.612  sparse 0.500  relevance 0.831',
       '  line one',
       '  line two',
       '  meta: {"source":"chat"}',

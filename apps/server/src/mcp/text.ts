@@ -65,11 +65,12 @@ export function searchText(
   const head =
     `${results.length} result${results.length === 1 ? '' : 's'} from bank '${bank}' for ` +
     `${JSON.stringify(query)} (${system}; score: fused, comparable within this search only; ` +
-    'pooled: cosine; sparse: token evidence)';
+    'pooled: cosine; sparse: token evidence; relevance: calibrated 0–1, comparable across searches)';
   if (results.length === 0) return head;
   const blocks = results.map((r) => {
     const lines = [
-      `#${r.rank} ${r.id}  score ${fixed(r.score)}  pooled ${fixed(r.pooled)}  sparse ${fixed(r.sparse)}`,
+      `#${r.rank} ${r.id}  score ${fixed(r.score)}  pooled ${fixed(r.pooled)}  sparse ${fixed(r.sparse)}` +
+        (r.relevance === undefined ? '' : `  relevance ${fixed(r.relevance)}`),
       indent(r.text),
     ];
     if (r.meta !== undefined) lines.push(`  meta: ${JSON.stringify(r.meta)}`);

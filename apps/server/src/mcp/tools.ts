@@ -89,6 +89,7 @@ const searchArgs = z.strictObject({
   alpha: searchBodySchema.shape.alpha,
   tokenK: searchBodySchema.shape.tokenK,
   weights: searchBodySchema.shape.weights,
+  minScore: searchBodySchema.shape.minScore,
 });
 
 const getArgs = z.strictObject({
@@ -216,7 +217,9 @@ export function mcpServer(ctx: McpContext): McpServer {
       description:
         'The memories of a bank most relevant to a query, best first, with scores and the ' +
         'token evidence: which memory token each query token matched, how similar, and its ' +
-        'share of the score (a floored token matched nothing close).',
+        'share of the score (a floored token matched nothing close). Each result has a ' +
+        'calibrated relevance (0–1, comparable across searches); minScore returns only results ' +
+        'at or above it, so an empty answer means nothing relevant was found.',
       inputSchema: shape(searchArgs),
       outputSchema: searchOutput,
       annotations: { readOnlyHint: true, openWorldHint: false },
@@ -224,7 +227,7 @@ export function mcpServer(ctx: McpContext): McpServer {
     run(async (args: z.output<typeof searchArgs>) => {
       const bank = bankOf(args.bank);
       grantReaches(grant, store, bank, { exists: true });
-      const { query, k, system, alpha, tokenK, weights } = args;
+      const { query, k, system, alpha, tokenK, weights, minScore } = args;
       const results = await store.search({
         bank,
         query,
@@ -234,6 +237,7 @@ export function mcpServer(ctx: McpContext): McpServer {
         ...(alpha === undefined ? {} : { alpha }),
         ...(tokenK === undefined ? {} : { tokenK }),
         ...(weights === undefined ? {} : { weights }),
+        ...(minScore === undefined ? {} : { minScore }),
       });
       const json = results.map(searchResultToJson);
       const structured = { bank, query, system, results: json };

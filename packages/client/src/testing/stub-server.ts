@@ -78,7 +78,13 @@ async function handle(
     }
     if (!banks.includes(bank)) return send(res, 404, notFound(bank));
   }
-  let body: { query?: unknown; k?: unknown; system?: unknown; weights?: unknown };
+  let body: {
+    query?: unknown;
+    k?: unknown;
+    system?: unknown;
+    weights?: unknown;
+    minScore?: unknown;
+  };
   try {
     body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
   } catch {
@@ -96,6 +102,7 @@ async function handle(
       ...(typeof body.weights === 'object' && body.weights !== null
         ? { weights: body.weights as { pooled: number; sparse: number; bm25: number } }
         : {}),
+      ...(typeof body.minScore === 'number' ? { minScore: body.minScore } : {}),
     });
     send(res, 200, { results: results.map(searchResultToJson) });
   } catch (e) {

@@ -21,6 +21,8 @@ import {
   type TokenEvidence,
 } from '@bfe/scorer';
 import { hybridEvidence, hybridPass, type Bm25Evidence } from './search-hybrid.js';
+import { withPieces } from './evidence-pieces.js';
+import { calibrationFor, relevance, relevanceCalibrationSchema } from './relevance.js';
 import { remoteBests } from './search-bests.js';
 import {
   candidateRank,
@@ -104,6 +106,13 @@ export const searchOptionsSchema = z
       .optional(),
     /** `hybrid`: BM25's language for a view without a store lexicon (default `none`). */
     bm25Language: z.enum(['english', 'none']).optional(),
+    /**
+     * Return only memories whose calibrated `relevance` is at least this (up to `k` of them, in
+     * rank order): fewer or none when nothing in the bank looks relevant.
+     */
+    minScore: z.number().min(0).max(1).optional(),
+    /** The relevance calibration; default the shipped one fitted with the bank's encoder. */
+    calibration: relevanceCalibrationSchema.optional(),
   })
   .refine((o) => o.weights === undefined || o.system === 'hybrid', {
     message: 'weights are the hybrid system’s',
@@ -180,6 +189,12 @@ export interface SearchResult {
   readonly pooledRank: number;
   /** The token-level score the system uses (`s_sparse`, zero-floor, or MaxSim). */
   readonly sparse: number;
+  /**
+   * Calibrated `P(relevant)` from the absolute `pooled` and tail-floor `s_sparse` scores
+   * (`relevance.ts`): comparable across queries, unlike `score`. Absent when no calibration
+   * fits the bank's encoder.
+   */
+  readonly relevance?: number;
   readonly text: string;
   readonly meta: MemoryMeta | undefined;
   /** Present unless `explain: false`. */
@@ -287,7 +302,17 @@ export async function searchViewWithInterventions(
   const hybrid = opts.system === 'hybrid' ? hybridPass(view, s, opts) : undefined;
   const values = hybrid?.scores ?? s.systems[system.scores as SystemName]!;
   const ranked = rankCandidates(s.candidates, values, ties);
-  const top = Array.from(ranked.order.subarray(0, Math.min(opts.k, ranked.order.length)));
+  const calibration = calibrationFor(view.model, opts.calibration);
+  if (opts.minScore !== undefined && calibration === undefined) {
+    throw new ConfigError(
+      `minScore: no relevance calibration fits model ${view.model}; pass one as calibration`,
+    );
+  }
+  const relevanceOf =
+    calibration === undefined
+      ? undefined
+      : (g: number): number => relevance(calibration, s.systems.pooled[g]!, s.sparse[g]!);
+  const top = topCandidates(ranked.order, opts.k, opts.minScore, relevanceOf);
   const { matching, fused } = MATCHING[opts.system];
   const tokenLevel =
     matching === 'zero' ? s.sparseZeroFloor : matching === 'maxsim' ? s.systems.maxsim! : s.sparse;
@@ -334,6 +359,7 @@ export async function searchViewWithInterventions(
       pooled: s.systems.pooled[g]!,
       pooledRank: candidateRank(g, s.candidates, s.systems.pooled, ties),
       sparse: tokenLevel[g]!,
+      ...(relevanceOf === undefined ? {} : { relevance: relevanceOf(g) }),
       text: view.texts[row]!,
       meta: view.metas[row],
       ...(e === undefined ? {} : { evidence: withPieces(e, opts, view, query) }),
@@ -342,56 +368,19 @@ export async function searchViewWithInterventions(
   return interventions === undefined ? { results } : { results, interventions };
 }
 
-function withPieces(
-  e: MemoryEvidence & { readonly bm25?: Bm25Evidence },
-  opts: ResolvedSearchOptions,
-  view: BankView,
-  query: EncodedTexts,
-): SearchEvidence {
-  const { memoryRow } = e;
-  const tokenText = opts.tokenText;
-  const piece = (id: number): string | undefined =>
-    id < 0 || tokenText === undefined ? undefined : tokenText(id);
-  const start = view.tokenOffsets[memoryRow]!;
-  const q0 = query.tokenOffsets[0]!;
-  // Built field by field (no object spread: this runs for every token of every result).
-  const tokens = e.tokens.map((t): EvidenceToken => {
-    const queryTokenId = query.tokenIds[q0 + t.queryToken]!;
-    const memoryTokenId = t.memoryToken < 0 ? -1 : view.tokenIds[start + t.memoryToken]!;
-    const bestId = t.best === undefined ? -1 : view.tokenIds[start + t.best.memoryToken]!;
-    return {
-      queryToken: t.queryToken,
-      memoryToken: t.memoryToken,
-      similarity: t.similarity,
-      floored: t.floored,
-      floor: t.floor,
-      best: t.best,
-      contribution: t.contribution,
-      share: t.share,
-      queryTokenId,
-      queryPiece: piece(queryTokenId),
-      memoryTokenId,
-      memoryPiece: piece(memoryTokenId),
-      bestTokenId: bestId,
-      bestPiece: piece(bestId),
-    };
-  });
-  // `+ 0` turns −0 (a branch of weight 0 times a negative z) into 0, which is what JSON can
-  // carry: the same evidence in process and over HTTP (wire.ts).
-  return {
-    matching: e.matching,
-    nQueryTokens: e.nQueryTokens,
-    k: e.k,
-    pooled: e.pooled,
-    sparse: e.sparse,
-    zPooled: e.zPooled + 0,
-    zSparse: e.zSparse + 0,
-    alpha: e.alpha,
-    pooledPart: e.pooledPart + 0,
-    sparsePart: e.sparsePart + 0,
-    score: e.score + 0,
-    system: opts.system,
-    tokens,
-    ...(e.bm25 === undefined ? {} : { bm25: e.bm25 }),
-  };
+/** The first `k` candidates in rank order, those under `minScore` passed over. */
+function topCandidates(
+  order: Int32Array,
+  k: number,
+  minScore: number | undefined,
+  relevanceOf: ((g: number) => number) | undefined,
+): number[] {
+  if (minScore === undefined || relevanceOf === undefined) {
+    return Array.from(order.subarray(0, Math.min(k, order.length)));
+  }
+  const top: number[] = [];
+  for (let i = 0; i < order.length && top.length < k; i++) {
+    if (relevanceOf(order[i]!) >= minScore) top.push(order[i]!);
+  }
+  return top;
 }

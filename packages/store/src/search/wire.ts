@@ -108,6 +108,15 @@ export const searchResultJsonSchema = z
       .int()
       .describe('rank by pooled score over the whole bank (a pooled search’s rank), however deep'),
     sparse: z.number(),
+    relevance: z
+      .number()
+      .min(0)
+      .max(1)
+      .optional()
+      .describe(
+        'calibrated P(relevant) from the absolute pooled and sparse scores: comparable across ' +
+          'queries (minScore thresholds it); absent when no calibration fits the encoder',
+      ),
     text: z.string(),
     meta: metaSchema.optional(),
     evidence: evidenceJsonSchema.optional(),
@@ -268,6 +277,7 @@ export function searchResultToJson(r: SearchResult): SearchResultJson {
     pooled: r.pooled,
     pooledRank: r.pooledRank,
     sparse: r.sparse,
+    ...(r.relevance === undefined ? {} : { relevance: r.relevance }),
     text: r.text,
     ...(r.meta === undefined ? {} : { meta: r.meta as Record<string, unknown> }),
     ...(r.evidence === undefined ? {} : { evidence: evidenceToJson(r.evidence) }),
@@ -286,6 +296,7 @@ export function searchResultFromJson(r: SearchResultJson): SearchResult {
     pooled: r.pooled,
     pooledRank: r.pooledRank,
     sparse: r.sparse,
+    ...(r.relevance === undefined ? {} : { relevance: r.relevance }),
     text: r.text,
     meta: r.meta as MemoryMeta | undefined,
     ...(r.evidence === undefined ? {} : { evidence: evidenceFromJson(r.evidence) }),
