@@ -94,3 +94,4 @@ export type { IvfParams, IvfScanStats, IvfSearchOptions } from './ivf-index.js';
 export { IVF_SAMPLE_SEED, codeBytes, trainIvf } from './ivf/train.js';
 export type { IvfData, IvfTrainOptions, ResidualBits } from './ivf/train.js';
 export { ivfBytes, ivfFromBytes } from './ivf/bytes.js';
+export { WasmScanner, quantizeTables } from './ivf/wasm-scan.js';

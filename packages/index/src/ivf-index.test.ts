@@ -3,7 +3,9 @@ import { encodeTokens, trainCodec } from './codecs/codec.js';
 import type { CodecName } from './codecs/model.js';
 import { IvfTokenIndex, type IvfSearchOptions } from './ivf-index.js';
 import { JsSimilarityKernel } from './js-kernel.js';
-import { ApproxTop, queryTable, scanCluster } from './ivf/scan.js';
+import { ApproxTop } from './ivf/scan.js';
+import { scanCluster } from './ivf/scan-cluster.js';
+import { WasmScanner, quantizeTables } from './ivf/wasm-scan.js';
 import { rng, unitVectors } from './testing/random.js';
 import { ExactTokenIndex, type TokenHits } from './token-index.js';
 import { flatTokenStore } from './token-store.js';
@@ -99,23 +101,30 @@ describe('IvfTokenIndex', () => {
     const norm = Math.hypot(1.6, 0.8);
     expect(centroids[0]).toBeCloseTo(1.6 / norm, 6);
     expect(centroids[1]).toBeCloseTo(0.8 / norm, 6);
+    // Blocked layout: byte j of place t at ((t >> 4) · 2 + j) · 16 + (t & 15).
     const decoded = (t: number, d: number): number =>
-      weights[d * 4 + ((codes[t * 2 + (d >> 2)]! >> (2 * (d & 3))) & 3)]!;
+      weights[d * 4 + ((codes[(d >> 2) * 16 + t]! >> (2 * (d & 3))) & 3)]!;
     const q = Float32Array.of(0.5, 0.5, 0, 0, 0, 0, 0, 0);
     const hits = await index.search(q, 1, 2, { memories: Int32Array.of(0) });
     // Rescored exactly: q · x.
     expect(Array.from(hits.values)).toEqual([0.7, 0.5].map((v) => expect.closeTo(v, 6)));
     expect(Array.from(hits.tokens)).toEqual([1, 0]);
-    // The fused scan (one table lookup per code byte) gives q · (centroid + decoded residual).
-    const lut = queryTable(index.data, q, 0, new Float32Array(2 * 256));
+    // The fast scan (uint8 tables, one lookup per code nibble) gives q · (centroid + decoded
+    // residual) up to the tables' rounding: half a step per table, 4 tables.
+    const scanner = new WasmScanner(index.data);
+    const row = quantizeTables(index.data, q, 0, scanner.tables);
     const top = new ApproxTop(2);
     const base = q[0]! * centroids[0]! + q[1]! * centroids[1]!;
-    expect(scanCluster(index.data, lut, base, 0, 2, top, undefined, new Int32Array(2))).toBe(2);
+    const tokens = index.data.tokens;
+    expect(scanCluster(scanner, row, base, 0, 2, top, undefined, new Int32Array(2), tokens)).toBe(
+      2,
+    );
+    expect(top.count).toBe(2);
     for (let i = 0; i < 2; i++) {
       const p = top.places[i]!;
       let want = 0;
       for (let d = 0; d < dim; d++) want += q[d]! * (centroids[d]! + decoded(p, d));
-      expect(top.scores[i]).toBeCloseTo(want, 6);
+      expect(Math.abs(top.scores[i]! - want)).toBeLessThanOrEqual(2 / row.scale + 1e-12);
     }
     // Two tokens, 2 bits: dimension 0's residuals 1 − c0 > 0.6 − c0 fall in different buckets.
     expect(decoded(0, 0)).not.toBe(decoded(1, 0));

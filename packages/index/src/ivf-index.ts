@@ -3,7 +3,9 @@ import { CodecExactTokenIndex, codecTokenStore, type CodecSide } from './codec-i
 import { searchK } from './errors.js';
 import { proposalsFor } from './hnsw-options.js';
 import { ivfBytes, ivfFromBytes } from './ivf/bytes.js';
-import { ApproxTop, probeOrder, queryTable, scanCluster } from './ivf/scan.js';
+import { ApproxTop, probeOrder } from './ivf/scan.js';
+import { scanCluster } from './ivf/scan-cluster.js';
+import { WasmScanner, quantizeTables } from './ivf/wasm-scan.js';
 import { trainIvf, type IvfData, type ResidualBits } from './ivf/train.js';
 import type { SimilarityKernel } from './kernel.js';
 import { rescoreProposals } from './rescore-proposals.js';
@@ -82,9 +84,31 @@ export class IvfTokenIndex implements TokenIndex {
   readonly #tokenMemory: Int32Array;
   readonly #exhaustive: CodecExactTokenIndex;
 
-  constructor(side: CodecSide, data: IvfData, kernel: SimilarityKernel, options: IvfSearchOptions) {
+  readonly #scanner: WasmScanner;
+
+  /** With `scanner`: the index `data` came from ({@link withSearch}), sharing its codes. */
+  constructor(
+    side: CodecSide,
+    data: IvfData,
+    kernel: SimilarityKernel,
+    options: IvfSearchOptions,
+    scanner?: WasmScanner,
+  ) {
     this.#side = side;
-    this.data = data;
+    // The codes move into the scanner's memory; the other arrays are copied out of the bytes
+    // they may view, so those are not kept alive beside them.
+    this.#scanner = scanner ?? new WasmScanner(data);
+    this.data =
+      scanner !== undefined
+        ? data
+        : {
+            ...data,
+            centroids: data.centroids.slice(),
+            weights: data.weights.slice(),
+            clusterOffsets: data.clusterOffsets.slice(),
+            tokens: data.tokens.slice(),
+            codes: this.#scanner.codes,
+          };
     this.codec = side.model.name;
     this.dim = side.model.dim;
     this.#store = codecTokenStore(side.model, side.codes);
@@ -127,6 +151,11 @@ export class IvfTokenIndex implements TokenIndex {
     options: IvfSearchOptions,
   ): IvfTokenIndex {
     return new IvfTokenIndex(side, ivfFromBytes(bytes), kernel, options);
+  }
+
+  /** The same index (codes shared, not copied) with other search settings or kernel. */
+  withSearch(options: IvfSearchOptions, kernel: SimilarityKernel = this.#kernel): IvfTokenIndex {
+    return new IvfTokenIndex(this.#side, this.data, kernel, options, this.#scanner);
   }
 
   /** The index's bytes (centroids, buckets, layout, codes; not the rescoring codes). */
@@ -202,7 +231,7 @@ export class IvfTokenIndex implements TokenIndex {
       allowed = new Uint8Array(this.#side.tokenOffsets.length - 1);
       for (const m of memories) allowed[m] = 1;
     }
-    const lut = new Float32Array(((dim * data.residualBits) / 8) * 256);
+    const scanner = this.#scanner;
     const top = new ApproxTop(fetch);
     const out = new Int32Array(rows * fetch);
     const nprobe = Math.min(this.probe.nprobe, c);
@@ -210,7 +239,7 @@ export class IvfTokenIndex implements TokenIndex {
     let scored = 0;
     let probed = 0;
     for (let r = 0; r < rows; r++) {
-      queryTable(data, q, r * dim, lut);
+      const row = quantizeTables(data, q, r * dim, scanner.tables);
       top.reset();
       let order = probeOrder(cs, r * c, c, nprobe);
       let seen = 0;
@@ -221,7 +250,18 @@ export class IvfTokenIndex implements TokenIndex {
         const cl = order[i]!;
         const from = bounds[cl]!;
         const to = bounds[cl + 1]!;
-        seen += scanCluster(data, lut, cs[r * c + cl]!, from, to, top, allowed, this.#tokenMemory);
+        const base = cs[r * c + cl]!;
+        seen += scanCluster(
+          scanner,
+          row,
+          base,
+          from,
+          to,
+          top,
+          allowed,
+          this.#tokenMemory,
+          data.tokens,
+        );
         probed++;
       }
       scored += seen;

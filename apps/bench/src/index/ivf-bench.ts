@@ -19,9 +19,11 @@ import {
   ExactTokenIndex,
   IvfTokenIndex,
   OrtSimilarityKernel,
+  WasmScanner,
   codeBytes,
   encodeTokens,
   flatTokenStore,
+  quantizeTables,
   trainCodec,
   type TokenHits,
 } from '@bfe/index';
@@ -72,6 +74,31 @@ async function builtOrSaved(
     writeFileSync(`${base}.json`, `${JSON.stringify({ buildSeconds: buildS })}\n`);
   }
   return { index, buildS };
+}
+
+/**
+ * The fast scan alone (the roofline line): every block of the index scanned once per rep with
+ * one query row's tables and a threshold nothing reaches, best of 3 in CPU time.
+ */
+function scanKernelLine(index: IvfTokenIndex, bits: 2 | 4, q: Float32Array, dim: number): string {
+  const scanner = new WasmScanner(index.data);
+  quantizeTables(index.data, q, 0, scanner.tables);
+  const blocks = Math.ceil(index.data.tokens.length / 16);
+  let best = Infinity;
+  for (let rep = 0; rep < 3; rep++) {
+    const t0 = process.cpuUsage();
+    for (let b = 0; b < blocks; b += 4096) scanner.scan(b, Math.min(blocks, b + 4096), 65_535);
+    const c = process.cpuUsage(t0);
+    best = Math.min(best, (c.user + c.system) / 1e6);
+  }
+  const perSecond = (blocks * 16) / best;
+  const gflops = (perSecond * 2 * dim) / 1e9;
+  const gbs = (perSecond * codeBytes(dim, bits)) / 1e9;
+  return (
+    `fast scan alone, ${bits}-bit (every block once, one thread): ${(perSecond / 1e6).toFixed(1)}M tokens/CPU-s, ` +
+    `${((1e9 / perSecond) | 0).toString()} ns a token, ${((gflops / PEAK_GFLOPS) * 100).toFixed(0)} % of ${PEAK_GFLOPS} GFLOP/s ` +
+    `counted as 2·${dim} flops a token, codes read at ${gbs.toFixed(1)} GB/s (${((gbs / PEAK_GBS) * 100).toFixed(0)} % of ${PEAK_GBS})`
+  );
 }
 
 export async function runIvfBench(o: BigBankOptions): Promise<void> {
@@ -136,6 +163,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
   const json: object[] = [
     { backend: 'exact', p50Ms: median(exactMs), p90Ms: quantile(exactMs, 0.9) },
   ];
+  const kernelLines: string[] = [];
   for (const centroids of o.centroids) {
     for (const bits of o.residualBits) {
       const { index, buildS } = await builtOrSaved(
@@ -162,12 +190,10 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
       note(
         `  ivf C=${centroids} ${bits}-bit: built in ${buildS.toFixed(0)} s, ${perToken.toFixed(1)} B/token`,
       );
+      kernelLines.push(scanKernelLine(index, bits as 2 | 4, query(0), dim));
       for (const nprobe of o.nprobe) {
         for (const overFetch of o.overFetch) {
-          const probe = IvfTokenIndex.fromBytes(index.toBytes(), side, ivfKernel, {
-            nprobe,
-            overFetch,
-          });
+          const probe = index.withSearch({ nprobe, overFetch }, ivfKernel);
           const ms: number[] = [];
           const split = { centroid: 0, scan: 0, scanCpu: 0, rescore: 0, scored: 0 };
           let recall = 0;
@@ -258,6 +284,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
       ],
       rows: table,
     });
+    for (const line of kernelLines) out(line);
   }
   printJson({
     tokens: n,

@@ -1,7 +1,8 @@
 // The clustered residual index as one byte string: a JSON header, then its arrays, 8-aligned.
 import type { IvfData, ResidualBits } from './train.js';
 
-const MAGIC = 'BFEIVF01';
+/** Version 2: codes in blocks of 16 places (`IvfData.codes`). */
+const MAGIC = 'BFEIVF02';
 
 interface Header {
   readonly dim: number;

@@ -22,8 +22,25 @@ export interface IvfData {
   readonly clusterOffsets: Int32Array;
   /** `[tokens]` the bank token at each layout place (ascending within a cluster). */
   readonly tokens: Int32Array;
-  /** `[tokens × dim·bits/8]` packed residual codes, in layout order. */
+  /**
+   * Packed residual codes, `dim·bits/8` bytes a token, in blocks of {@link IVF_BLOCK} layout
+   * places: byte `j` of place `p` at `((p >> 4) · bytes + j) · 16 + (p & 15)` (the fast scan
+   * looks up 16 tokens at once; the last block is zero-padded).
+   */
   readonly codes: Uint8Array;
+}
+
+/** Layout places per code block. */
+export const IVF_BLOCK = 16;
+
+/** Bytes of `tokens` tokens' codes in the blocked layout (whole blocks). */
+export function blockedCodeBytes(tokens: number, dim: number, bits: ResidualBits): number {
+  return Math.ceil(tokens / IVF_BLOCK) * IVF_BLOCK * codeBytes(dim, bits);
+}
+
+/** Where byte 0 of place `p`'s code is in the blocked layout (its byte `j` is `16 · j` on). */
+export function blockedCodeAt(place: number, bytes: number): number {
+  return (place >> 4) * bytes * IVF_BLOCK + (place & (IVF_BLOCK - 1));
 }
 
 /** How {@link trainIvf} trains. */
@@ -136,7 +153,7 @@ export async function trainIvf(
   const place = clusterOffsets.slice(0, c);
   const tokens = new Int32Array(n);
   const bpt = codeBytes(dim, bits);
-  const codes = new Uint8Array(n * bpt);
+  const codes = new Uint8Array(blockedCodeBytes(n, dim, bits));
   for (let a = 0; a < n; a += chunk) {
     const m = Math.min(chunk, n - a);
     const x = store.read(a, a + m);
@@ -144,7 +161,19 @@ export async function trainIvf(
       const t = a + i;
       const p = place[cluster[t]!]!++;
       tokens[p] = t;
-      packResidual(x, i * dim, centroids, cluster[t]! * dim, cutoffs, dim, bits, codes, p * bpt);
+      const at = blockedCodeAt(p, bpt);
+      packResidual(
+        x,
+        i * dim,
+        centroids,
+        cluster[t]! * dim,
+        cutoffs,
+        dim,
+        bits,
+        codes,
+        at,
+        IVF_BLOCK,
+      );
     }
   }
   return { dim, residualBits: bits, centroids, weights, clusterOffsets, tokens, codes };
@@ -178,7 +207,8 @@ function residualBuckets(
 
 /**
  * Packs the residual of row `x[at..]` against the centroid at `centroids[cAt..]`: dimension `d`'s
- * bucket (the count of its cutoffs ≤ the residual; they ascend) at bits `(d mod 8/b) · b` of byte `d / (8/b)`.
+ * bucket (the count of its cutoffs ≤ the residual; they ascend) at bits `(d mod 8/b) · b` of byte
+ * `d / (8/b)`, byte `j` written at `out[outAt + j · step]`.
  */
 export function packResidual(
   x: Float32Array,
@@ -190,6 +220,7 @@ export function packResidual(
   bits: ResidualBits,
   out: Uint8Array,
   outAt: number,
+  step = 1,
 ): void {
   const cuts = (1 << bits) - 1;
   const perByte = 8 / bits;
@@ -208,6 +239,6 @@ export function packResidual(
       }
       v |= lo << (i * bits);
     }
-    out[outAt + byte] = v;
+    out[outAt + byte * step] = v;
   }
 }

@@ -30,7 +30,7 @@ export function ivfKeyConfig(c: IndexConfig, tokens: number): Record<string, unk
   return {
     centroids: ivfCentroids(c, tokens),
     residualBits: c.residualBits ?? IVF_DEFAULT_BITS,
-    layout: 'clusters',
+    layout: 'clusters-blocked16',
   };
 }
 

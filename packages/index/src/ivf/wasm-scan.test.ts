@@ -1,0 +1,117 @@
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { rng } from '../testing/random.js';
+import type { IvfData } from './train.js';
+import { WasmScanner, quantizeTables } from './wasm-scan.js';
+
+/** An index of `tokens` random codes (no training: the scan only reads codes and weights). */
+function randomData(tokens: number, dim: number, bits: 2 | 4, seed: number): IvfData {
+  const random = rng(seed);
+  const bytes = (dim * bits) / 8;
+  const blocks = Math.ceil(tokens / 16);
+  const codes = new Uint8Array(blocks * 16 * bytes);
+  // Codes of places ≥ tokens stay zero, as the layout pads them.
+  for (let p = 0; p < tokens; p++) {
+    for (let j = 0; j < bytes; j++) codes[((p >> 4) * bytes + j) * 16 + (p & 15)] = random() * 256;
+  }
+  const buckets = 1 << bits;
+  const weights = Float32Array.from({ length: dim * buckets }, () => (random() - 0.5) * 0.2);
+  return {
+    dim,
+    residualBits: bits,
+    centroids: new Float32Array(dim),
+    weights,
+    clusterOffsets: Int32Array.of(0, tokens),
+    tokens: Int32Array.from({ length: tokens }, (_, i) => i),
+    codes,
+  };
+}
+
+/** Place `p`'s residual dot product from the float weights, read straight from the layout. */
+function exactResidual(data: IvfData, q: Float32Array, p: number): number {
+  const { dim, residualBits: bits, weights, codes } = data;
+  const bytes = (dim * bits) / 8;
+  const perByte = 8 / bits;
+  let s = 0;
+  for (let d = 0; d < dim; d++) {
+    const j = Math.floor(d / perByte);
+    const byte = codes[((p >> 4) * bytes + j) * 16 + (p & 15)]!;
+    const bucket = (byte >> ((d % perByte) * bits)) & ((1 << bits) - 1);
+    s += q[d]! * weights[d * (1 << bits) + bucket]!;
+  }
+  return s;
+}
+
+/** Place `p`'s uint8 lookups summed one nibble at a time (what the module must return). */
+function tableSum(tables: Uint8Array, data: IvfData, p: number): number {
+  const bytes = (data.dim * data.residualBits) / 8;
+  let s = 0;
+  for (let j = 0; j < bytes; j++) {
+    const byte = data.codes[((p >> 4) * bytes + j) * 16 + (p & 15)]!;
+    s += tables[2 * j * 16 + (byte & 15)]! + tables[(2 * j + 1) * 16 + (byte >> 4)]!;
+  }
+  return s;
+}
+
+describe('the WebAssembly fast scan', () => {
+  for (const bits of [2, 4] as const) {
+    it(`returns exactly the places whose nibble lookups reach the threshold, with their sums (${bits}-bit)`, () => {
+      const data = randomData(301, 64, bits, 7 + bits);
+      const scanner = new WasmScanner(data);
+      const random = rng(3);
+      const q = Float32Array.from({ length: 64 }, () => random() - 0.5);
+      quantizeTables(data, q, 0, scanner.tables);
+      const want = Array.from({ length: 304 }, (_, p) => tableSum(scanner.tables, data, p));
+      const median = [...want].sort((a, b) => a - b)[152]!;
+      for (const threshold of [0, median, Math.max(...want), Math.max(...want) + 1]) {
+        const n = scanner.scan(0, 19, threshold);
+        const places = Array.from(scanner.places.subarray(0, n));
+        const sums = Array.from(scanner.sums.subarray(0, n));
+        const expected = want.flatMap((s, p) => (s >= threshold ? [p] : []));
+        expect(places).toEqual(expected);
+        expect(sums).toEqual(expected.map((p) => want[p]));
+      }
+      // A block range: only its places.
+      const n = scanner.scan(5, 7, 0);
+      expect(Array.from(scanner.places.subarray(0, n))).toEqual(
+        Array.from({ length: 32 }, (_, i) => 80 + i),
+      );
+    });
+
+    it(`quantises within half a step a table, entries ≤ 127, sums ≤ 65535 (${bits}-bit)`, () => {
+      const dim = 384;
+      const data = randomData(64, dim, bits, 11);
+      const scanner = new WasmScanner(data);
+      const random = rng(5);
+      for (let trial = 0; trial < 5; trial++) {
+        // One dimension far larger than the rest: the widest table sets the step.
+        const q = Float32Array.from(
+          { length: dim },
+          (_, d) => (random() - 0.5) * (d === trial ? 40 : 1),
+        );
+        const row = quantizeTables(data, q, 0, scanner.tables);
+        const tables = (2 * dim * bits) / 8;
+        expect(Math.max(...scanner.tables)).toBeLessThanOrEqual(127);
+        let largest = 0;
+        for (let t = 0; t < tables; t++) {
+          largest += Math.max(...scanner.tables.subarray(t * 16, t * 16 + 16));
+        }
+        expect(largest).toBeLessThanOrEqual(65535);
+        for (let p = 0; p < 64; p++) {
+          const approx = row.bias + tableSum(scanner.tables, data, p) / row.scale;
+          expect(Math.abs(approx - exactResidual(data, q, p))).toBeLessThanOrEqual(
+            tables / 2 / row.scale + 1e-9,
+          );
+        }
+      }
+    });
+  }
+
+  it('is the binary its AssemblyScript source builds (scripts/build-wasm.mjs --check)', () => {
+    const script = fileURLToPath(new URL('../../scripts/build-wasm.mjs', import.meta.url));
+    const run = spawnSync(process.execPath, [script, '--check'], { encoding: 'utf8' });
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+  }, 120_000); // the compiler takes seconds
+});

@@ -1,0 +1,158 @@
+/**
+ * The clustered index's fast scan in WebAssembly SIMD (`assembly/ivf-scan.ts`): the codes held
+ * in the module's own linear memory (copied in once), per query row a table of 16 uint8
+ * entries per code nibble (one dimension at 4 bits, two at 2 bits; {@link quantizeTables}),
+ * then 16 tokens scored per `i8x16.swizzle` and only those reaching a threshold handed back.
+ */
+import type { IvfData } from './train.js';
+import { blockedCodeBytes, codeBytes, IVF_BLOCK } from './train.js';
+import { KERNEL_WASM_BASE64 } from './wasm-bytes.js';
+
+interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+}
+interface WasmApi {
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object, imports: object) => { readonly exports: unknown };
+  Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory;
+}
+const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+
+interface ScanExports {
+  scanBlocks(
+    codes: number,
+    tables: number,
+    bytes: number,
+    blockFrom: number,
+    blockTo: number,
+    threshold: number,
+    outPlaces: number,
+    outSums: number,
+    scratch: number,
+  ): number;
+}
+
+const PAGE = 65536;
+/** Blocks per module call: bounds the output arrays. */
+const CHUNK_BLOCKS = 4096;
+const SCRATCH = 1024;
+const TABLES = 4096;
+/** The sums of a token fit a uint16. */
+export const MAX_SUM = 65535;
+
+let module: object | undefined;
+
+/** A row's quantised tables: approximate similarity = `base + bias + sum / scale`. */
+export interface RowTables {
+  readonly bias: number;
+  readonly scale: number;
+}
+
+/**
+ * Fills `out` (`2 · bytes` tables of 16 entries) for query row `q[at..at+dim)`: nibble table
+ * `(j, h)` entry `v` is `Σ_i q[d_i] · weights[d_i][bucket_i(v)]` over the dimensions packed in
+ * nibble `h` of code byte `j`, minus the table's least entry (their sum is `bias`), times
+ * `scale`, rounded: every entry ≤ 127 and a token's total ≤ 65535.
+ */
+export function quantizeTables(
+  data: IvfData,
+  q: Float32Array,
+  at: number,
+  out: Uint8Array,
+): RowTables {
+  const { dim, residualBits: bits, weights } = data;
+  const buckets = 1 << bits;
+  const tables = 2 * codeBytes(dim, bits);
+  const perNibble = 4 / bits;
+  const raw = new Float64Array(tables * 16);
+  let bias = 0;
+  let widest = 0;
+  let total = 0;
+  for (let t = 0; t < tables; t++) {
+    const d0 = t * perNibble;
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (let v = 0; v < 16; v++) {
+      let s = 0;
+      for (let i = 0; i < perNibble; i++) {
+        const bucket = (v >> (i * bits)) & (buckets - 1);
+        s += q[at + d0 + i]! * weights[(d0 + i) * buckets + bucket]!;
+      }
+      raw[t * 16 + v] = s;
+      lo = Math.min(lo, s);
+      hi = Math.max(hi, s);
+    }
+    bias += lo;
+    widest = Math.max(widest, hi - lo);
+    total += hi - lo;
+    for (let v = 0; v < 16; v++) raw[t * 16 + v]! -= lo;
+  }
+  // Rounding adds at most ½ a table: keep that room under the uint16 total.
+  const scale =
+    widest === 0 ? 1 : Math.min(127 / widest, (MAX_SUM - tables / 2) / Math.max(total, 1e-30));
+  for (let i = 0; i < tables * 16; i++) out[i] = Math.round(raw[i]! * scale);
+  return { bias, scale };
+}
+
+/** One index's scanner: its codes in a WebAssembly memory of their own. */
+export class WasmScanner {
+  readonly #exports: ScanExports;
+  readonly #bytes: number;
+  readonly #codesAt: number;
+  readonly #placesAt: number;
+  readonly #sumsAt: number;
+  /** The codes (blocked layout), a view into the module's memory. */
+  readonly codes: Uint8Array;
+  /** The current row's tables, a view into the module's memory (fill with {@link quantizeTables}). */
+  readonly tables: Uint8Array;
+  /** The last {@link scan}'s places and sums. */
+  readonly places: Int32Array;
+  readonly sums: Int32Array;
+
+  constructor(data: IvfData) {
+    const tokens = data.tokens.length;
+    this.#bytes = codeBytes(data.dim, data.residualBits);
+    const length = blockedCodeBytes(tokens, data.dim, data.residualBits);
+    if (data.codes.length !== length) {
+      throw new Error(`IVF codes of ${data.codes.length} bytes, expected ${length} (blocked)`);
+    }
+    const out = CHUNK_BLOCKS * IVF_BLOCK * 4;
+    this.#placesAt = TABLES + 2 * this.#bytes * 16;
+    this.#sumsAt = this.#placesAt + out;
+    this.#codesAt = Math.ceil((this.#sumsAt + out) / 64) * 64;
+    const pages = Math.ceil((this.#codesAt + length) / PAGE);
+    if (pages > 65536) throw new RangeError(`IVF codes of ${length} bytes exceed wasm32's 4 GiB`);
+    const memory = new wasm.Memory({ initial: pages, maximum: pages });
+    module ??= new wasm.Module(Buffer.from(KERNEL_WASM_BASE64, 'base64'));
+    const instance = new wasm.Instance(module, { env: { memory, abort: () => undefined } });
+    this.#exports = instance.exports as ScanExports;
+    const buffer = memory.buffer;
+    this.codes = new Uint8Array(buffer, this.#codesAt, length);
+    this.codes.set(data.codes);
+    this.tables = new Uint8Array(buffer, TABLES, 2 * this.#bytes * 16);
+    this.places = new Int32Array(buffer, this.#placesAt, out / 4);
+    this.sums = new Int32Array(buffer, this.#sumsAt, out / 4);
+  }
+
+  /**
+   * Scores every place of blocks `blockFrom .. blockTo-1` (at most {@link CHUNK_BLOCKS}) with
+   * the current tables; returns how many reached `threshold` (their places and sums are the
+   * first entries of {@link places} and {@link sums}, in place order).
+   */
+  scan(blockFrom: number, blockTo: number, threshold: number): number {
+    if (blockTo - blockFrom > CHUNK_BLOCKS) throw new RangeError('WasmScanner: too many blocks');
+    return this.#exports.scanBlocks(
+      this.#codesAt,
+      TABLES,
+      this.#bytes,
+      blockFrom,
+      blockTo,
+      threshold,
+      this.#placesAt,
+      this.#sumsAt,
+      SCRATCH,
+    );
+  }
+}
+
+export { CHUNK_BLOCKS };
