@@ -10,7 +10,7 @@ import {
 import { decodeUtf8Strict } from '@bfe/core';
 import { DEFAULT_MAX_TEXT_BYTES, type MemoryStore } from '@bfe/store';
 import { hostGuard } from './guard.js';
-import { storeHealth } from './health.js';
+import { storeHealth, type IndexState } from './health.js';
 import { requestHooks } from './hooks.js';
 import { HttpError, clientErrorResponse, errorHandler } from './http-errors.js';
 import type { AccessPolicy, Grant } from './keys.js';
@@ -51,6 +51,8 @@ export interface ServerOptions {
   readonly drainMs?: number;
   /** Fastify's logger option (default: off). */
   readonly logger?: FastifyServerOptions['logger'];
+  /** The store's graph-keeping token index, when the caller made it: `/readyz` reports it. */
+  readonly index?: IndexState;
 }
 
 /** How long a shutdown waits for open connections by default: 10 s. */
@@ -92,7 +94,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     ...options.sizes,
   };
   const metrics = createMetrics(options.store);
-  const health = storeHealth(options.store);
+  const health = storeHealth(options.store, options.index);
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: sizes.otherBody,

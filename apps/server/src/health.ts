@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { access, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { MemoryStore } from '@bfe/store';
+import type { MemoryStore, StoreIndexFactory } from '@bfe/store';
 
 /** Each check of the store: `ok`, or what is wrong. */
 export interface HealthChecks {
@@ -25,6 +25,8 @@ export type Health =
  */
 export interface StoreHealth {
   check(): Promise<Health>;
+  /** Readiness (`/readyz`): the health checks and the token index's state. */
+  ready(): Promise<Readiness>;
   /** A write failed on disk: unhealthy until {@link StoreHealth.writeSucceeded}. */
   writeFailed(code: string): void;
   writeSucceeded(): void;
@@ -32,10 +34,46 @@ export interface StoreHealth {
 
 const WAL = /^wal-\d+\.log$/;
 
-/** The {@link StoreHealth} of `store`. */
-export function storeHealth(store: MemoryStore): StoreHealth {
+/** What the service sees of the store's token index: its graphs' state. */
+export type IndexState = Pick<StoreIndexFactory, 'graphsSettled' | 'graphStats'>;
+
+/** What `/readyz` answers: every check, and `ready` when each is `ok`. */
+export interface Readiness {
+  readonly status: 'ready' | 'not-ready';
+  readonly checks: HealthChecks & { readonly index: string };
+  /** The index's graphs: banks with one, and those dropped after a failure (searched exactly). */
+  readonly index?: { readonly graphs: number; readonly failures: string[] };
+}
+
+/**
+ * The {@link StoreHealth} of `store`; with `index` (the store's graph-keeping index, when the
+ * service made it), readiness also waits until no graph build or load is under way.
+ */
+export function storeHealth(store: MemoryStore, index?: IndexState): StoreHealth {
   let lastFailure: string | undefined;
-  return {
+  const health: StoreHealth = {
+    async ready() {
+      const h = await health.check();
+      const checks = h.status === 'ok' ? { store: 'ok', wal: 'ok', writes: 'ok' } : h.checks;
+      if (index === undefined) {
+        const all = { ...checks, index: 'ok' };
+        return { status: h.status === 'ok' ? 'ready' : 'not-ready', checks: all };
+      }
+      const settled = await Promise.race([
+        index.graphsSettled().then(() => true),
+        new Promise<boolean>((resolve) => setImmediate(() => resolve(false))),
+      ]);
+      const stats = index.graphStats();
+      const all = {
+        ...checks,
+        index: settled ? 'ok' : 'building: graph builds or loads under way',
+      };
+      return {
+        status: h.status === 'ok' && settled ? 'ready' : 'not-ready',
+        checks: all,
+        index: { graphs: Object.keys(stats.banks).length, failures: [...stats.failures] },
+      };
+    },
     async check() {
       let open = 'ok';
       try {
@@ -55,6 +93,7 @@ export function storeHealth(store: MemoryStore): StoreHealth {
       lastFailure = undefined;
     },
   };
+  return health;
 }
 
 /** "ok", or why the store directory or its newest WAL file cannot be written. */

@@ -5,9 +5,9 @@ import type { StoreHealth } from './health.js';
 import { canSee } from './keys.js';
 import type { ServerMetrics } from './metrics.js';
 import { errorResponses } from './responses.js';
-import { banksResponseSchema, errorSchema, healthSchema } from './schemas.js';
+import { banksResponseSchema, errorSchema, healthSchema, readySchema } from './schemas.js';
 
-/** `/healthz`, `/metrics`, `/openapi.json` and the bank listing. */
+/** `/healthz`, `/readyz`, `/metrics`, `/openapi.json` and the bank listing. */
 export function serviceRoutes(
   app: App,
   store: MemoryStore,
@@ -33,6 +33,27 @@ export function serviceRoutes(
     async (_request, reply) => {
       const result = await health.check();
       return reply.status(result.status === 'ok' ? 200 : 503).send(result);
+    },
+  );
+
+  app.get(
+    '/readyz',
+    {
+      config: { public: true },
+      schema: {
+        summary:
+          'Readiness: /healthz’s checks (store open, write-ahead log writable, last write durable) and the token index built or loaded (503 otherwise)',
+        security: [],
+        response: {
+          ...errorResponses(),
+          200: readySchema,
+          503: z.union([readySchema, errorSchema]),
+        },
+      },
+    },
+    async (_request, reply) => {
+      const result = await health.ready();
+      return reply.status(result.status === 'ready' ? 200 : 503).send(result);
     },
   );
 

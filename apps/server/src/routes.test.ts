@@ -190,6 +190,7 @@ describe('routes, happy paths (fake embedder, loopback)', () => {
     expect(ops.sort()).toEqual(
       [
         'GET /healthz',
+        'GET /readyz',
         'GET /metrics',
         'GET /openapi.json',
         'GET /v1/banks',

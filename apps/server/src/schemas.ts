@@ -192,6 +192,31 @@ export const healthSchema = z
   })
   .meta({ id: 'Health' });
 
+export const readySchema = z
+  .strictObject({
+    status: z.enum(['ready', 'not-ready']),
+    checks: z
+      .strictObject({
+        store: z.string().describe('"ok", or why the store cannot serve (closed)'),
+        wal: z.string().describe('"ok", or why the write-ahead log cannot be written'),
+        writes: z.string().describe('"ok", or the code of the last write that failed on disk'),
+        index: z
+          .string()
+          .describe('"ok", or "building: …" while the token index builds or loads its graphs'),
+      })
+      .describe('each check, "ok" or what is wrong'),
+    index: z
+      .strictObject({
+        graphs: z.number().int().describe('banks searched through an HNSW graph'),
+        failures: z
+          .array(z.string())
+          .describe('graphs dropped after a failure: those banks are searched exactly'),
+      })
+      .optional()
+      .describe("the token index's graphs, when the service keeps the store's index"),
+  })
+  .meta({ id: 'Readiness' });
+
 export const banksResponseSchema = z.strictObject({
   banks: z.array(z.string()).describe('the banks this key sees that hold memories'),
 });

@@ -133,6 +133,14 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     await release();
     throw error;
   }
+  // The graph-keeping index the store searches with, when this function made it or was given it.
+  const given = storeOptions.index;
+  const readinessIndex =
+    index ??
+    (typeof given === 'function' &&
+    typeof (given as Partial<StoreIndexFactory>).graphsSettled === 'function'
+      ? (given as StoreIndexFactory)
+      : undefined);
   let app: FastifyInstance;
   try {
     app = await buildServer({
@@ -143,6 +151,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
       ...(options.drainMs === undefined ? {} : { drainMs: options.drainMs }),
       ...(options.sizes === undefined ? {} : { sizes: options.sizes }),
       ...(options.logger === undefined ? {} : { logger: options.logger }),
+      ...(readinessIndex === undefined ? {} : { index: readinessIndex }),
     });
     await app.listen({ host: options.host, port: options.port });
   } catch (error) {

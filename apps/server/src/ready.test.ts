@@ -1,0 +1,110 @@
+import { chmodSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { storeIndexFactory } from '@bfe/store';
+import { fakeEmbedder } from '@bfe/store/testing';
+import { harness, body } from './testing/harness.js';
+import { liveServer, post, send } from './testing/live.js';
+
+const OK = { store: 'ok', wal: 'ok', writes: 'ok', index: 'ok' };
+
+describe('/readyz', () => {
+  it('answers 200 while the store serves, 503 once it is closed or its WAL is gone', async () => {
+    const server = await liveServer();
+    try {
+      const ok = await send(server.port, '/readyz');
+      expect(ok.status).toBe(200);
+      expect(ok.json()).toEqual({ status: 'ready', checks: OK });
+      const [wal] = readdirSync(server.store.dir).filter((f) => /^wal-\d+\.log$/.test(f));
+      rmSync(join(server.store.dir, wal!));
+      const noWal = await send(server.port, '/readyz');
+      expect(noWal.status).toBe(503);
+      expect(noWal.json()).toEqual({
+        status: 'not-ready',
+        checks: { ...OK, wal: 'no write-ahead log in the store directory' },
+      });
+      await server.store.close();
+      const closed = await send(server.port, '/readyz');
+      expect(closed.status).toBe(503);
+      expect(closed.json().checks.store).toMatch(/^closed/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('answers 503 while the token index builds its graphs, 200 once they are settled', async () => {
+    const real = storeIndexFactory({ hnswMinTokens: 0 });
+    let settle = (): void => {};
+    const pending = new Promise<void>((resolve) => (settle = resolve));
+    const h = await harness();
+    await h.app.close();
+    // The service over the same store, seeing an index whose graph builds have not settled.
+    const { buildServer } = await import('./app.js');
+    const { loopbackPolicy } = await import('./keys.js');
+    const app = await buildServer({
+      store: h.store,
+      access: loopbackPolicy(),
+      index: { graphsSettled: () => pending, graphStats: () => real.graphStats() },
+    });
+    try {
+      const building = await app.inject({ method: 'GET', url: '/readyz' });
+      expect(building.statusCode).toBe(503);
+      expect(body(building)).toEqual({
+        status: 'not-ready',
+        checks: { ...OK, index: 'building: graph builds or loads under way' },
+        index: { graphs: 0, failures: [] },
+      });
+      settle();
+      const ready = await app.inject({ method: 'GET', url: '/readyz' });
+      expect(ready.statusCode).toBe(200);
+      expect(body(ready).status).toBe('ready');
+    } finally {
+      await app.close();
+      await h.store.close();
+    }
+  });
+
+  it("reports the store's HNSW graphs once a bank has one", async () => {
+    const index = storeIndexFactory({ hnswMinTokens: 0 });
+    const server = await liveServer({ storeOptions: { embedder: fakeEmbedder(), index } });
+    try {
+      const add = await post(server.port, '/v1/banks/alice/memories', {
+        memories: [
+          { id: 'm1', text: 'grey cat on the sofa' },
+          { id: 'm2', text: 'marathon in autumn' },
+        ],
+      });
+      expect(add.status).toBe(200);
+      const search = await post(server.port, '/v1/banks/alice/search', { query: 'grey cat' });
+      expect(search.status).toBe(200);
+      await index.graphsSettled();
+      const res = await send(server.port, '/readyz');
+      expect(res.status).toBe(200);
+      expect(res.json()).toEqual({
+        status: 'ready',
+        checks: OK,
+        index: { graphs: 1, failures: [] },
+      });
+    } finally {
+      await server.close();
+      await index.dispose();
+    }
+  });
+
+  // Root writes anywhere; CI runs the permission tests as another user.
+  it.skipIf(process.getuid?.() === 0)(
+    'answers 503 when the store directory cannot be written',
+    async () => {
+      const server = await liveServer();
+      try {
+        chmodSync(server.store.dir, 0o500);
+        const res = await send(server.port, '/readyz');
+        expect(res.status).toBe(503);
+        expect(res.json().checks.wal).toMatch(/^not writable: EACCES/);
+      } finally {
+        chmodSync(server.store.dir, 0o700);
+        await server.close();
+      }
+    },
+  );
+});
