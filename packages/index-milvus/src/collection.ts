@@ -6,7 +6,14 @@ import {
   type RowData,
 } from '@zilliz/milvus2-sdk-node';
 import { ConfigError } from '@bfe/core';
-import { grpcAddress, parseMilvusOptions, type ResolvedMilvusOptions } from './options.js';
+import { MilvusRequestError, checkStatus as check, classifyError, type Status } from './errors.js';
+import {
+  buildParams,
+  grpcAddress,
+  parseMilvusOptions,
+  searchParams,
+  type ResolvedMilvusOptions,
+} from './options.js';
 
 /** Field names of the token collection (one row per content token). */
 export const FIELDS = {
@@ -39,28 +46,6 @@ export interface TokenHit {
   readonly position: number;
   /** Milvus's float32 inner product. */
   readonly score: number;
-}
-
-/** A Milvus error status as an exception. */
-export class MilvusRequestError extends Error {
-  readonly code = 'milvus-request';
-  constructor(what: string, reason: string) {
-    super(`Milvus ${what} failed: ${reason}`);
-    this.name = 'MilvusRequestError';
-  }
-}
-
-interface Status {
-  readonly error_code?: string | number;
-  readonly code?: number;
-  readonly reason?: string;
-}
-
-function check<T extends { status?: Status } | Status>(what: string, res: T): T {
-  const s: Status = 'status' in res && res.status !== undefined ? res.status : (res as Status);
-  const ok = (s.error_code === undefined || s.error_code === 'Success') && (s.code ?? 0) === 0;
-  if (!ok) throw new MilvusRequestError(what, s.reason ?? String(s.error_code));
-  return res;
 }
 
 /** A string literal of Milvus's filter language. */
@@ -103,7 +88,18 @@ export class TokenCollection {
     const client = new MilvusClient({
       address,
       ssl,
+      ...(o.caPem === undefined
+        ? {}
+        : {
+            tls: {
+              rootCertPath: o.caPem,
+              ...(o.serverName === undefined ? {} : { serverName: o.serverName }),
+            },
+          }),
       timeout: o.timeoutMs,
+      // A server that is away fails the call at once (UNAVAILABLE, retryable) instead of being
+      // retried inside the SDK for minutes: the store falls back to its own segments.
+      maxRetries: 1,
       logLevel: 'error',
       // The SDK pings every 10 s; Milvus Lite's Python gRPC server counts pings during a long
       // call (an insert on a busy machine) as abuse and drops the connection (GOAWAY, seen as
@@ -111,23 +107,49 @@ export class TokenCollection {
       channelOptions: {
         'grpc.keepalive_time_ms': 300_000,
         'grpc.keepalive_permit_without_calls': 0,
+        // A restarted server is found again within 2 s (gRPC's default backoff grows to 120 s,
+        // failing every call meanwhile).
+        'grpc.initial_reconnect_backoff_ms': 500,
+        'grpc.max_reconnect_backoff_ms': 2_000,
       },
       ...(o.token === undefined ? {} : { token: o.token }),
       ...(o.database === undefined ? {} : { database: o.database }),
     });
     const c = new TokenCollection(client, o, dim);
     try {
+      // The SDK connects in its constructor; a refused token or a failed handshake rejects
+      // this promise, which nothing else awaits.
+      await c.#rpc('connect', async () => {
+        await client.connectPromise;
+        return {};
+      });
       await c.#ensure();
     } catch (error) {
-      await client.closeConnection();
+      await client.closeConnection().catch(() => undefined);
       throw error;
     }
     return c;
   }
 
+  /** One request: its status checked, a thrown gRPC error classified (`MilvusRequestError`). */
+  async #rpc<T extends { status?: Status } | Status>(
+    what: string,
+    call: () => Promise<T>,
+  ): Promise<T> {
+    let res: T;
+    try {
+      res = await call();
+    } catch (error) {
+      throw classifyError(what, this.options.address, error);
+    }
+    return check(what, res);
+  }
+
   async #ensure(): Promise<void> {
     const { client, name, dim } = this;
-    const has = check('hasCollection', await client.hasCollection({ collection_name: name }));
+    const has = await this.#rpc('hasCollection', () =>
+      client.hasCollection({ collection_name: name }),
+    );
     if (has.value !== true) {
       // The schema is given field by field: the `dimension` shortcut of createCollection fails
       // on Milvus Lite 3.2.2 and leaves a half-made collection.
@@ -144,31 +166,25 @@ export class TokenCollection {
         { name: FIELDS.position, data_type: DataType.Int32 },
         { name: FIELDS.vector, data_type: DataType.FloatVector, dim },
       ];
-      check(
-        'createCollection',
-        await client.createCollection({
+      await this.#rpc('createCollection', () =>
+        client.createCollection({
           collection_name: name,
           fields,
           consistency_level: 'Strong',
         }),
       );
-      const hnsw = this.options.hnsw;
-      check(
-        'createIndex',
-        await client.createIndex({
+      await this.#rpc('createIndex', () =>
+        client.createIndex({
           collection_name: name,
           field_name: FIELDS.vector,
           index_type: this.options.indexType,
           metric_type: 'IP',
-          ...(this.options.indexType === 'HNSW'
-            ? { params: { M: hnsw.M, efConstruction: hnsw.efConstruction } }
-            : {}),
+          params: buildParams(this.options),
         }),
       );
     } else {
-      const d = check(
-        'describeCollection',
-        await client.describeCollection({ collection_name: name }),
+      const d = await this.#rpc('describeCollection', () =>
+        client.describeCollection({ collection_name: name }),
       );
       const vector = d.schema.fields.find((f) => f.name === FIELDS.vector);
       const have = Number(vector?.type_params?.find((p) => p.key === 'dim')?.value ?? NaN);
@@ -177,7 +193,9 @@ export class TokenCollection {
           `Milvus collection '${name}' holds ${have}-d vectors, not ${dim}-d: use another collection`,
         );
       }
-      const idx = check('describeIndex', await client.describeIndex({ collection_name: name }));
+      const idx = await this.#rpc('describeIndex', () =>
+        client.describeIndex({ collection_name: name }),
+      );
       const type = idx.index_descriptions[0]?.params.find((p) => p.key === 'index_type')?.value;
       if (type !== this.options.indexType) {
         throw new ConfigError(
@@ -185,7 +203,7 @@ export class TokenCollection {
         );
       }
     }
-    check('loadCollection', await client.loadCollectionSync({ collection_name: name }));
+    await this.#rpc('loadCollection', () => client.loadCollectionSync({ collection_name: name }));
   }
 
   /**
@@ -198,9 +216,8 @@ export class TokenCollection {
     let total = 0;
     const send = async (): Promise<void> => {
       if (batch.length === 0) return;
-      const res = check(
-        'insert',
-        await this.client.insert({ collection_name: this.name, data: batch }),
+      const res = await this.#rpc('insert', () =>
+        this.client.insert({ collection_name: this.name, data: batch }),
       );
       total += Number(res.insert_cnt);
       batch = [];
@@ -230,7 +247,7 @@ export class TokenCollection {
    * query over 1e5 tokens), so a bulk load ends with a flush.
    */
   async flush(): Promise<void> {
-    check('flush', await this.client.flushSync({ collection_names: [this.name] }));
+    await this.#rpc('flush', () => this.client.flushSync({ collection_names: [this.name] }));
   }
 
   /** Deletes every row of the listed memories of `bank` (every write sequence). */
@@ -240,9 +257,8 @@ export class TokenCollection {
         .slice(i, i + 512)
         .map(literal)
         .join(', ');
-      check(
-        'delete',
-        await this.client.delete({
+      await this.#rpc('delete', () =>
+        this.client.delete({
           collection_name: this.name,
           filter: `${FIELDS.bank} == ${literal(bank)} and ${FIELDS.memory} in [${list}]`,
         }),
@@ -252,9 +268,8 @@ export class TokenCollection {
 
   /** Every row of `bank`. */
   async dropBank(bank: string): Promise<void> {
-    check(
-      'delete',
-      await this.client.delete({
+    await this.#rpc('delete', () =>
+      this.client.delete({
         collection_name: this.name,
         filter: `${FIELDS.bank} == ${literal(bank)}`,
       }),
@@ -268,23 +283,27 @@ export class TokenCollection {
    */
   async memories(bank: string): Promise<Map<string, number[]>> {
     const out = new Map<string, number[]>();
-    const iterator = (await this.client.queryIterator({
-      collection_name: this.name,
-      filter: `${FIELDS.bank} == ${literal(bank)} and ${FIELDS.position} == 0`,
-      output_fields: [FIELDS.memory, FIELDS.seq],
-      batchSize: 4096,
-      consistency_level: ConsistencyLevelEnum.Strong,
-    })) as AsyncIterable<Record<string, unknown>[]>;
-    for await (const rows of iterator) {
-      for (const r of rows) {
-        const id = String(r[FIELDS.memory]);
-        const seqs = out.get(id) ?? [];
-        seqs.push(Number(r[FIELDS.seq]));
-        out.set(
-          id,
-          seqs.sort((a, b) => a - b),
-        );
+    try {
+      const iterator = (await this.client.queryIterator({
+        collection_name: this.name,
+        filter: `${FIELDS.bank} == ${literal(bank)} and ${FIELDS.position} == 0`,
+        output_fields: [FIELDS.memory, FIELDS.seq],
+        batchSize: 4096,
+        consistency_level: ConsistencyLevelEnum.Strong,
+      })) as AsyncIterable<Record<string, unknown>[]>;
+      for await (const rows of iterator) {
+        for (const r of rows) {
+          const id = String(r[FIELDS.memory]);
+          const seqs = out.get(id) ?? [];
+          seqs.push(Number(r[FIELDS.seq]));
+          out.set(
+            id,
+            seqs.sort((a, b) => a - b),
+          );
+        }
       }
+    } catch (error) {
+      throw classifyError('query', this.options.address, error);
     }
     return out;
   }
@@ -303,11 +322,9 @@ export class TokenCollection {
     const dim = this.dim;
     const data: number[][] = [];
     for (let r = 0; r < rows; r++) data.push(Array.from(queries.subarray(r * dim, (r + 1) * dim)));
-    const params =
-      this.options.indexType === 'HNSW' ? { ef: Math.max(this.options.hnsw.ef, limit) } : {};
-    const res = check(
-      'search',
-      await this.client.search({
+    const params = searchParams(this.options, limit);
+    const res = await this.#rpc('search', () =>
+      this.client.search({
         collection_name: this.name,
         anns_field: FIELDS.vector,
         data,
@@ -340,13 +357,24 @@ export class TokenCollection {
 
   /** Rows in the collection (all banks). */
   async count(): Promise<number> {
-    const res = check('count', await this.client.count({ collection_name: this.name }));
-    return Number(res.data);
+    // The SDK's count() reads its query's first row without checking the status (a TypeError
+    // when the server refuses): the query is made here, its status checked.
+    const res = await this.#rpc('count', () =>
+      this.client.query({
+        collection_name: this.name,
+        filter: '',
+        output_fields: ['count(*)'],
+        consistency_level: ConsistencyLevelEnum.Strong,
+      }),
+    );
+    return Number(res.data[0]?.['count(*)']);
   }
 
   /** Drops the whole collection (every bank). */
   async drop(): Promise<void> {
-    check('dropCollection', await this.client.dropCollection({ collection_name: this.name }));
+    await this.#rpc('dropCollection', () =>
+      this.client.dropCollection({ collection_name: this.name }),
+    );
   }
 
   async close(): Promise<void> {

@@ -15,6 +15,7 @@ import {
   type TokenCollection,
   type TokenHit,
 } from './collection.js';
+import { MilvusRequestError } from './errors.js';
 
 /** Proposals fetched per query row beyond `k`, all rescored in float64 (as HNSW's margin). */
 export const MILVUS_MARGIN = 16;
@@ -42,6 +43,12 @@ export interface MilvusTokenIndexOptions {
    * Milvus's float32 rounding, so a FLAT proposal list provably holds the exact top-k.
    */
   readonly maxTokenNorm?: number;
+  /**
+   * Called when Milvus is away (a retryable {@link MilvusRequestError}) during a search: with an
+   * exact `kernel`, the search is then answered by {@link ExactTokenIndex} from the local
+   * tokens (the same hits as FLAT) instead of failing. Without it the error is thrown.
+   */
+  readonly onUnavailable?: (error: MilvusRequestError) => void;
 }
 
 /**
@@ -137,6 +144,23 @@ export class MilvusTokenIndex implements TokenIndex {
   }
 
   async search(
+    queries: Float32Array,
+    rows: number,
+    k: number,
+    options: TokenSearchOptions,
+  ): Promise<TokenHits> {
+    const { kernel, onUnavailable } = this.#options;
+    try {
+      return await this.#search(queries, rows, k, options);
+    } catch (error) {
+      const away = error instanceof MilvusRequestError && error.retryable;
+      if (!away || kernel === undefined || onUnavailable === undefined) throw error;
+      onUnavailable(error);
+      return new ExactTokenIndex(this.#side, kernel).search(queries, rows, k, options);
+    }
+  }
+
+  async #search(
     queries: Float32Array,
     rows: number,
     k: number,

@@ -102,4 +102,4 @@ export type { GraphSearchLimits, GraphSearchOutcome } from './index/graph/graph-
 export { GRAPHS_DIR, graphMetaSchema } from './index/graph/graph-files.js';
 export type { GraphMeta } from './index/graph/graph-files.js';
 export { milvusIndexFactory } from './index/milvus-index.js';
-export type { MilvusIndexFactory } from './index/milvus-index.js';
+export type { MilvusFactoryOptions, MilvusIndexFactory } from './index/milvus-index.js';

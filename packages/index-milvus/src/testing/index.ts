@@ -6,3 +6,12 @@ export {
   startMilvusLite,
 } from './lite.js';
 export type { MilvusLite } from './lite.js';
+export {
+  MILVUS_ROOT_TOKEN,
+  MILVUS_SERVER_REQUIREMENTS,
+  ensureMilvusServer,
+  milvusServerForTests,
+  milvusServerVenv,
+  startMilvusServer,
+} from './server.js';
+export type { MilvusServer, MilvusServerOptions, MilvusServerTls } from './server.js';

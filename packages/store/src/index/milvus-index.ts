@@ -8,6 +8,17 @@ import type { MilvusOptions, MilvusSide, TokenCollection } from '@bfe/index-milv
 import type { TokenIndexFactory } from '../search/search.js';
 import type { BankView } from '../types.js';
 
+/** What a {@link milvusIndexFactory} does while Milvus is away. */
+export interface MilvusFactoryOptions {
+  /**
+   * `exact` (default): a search whose sync or Milvus request fails as unavailable (a retryable
+   * `MilvusRequestError`: the server down, restarting, unreachable) is answered by the exact
+   * backend from the store's own segments, and the next search syncs again. `error`: it fails
+   * with that error.
+   */
+  readonly whenUnavailable?: 'exact' | 'error';
+}
+
 /** A {@link TokenIndexFactory} over a Milvus collection: {@link dispose} closes the connection. */
 export interface MilvusIndexFactory extends TokenIndexFactory {
   /** What the factory has written to Milvus so far. */
@@ -15,6 +26,8 @@ export interface MilvusIndexFactory extends TokenIndexFactory {
     readonly syncs: number;
     readonly rows: number;
     readonly deletes: number;
+    /** Searches answered exactly from the store's own segments while Milvus was away. */
+    readonly fallbacks: number;
   };
   /** Closes the connection (the collection and its rows stay on the server). */
   readonly dispose: () => Promise<void>;
@@ -36,7 +49,10 @@ interface BankState {
  * time a bank is seen, so a reopened store, or one whose last sync was interrupted, converges).
  * Syncs run one at a time and only forward (a view older than the last synced one is searched
  * by the exact backend instead, as is one whose memories Milvus no longer holds). The store's
- * WAL and segments stay the source of truth; Milvus is a derived index. Not covered: a search
+ * WAL and segments stay the source of truth; Milvus is a derived index: while it is away (killed,
+ * restarting, unreachable) the store's writes are acknowledged as always, searches are answered
+ * exactly from the store's segments (or fail with the retryable error, `whenUnavailable:
+ * 'error'`), and the first search after it returns syncs each bank by write sequence. Not covered: a search
  * of an older snapshot whose index was handed out just before a newer view's sync deleted rows
  * it reads (a read racing a write of the same bank) may miss those rows' tokens.
  *
@@ -51,7 +67,11 @@ interface BankState {
  * await store.close();
  * await index.dispose();
  */
-export function milvusIndexFactory(options: MilvusOptions | string): MilvusIndexFactory {
+export function milvusIndexFactory(
+  options: MilvusOptions | string,
+  behaviour: MilvusFactoryOptions = {},
+): MilvusIndexFactory {
+  const fallback = (behaviour.whenUnavailable ?? 'exact') === 'exact';
   let collection: Promise<TokenCollection> | undefined;
   const banks = new Map<string, Promise<BankState>>();
   const perView = new WeakMap<
@@ -61,11 +81,18 @@ export function milvusIndexFactory(options: MilvusOptions | string): MilvusIndex
   /** Per bank, the syncs so far. */
   const generations = new Map<string, number>();
   let queue: Promise<unknown> = Promise.resolve();
-  const counts = { syncs: 0, rows: 0, deletes: 0 };
+  const counts = { syncs: 0, rows: 0, deletes: 0, fallbacks: 0 };
   const lib = () => import('@bfe/index-milvus');
 
   const open = (dim: number): Promise<TokenCollection> => {
-    collection ??= lib().then(({ TokenCollection }) => TokenCollection.open(options, dim));
+    if (collection === undefined) {
+      const opening = lib().then(({ TokenCollection }) => TokenCollection.open(options, dim));
+      collection = opening;
+      // A failed open (the server away) is retried by the next search.
+      opening.catch(() => {
+        if (collection === opening) collection = undefined;
+      });
+    }
     return collection;
   };
   const bankState = (c: TokenCollection, bank: string): Promise<BankState> => {
@@ -118,7 +145,29 @@ export function milvusIndexFactory(options: MilvusOptions | string): MilvusIndex
       generations.set(view.bank, (generations.get(view.bank) ?? 0) + 1);
     }
     state.version = Math.max(state.version, version);
-    return new MilvusTokenIndex(c, side, { kernel });
+    return new MilvusTokenIndex(c, side, {
+      kernel,
+      ...(fallback ? { onUnavailable: () => void counts.fallbacks++ } : {}),
+    });
+  };
+
+  /** The view's exact index when Milvus is away and the factory falls back; else rethrows. */
+  const away = async (error: unknown, view: BankView, kernel: SimilarityKernel) => {
+    const { MilvusRequestError } = await lib();
+    if (!fallback || !(error instanceof MilvusRequestError) || !error.retryable) throw error;
+    counts.fallbacks++;
+    const tokens = flatTokenStore(view.tokenVectors, view.dim);
+    const side = { tokens, tokenOffsets: view.tokenOffsets, ids: view.ids };
+    const exact = new ExactTokenIndex(side, kernel);
+    // Its search only: the results and their explanations are the store's default path's.
+    const index: TokenIndex = {
+      backend: exact.backend,
+      codec: exact.codec,
+      dim: exact.dim,
+      size: exact.size,
+      search: (queries, rows, k, options) => exact.search(queries, rows, k, options),
+    };
+    return index;
   };
 
   const factory = (view: BankView, kernel: SimilarityKernel): Promise<TokenIndex> => {
@@ -130,7 +179,12 @@ export function milvusIndexFactory(options: MilvusOptions | string): MilvusIndex
       const cached = byKernel.get(kernel);
       if (cached !== undefined && cached.generation === (generations.get(view.bank) ?? 0))
         return cached.index;
-      const index = await build(view, kernel);
+      let index: TokenIndex;
+      try {
+        index = await build(view, kernel);
+      } catch (error) {
+        return away(error, view, kernel); // not cached: the next search tries Milvus again
+      }
       byKernel.set(kernel, { index, generation: generations.get(view.bank) ?? 0 });
       return index;
     });

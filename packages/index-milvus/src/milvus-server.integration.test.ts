@@ -1,0 +1,156 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { suiteTmpDir } from '@bfe/core/testing';
+import { rng, unitVectors } from '@bfe/index/testing';
+import { TokenCollection } from './collection.js';
+import { MilvusRequestError } from './errors.js';
+import { indexCases } from './milvus-index.cases.js';
+import { milvusServerForTests, startMilvusServer, type MilvusServer } from './testing/index.js';
+import { freePort } from './testing/venv.js';
+
+const python = await milvusServerForTests();
+const DIM = 16;
+
+/** The error `promise` rejects with, which must be a MilvusRequestError. */
+async function failure(promise: Promise<unknown>): Promise<MilvusRequestError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(MilvusRequestError);
+  return error as MilvusRequestError;
+}
+
+/** A CA and a server certificate for 127.0.0.1 signed by it (openssl, RSA 2048). */
+function certificates(dir: string): { ca: string; cert: string; key: string } {
+  const at = (f: string): string => join(dir, f);
+  const ssl = (...args: string[]): void => {
+    execFileSync('openssl', args, { stdio: 'pipe' });
+  };
+  ssl(
+    ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=bfe test CA'],
+    ...['-keyout', at('ca.key'), '-out', at('ca.pem')],
+  );
+  ssl(
+    ...['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost'],
+    ...['-keyout', at('server.key'), '-out', at('server.csr')],
+  );
+  const ext = at('san.ext');
+  execFileSync('sh', ['-c', `printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > '${ext}'`]);
+  ssl(
+    ...['x509', '-req', '-in', at('server.csr'), '-CA', at('ca.pem'), '-CAkey', at('ca.key')],
+    ...['-CAcreateserial', '-days', '2', '-extfile', ext, '-out', at('server.pem')],
+  );
+  return { ca: at('ca.pem'), cert: at('server.pem'), key: at('server.key') };
+}
+
+describe.skipIf(python === undefined)('MilvusTokenIndex on the Milvus 2.3.5 server', () => {
+  const dataDir = suiteTmpDir('bfe-milvus-server-');
+  let server: MilvusServer;
+  beforeAll(async () => {
+    server = await startMilvusServer({ dataDir: dataDir(), python: python! });
+  }, 300_000);
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  indexCases(
+    () => ({ address: server.address, token: server.token! }),
+    ['HNSW', 'IVF_FLAT', 'IVF_SQ8', 'DISKANN'],
+  );
+
+  it('a wrong token, no token and an unreachable host each give one clear error', async () => {
+    const wrong = await failure(
+      TokenCollection.open({ address: server.address, token: 'root:wrong' }, DIM),
+    );
+    expect(wrong.code).toBe('milvus-auth');
+    expect(wrong.retryable).toBe(false);
+    expect(wrong.message).toMatch(/refused the credentials/);
+    const none = await failure(TokenCollection.open({ address: server.address }, DIM));
+    expect(none.code).toBe('milvus-auth');
+    const away = await failure(
+      TokenCollection.open(
+        { address: `127.0.0.1:${await freePort()}`, token: server.token!, timeoutMs: 5_000 },
+        DIM,
+      ),
+    );
+    expect(away.code).toBe('milvus-unavailable');
+    expect(away.retryable).toBe(true);
+  });
+
+  it('SIGKILL: requests fail as retryable while the server is away; acknowledged rows survive', async () => {
+    const c = await TokenCollection.open(
+      { address: server.address, token: server.token!, collection: 'crash', timeoutMs: 10_000 },
+      DIM,
+    );
+    const vectors = unitVectors(12, DIM, rng(9));
+    await c.insert('b', [{ id: 'sealed', seq: 1, vectors: vectors.subarray(0, 6 * DIM) }]);
+    await c.flush();
+    // Acknowledged but never flushed: only in Milvus's write-ahead log when the process dies.
+    await c.insert('b', [{ id: 'logged', seq: 2, vectors: vectors.subarray(6 * DIM) }]);
+    await server.kill('SIGKILL');
+    const away = await failure(c.search(vectors.subarray(0, DIM), 1, 4, 'bank_id == "b"'));
+    expect(away.code).toBe('milvus-unavailable');
+    expect(away.retryable).toBe(true);
+    await server.restart();
+    const reopened = await TokenCollection.open(
+      { address: server.address, token: server.token!, collection: 'crash' },
+      DIM,
+    );
+    expect(await reopened.memories('b')).toEqual(
+      new Map([
+        ['sealed', [1]],
+        ['logged', [2]],
+      ]),
+    );
+    const [hits] = await reopened.search(
+      vectors.subarray(6 * DIM, 7 * DIM),
+      1,
+      1,
+      'bank_id == "b"',
+    );
+    expect(hits![0]).toMatchObject({ memoryId: 'logged', position: 0 });
+    await reopened.drop();
+    await reopened.close();
+    await c.close();
+  }, 300_000);
+
+  describe('with TLS (a CA made here by openssl)', () => {
+    const tlsDir = suiteTmpDir('bfe-milvus-tls-');
+    let tls: MilvusServer;
+    let files: { ca: string; cert: string; key: string };
+    beforeAll(async () => {
+      files = certificates(tlsDir());
+      tls = await startMilvusServer({
+        dataDir: join(tlsDir(), 'data'),
+        python: python!,
+        tls: { mode: 1, serverPem: files.cert, serverKey: files.key, caPem: files.ca },
+      });
+    }, 300_000);
+    afterAll(async () => {
+      await tls?.stop();
+    });
+
+    it('connects with the CA; without it, or without TLS, one clear error', async () => {
+      const c = await TokenCollection.open(
+        { address: `https://${tls.address}`, token: tls.token!, caPem: files.ca },
+        DIM,
+      );
+      const vectors = unitVectors(3, DIM, rng(11));
+      await c.insert('t', [{ id: 'm', seq: 1, vectors }]);
+      const [hits] = await c.search(vectors.subarray(DIM, 2 * DIM), 1, 1, 'bank_id == "t"');
+      expect(hits![0]).toMatchObject({ memoryId: 'm', position: 1 });
+      await c.drop();
+      await c.close();
+      const untrusted = await failure(
+        TokenCollection.open({ address: `https://${tls.address}`, token: tls.token! }, DIM),
+      );
+      expect(untrusted.code).toBe('milvus-tls');
+      const plain = await failure(
+        TokenCollection.open({ address: tls.address, token: tls.token!, timeoutMs: 5_000 }, DIM),
+      );
+      expect(['milvus-tls', 'milvus-unavailable']).toContain(plain.code);
+    }, 120_000);
+  });
+});
