@@ -20,12 +20,15 @@
  *
  * - `graph`, `graph-add`: the HNSW graphs of large banks, HNSW vs exact in the same run (see
  *   graph-bench.ts; `--graph-sizes`, `--jitter`, `--graph-base`, `--graph-added`).
+ * - `writers`: adds with fsync on from `--writers` concurrent writers (one memory per call), with
+ *   and without group commit, into a bank above the HNSW threshold with its graph and into the
+ *   same bank without one (see writers-bench.ts; `--writer-memories`, `--graph-base`).
  * - `hybrid`: on the same banks as `search` (`--sizes`, `--queries`), the `hybrid` search
  *   (pooled + sparse + BM25, English) beside `sparse-fusion` (the peer), with and without
  *   evidence, and the lexical index's costs: deriving a bank's BM25 postings from its texts and
  *   keeping them per added memory (see hybrid-bench.ts).
  *
- * `--parts add,reopen,search,graph,graph-add,hybrid` selects parts (default all); `--sizes ''` measures the conversation
+ * `--parts add,reopen,search,graph,graph-add,hybrid,writers` selects parts (default all); `--sizes ''` measures the conversation
  * bank alone; `--threads` sets onnxruntime's intra-op threads of the embedder, the scorer and the
  * resident kernels. Timings on a shared machine are
  * noisy: the load average is printed beside them.
@@ -42,6 +45,7 @@ import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
 import { MemoryStore, openEmbedder, type Embedder } from '@bfe/store';
 import { GRAPH_ADD_HEAD, GRAPH_HEAD, graphAddRows, graphSearchRows } from './graph-bench.js';
 import { HYBRID_HEAD, hybridLatency } from './hybrid-bench.js';
+import { WRITERS_HEAD, writerRows } from './writers-bench.js';
 import { SEARCH_HEAD, searchLatency } from './search-latency.js';
 import { replayEmbedder } from '../shared/banks.js';
 import {
@@ -56,7 +60,7 @@ import {
 } from '../shared/cli.js';
 import { note, out, printTable } from '../shared/table.js';
 
-const PARTS = ['add', 'reopen', 'search', 'graph', 'graph-add', 'hybrid'] as const;
+const PARTS = ['add', 'reopen', 'search', 'graph', 'graph-add', 'hybrid', 'writers'] as const;
 
 interface Options {
   memories: number;
@@ -74,6 +78,8 @@ interface Options {
   jitter: number;
   graphBase: number;
   graphAdded: number;
+  writers: number[];
+  writerMemories: number;
 }
 
 const command = benchCommand(
@@ -83,7 +89,7 @@ const command = benchCommand(
   .addOption(flag('--memories <n>', 'memories added in batches of 32', positive, '1024'))
   .addOption(flag('--single-memories <n>', 'memories added one at a time', positive, '128'))
   .addOption(flag('--recovery-memories <n>', 'memories of the reopened store', positive, '10240'))
-  .addOption(flag('--rounds <n>', 'interleaved add rounds (best kept)', positive, '2'))
+  .addOption(flag('--rounds <n>', 'interleaved add and writers rounds (best kept)', positive, '2'))
   .addOption(flag('--threads <n>', "onnxruntime intra-op threads (default: the store's)", positive))
   .option('--work <dir>', 'scratch folder (default: the system temp folder)')
   .option('--model <name>', 'the embedder', 'all-minilm-l6-v2')
@@ -101,7 +107,11 @@ const command = benchCommand(
   .addOption(flag('--graph-sizes <list>', 'graph: bank sizes in memories', intList, '10000,100000'))
   .addOption(flag('--jitter <x>', 'graph: noise on repeated vectors', nonNegativeNumber, '0.35'))
   .addOption(flag('--graph-base <n>', 'graph-add: memories before the adds', positive, '3000'))
-  .addOption(flag('--graph-added <n>', 'graph-add: memories added', positive, '512'));
+  .addOption(flag('--graph-added <n>', 'graph-add: memories added', positive, '512'))
+  .addOption(flag('--writers <list>', 'writers: concurrent writers', intList, '1,8,32'))
+  .addOption(
+    flag('--writer-memories <n>', 'writers: memories added per measurement', positive, '128'),
+  );
 const { options } = parseCommand<Options>(command);
 const parts = new Set(options.parts);
 const { sizes, queries, memories, rounds, threads, graphSizes, jitter } = options;
@@ -206,6 +216,7 @@ async function main(): Promise<void> {
   let hybridRows: string[][] = [];
   const graphRows: string[][] = [];
   const graphAdd: string[][] = [];
+  let writersRows: string[][] = [];
   try {
     await embedder.encode(texts.slice(0, 32), 'passage'); // warm-up
     for (const batch of parts.has('add') ? [32, 1] : []) {
@@ -281,6 +292,20 @@ async function main(): Promise<void> {
           )),
         );
     }
+    if (parts.has('writers')) {
+      const base = options.graphBase;
+      const needed = base + (options.writerMemories * options.writers.length + 8) * 2 * rounds;
+      const unique = [...new Set(loaded.benchmark.memories.map((m) => m.text))].slice(0, needed);
+      note(`writers: encoding ${unique.length} LoCoMo memories …`);
+      const all = await embedder.encode(unique, 'passage');
+      writersRows = await writerRows(all, unique, embedder, {
+        writers: options.writers,
+        memories: options.writerMemories,
+        base,
+        rounds,
+        work,
+      });
+    }
   } finally {
     await embedder.dispose();
     await rm(work, { recursive: true, force: true });
@@ -306,6 +331,7 @@ async function main(): Promise<void> {
     [GRAPH_ADD_HEAD, graphAdd],
     [GRAPH_HEAD, graphRows],
     [HYBRID_HEAD, hybridRows],
+    [WRITERS_HEAD, writersRows],
   ] as const) {
     if (body.length === 0) continue;
     out('');
