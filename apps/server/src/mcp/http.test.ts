@@ -90,6 +90,12 @@ describe('MCP over Streamable HTTP (/mcp)', () => {
       expect(structured.results).toEqual(same.json().results);
       expect(text(found)).toMatch(/^#1 m1 {2}score -?\d+\.\d{3} {2}pooled /m);
       expect(text(found)).toMatch(/evidence: grey→grey 1\.00 \d+% · cat→cat 1\.00 \d+%/);
+      // minScore reaches the store: this encoder has no relevance calibration, so it is refused.
+      const search = (await client.listTools()).tools.find((t) => t.name === 'memory_search')!;
+      expect(Object.keys(search.inputSchema.properties ?? {})).toContain('minScore');
+      const thresholded = await call(client, 'memory_search', { query: 'grey cat', minScore: 0.5 });
+      expect(thresholded.isError).toBe(true);
+      expect(text(thresholded)).toMatch(/no relevance calibration/);
 
       const got = await call(client, 'memory_get', { id: 'm2' });
       expect(got.structuredContent).toEqual({
