@@ -1,9 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RbacObjects } from '@zilliz/milvus2-sdk-node';
 import { suiteTmpDir } from '@bfe/core/testing';
 import { rng, unitVectors } from '@bfe/index/testing';
 import { TokenCollection } from './collection.js';
+import { MILVUS_GRANTS } from './grants.js';
 import { MilvusRequestError } from './errors.js';
 import { indexCases } from './milvus-index.cases.js';
 import { milvusServerForTests, startMilvusServer, type MilvusServer } from './testing/index.js';
@@ -77,6 +79,51 @@ describe.skipIf(python === undefined)('MilvusTokenIndex on the Milvus 2.3.5 serv
     );
     expect(away.code).toBe('milvus-unavailable');
     expect(away.retryable).toBe(true);
+  });
+
+  it('a user with only the grants in the README builds, searches and deletes; one without is refused', async () => {
+    const root = await TokenCollection.open(
+      { address: server.address, token: server.token!, collection: 'granted' },
+      DIM,
+    );
+    const admin = root.client;
+    await admin.createUser({ username: 'bfe_app', password: 'bfe-app-pw' });
+    await admin.createUser({ username: 'nobody', password: 'nobody-pw' });
+    await admin.createRole({ roleName: 'bfe_role' });
+    await admin.addUserToRole({ username: 'bfe_app', roleName: 'bfe_role' });
+    for (const [object, objectName, privilegeName] of MILVUS_GRANTS) {
+      await admin.grantRolePrivilege({
+        roleName: 'bfe_role',
+        object: object === 'Global' ? RbacObjects.Global : RbacObjects.Collection,
+        objectName,
+        privilegeName,
+      });
+    }
+    const c = await TokenCollection.open(
+      { address: server.address, token: 'bfe_app:bfe-app-pw', collection: 'granted' },
+      DIM,
+    );
+    const vectors = unitVectors(6, DIM, rng(13));
+    await c.insert('g', [
+      { id: 'a', seq: 1, vectors: vectors.subarray(0, 3 * DIM) },
+      { id: 'b', seq: 1, vectors: vectors.subarray(3 * DIM) },
+    ]);
+    await c.flush();
+    const [hits] = await c.search(vectors.subarray(4 * DIM, 5 * DIM), 1, 1, 'bank_id == "g"');
+    expect(hits![0]).toMatchObject({ memoryId: 'b', position: 1 });
+    await c.deleteMemories('g', ['a']);
+    expect([...(await c.memories('g')).keys()]).toEqual(['b']);
+    expect(await c.count()).toBe(3);
+    await c.close();
+    const refused = await failure(
+      TokenCollection.open(
+        { address: server.address, token: 'nobody:nobody-pw', collection: 'granted' },
+        DIM,
+      ),
+    );
+    expect(refused.code).toBe('milvus-auth');
+    await root.drop();
+    await root.close();
   });
 
   it('SIGKILL: requests fail as retryable while the server is away; acknowledged rows survive', async () => {

@@ -8,6 +8,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { HnswScalarKind } from '@bfe/index';
+import { MILVUS_INDEX_TYPES, type MilvusIndexType } from '@bfe/index-milvus';
 import {
   benchCommand,
   flag,
@@ -60,7 +61,10 @@ export interface BigBankOptions {
   noise: number;
   // Milvus Lite beside exact and HNSW on the same tiled bank (milvus-bench.ts).
   milvus?: boolean;
-  milvusIndex: ('FLAT' | 'HNSW')[];
+  milvusIndex: MilvusIndexType[];
+  milvusOn: ('lite' | 'server')[];
+  milvusNlist: number;
+  milvusNprobe: number;
   milvusData: string;
   milvusReindex?: boolean;
   milvusWarmup?: number;
@@ -82,6 +86,8 @@ export interface BigBankOptions {
   residualBits: number[];
   ivfSample?: number;
   ivfIterations: number;
+  /** ivf: faiss's IVF indexes beside it (python/ivf_peers.py, `--python`), files under `--dir`. */
+  ivfPeers?: boolean;
 }
 
 /** The bank larger than RAM's default size: 2e7 tokens (a 30.7 GB file at d = 384). */
@@ -122,6 +128,7 @@ const command = benchCommand(
   )
   .addOption(flag('--ivf-sample <n>', 'ivf: k-means sample (default 64 per centroid)', positive))
   .addOption(flag('--ivf-iterations <n>', 'ivf: k-means iterations', positive, '10'))
+  .option('--ivf-peers', 'ivf: faiss IVF-SQ4 and IVF-PQ fast scan beside it (--python, --dir)')
   .addOption(
     flag('--tokens <n>', 'bank tokens (peer sweep, latency: the first n)', positive, '20000000'),
   )
@@ -177,10 +184,20 @@ const command = benchCommand(
     flag(
       '--milvus-index <list>',
       'Milvus index types',
-      (text) => list(text).map(oneOf(['FLAT', 'HNSW'])),
+      (text) => list(text).map(oneOf([...MILVUS_INDEX_TYPES])),
       'FLAT,HNSW',
     ),
   )
+  .addOption(
+    flag(
+      '--milvus-on <list>',
+      'Milvus Lite and/or the Milvus 2.3.5 standalone server',
+      (text) => list(text).map(oneOf(['lite', 'server'])),
+      'lite',
+    ),
+  )
+  .addOption(flag('--milvus-nlist <n>', 'IVF lists', positive, '1024'))
+  .addOption(flag('--milvus-nprobe <n>', 'IVF lists probed', positive, '32'))
   .option('--milvus-data <dir>', "Milvus Lite's data", join(tmpdir(), 'bfe-milvus-bench'))
   .option('--milvus-reindex', 'one insert; each later index type replaces the index')
   .addOption(flag('--milvus-warmup <n>', 'warm-up queries (default: all)', nonNegative))

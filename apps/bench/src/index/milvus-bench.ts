@@ -22,8 +22,15 @@
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { OrtSimilarityKernel, exactTopK, flatBankSource, flatTokenStore } from '@bfe/index';
-import { FIELDS, MilvusTokenIndex, TokenCollection, type MilvusSide } from '@bfe/index-milvus';
-import { startMilvusLite, type MilvusLite } from '@bfe/index-milvus/testing';
+import {
+  FIELDS,
+  MilvusTokenIndex,
+  TokenCollection,
+  buildParams,
+  parseMilvusOptions,
+  type MilvusSide,
+} from '@bfe/index-milvus';
+import { startMilvusLite, startMilvusServer } from '@bfe/index-milvus/testing';
 import { median, quantile } from '../shared/stats.js';
 import { note, printJson, printTable } from '../shared/table.js';
 import type { BigBankOptions } from './big-bank-cli.js';
@@ -90,66 +97,91 @@ export async function runMilvusBench(o: BigBankOptions): Promise<void> {
     const reindex = o.milvusReindex === true;
     const warmup = Math.min(meta.queries, o.milvusWarmup ?? meta.queries);
     const hnsw = { M: meta.M, efConstruction: meta.efConstruction, ef };
-    let lite: MilvusLite | undefined;
-    let c: TokenCollection | undefined;
-    let insertS = Number.NaN;
-    const data = (t: string): string => join(dataRoot, `${reindex ? 'reindex' : t}-${n}`);
-    const stop = async (t: string): Promise<void> => {
-      await c?.close();
-      await lite?.stop();
-      rmSync(data(t), { recursive: true, force: true });
-      c = lite = undefined;
-    };
-    try {
-      for (const [t, indexType] of types.entries()) {
-        const options = { indexType, hnsw, timeoutMs: 3_600_000 };
-        let index: MilvusTokenIndex;
-        const extra: Record<string, number> = {};
-        if (!reindex || t === 0) {
-          if (t > 0) await stop(types[t - 1]!);
-          rmSync(data(indexType), { recursive: true, force: true });
-          mkdirSync(data(indexType), { recursive: true });
-          lite = await startMilvusLite({ dataDir: data(indexType) });
-          c = await TokenCollection.open({ ...options, address: lite.address }, dim);
-          const t0 = performance.now();
-          index = await MilvusTokenIndex.build(c, side);
-          extra.insertS = insertS = (performance.now() - t0) / 1000;
-        } else {
-          const t0 = performance.now();
-          await replaceIndex(c!, indexType, hnsw);
-          await c!.close();
-          c = await TokenCollection.open({ ...options, address: lite!.address }, dim);
-          extra.indexS = (performance.now() - t0) / 1000;
-          extra.insertS = insertS;
-          index = new MilvusTokenIndex(c, side);
-        }
-        let t0 = performance.now();
-        await index.search(q.subarray(0, rows * dim), rows, K, { memories: all });
-        extra.firstSearchS = (performance.now() - t0) / 1000;
-        const ms: number[] = [];
-        const raw: number[] = [];
-        let recall = 0;
-        let widened = 0;
-        for (let rep = -1; rep < 1; rep++) {
-          for (let i = 0; i < (rep < 0 ? warmup : meta.queries); i++) {
-            const qi = q.subarray(i * rows * dim, (i + 1) * rows * dim);
-            t0 = performance.now();
-            const hits = await index.search(qi, rows, K, { memories: all });
-            if (rep < 0) continue;
-            ms.push(performance.now() - t0);
-            widened += hits.widenedRows;
-            recall += recallAt(hits.tokens, ref.subarray(i * rows * K), rows, K) / meta.queries;
-            t0 = performance.now();
-            await c!.search(qi, rows, K + 16, `bank_id == "tiled"`);
-            raw.push(performance.now() - t0);
+    for (const on of o.milvusOn) {
+      let lite: { address: string; token?: string | undefined; stop(): Promise<void> } | undefined;
+      let c: TokenCollection | undefined;
+      let insertS = Number.NaN;
+      const data = (t: string): string => join(dataRoot, `${on}-${reindex ? 'reindex' : t}-${n}`);
+      const stop = async (t: string): Promise<void> => {
+        await c?.close();
+        await lite?.stop();
+        rmSync(data(t), { recursive: true, force: true });
+        c = lite = undefined;
+      };
+      const start = async (dataDir: string) =>
+        on === 'lite' ? startMilvusLite({ dataDir }) : startMilvusServer({ dataDir });
+      try {
+        for (const [t, indexType] of types.entries()) {
+          const options = {
+            indexType,
+            hnsw,
+            ivf: { nlist: o.milvusNlist, nprobe: o.milvusNprobe },
+            timeoutMs: 3_600_000,
+          };
+          const at = () => ({
+            address: lite!.address,
+            ...(lite!.token ? { token: lite!.token } : {}),
+          });
+          let index: MilvusTokenIndex;
+          const extra: Record<string, number> = {};
+          if (!reindex || t === 0) {
+            if (t > 0) await stop(types[t - 1]!);
+            rmSync(data(indexType), { recursive: true, force: true });
+            mkdirSync(data(indexType), { recursive: true });
+            lite = await start(data(indexType));
+            c = await TokenCollection.open({ ...options, ...at() }, dim);
+            let t0 = performance.now();
+            index = await MilvusTokenIndex.build(c, side);
+            extra.insertS = insertS = (performance.now() - t0) / 1000;
+            if (on === 'server') {
+              t0 = performance.now();
+              await indexed(c);
+              extra.indexS = (performance.now() - t0) / 1000;
+            }
+          } else {
+            const t0 = performance.now();
+            await replaceIndex(c!, { ...options, address: '-' });
+            await c!.close();
+            c = await TokenCollection.open({ ...options, ...at() }, dim);
+            if (on === 'server') await indexed(c);
+            extra.indexS = (performance.now() - t0) / 1000;
+            extra.insertS = insertS;
+            index = new MilvusTokenIndex(c, side);
           }
+          let t0 = performance.now();
+          await index.search(q.subarray(0, rows * dim), rows, K, { memories: all });
+          extra.firstSearchS = (performance.now() - t0) / 1000;
+          const ms: number[] = [];
+          const raw: number[] = [];
+          let recall = 0;
+          let widened = 0;
+          for (let rep = -1; rep < 1; rep++) {
+            for (let i = 0; i < (rep < 0 ? warmup : meta.queries); i++) {
+              const qi = q.subarray(i * rows * dim, (i + 1) * rows * dim);
+              t0 = performance.now();
+              const hits = await index.search(qi, rows, K, { memories: all });
+              if (rep < 0) continue;
+              ms.push(performance.now() - t0);
+              widened += hits.widenedRows;
+              recall += recallAt(hits.tokens, ref.subarray(i * rows * K), rows, K) / meta.queries;
+              t0 = performance.now();
+              await c!.search(qi, rows, K + 16, `bank_id == "tiled"`);
+              raw.push(performance.now() - t0);
+            }
+          }
+          const param =
+            indexType === 'HNSW'
+              ? ` ef ${ef}`
+              : indexType.startsWith('IVF')
+                ? ` nprobe ${o.milvusNprobe}/${o.milvusNlist}`
+                : '';
+          const name = `milvus ${on} ${indexType}${param}`;
+          log(summary(name, n, ms, recall, { ...extra, widenedRows: widened }));
+          log(summary(`${name}: the bare request`, n, raw, Number.NaN));
         }
-        const name = `milvus lite ${indexType}${indexType === 'HNSW' ? ` ef ${ef}` : ''}`;
-        log(summary(name, n, ms, recall, { ...extra, widenedRows: widened }));
-        log(summary(`${name}: the bare request`, n, raw, Number.NaN));
+      } finally {
+        await stop(types.at(-1)!);
       }
-    } finally {
-      await stop(types.at(-1)!);
     }
   }
   const f = (x: number | undefined, d = 1): string =>
@@ -182,11 +214,10 @@ export async function runMilvusBench(o: BigBankOptions): Promise<void> {
   printJson(lines);
 }
 
-/** Drops the collection's vector index and creates `indexType` in its place (released first). */
+/** Drops the collection's vector index and creates `options.indexType`'s in its place. */
 export async function replaceIndex(
   c: TokenCollection,
-  indexType: 'FLAT' | 'HNSW',
-  hnsw: { M: number; efConstruction: number },
+  options: Parameters<typeof parseMilvusOptions>[0],
 ): Promise<void> {
   const collection_name = c.name;
   const ok = (what: string, s: { error_code?: string | number; reason?: string }): void => {
@@ -194,6 +225,7 @@ export async function replaceIndex(
       throw new Error(`Milvus ${what} failed: ${s.reason ?? String(s.error_code)}`);
     }
   };
+  const o = parseMilvusOptions(options);
   ok('release', await c.client.releaseCollection({ collection_name }));
   ok('dropIndex', await c.client.dropIndex({ collection_name, field_name: FIELDS.vector }));
   ok(
@@ -201,13 +233,35 @@ export async function replaceIndex(
     await c.client.createIndex({
       collection_name,
       field_name: FIELDS.vector,
-      index_type: indexType,
+      index_type: o.indexType,
       metric_type: 'IP',
-      ...(indexType === 'HNSW'
-        ? { params: { M: hnsw.M, efConstruction: hnsw.efConstruction } }
-        : {}),
+      params: buildParams(o),
     }),
   );
+}
+
+/**
+ * Resolves once the server has built the vector index over every row (`describeIndex`'s
+ * `indexed_rows` equal to its `total_rows`, no rows pending), polling twice a second.
+ */
+async function indexed(c: TokenCollection): Promise<void> {
+  for (;;) {
+    const d = await c.client.describeIndex({ collection_name: c.name });
+    const i = d.index_descriptions[0] as unknown as
+      | {
+          indexed_rows?: string | number;
+          total_rows?: string | number;
+          pending_index_rows?: string | number;
+          state?: string;
+        }
+      | undefined;
+    if (i === undefined) throw new Error(`describeIndex: no index on ${c.name}`);
+    if (i.state === 'Failed') throw new Error(`the index build of ${c.name} failed`);
+    const total = Number(i.total_rows ?? 0);
+    if (total > 0 && Number(i.indexed_rows) >= total && Number(i.pending_index_rows ?? 0) === 0)
+      return;
+    await new Promise((r) => setTimeout(r, 500));
+  }
 }
 
 /** The exact fp32 reference's latency (onnxruntime, in RAM), in this process. */
