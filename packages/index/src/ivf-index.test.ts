@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { encodeTokens, trainCodec } from './codecs/codec.js';
 import type { CodecName } from './codecs/model.js';
@@ -188,11 +191,20 @@ describe('IvfTokenIndex', () => {
     expect(Buffer.from(again.toBytes()).equals(Buffer.from(a.toBytes()))).toBe(true);
     expect(Buffer.from(other.toBytes()).equals(Buffer.from(a.toBytes()))).toBe(false);
     const read = IvfTokenIndex.fromBytes(a.toBytes(), s, js, { nprobe: 4 });
+    // And from a file by position: the same bytes back, the same hits.
+    const file = join(mkdtempSync(join(tmpdir(), 'bfe-ivf-')), 'ivf.bin');
+    writeFileSync(file, a.toBytes());
+    const opened = IvfTokenIndex.open(file, s, js, { nprobe: 4 });
+    expect(Buffer.from(opened.toBytes()).equals(readFileSync(file))).toBe(true);
     const opts = { memories: range(120) };
     const x = await a.search(b.queries, 6, 16, opts);
-    const y = await read.search(b.queries, 6, 16, opts);
-    expect(Array.from(y.tokens)).toEqual(Array.from(x.tokens));
-    expect(Array.from(y.values)).toEqual(Array.from(x.values));
+    for (const other of [read, opened, a.withSearch({ nprobe: 4 })]) {
+      const y = await other.search(b.queries, 6, 16, opts);
+      expect(Array.from(y.tokens)).toEqual(Array.from(x.tokens));
+      expect(Array.from(y.values)).toEqual(Array.from(x.values));
+    }
+    writeFileSync(file, a.toBytes().subarray(0, 200));
+    expect(() => IvfTokenIndex.open(file, s, js, { nprobe: 4 })).toThrow(/truncated/);
   });
 
   it('rescores from a compressed codec: the values are the decoded codes’ similarities', async () => {

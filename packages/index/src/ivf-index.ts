@@ -2,7 +2,7 @@ import { prepareQuery } from './codecs/codec.js';
 import { CodecExactTokenIndex, codecTokenStore, type CodecSide } from './codec-index.js';
 import { searchK } from './errors.js';
 import { proposalsFor } from './hnsw-options.js';
-import { ivfBytes, ivfFromBytes } from './ivf/bytes.js';
+import { ivfBytes, ivfFromBytes, openIvfFile } from './ivf/bytes.js';
 import { ApproxTop, probeOrder } from './ivf/scan.js';
 import { scanCluster } from './ivf/scan-cluster.js';
 import { WasmScanner, quantizeTables } from './ivf/wasm-scan.js';
@@ -151,6 +151,27 @@ export class IvfTokenIndex implements TokenIndex {
     options: IvfSearchOptions,
   ): IvfTokenIndex {
     return new IvfTokenIndex(side, ivfFromBytes(bytes), kernel, options);
+  }
+
+  /**
+   * The index in an `ivf.bin` file ({@link toBytes}' output), read by position: its codes go
+   * straight into the scanner's memory, never read whole into another buffer.
+   */
+  static open(
+    path: string,
+    side: CodecSide,
+    kernel: SimilarityKernel,
+    options: IvfSearchOptions,
+  ): IvfTokenIndex {
+    const file = openIvfFile(path);
+    const scanner = new WasmScanner(file.data, (codes) => file.readCodes(codes));
+    return new IvfTokenIndex(
+      side,
+      { ...file.data, codes: scanner.codes },
+      kernel,
+      options,
+      scanner,
+    );
   }
 
   /** The same index (codes shared, not copied) with other search settings or kernel. */

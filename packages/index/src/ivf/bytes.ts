@@ -1,4 +1,5 @@
 // The clustered residual index as one byte string: a JSON header, then its arrays, 8-aligned.
+import { closeSync, openSync, readSync } from 'node:fs';
 import type { IvfData, ResidualBits } from './train.js';
 
 /** Version 2: codes in blocks of 16 places (`IvfData.codes`). */
@@ -90,4 +91,79 @@ export function ivfFromBytes(bytes: Uint8Array): IvfData {
     tokens,
     codes: new Uint8Array(bytes.buffer, c.offset, c.length),
   };
+}
+
+/** An `ivf.bin` opened by position: every array but the codes, and where the codes are. */
+export interface IvfFile {
+  readonly data: Omit<IvfData, 'codes'>;
+  /** Copies the codes into `target` (their length), read by position from the file. */
+  readCodes(target: Uint8Array): void;
+}
+
+/**
+ * Opens {@link ivfBytes}' output in a file without reading it whole: the header and the small
+ * arrays (centroids, buckets, offsets, token ids) read into their own arrays, the codes left
+ * in the file until {@link IvfFile.readCodes} copies them (into the scanner's memory).
+ */
+export function openIvfFile(path: string): IvfFile {
+  const fd = openSync(path, 'r');
+  try {
+    const read = (at: number, length: number): Uint8Array<ArrayBuffer> => {
+      const out = new Uint8Array(length);
+      let done = 0;
+      while (done < length) {
+        const n = readSync(fd, out, done, length - done, at + done);
+        if (n === 0) throw new Error('IVF file is truncated');
+        done += n;
+      }
+      return out;
+    };
+    const head = read(0, MAGIC.length + 4);
+    if (new TextDecoder().decode(head.subarray(0, MAGIC.length)) !== MAGIC) {
+      throw new Error('not a bfe IVF index (bad magic)');
+    }
+    const len = new DataView(head.buffer).getUint32(MAGIC.length, true);
+    const header = JSON.parse(new TextDecoder().decode(read(MAGIC.length + 4, len))) as Header;
+    let at = pad8(MAGIC.length + 4 + len);
+    const starts = header.sections.map((length) => {
+      const start = at;
+      at = pad8(at + length);
+      return start;
+    });
+    const section = (i: number): ArrayBuffer => read(starts[i]!, header.sections[i]!).buffer;
+    const data = {
+      dim: header.dim,
+      residualBits: header.residualBits,
+      centroids: new Float32Array(section(0)),
+      weights: new Float32Array(section(1)),
+      clusterOffsets: new Int32Array(section(2)),
+      tokens: new Int32Array(section(3)),
+    };
+    const codesAt = starts[4]!;
+    const codesLength = header.sections[4]!;
+    return {
+      data,
+      readCodes(target: Uint8Array): void {
+        if (target.length !== codesLength) throw new Error('IVF codes: wrong target length');
+        const codesFd = openSync(path, 'r');
+        try {
+          for (let done = 0; done < codesLength;) {
+            const n = readSync(
+              codesFd,
+              target,
+              done,
+              Math.min(1 << 26, codesLength - done),
+              codesAt + done,
+            );
+            if (n === 0) throw new Error('IVF file is truncated');
+            done += n;
+          }
+        } finally {
+          closeSync(codesFd);
+        }
+      },
+    };
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -109,12 +109,22 @@ export class WasmScanner {
   readonly places: Int32Array;
   readonly sums: Int32Array;
 
-  constructor(data: IvfData) {
+  /**
+   * The codes copied from `data.codes`, or written by `fill` straight into the module's memory
+   * (read by position from a file: no other copy of them is made).
+   */
+  constructor(
+    data: Omit<IvfData, 'codes'> & { readonly codes?: Uint8Array },
+    fill?: (codes: Uint8Array) => void,
+  ) {
     const tokens = data.tokens.length;
     this.#bytes = codeBytes(data.dim, data.residualBits);
     const length = blockedCodeBytes(tokens, data.dim, data.residualBits);
-    if (data.codes.length !== length) {
+    if (data.codes !== undefined && data.codes.length !== length) {
       throw new Error(`IVF codes of ${data.codes.length} bytes, expected ${length} (blocked)`);
+    }
+    if ((data.codes === undefined) === (fill === undefined)) {
+      throw new Error('WasmScanner: the codes, or a fill, not both');
     }
     const out = CHUNK_BLOCKS * IVF_BLOCK * 4;
     this.#placesAt = TABLES + 2 * this.#bytes * 16;
@@ -128,7 +138,8 @@ export class WasmScanner {
     this.#exports = instance.exports as ScanExports;
     const buffer = memory.buffer;
     this.codes = new Uint8Array(buffer, this.#codesAt, length);
-    this.codes.set(data.codes);
+    if (data.codes !== undefined) this.codes.set(data.codes);
+    else fill!(this.codes);
     this.tables = new Uint8Array(buffer, TABLES, 2 * this.#bytes * 16);
     this.places = new Int32Array(buffer, this.#placesAt, out / 4);
     this.sums = new Int32Array(buffer, this.#sumsAt, out / 4);

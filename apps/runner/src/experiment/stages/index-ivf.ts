@@ -1,6 +1,6 @@
 // The index stage's `ivf` backend: the clustered residual index built beside the codec's codes
 // (`ivf.bin`) and opened over them.
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   IvfTokenIndex,
@@ -72,14 +72,12 @@ export async function buildIvfFile(dir: string, c: IndexConfig, side: Side): Pro
   return (performance.now() - t0) / 1000;
 }
 
-/** The index over `dir/ivf.bin` (read whole: its arrays are views into the file's bytes). */
+/** The index over `dir/ivf.bin`, read by position (its codes straight into the scanner's memory). */
 export async function openIvf(
   dir: string,
   c: IndexConfig,
   side: Side,
   kernel: SimilarityKernel,
 ): Promise<IvfTokenIndex> {
-  const file = await readFile(join(dir, IVF_FILE));
-  const bytes = file.byteOffset % 8 === 0 ? file : new Uint8Array(file);
-  return IvfTokenIndex.fromBytes(bytes, side, kernel, ivfSearch(c));
+  return IvfTokenIndex.open(join(dir, IVF_FILE), side, kernel, ivfSearch(c));
 }

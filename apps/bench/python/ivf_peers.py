@@ -1,0 +1,75 @@
+"""faiss-cpu peers of `pnpm bench:big-bank --ivf --ivf-peers`: inverted-file indexes over the same
+float32 token states, with the same number of lists, searched with the same query rows.
+
+usage: ivf_peers.py VECTORS.f32 QUERIES.f32 EXACT.i32 DIM K NLIST NPROBE_LIST ROWS SAMPLE SEED
+
+- IndexIVFScalarQuantizer, 4 bits a dimension (QT_4bit: dim / 2 bytes a token, as bfe's 4-bit);
+- IndexIVFPQFastScan, 4-bit codes of 4 dimensions (M = dim / 4: dim / 8 bytes a token) and of 2
+  dimensions (M = dim / 2: dim / 4 bytes, as bfe's 2-bit): faiss's SIMD fast scan.
+Each trains its coarse quantizer and codes on the first SAMPLE rows of a seeded permutation of the
+vectors (2 threads for training and adding), then searches one query — ROWS query rows in one
+call, one thread, as bfe scans — per nprobe: p50 / p90 ms over the queries (after one warm-up
+pass) and recall@K against EXACT.i32 (the caller's exact fp32 top-K per row). Faiss returns its
+approximate top K (no rescoring); bytes a token count codes and ids (8 B in faiss).
+Prints one JSON line.
+"""
+import json
+import sys
+import time
+
+import faiss
+import numpy as np
+
+
+def recall(got, want):
+    return float(np.mean([len(set(g) & set(w)) / len(w) for g, w in zip(got, want)]))
+
+
+def main():
+    vec_path, q_path, exact_path, dim, k, nlist, nprobes, rows, sample, seed = sys.argv[1:11]
+    dim, k, nlist, rows, sample = int(dim), int(k), int(nlist), int(rows), int(sample)
+    x = np.fromfile(vec_path, dtype=np.float32).reshape(-1, dim)
+    q = np.fromfile(q_path, dtype=np.float32).reshape(-1, dim)
+    want = np.fromfile(exact_path, dtype=np.int32).reshape(-1, k)
+    n = x.shape[0]
+    order = np.random.default_rng(int(seed)).permutation(n)[: min(n, sample)]
+    train = np.ascontiguousarray(x[np.sort(order)])
+    queries = q.shape[0] // rows
+    out = {"faiss": faiss.__version__, "tokens": int(n), "nlist": nlist, "indexes": []}
+    kinds = [
+        ("IVF-SQ4", lambda: faiss.IndexIVFScalarQuantizer(
+            faiss.IndexFlatIP(dim), dim, nlist, faiss.ScalarQuantizer.QT_4bit, faiss.METRIC_INNER_PRODUCT), dim // 2),
+        ("IVF-PQ4fs M=dim/4", lambda: faiss.IndexIVFPQFastScan(
+            faiss.IndexFlatIP(dim), dim, nlist, dim // 4, 4, faiss.METRIC_INNER_PRODUCT), dim // 8),
+        ("IVF-PQ4fs M=dim/2", lambda: faiss.IndexIVFPQFastScan(
+            faiss.IndexFlatIP(dim), dim, nlist, dim // 2, 4, faiss.METRIC_INNER_PRODUCT), dim // 4),
+    ]
+    for name, make, code_bytes in kinds:
+        faiss.omp_set_num_threads(2)
+        t = time.perf_counter()
+        index = make()
+        index.train(train)
+        index.add(x)
+        build = time.perf_counter() - t
+        faiss.omp_set_num_threads(1)
+        for nprobe in [int(p) for p in nprobes.split(",")]:
+            index.nprobe = nprobe
+            index.search(q[:rows], k)  # warm-up
+            ms, got = [], []
+            for i in range(queries):
+                qi = q[i * rows:(i + 1) * rows]
+                t = time.perf_counter()
+                _, ids = index.search(qi, k)
+                ms.append((time.perf_counter() - t) * 1e3)
+                got.extend(ids.tolist())
+            out["indexes"].append({
+                "name": name, "nprobe": nprobe, "build_s": build,
+                "bytes_per_token": code_bytes + 8 + nlist * dim * 4 / n,
+                "p50_ms": float(np.percentile(ms, 50)), "p90_ms": float(np.percentile(ms, 90)),
+                "recall": recall(got, want),
+            })
+        del index
+    print(json.dumps(out), flush=True)
+
+
+main()
