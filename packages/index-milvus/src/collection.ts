@@ -283,10 +283,21 @@ export class TokenCollection {
    */
   async memories(bank: string): Promise<Map<string, number[]>> {
     const out = new Map<string, number[]>();
+    const filter = `${FIELDS.bank} == ${literal(bank)} and ${FIELDS.position} == 0`;
+    // The SDK's iterator counts the rows first and reads that count without checking its status
+    // (a TypeError when the server refuses): the same count is asked here first, checked.
+    await this.#rpc('query', () =>
+      this.client.query({
+        collection_name: this.name,
+        filter,
+        output_fields: ['count(*)'],
+        consistency_level: ConsistencyLevelEnum.Strong,
+      }),
+    );
     try {
       const iterator = (await this.client.queryIterator({
         collection_name: this.name,
-        filter: `${FIELDS.bank} == ${literal(bank)} and ${FIELDS.position} == 0`,
+        filter,
         output_fields: [FIELDS.memory, FIELDS.seq],
         batchSize: 4096,
         consistency_level: ConsistencyLevelEnum.Strong,

@@ -109,5 +109,16 @@ export function checkStatus<T extends { status?: Status } | Status>(what: string
       suggestion: 'grant the user the privileges in packages/index-milvus/README.md',
     });
   }
-  throw new MilvusRequestError(what, reason, { retryable: s.retriable === true });
+  // A server that has just (re)started answers before its query nodes hold the collection.
+  if (s.retriable === true || NOT_READY.test(reason)) {
+    throw new MilvusRequestError(what, `the server is not ready: ${reason}`, {
+      code: 'milvus-unavailable',
+      retryable: true,
+      suggestion: 'retry once the server has loaded the collection',
+    });
+  }
+  throw new MilvusRequestError(what, reason);
 }
+
+const NOT_READY =
+  /not loaded|not ready|no available|not available|unavailable|not healthy|stopping|recover|initializ|timeout/i;
