@@ -23,23 +23,32 @@
  * `--old-bin PATH` runs the old path from another checkout's `apps/server/src/bin.ts` (e.g. the
  * previous commit's code, `--old-args=""` for its defaults).
  *
+ * `--many-tenants 1000` adds, on a server and store of their own, the 1,000-tenant rows and the
+ * rate-limit pair (one key over its rate beside well-behaved tenants): `tenant-rows.ts`.
+ *
  * Timings on a shared machine are noisy: the load average is printed beside them.
  *
  * @example
  * BFE_DATA_MIRROR=../shared/data pnpm bench:server-load --seconds 10 --compare
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
 import { MANIFEST_FILE, MemoryStore } from '@bfe/store';
 import { benchCommand, flag, parseCommand, positive } from '../shared/cli.js';
 import { note, out, printJson, printTable } from '../shared/table.js';
+import {
+  cpuMark,
+  rowOf,
+  startServer as startOne,
+  stopServer,
+  type Row,
+  type Server,
+} from './load-server.js';
 
 const command = benchCommand(
   'bench:server-load',
@@ -56,7 +65,14 @@ const command = benchCommand(
     '--threads 0 --encode-workers 0 --kernel-workers 0',
   )
   .option('--old-bin <path>', "the old path's apps/server/src/bin.ts (another checkout)")
-  .option('--reuse', "with --work: skip the fill when the first path's store is there");
+  .option('--reuse', "with --work: skip the fill when the first path's store is there")
+  .addOption(
+    flag(
+      '--many-tenants <n>',
+      'also the many-tenant rows (n tenants, e.g. 1000) and the rate-limit row (tenant-rows.ts)',
+      positive,
+    ),
+  );
 const { options } = parseCommand<{
   seconds: number;
   work?: string;
@@ -66,6 +82,7 @@ const { options } = parseCommand<{
   oldArgs: string;
   oldBin?: string;
   reuse?: boolean;
+  manyTenants?: number;
 }>(command);
 const { seconds } = options;
 /** Server arguments of each path compared (`new`: the defaults). */
@@ -96,56 +113,8 @@ await writeFile(
 const ownBin = fileURLToPath(new URL('../../../server/src/bin.ts', import.meta.url));
 const bins: Record<string, string> = { new: ownBin, old: options.oldBin ?? ownBin };
 
-interface Server {
-  readonly path: string;
-  readonly url: string;
-  readonly child: ChildProcess;
-}
-
-async function startServer(path: string, store: string): Promise<Server> {
-  const child = spawn(
-    process.execPath,
-    [
-      '--conditions=@bfe/source',
-      '--import',
-      import.meta.resolve('tsx'),
-      bins[path]!,
-      ...['--store', store, '--port', '0', '--keys', keysFile, ...PATHS[path]!],
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const url = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', (l) =>
-      resolve(l.replace('listening on ', '')),
-    );
-    child.once('exit', (code) => reject(new Error(`bfe serve exited ${code}`)));
-  });
-  note(`bfe serve (${path}: ${bins[path]} ${PATHS[path]!.join(' ') || 'defaults'}) at ${url}`);
-  return { path, url, child };
-}
-
-async function stopServer(server: Server): Promise<void> {
-  server.child.kill('SIGTERM');
-  const code = await new Promise<number | null>((r) => server.child.once('exit', r));
-  note(`bfe serve (${server.path}) exited ${code}`);
-}
-
-/**
- * CPU seconds (user + system) the process has used, every thread (or its main thread, the event
- * loop, with `mainThread`); NaN where /proc is absent.
- */
-function cpuSeconds(pid: number | undefined, mainThread = false): number {
-  try {
-    const stat = readFileSync(
-      mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`,
-      'utf8',
-    );
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return Number.NaN;
-  }
-}
+const startServer = (path: string, store: string): Promise<Server> =>
+  startOne(path, bins[path]!, store, keysFile, PATHS[path]!);
 
 const headers = (bank: string): Record<string, string> => ({
   'content-type': 'application/json',
@@ -155,8 +124,9 @@ const headers = (bank: string): Record<string, string> => ({
 // Fill: each conversation's turns into its tenant's bank, 64 per request, through the first
 // server; with --compare, the second server gets a copy of the filled store.
 const stores = Object.fromEntries(paths.map((p) => [p, join(work, `store-${p}`)]));
-let servers: Server[] = [await startServer(paths[0]!, stores[paths[0]!]!)];
+// Judged before the server opens the store (opening writes a manifest).
 const reused = options.reuse && existsSync(join(stores[paths[0]!]!, MANIFEST_FILE));
+let servers: Server[] = [await startServer(paths[0]!, stores[paths[0]!]!)];
 const t0 = performance.now();
 for (const b of reused ? [] : banks) {
   const bank = bankOf.get(b)!;
@@ -207,22 +177,6 @@ function writer(url: string, stop: { done: boolean }): Promise<{ bank: string; i
   })();
 }
 
-interface Row {
-  readonly name: string;
-  readonly path: string;
-  readonly rps: number;
-  readonly p50: number;
-  readonly p99: number;
-  readonly errors: number;
-  readonly non2xx: number;
-  readonly adds: string;
-  /** Server CPU milliseconds (every thread) per request, adds included. */
-  readonly cpuMs: number;
-  /** The same, of the server's main thread (its event loop) alone. */
-  readonly loopMs: number;
-  readonly load: number;
-}
-
 async function run(
   server: Server,
   name: string,
@@ -235,8 +189,7 @@ async function run(
   const { url } = server;
   let next = firstQuery;
   const stop = { done: false };
-  const cpu0 = cpuSeconds(server.child.pid);
-  const loop0 = cpuSeconds(server.child.pid, true);
+  const mark = cpuMark(server);
   const writing = adds ? writer(url, stop) : undefined;
   const result = await autocannon({
     url,
@@ -271,21 +224,8 @@ async function run(
     }
     addsCell = `${acked.length} acked, ${lost} lost`;
   }
-  const cpu = cpuSeconds(server.child.pid) - cpu0;
-  const loop = cpuSeconds(server.child.pid, true) - loop0;
-  return {
-    name,
-    path: server.path,
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.errors + result.timeouts,
-    non2xx: result.non2xx,
-    adds: addsCell,
-    cpuMs: (1000 * cpu) / Math.max(1, result.requests.total + acked.length),
-    loopMs: (1000 * loop) / Math.max(1, result.requests.total + acked.length),
-    load: loadavg()[0]!,
-  };
+  const requests = result.requests.total + acked.length;
+  return rowOf(name, server, result, mark, requests, addsCell);
 }
 
 const KINDS = [
@@ -305,6 +245,22 @@ try {
   }
 } finally {
   for (const server of servers) await stopServer(server);
+}
+let p99Ratio: number | undefined;
+if (options.manyTenants !== undefined) {
+  const { tenantRows } = await import('./tenant-rows.js');
+  const many = await tenantRows({
+    seconds,
+    work,
+    bin: ownBin,
+    serverArgs: PATHS.new!,
+    memories: loaded.benchmark.memories.map((m) => ({ id: m.id, text: m.text })),
+    queries: queries.map((q) => q.text),
+    tenants: options.manyTenants,
+    reuse: options.reuse === true,
+  });
+  rows.push(...many.rows);
+  p99Ratio = many.p99Ratio;
 }
 // Peer: the same searches through `MemoryStore.search` in this process, one at a time, on the
 // store the server just closed (no HTTP, no JSON, same evidence).
@@ -394,4 +350,8 @@ if (options.compare) {
     );
   }
 }
-printJson({ seconds, banks: banks.length, memories, queries: queries.length, rows });
+if (p99Ratio !== undefined) {
+  out();
+  out(`tenants' p99 beside the abuser / alone: ×${p99Ratio.toFixed(2)} (≤ ×1.20 asked)`);
+}
+printJson({ seconds, banks: banks.length, memories, queries: queries.length, rows, p99Ratio });
