@@ -59,7 +59,9 @@ describe.skipIf(python === undefined)('MilvusTokenIndex on the Milvus 2.3.5 serv
 
   indexCases(
     () => ({ address: server.address, token: server.token! }),
-    ['HNSW', 'IVF_FLAT', 'IVF_SQ8', 'DISKANN'],
+    // DISKANN is left out: this build accepts the index and then fails every build of it
+    // (README.md, "Differences found"), searching unindexed segments by brute force.
+    ['HNSW', 'IVF_FLAT', 'IVF_SQ8'],
   );
 
   it('a wrong token, no token and an unreachable host each give one clear error', async () => {

@@ -4,7 +4,8 @@ import { ConfigError } from '@bfe/core';
 /**
  * The index types bfe builds on the vector field. FLAT is exhaustive (the exact backend's
  * results); the others are approximate, their proposals rescored exactly. DISKANN needs a
- * server built with disk indexes (the PyPI `milvus` 2.3.5 standalone has it; Milvus Lite not).
+ * server built with disk indexes: the PyPI `milvus` 2.3.5 standalone accepts it and then fails
+ * to build it (`bad_function_call`, retried forever); Milvus Lite refuses it.
  */
 export const MILVUS_INDEX_TYPES = ['FLAT', 'HNSW', 'IVF_FLAT', 'IVF_SQ8', 'DISKANN'] as const;
 /** One of {@link MILVUS_INDEX_TYPES}. */

@@ -256,7 +256,10 @@ async function indexed(c: TokenCollection): Promise<void> {
         }
       | undefined;
     if (i === undefined) throw new Error(`describeIndex: no index on ${c.name}`);
-    if (i.state === 'Failed') throw new Error(`the index build of ${c.name} failed`);
+    const failed = (i as { index_state_fail_reason?: string }).index_state_fail_reason;
+    // A failed build is retried by the server forever: its reason ends the wait.
+    if (i.state === 'Failed' || (failed !== undefined && failed !== ''))
+      throw new Error(`the index build of ${c.name} failed: ${failed ?? i.state}`);
     const total = Number(i.total_rows ?? 0);
     if (total > 0 && Number(i.indexed_rows) >= total && Number(i.pending_index_rows ?? 0) === 0)
       return;
