@@ -66,7 +66,10 @@ export function serveProgram(): Command {
     .option('--port <n>', 'port to listen on; 0: a free port', '8080')
     .option('--keys <file>', 'API keys and their banks (without it: loopback requests only)')
     .option('--model <name>', 'the encoder of a new store (default all-minilm-l6-v2)')
-    .option('--index <url>', 'token index in Milvus: milvus://HOST:PORT or https://HOST:PORT')
+    .option(
+      '--index <url>',
+      'token index in Milvus: milvus://HOST:PORT or https://HOST:PORT, ?index=HNSW&M=16&ef=128, ?ca=FILE',
+    )
     .option('--threads <n>', 'onnxruntime intra-op threads per session; 0: every core', '1')
     .option('--encode-workers <n>', 'encoder worker threads; 0: on the event loop', '1')
     .option('--passage-workers <n>', 'encoder threads for adds; 0: on the query workers', '1')
@@ -122,15 +125,9 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
       storeOptions: {
         ...(args.model === undefined ? {} : { model: args.model }),
         ...(args.bm25Language === undefined ? {} : { bm25Language: args.bm25Language }),
-        // Token auth for a Milvus cluster comes from the environment, never the command line.
-        ...(args.index === undefined
-          ? {}
-          : {
-              index: {
-                address: args.index,
-                ...(process.env.BFE_MILVUS_TOKEN ? { token: process.env.BFE_MILVUS_TOKEN } : {}),
-              },
-            }),
+        // The URL as given (its query names the index type and its parameters); the token for
+        // a Milvus cluster comes from the environment (BFE_MILVUS_TOKEN), never the command line.
+        ...(args.index === undefined ? {} : { index: args.index }),
         ...(args.threads === 0 ? {} : { threads: args.threads }),
       },
       encodeWorkers: args.encodeWorkers,
