@@ -10,7 +10,16 @@ import { seedSchema } from './common.js';
  */
 export const indexSectionSchema = z
   .strictObject({
-    backend: z.enum(['exact', 'hnsw', 'ivf']).default('exact'),
+    backend: z.enum(['exact', 'hnsw', 'ivf', 'milvus']).default('exact'),
+    /**
+     * milvus: the server, a `milvus://HOST:PORT` or `https://HOST:PORT` URL whose query names
+     * the index and its parameters (`?index=HNSW&M=16&ef=128`, `?index=IVF_SQ8&nprobe=32`;
+     * FLAT, the default, gives the exact backend's results); the token from `BFE_MILVUS_TOKEN`.
+     */
+    milvus: z
+      .string()
+      .regex(/^(milvus|https?):\/\/./, 'a milvus:// or https:// URL')
+      .optional(),
     codec: z.enum(['fp32', 'fp16', 'sq8', 'sq4', 'rp128+sq4']).default('fp32'),
     /** HNSW connectivity (usearch `connectivity`). */
     M: z.int().positive().default(16),
@@ -55,5 +64,22 @@ export const indexSectionSchema = z
     residualBits: z.union([z.literal(2), z.literal(4)]).optional(),
     /** The `rp128+sq4` projection seed (METHOD.md §6, 42). */
     seed: seedSchema.default(42),
+  })
+  .check((ctx) => {
+    const c = ctx.value;
+    if (c.backend === 'milvus' && c.milvus === undefined)
+      ctx.issues.push({
+        code: 'custom',
+        input: c,
+        path: ['milvus'],
+        message: 'backend milvus needs milvus: <URL>',
+      });
+    if (c.backend === 'milvus' && c.codec !== 'fp32')
+      ctx.issues.push({
+        code: 'custom',
+        input: c,
+        path: ['codec'],
+        message: 'backend milvus stores fp32 tokens',
+      });
   })
   .optional();

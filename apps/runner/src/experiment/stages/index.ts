@@ -24,13 +24,14 @@ import type { StageContext } from '../stage.js';
 import type { DatasetStage } from './dataset.js';
 import type { EncodeStage } from './encode.js';
 import { IVF_FILE, buildIvfFile, ivfKeyConfig, ivfSearch, openIvf } from './index-ivf.js';
+import { milvusKeyConfig, openMilvusIndex } from './index-milvus.js';
 
 /** The experiment's `index` section, defaults filled. */
 export type IndexConfig = NonNullable<Experiment['index']>;
 
 /** What results.json's `meta.index` records. */
 export interface IndexMeta {
-  readonly backend: 'exact' | 'hnsw' | 'ivf';
+  readonly backend: 'exact' | 'hnsw' | 'ivf' | 'milvus';
   readonly codec: IndexConfig['codec'];
   /**
    * The HNSW graph parameters (hnsw; `overFetch`, `margin` when set), the IVF centroids, residual
@@ -198,6 +199,16 @@ export async function runIndexStage(
     ...(c.backend === 'hnsw' ? { efSearch: c.efSearch } : {}),
     ...searchOptions(c),
   };
+  if (c.backend === 'milvus') {
+    const url = c.milvus!;
+    const meta = { backend: 'milvus', codec: 'fp32', params: {}, bytesPerToken } as const;
+    return {
+      artifact: undefined,
+      meta: { ...meta, totalBytes: tokens * bytesPerToken },
+      keyConfig: { ...keyConfig, milvus: await milvusKeyConfig(url) },
+      open: async (bank, kernel) => openMilvusIndex(url, encode.artifact.key, bank, kernel),
+    };
+  }
   if (c.backend === 'exact' && c.codec === 'fp32') {
     const meta = { backend: 'exact', codec: 'fp32', params: {}, bytesPerToken } as const;
     return {
