@@ -11,6 +11,7 @@ import { decodeUtf8Strict } from '@bfe/core';
 import { DEFAULT_MAX_TEXT_BYTES, type MemoryStore } from '@bfe/store';
 import { hostGuard } from './guard.js';
 import { storeHealth, type IndexState } from './health.js';
+import { DEFAULT_TARPIT_MS } from './tarpit.js';
 import { requestHooks } from './hooks.js';
 import { HttpError, clientErrorResponse, errorHandler } from './http-errors.js';
 import type { AccessPolicy, Grant } from './keys.js';
@@ -51,6 +52,11 @@ export interface ServerOptions {
   readonly drainMs?: number;
   /** Fastify's logger option (default: off). */
   readonly logger?: FastifyServerOptions['logger'];
+  /**
+   * How long a request refused by its key's rate or concurrency limit is held before its 429,
+   * in milliseconds (at most its `Retry-After`); 0 answers at once. Default {@link DEFAULT_TARPIT_MS}.
+   */
+  readonly tarpitMs?: number;
   /** The store's graph-keeping token index, when the caller made it: `/readyz` reports it. */
   readonly index?: IndexState;
 }
@@ -141,6 +147,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     metrics,
     maxResponseBytes: sizes.response,
     drainMs: options.drainMs ?? DEFAULT_DRAIN_MS,
+    tarpitMs: options.tarpitMs ?? DEFAULT_TARPIT_MS,
   });
   const writes: StoreWrites = storeWrites(options.store, health, metrics);
   // After the server has closed (connections ended or cut): writes whose clients were cut

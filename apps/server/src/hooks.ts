@@ -3,6 +3,7 @@ import { HttpError } from './http-errors.js';
 import type { AccessPolicy } from './keys.js';
 import { TooManyRequests, type Limiter } from './limits.js';
 import { bankOfRequest, type ServerMetrics } from './metrics.js';
+import { createTarpit } from './tarpit.js';
 
 /** What {@link requestHooks} needs. */
 export interface HookOptions {
@@ -15,6 +16,8 @@ export interface HookOptions {
   readonly maxResponseBytes: number;
   /** How long a shutdown waits for open connections before it cuts them, in milliseconds. */
   readonly drainMs: number;
+  /** How long a request refused by its key's limits is held before its 429 (`tarpit.ts`); 0: not. */
+  readonly tarpitMs: number;
 }
 
 declare module 'fastify' {
@@ -26,7 +29,8 @@ declare module 'fastify' {
 
 /**
  * The per-request hooks: while closing, 503 for every new request; the `Host`/`Origin` guard;
- * the access policy; the key's rate and concurrency limits (not on public routes); the
+ * the access policy; the key's rate and concurrency limits (not on public routes; a refused
+ * request is held `tarpitMs`, at most its `Retry-After`, before its 429: `tarpit.ts`); the
  * response size cap; metrics per route and per bank. And the shutdown's drain: once `close()`
  * starts, connections still open after `drainMs` (a client stalled half-way through a body, a
  * slow reader) are cut, so a close ends in bounded time.
@@ -35,6 +39,7 @@ export function requestHooks(app: FastifyInstance, options: HookOptions): void {
   const { access, guard, limiter, metrics } = options;
   let closing = false;
   let drain: NodeJS.Timeout | undefined;
+  const tarpit = createTarpit();
   app.decorateRequest('releaseSlot', null);
 
   app.addHook('onRequest', async (request, reply) => {
@@ -60,7 +65,11 @@ export function requestHooks(app: FastifyInstance, options: HookOptions): void {
     try {
       request.releaseSlot = limiter.admit(verdict, verdict.limits);
     } catch (error) {
-      if (error instanceof TooManyRequests) metrics.rejected(error.reason);
+      if (error instanceof TooManyRequests) {
+        metrics.rejected(error.reason);
+        if (!closing)
+          await tarpit.hold(verdict, Math.min(options.tarpitMs, 1000 * error.retryAfter));
+      }
       throw error;
     }
     // A client that goes away frees its slot too (onSend does not run for it).
@@ -95,6 +104,7 @@ export function requestHooks(app: FastifyInstance, options: HookOptions): void {
 
   app.addHook('preClose', async () => {
     closing = true;
+    tarpit.releaseAll();
     drain = setTimeout(() => app.server.closeAllConnections(), options.drainMs);
   });
   app.addHook('onClose', async () => {
