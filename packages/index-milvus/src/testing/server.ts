@@ -48,6 +48,8 @@ export interface MilvusServerOptions {
   /** Authorization on (default true): every request needs a token, `root:Milvus` at first. */
   readonly auth?: boolean;
   readonly tls?: MilvusServerTls;
+  /** The gRPC port (default: a free one). */
+  readonly port?: number;
   /** How long to wait for `/healthz` (default 180 s: about 30–45 s on two busy cores). */
   readonly timeoutMs?: number;
 }
@@ -134,6 +136,7 @@ export async function startMilvusServer(options: MilvusServerOptions): Promise<M
     const free = await freePorts(PORT_KEYS.length + 2);
     const ports: Record<string, number> = {};
     PORT_KEYS.forEach((key, i) => (ports[key] = free[i]!));
+    if (options.port !== undefined) ports.proxy_port = options.port;
     const metricsPort = free[PORT_KEYS.length]!;
     const items: Record<string, number | string | boolean> = {
       ...ports,
