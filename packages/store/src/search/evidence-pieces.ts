@@ -1,7 +1,36 @@
-import type { MemoryEvidence } from '@bfe/scorer';
+import type { MemoryEvidence, TokenEvidence } from '@bfe/scorer';
 import type { Bm25Evidence } from './search-hybrid.js';
-import type { EvidenceToken, ResolvedSearchOptions, SearchEvidence } from './search.js';
+import type { SearchSystem } from './systems.js';
 import type { BankView, EncodedTexts } from '../types.js';
+
+/** One query token's evidence, with the vocabulary pieces when `tokenText` was given. */
+export interface EvidenceToken extends TokenEvidence {
+  /** Vocabulary id of the query token. */
+  readonly queryTokenId: number;
+  readonly queryPiece: string | undefined;
+  /** Vocabulary id of the matched memory token; -1 when floored. */
+  readonly memoryTokenId: number;
+  readonly memoryPiece: string | undefined;
+  /** Vocabulary id of the diagnostic best token (not used by the score); -1 for none. */
+  readonly bestTokenId: number;
+  readonly bestPiece: string | undefined;
+}
+
+/**
+ * Why a memory was returned: the scorer's {@link MemoryEvidence} with token pieces, without the
+ * scorer's positions in the searched view (`candidate`, `memoryRow`: internal, and changed by
+ * any write). The same over HTTP (`wire.ts`).
+ */
+export interface SearchEvidence extends Omit<MemoryEvidence, 'tokens' | 'candidate' | 'memoryRow'> {
+  readonly system: SearchSystem;
+  readonly tokens: readonly EvidenceToken[];
+  /**
+   * `hybrid` only: the BM25 branch (score, z, part, the query terms it matched); then `alpha`
+   * is the pooled weight, `sparsePart` `w.sparse·z(sparse)`, and
+   * `pooledPart + sparsePart + bm25.part = score`.
+   */
+  readonly bm25?: Bm25Evidence;
+}
 
 /**
  * A result's evidence as the caller sees it: the scorer's {@link MemoryEvidence} with the
@@ -9,7 +38,10 @@ import type { BankView, EncodedTexts } from '../types.js';
  */
 export function withPieces(
   e: MemoryEvidence & { readonly bm25?: Bm25Evidence },
-  opts: ResolvedSearchOptions,
+  opts: {
+    readonly tokenText?: ((id: number) => string) | undefined;
+    readonly system: SearchSystem;
+  },
   view: BankView,
   query: EncodedTexts,
 ): SearchEvidence {

@@ -15,13 +15,13 @@ import {
   parseScoreOptions,
   rankCandidates,
   type EvidenceMatching,
-  type MemoryEvidence,
   type SparseScorer,
   type SystemName,
-  type TokenEvidence,
 } from '@bfe/scorer';
-import { hybridEvidence, hybridPass, type Bm25Evidence } from './search-hybrid.js';
-import { withPieces } from './evidence-pieces.js';
+import { hybridEvidence, hybridPass } from './search-hybrid.js';
+import { withPieces, type SearchEvidence } from './evidence-pieces.js';
+
+export type { EvidenceToken, SearchEvidence } from './evidence-pieces.js';
 import { calibrationFor, relevance, relevanceCalibrationSchema } from './relevance.js';
 import { remoteBests } from './search-bests.js';
 import {
@@ -142,35 +142,6 @@ export function parseSearchOptions(options: unknown = {}): ResolvedSearchOptions
   const parsed = searchOptionsSchema.safeParse(options);
   if (!parsed.success) throw new ConfigError(`search options: ${z.prettifyError(parsed.error)}`);
   return parsed.data;
-}
-
-/** One query token's evidence, with the vocabulary pieces when `tokenText` was given. */
-export interface EvidenceToken extends TokenEvidence {
-  /** Vocabulary id of the query token. */
-  readonly queryTokenId: number;
-  readonly queryPiece: string | undefined;
-  /** Vocabulary id of the matched memory token; -1 when floored. */
-  readonly memoryTokenId: number;
-  readonly memoryPiece: string | undefined;
-  /** Vocabulary id of the diagnostic best token (not used by the score); -1 for none. */
-  readonly bestTokenId: number;
-  readonly bestPiece: string | undefined;
-}
-
-/**
- * Why a memory was returned: the scorer's {@link MemoryEvidence} with token pieces, without the
- * scorer's positions in the searched view (`candidate`, `memoryRow`: internal, and changed by
- * any write). The same over HTTP (`wire.ts`).
- */
-export interface SearchEvidence extends Omit<MemoryEvidence, 'tokens' | 'candidate' | 'memoryRow'> {
-  readonly system: SearchSystem;
-  readonly tokens: readonly EvidenceToken[];
-  /**
-   * `hybrid` only: the BM25 branch (score, z, part, the query terms it matched); then `alpha`
-   * is the pooled weight, `sparsePart` `w.sparse·z(sparse)`, and
-   * `pooledPart + sparsePart + bm25.part = score`.
-   */
-  readonly bm25?: Bm25Evidence;
 }
 
 /** One ranked memory. */
