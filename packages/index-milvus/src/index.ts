@@ -11,6 +11,7 @@ export type { MilvusIndexType, MilvusOptions, ResolvedMilvusOptions } from './op
 export { MilvusRequestError, classifyError } from './errors.js';
 export type { MilvusErrorCode } from './errors.js';
 export { MILVUS_GRANTS } from './grants.js';
+export { waitForIndex } from './index-build.js';
 export { FIELDS, MAX_BANK_ID, MAX_MEMORY_ID, TokenCollection } from './collection.js';
 export type { MemoryRows, TokenHit } from './collection.js';
 export { MILVUS_MARGIN, MILVUS_MAX_LIMIT, MilvusTokenIndex, memoryRows } from './milvus-index.js';

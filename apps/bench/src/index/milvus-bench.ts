@@ -28,6 +28,7 @@ import {
   TokenCollection,
   buildParams,
   parseMilvusOptions,
+  waitForIndex,
   type MilvusSide,
 } from '@bfe/index-milvus';
 import { startMilvusLite, startMilvusServer } from '@bfe/index-milvus/testing';
@@ -135,7 +136,7 @@ export async function runMilvusBench(o: BigBankOptions): Promise<void> {
             extra.insertS = insertS = (performance.now() - t0) / 1000;
             if (on === 'server') {
               t0 = performance.now();
-              await indexed(c);
+              await waitForIndex(c);
               extra.indexS = (performance.now() - t0) / 1000;
             }
           } else {
@@ -143,7 +144,7 @@ export async function runMilvusBench(o: BigBankOptions): Promise<void> {
             await replaceIndex(c!, { ...options, address: '-' });
             await c!.close();
             c = await TokenCollection.open({ ...options, ...at() }, dim);
-            if (on === 'server') await indexed(c);
+            if (on === 'server') await waitForIndex(c);
             extra.indexS = (performance.now() - t0) / 1000;
             extra.insertS = insertS;
             index = new MilvusTokenIndex(c, side);
@@ -238,33 +239,6 @@ export async function replaceIndex(
       params: buildParams(o),
     }),
   );
-}
-
-/**
- * Resolves once the server has built the vector index over every row (`describeIndex`'s
- * `indexed_rows` equal to its `total_rows`, no rows pending), polling twice a second.
- */
-async function indexed(c: TokenCollection): Promise<void> {
-  for (;;) {
-    const d = await c.client.describeIndex({ collection_name: c.name });
-    const i = d.index_descriptions[0] as unknown as
-      | {
-          indexed_rows?: string | number;
-          total_rows?: string | number;
-          pending_index_rows?: string | number;
-          state?: string;
-        }
-      | undefined;
-    if (i === undefined) throw new Error(`describeIndex: no index on ${c.name}`);
-    const failed = (i as { index_state_fail_reason?: string }).index_state_fail_reason;
-    // A failed build is retried by the server forever: its reason ends the wait.
-    if (i.state === 'Failed' || (failed !== undefined && failed !== ''))
-      throw new Error(`the index build of ${c.name} failed: ${failed ?? i.state}`);
-    const total = Number(i.total_rows ?? 0);
-    if (total > 0 && Number(i.indexed_rows) >= total && Number(i.pending_index_rows ?? 0) === 0)
-      return;
-    await new Promise((r) => setTimeout(r, 500));
-  }
 }
 
 /** The exact fp32 reference's latency (onnxruntime, in RAM), in this process. */

@@ -47,7 +47,7 @@ export async function openMilvusIndex(
   bank: MilvusBank,
   kernel: SimilarityKernel,
 ): Promise<{ index: TokenIndex; dispose: () => void }> {
-  const { MilvusTokenIndex, TokenCollection, milvusUrlOptions, parseMilvusOptions } =
+  const { MilvusTokenIndex, TokenCollection, milvusUrlOptions, parseMilvusOptions, waitForIndex } =
     await import('@bfe/index-milvus');
   const given = milvusUrlOptions(url);
   const o = parseMilvusOptions(url);
@@ -80,6 +80,8 @@ export async function openMilvusIndex(
       }
       await MilvusTokenIndex.build(c, side);
     }
+    // An approximate index proposes as itself only once built (before, by brute force).
+    await waitForIndex(c);
   } catch (error) {
     await c.close();
     tokens.close?.();
