@@ -292,6 +292,7 @@ describe('seeds and the split seed', () => {
       'longmemeval-s-e5.yaml',
       'longmemeval-s-hybrid.yaml',
       'longmemeval-s-paper.yaml',
+      'longmemeval-s-relevance.yaml',
       'longmemeval-s-reproduction-hybrid.yaml',
       'longmemeval-s-reproduction.yaml',
       'longmemeval-s-windowed.yaml',
