@@ -1,4 +1,6 @@
-import { chmodSync, readdirSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { readdirSync, rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { storeIndexFactory } from '@bfe/store';
@@ -91,20 +93,71 @@ describe('/readyz', () => {
     }
   });
 
-  // Root writes anywhere; CI runs the permission tests as another user.
-  it.skipIf(process.getuid?.() === 0)(
-    'answers 503 when the store directory cannot be written',
-    async () => {
-      const server = await liveServer();
-      try {
-        chmodSync(server.store.dir, 0o500);
-        const res = await send(server.port, '/readyz');
-        expect(res.status).toBe(503);
-        expect(res.json().checks.wal).toMatch(/^not writable: EACCES/);
-      } finally {
-        chmodSync(server.store.dir, 0o700);
-        await server.close();
-      }
-    },
-  );
+  // Root writes anywhere, so the case runs in a child process that is not root: this user where
+  // it is not root; as root, nobody in a user namespace of its own (`unshare`: no capability,
+  // still the owner of root's files, so the folder's mode binds it). The same test either way.
+  it('answers 503 when the store directory cannot be written (root or not)', async () => {
+    const child = await readyzAsOrdinaryUser();
+    expect(child.uid).not.toBe(0);
+    expect(child.status).toBe(503);
+    expect(child.wal).toMatch(/^not writable: EACCES/);
+    expect(child.after).toBe(200); // writable again: ready again
+  });
 });
+
+/**
+ * In a child process that is not root: a live server, its store directory made read-only, then
+ * `/readyz`; the mode restored, `/readyz` again. Returns the child's uid and what it saw.
+ */
+function readyzAsOrdinaryUser(): Promise<{
+  uid: number;
+  status: number;
+  wal: string;
+  after: number;
+}> {
+  const serveModule = new URL('./serve.ts', import.meta.url).href;
+  const live = new URL('./testing/live.ts', import.meta.url).href;
+  const script = `
+    import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+    import { tmpdir } from 'node:os';
+    import { join } from 'node:path';
+    const { serve } = await import(${JSON.stringify(serveModule)});
+    const { send } = await import(${JSON.stringify(live)});
+    const { fakeEmbedder } = await import('@bfe/store/testing');
+    const dir = mkdtempSync(join(tmpdir(), 'bfe-readyz-'));
+    const server = await serve({ store: join(dir, 'store'), host: '127.0.0.1', port: 0,
+      storeOptions: { embedder: fakeEmbedder() }, kernelWorkers: 0 });
+    const port = Number(new URL(server.url).port);
+    try {
+      chmodSync(server.store.dir, 0o500);
+      const res = await send(port, '/readyz');
+      chmodSync(server.store.dir, 0o700);
+      const again = await send(port, '/readyz');
+      console.log(JSON.stringify({ uid: process.getuid(), status: res.status, wal: res.json().checks.wal, after: again.status }));
+    } finally {
+      chmodSync(server.store.dir, 0o700);
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }`;
+  const node = [process.execPath, '--conditions=@bfe/source', '--import', 'tsx'];
+  const command = [
+    ...(process.getuid?.() === 0
+      ? ['unshare', '--user', '--map-user=65534', '--map-group=65534']
+      : []),
+    ...node,
+    '--input-type=module',
+    '-e',
+    script,
+  ];
+  return new Promise((resolve, reject) => {
+    execFile(
+      command[0]!,
+      command.slice(1),
+      { cwd: fileURLToPath(new URL('.', import.meta.url)) },
+      (error, stdout, stderr) => {
+        if (error !== null) reject(new Error(`${error.message}\n${stderr}`));
+        else resolve(JSON.parse(stdout.trim().split('\n').at(-1)!) as never);
+      },
+    );
+  });
+}
