@@ -1,17 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { Prng } from '@bfe/adapter';
 import { auroc, aurocInterval, bestF1Threshold, fitLogistic, flagBelow } from './logistic.js';
 
-/** A seeded uniform generator (mulberry32). */
+/** A seeded uniform generator (mulberry32, the adapter's). */
 function uniform(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const prng = new Prng(seed);
+  return () => prng.next();
 }
 
 /** `n` rows of two features (one offset and scaled, as raw scores are) and Bernoulli labels. */

@@ -2,6 +2,7 @@
  * The statistics of `bfe calibrate`: an L2-regularised logistic regression fitted by Newton's
  * method (IRLS), the area under the ROC curve, and the threshold of best F1.
  */
+import { Prng } from '@bfe/adapter';
 
 /** A fitted logistic regression: `P(y = 1 | x) = σ(intercept + weights·x)`. */
 export interface LogisticFit {
@@ -216,7 +217,8 @@ export function aurocInterval(
 ): [number, number] {
   const pos = scores.filter((_, i) => labels[i] === 1);
   const neg = scores.filter((_, i) => labels[i] !== 1);
-  const random = mulberry32(seed);
+  const prng = new Prng(seed);
+  const random = (): number => prng.next();
   const draw = (from: readonly number[]): number[] =>
     from.map(() => from[Math.floor(random() * from.length)]!);
   const values: number[] = [];
@@ -228,16 +230,4 @@ export function aurocInterval(
   values.sort((a, b) => a - b);
   const at = (q: number): number => values[Math.min(resamples - 1, Math.floor(q * resamples))]!;
   return [at(0.025), at(0.975)];
-}
-
-/** A seeded uniform generator on [0, 1) (mulberry32). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
