@@ -3,6 +3,7 @@ import { readdirSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ordinaryUserPrefix } from '@bfe/core/testing';
 import { storeIndexFactory } from '@bfe/store';
 import { fakeEmbedder } from '@bfe/store/testing';
 import { harness, body } from './testing/harness.js';
@@ -140,15 +141,7 @@ function readyzAsOrdinaryUser(): Promise<{
       rmSync(dir, { recursive: true, force: true });
     }`;
   const node = [process.execPath, '--conditions=@bfe/source', '--import', 'tsx'];
-  const command = [
-    ...(process.getuid?.() === 0
-      ? ['unshare', '--user', '--map-user=65534', '--map-group=65534']
-      : []),
-    ...node,
-    '--input-type=module',
-    '-e',
-    script,
-  ];
+  const command = [...ordinaryUserPrefix(), ...node, '--input-type=module', '-e', script];
   return new Promise((resolve, reject) => {
     execFile(
       command[0]!,

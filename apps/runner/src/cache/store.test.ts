@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { lock } from 'proper-lockfile';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { tmpDir } from '@bfe/core/testing';
+import { ordinaryUserPrefix, tmpDir } from '@bfe/core/testing';
 import { ArtifactCorruptError, bytesSha256 } from '@bfe/core';
 import { CacheUnwritableError } from './errors.js';
 import { artifactKey, type ArtifactSpec } from './key.js';
@@ -541,16 +541,7 @@ function openAsOrdinaryUser(cache: string, tmp: string): Promise<ChildOpen> {
     const { name, code, dir, message, suggestion } = error ?? {};
     console.log(JSON.stringify({ uid: process.getuid(), error: { name: error?.constructor.name ?? name, code, dir, message, suggestion } }));`;
   const node = [process.execPath, '--conditions=@bfe/source', '--import', 'tsx'];
-  const command = [
-    ...(process.getuid?.() === 0
-      ? ['unshare', '--user', '--map-user=65534', '--map-group=65534']
-      : []),
-    ...node,
-    '--input-type=module',
-    '-e',
-    script,
-    cache,
-  ];
+  const command = [...ordinaryUserPrefix(), ...node, '--input-type=module', '-e', script, cache];
   return new Promise((resolve, reject) => {
     execFile(
       command[0]!,

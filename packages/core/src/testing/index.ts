@@ -1,2 +1,3 @@
 export { sharedDataDir } from './shared-data.js';
 export { suiteTmpDir, tmpDir } from './tmp-dir.js';
+export { ordinaryUserPrefix } from './ordinary-user.js';
