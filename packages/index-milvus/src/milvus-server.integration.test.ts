@@ -24,6 +24,24 @@ async function failure(promise: Promise<unknown>): Promise<MilvusRequestError> {
   return error as MilvusRequestError;
 }
 
+/**
+ * Runs `use` until the server stops refusing it for want of a privilege (`milvus-auth`), at
+ * most 60 s: the grants' own arrival, not a guess at how long it takes.
+ */
+async function untilGranted(use: () => Promise<void>): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const error = await use().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    if (error === undefined) return;
+    const refused = error instanceof MilvusRequestError && error.code === 'milvus-auth';
+    if (!refused || Date.now() > deadline) throw error;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
 /** A CA and a server certificate for 127.0.0.1 signed by it (openssl, RSA 2048). */
 function certificates(dir: string): { ca: string; cert: string; key: string } {
   const at = (f: string): string => join(dir, f);
@@ -105,6 +123,12 @@ describe.skipIf(python === undefined)('MilvusTokenIndex on the Milvus 2.3.5 serv
       { address: server.address, token: 'bfe_app:bfe-app-pw', collection: 'granted' },
       DIM,
     );
+    // The server puts grants in force asynchronously (its proxies' privilege cache follows
+    // etcd, in grant order): wait until the last ones granted answer, so all are in force.
+    await untilGranted(async () => {
+      await c.flush();
+      await c.count();
+    });
     const vectors = unitVectors(6, DIM, rng(13));
     await c.insert('g', [
       { id: 'a', seq: 1, vectors: vectors.subarray(0, 3 * DIM) },
