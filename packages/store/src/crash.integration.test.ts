@@ -111,7 +111,7 @@ describe('crash safety (SIGKILL)', () => {
       );
       model = await verify(dir, model, outcome, prefix, true);
     }
-    for (const point of ['graph-file', 'graph-meta']) {
+    for (const point of ['graph-file', 'graph-meta', 'graph-apply']) {
       const outcome = await runWorker(
         { dir, prefix: point, seed: 600, mode: 'write', graph: true },
         undefined,

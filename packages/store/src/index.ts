@@ -96,7 +96,14 @@ export type {
 } from './index/store-index.js';
 export type { IndexLink, IndexedStore, StoreChange } from './index/graph/keeper.js';
 export { BankGraph } from './index/graph/bank-graph.js';
-export type { GraphEntry, GraphParams, VersionRows } from './index/graph/bank-graph.js';
+export type {
+  GraphEntry,
+  GraphParams,
+  GraphSnapshot,
+  VersionRows,
+} from './index/graph/bank-graph.js';
+export { graphWorkerHost, localHnswMaker } from './index/graph/graph-hnsw.js';
+export type { GraphHnsw, GraphHnswMaker } from './index/graph/graph-hnsw.js';
 export { GRAPH_MARGIN, GraphTokenIndex } from './index/graph/graph-search.js';
 export type { GraphSearchLimits, GraphSearchOutcome } from './index/graph/graph-search.js';
 export { GRAPHS_DIR, graphMetaSchema } from './index/graph/graph-files.js';

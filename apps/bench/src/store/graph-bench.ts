@@ -10,8 +10,10 @@
  *   (tokens/s), file bytes, save and load times.
  * - `graph-add`: add throughput (batches of 32, the encodings replayed, so the store's own work
  *   is measured) into a bank above the threshold with its graph maintained vs the `exact`
- *   policy; then reopen: with the saved graph (load, no top-up), with the graph files removed
- *   (a rebuild), and exact (no graph).
+ *   policy; how long after the last acknowledgement the graph had applied every add; search
+ *   p50 (`store.search`, top 10, encodings replayed) while the graph applies as many adds again,
+ *   and once it has caught up; then reopen: with the saved graph (load, no top-up), with the
+ *   graph files removed (a rebuild), and exact (no graph).
  */
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { loadavg } from 'node:os';
@@ -102,14 +104,14 @@ function tokenRecall(
 async function buildGraph(
   view: BankView & { seqs: Float64Array },
 ): Promise<{ graph: BankGraph; seconds: number }> {
-  const graph = new BankGraph(view.bank, view.dim, PARAMS);
+  const graph = await BankGraph.create(view.bank, view.dim, PARAMS);
   const n = view.ids.length;
   const t0 = performance.now();
   let next = 0.1;
   for (let from = 0; from < n;) {
     let to = from + 1;
     while (to < n && view.tokenOffsets[to]! - view.tokenOffsets[from]! < 8192) to++;
-    graph.addRows(view, from, to);
+    await graph.addRows(view, from, to);
     from = to;
     if (from / n >= next) {
       note(
@@ -189,13 +191,13 @@ export async function graphSearchRows(
       }
       const file = join(options.work, `graph-${size}.usearch`);
       const t1 = performance.now();
-      graph.hnsw.save(file);
+      await graph.save(file);
       const saveS = ms(t1) / 1000;
       const bytes = (await stat(file)).size;
       const t2 = performance.now();
       const loaded = await loadIncrementalHnsw(file, view.dim, PARAMS, { kind: PARAMS.kind });
       const loadS = ms(t2) / 1000;
-      if (loaded.size !== graph.hnsw.size) throw new Error('the saved graph lost vectors');
+      if (loaded.size !== graph.tokens) throw new Error('the saved graph lost vectors');
       loaded.dispose();
       await rm(file, { force: true });
       graph.dispose();
@@ -247,6 +249,8 @@ export async function graphAddRows(
   const rows: string[][] = [];
   const dirs = { graph: join(options.work, 'graph-add'), exact: join(options.work, 'exact-add') };
   const seconds: Record<string, number> = {};
+  const lagging: Record<string, number[]> = {};
+  const caughtUp: Record<string, number[]> = {};
   const item = (i: number) => ({ id: `m${i}`, bank: 'big', text: texts[i]! });
   for (const policy of ['graph', 'exact'] as const) {
     await mkdir(dirs[policy], { recursive: true });
@@ -267,18 +271,41 @@ export async function graphAddRows(
       note(
         `graph-add: built the graph of ${options.base} memories in ${(ms(t0) / 1000).toFixed(1)} s`,
       );
+    const addFrom = async (from: number): Promise<void> => {
+      for (let i = from; i < from + options.added; i += 32)
+        await store.add(
+          Array.from({ length: Math.min(32, from + options.added - i) }, (_, j) => item(i + j)),
+        );
+    };
     const t1 = performance.now();
-    for (let i = options.base; i < options.base + options.added; i += 32)
-      await store.add(
-        Array.from({ length: Math.min(32, options.base + options.added - i) }, (_, j) =>
-          item(i + j),
-        ),
-      );
+    await addFrom(options.base);
     seconds[policy] = ms(t1) / 1000;
+    const t2 = performance.now();
+    await index.graphsSettled();
+    seconds[`${policy} caught up`] = ms(t2) / 1000;
+    // As many adds again, then searches one after another while the graph applies them.
+    await addFrom(options.base + options.added);
+    let settled = false;
+    const settling = index.graphsSettled().then(() => (settled = true));
+    const searched: number[] = [];
+    for (let q = 0; q < 200 && (searched.length < 5 || (policy === 'graph' && !settled)); q++) {
+      const t = performance.now();
+      await store.search({ bank: 'big', query: texts[q % options.base]!, k: 10 });
+      if (!settled || policy === 'exact') searched.push(ms(t));
+    }
+    await settling;
+    lagging[policy] = searched;
+    const after: number[] = [];
+    for (let q = 0; q < 10; q++) {
+      const t = performance.now();
+      await store.search({ bank: 'big', query: texts[q]!, k: 10 });
+      after.push(ms(t));
+    }
+    caughtUp[policy] = after;
     await store.close();
   }
   note(
-    `graph-add: ${options.added} adds in batches of 32: graph ${seconds.graph!.toFixed(2)} s, exact ${seconds.exact!.toFixed(2)} s`,
+    `graph-add: ${options.added} adds in batches of 32: graph ${seconds.graph!.toFixed(2)} s, exact ${seconds.exact!.toFixed(2)} s; graph caught up ${seconds['graph caught up']!.toFixed(2)} s after`,
   );
   rows.push([
     'add, batch 32 (memories/s)',
@@ -286,6 +313,31 @@ export async function graphAddRows(
     (options.added / seconds.graph!).toFixed(1),
     (options.added / seconds.exact!).toFixed(1),
     (seconds.graph! / seconds.exact!).toFixed(2),
+    load(),
+  ]);
+  rows.push([
+    'graph applied every add, s after the last acknowledgement',
+    String(options.added),
+    seconds['graph caught up']!.toFixed(2),
+    seconds['exact caught up']!.toFixed(2),
+    '',
+    load(),
+  ]);
+  const p50 = (xs: readonly number[]): number => quantile([...xs], 0.5);
+  rows.push([
+    `search p50 ms (store.search, encodings replayed) while the graph applies ${options.added} adds (${lagging.graph!.length} searches)`,
+    String(options.base + 2 * options.added),
+    p50(lagging.graph!).toFixed(1),
+    p50(lagging.exact!).toFixed(1),
+    (p50(lagging.graph!) / p50(lagging.exact!)).toFixed(2),
+    load(),
+  ]);
+  rows.push([
+    'search p50 ms (store.search, encodings replayed), graph caught up',
+    String(options.base + 2 * options.added),
+    p50(caughtUp.graph!).toFixed(1),
+    p50(caughtUp.exact!).toFixed(1),
+    (p50(caughtUp.graph!) / p50(caughtUp.exact!)).toFixed(2),
     load(),
   ]);
   const reopen = async (dir: string, exact: boolean): Promise<number> => {
@@ -306,7 +358,7 @@ export async function graphAddRows(
   const loadedS = await reopen(dirs.graph, false);
   rows.push([
     'reopen + first search, graph loaded',
-    String(options.base + options.added),
+    String(options.base + 2 * options.added),
     loadedS.toFixed(2),
     exactS.toFixed(2),
     (loadedS / exactS).toFixed(2),
@@ -316,7 +368,7 @@ export async function graphAddRows(
   const rebuiltS = await reopen(dirs.graph, false);
   rows.push([
     'reopen + first search, graph rebuilt',
-    String(options.base + options.added),
+    String(options.base + 2 * options.added),
     rebuiltS.toFixed(2),
     exactS.toFixed(2),
     (rebuiltS / exactS).toFixed(2),

@@ -259,10 +259,11 @@ async function main(): Promise<void> {
     if (parts.has('graph') || parts.has('graph-add')) {
       const base = options.graphBase;
       const added = options.graphAdded;
-      // The graph-add part alone needs only its memories encoded.
+      // The graph-add part alone needs only its memories encoded (the adds run twice: timed,
+      // then under searches while the graph applies them).
       const unique = [...new Set(loaded.benchmark.memories.map((m) => m.text))].slice(
         0,
-        parts.has('graph') ? undefined : base + added,
+        parts.has('graph') ? undefined : base + 2 * added,
       );
       note(`graph: encoding ${unique.length} LoCoMo memories …`);
       const all = await embedder.encode(unique, 'passage');

@@ -1,7 +1,12 @@
 import { open } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { devNull, endianness } from 'node:os';
-import usearch from 'usearch';
+import type usearchModule from 'usearch';
 import { seededPermutation } from '@bfe/core';
+
+// Loaded through `require`: under tsx's ESM hooks the ESM build of usearch (its CommonJS
+// helpers) never finishes loading in a worker thread.
+const usearch = createRequire(import.meta.url)('usearch') as typeof usearchModule;
 
 const { Index, MetricKind, ScalarKind } = usearch;
 type UsearchIndex = InstanceType<typeof Index>;

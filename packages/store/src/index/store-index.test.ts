@@ -120,8 +120,8 @@ describe('storeIndexFactory: HNSW graphs for large banks', () => {
     const queries = await Promise.all(texts(3, 20).map((t) => embedder.encode([t], 'query')));
     const maintained = (await index(view, scorer.kernel)) as GraphTokenIndex;
     expect(maintained).toBeInstanceOf(GraphTokenIndex);
-    const fresh = new BankGraph('b', DIM, maintained.graph.params);
-    fresh.addRows({ ...view, seqs: view.seqs! }, 0, view.ids.length);
+    const fresh = await BankGraph.create('b', DIM, maintained.graph.params);
+    await fresh.addRows({ ...view, seqs: view.seqs! }, 0, view.ids.length);
     const freshIndex = new GraphTokenIndex(view, fresh, exactOf(view), {
       maxMissing: 0,
       maxForeign: 0,
@@ -199,6 +199,7 @@ describe('storeIndexFactory: HNSW graphs for large banks', () => {
       expect(res.map((x) => x.id)).toContain(`copy${i}`);
       if (gone.includes(probe)) expect(res[0]!.id).toBe(`copy${i}`);
     }
+    await index.graphsSettled(); // the graph catches up with the writes
     expect(index.graphStats().banks.b!.versions).toBe(current.ids.length);
     await now.release();
     await snap.release();
@@ -214,6 +215,7 @@ describe('storeIndexFactory: HNSW graphs for large banks', () => {
     await churn(store, 31, 'c');
     await store.flush();
     await store.compact();
+    await index.graphsSettled(); // the graph has applied every write (the same graph below)
     const q = await embedder.encode(['w5 w6 w7 w8'], 'query');
     const snap = store.snapshot();
     const before = await searchView(snap.bank('b'), q, { k: 10, index }, scorer);

@@ -3,6 +3,7 @@ import { ConfigError } from '@bfe/core';
 import type { SimilarityKernel, TokenIndex } from '@bfe/index';
 import type { BankGraph, GraphParams } from './graph/bank-graph.js';
 import { GraphTokenIndex, type GraphSearchOutcome } from './graph/graph-search.js';
+import { graphWorkerHost, localHnswMaker, type GraphHnswMaker } from './graph/graph-hnsw.js';
 import { GraphKeeper, type IndexLink, type IndexedStore } from './graph/keeper.js';
 import {
   DEFAULT_MAX_RESIDENT_TOKENS,
@@ -38,6 +39,11 @@ export const storeIndexOptionsSchema = z.strictObject({
       kind: z.enum(['f32', 'f16', 'i8']).default('f16'),
       /** usearch threads for adds and searches. */
       threads: z.number().int().positive().default(1),
+      /**
+       * The graphs' usearch indexes on a worker thread (insertions never hold up the store's
+       * thread); `false`: on the store's thread.
+       */
+      worker: z.boolean().default(true),
     })
     .prefault({}),
   /** A search whose view the graph lacks more tokens of runs exactly (they are scored one by one). */
@@ -116,7 +122,10 @@ export function isStoreIndexFactory(f: TokenIndexFactory): f is StoreIndexFactor
  */
 export function storeIndexFactory(
   options: StoreIndexOptions = {},
-  make: Pick<ResidentIndexOptions, 'kernel'> = {},
+  make: Pick<ResidentIndexOptions, 'kernel'> & {
+    /** Where each attached store's graph indexes live (default: per `hnsw.worker`). */
+    readonly graphs?: () => GraphHnswMaker;
+  } = {},
 ): StoreIndexFactory {
   const parsed = storeIndexOptionsSchema.safeParse(options);
   if (!parsed.success) throw new ConfigError(`storeIndexFactory: ${z.prettifyError(parsed.error)}`);
@@ -127,7 +136,8 @@ export function storeIndexFactory(
     ...(opts.threads === undefined ? {} : { threads: opts.threads }),
     ...(make.kernel === undefined ? {} : { kernel: make.kernel }),
   });
-  const params: GraphParams = { ...opts.hnsw };
+  const { worker, ...hnsw } = opts.hnsw;
+  const params: GraphParams = hnsw;
   const counts = { graph: 0, exact: 0 };
   const count = (outcome: GraphSearchOutcome): void => void counts[outcome]++;
   let keeper: GraphKeeper | undefined;
@@ -162,7 +172,16 @@ export function storeIndexFactory(
       if (keeper !== undefined && !keeper.closed)
         throw new Error('storeIndexFactory: attached to a store that is still open');
       perView = new WeakMap();
-      keeper = new GraphKeeper(store, params, opts.saveFraction, minTokens, opts.compactRemoved);
+      const maker =
+        make.graphs?.() ?? (worker && !opts.exact ? graphWorkerHost() : localHnswMaker());
+      keeper = new GraphKeeper(
+        store,
+        params,
+        opts.saveFraction,
+        minTokens,
+        opts.compactRemoved,
+        maker,
+      );
       if (opts.exact) keeper.disable();
       await keeper.open();
       return keeper;

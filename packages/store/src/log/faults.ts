@@ -11,7 +11,9 @@
 //   `compact-segment`      a compaction wrote its merged segment, the manifest not yet swapped;
 //   `compact-manifest`     a compaction swapped the manifest, old segments not yet removed;
 //   `graph-file`           an HNSW graph's usearch file is written and fsynced, its meta not yet;
-//   `graph-meta`           a graph's meta is swapped, the previous generation's file not yet removed.
+//   `graph-meta`           a graph's meta is swapped, the previous generation's file not yet removed;
+//   `graph-apply`          a graph applied an acknowledged write in the background, later
+//                          acknowledged writes still queued for the graphs.
 
 /** Ends the process with SIGKILL when `BFE_STORE_FAULT_KILL` names `point` (see above). */
 export function failpoint(point: string): void {

@@ -2,9 +2,9 @@ import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { fileSha256, fsyncPath, writeFileAtomic } from '@bfe/core';
-import { loadIncrementalHnsw } from '@bfe/index';
 import { failpoint } from '../../log/faults.js';
 import { BankGraph, type GraphEntry, type GraphParams } from './bank-graph.js';
+import type { GraphHnswMaker } from './graph-hnsw.js';
 
 /** The folder of a store that holds its HNSW graphs (derived data: removable at any time). */
 export const GRAPHS_DIR = 'graphs';
@@ -60,12 +60,12 @@ export async function saveGraph(
   await mkdir(dir, { recursive: true });
   const file = graphName(graph.bank, generation);
   const path = join(dir, file);
-  graph.hnsw.save(path);
+  const held = await graph.save(path);
   await fsyncPath(path);
   await fsyncPath(dir);
   failpoint('graph-file');
   const entries: GraphMeta['entries'] = [];
-  for (const e of graph.entries()) entries.push([e.id, e.seq, e.first, e.count, e.fp]);
+  for (const e of held.entries) entries.push([e.id, e.seq, e.first, e.count, e.fp]);
   const meta: GraphMeta = {
     format: FORMAT,
     bank: graph.bank,
@@ -78,8 +78,8 @@ export async function saveGraph(
     bytes: (await stat(path)).size,
     sha256: await fileSha256(path),
     generation,
-    nextKey: graph.nextKey,
-    size: graph.hnsw.size,
+    nextKey: held.nextKey,
+    size: held.size,
     entries,
   };
   await writeFileAtomic(
@@ -87,7 +87,7 @@ export async function saveGraph(
     JSON.stringify(graphMetaSchema.parse(meta)),
   );
   failpoint('graph-meta');
-  graph.changedTokens = 0;
+  graph.changedTokens -= held.changed;
   if (generation > 1) await rm(join(dir, graphName(graph.bank, generation - 1)), { force: true });
 }
 
@@ -107,6 +107,7 @@ export async function loadGraph(
   model: string,
   dim: number,
   params: GraphParams,
+  maker: GraphHnswMaker,
 ): Promise<LoadedGraph> {
   const dir = join(storeDir, GRAPHS_DIR);
   let meta: GraphMeta;
@@ -156,15 +157,12 @@ export async function loadGraph(
   }
   if (tokens !== meta.size) return miss('meta entries do not sum to the graph size');
   try {
-    const hnsw = await loadIncrementalHnsw(path, dim, params, {
-      kind: params.kind,
-      threads: params.threads,
-    });
-    if (hnsw.size !== meta.size) {
+    const { hnsw, size } = await maker.load(path, dim, params);
+    if (size !== meta.size) {
       hnsw.dispose();
       return miss('graph size differs from its meta');
     }
-    const graph = new BankGraph(bank, dim, params, { hnsw, entries, nextKey: meta.nextKey });
+    const graph = new BankGraph(bank, dim, params, hnsw, { entries, nextKey: meta.nextKey });
     return { graph, generation: meta.generation };
   } catch {
     return miss('graph file unreadable');

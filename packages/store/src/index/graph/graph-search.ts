@@ -27,6 +27,12 @@ interface Reading {
   readonly present: number;
 }
 
+/** A search's proposals per query row and the reading they were made under. */
+interface Proposed {
+  readonly reading: Reading;
+  readonly proposed: Int32Array[];
+}
+
 /** Limits past which a search goes to the exact index instead (correct either way). */
 export interface GraphSearchLimits {
   /** Most view tokens the graph may lack (they are scored one by one in float64). */
@@ -88,13 +94,14 @@ export class GraphTokenIndex implements TokenIndex {
     )
       return this.#exact(queries, rows, k, options);
     const kk = searchK(k, total, options.clampK);
-    // The graph is read and searched in one synchronous step: no write changes it in between.
-    const reading = this.#read();
-    const graphSize = this.graph.hnsw.size;
-    const foreign = graphSize - reading.present;
-    if (reading.missing.length > this.limits.maxMissing || foreign > this.limits.maxForeign)
-      return this.#exact(queries, rows, k, options);
-    const proposed = this.#propose(queries, rows, kk, reading, graphSize);
+    let seen: Proposed | undefined;
+    try {
+      seen = await this.#propose(queries, rows, kk);
+    } catch {
+      seen = undefined; // the graph was dropped or replaced meanwhile
+    }
+    if (seen === undefined) return this.#exact(queries, rows, k, options);
+    const { proposed, reading } = seen;
 
     const { dim } = this;
     const { missing } = reading;
@@ -139,50 +146,44 @@ export class GraphTokenIndex implements TokenIndex {
   }
 
   /**
-   * Per query row, the view's tokens among the graph's proposals: `k + margin` of them where the
-   * graph holds that many. Foreign keys (later versions) are skipped: a first fetch allows for
-   * them in proportion to their share of the graph; a row left short is fetched again past
-   * every foreign key, so none can crowd out the view's own tokens.
+   * Per query row, the view's tokens among the graph's proposals — `k + margin` of them where
+   * the graph holds that many — and the view's reading of the graph as the search saw it (read
+   * when the search ran: writes the graph applies meanwhile are recorded in order, see
+   * `GraphHnsw`). Foreign keys (later versions) are skipped: a first fetch allows for them in
+   * proportion to their share of the graph; when a row comes back short, every row is fetched
+   * again past every foreign key, so none can crowd out the view's own tokens. Undefined: too
+   * many missing or foreign tokens, or still short after three fetches (the search runs
+   * exactly).
    */
-  #propose(
-    queries: Float32Array,
-    rows: number,
-    kk: number,
-    reading: Reading,
-    graphSize: number,
-  ): Int32Array[] {
-    const { keyToToken, present } = reading;
-    const want = Math.min(kk + GRAPH_MARGIN, present);
-    const out: Int32Array[] = Array.from({ length: rows }, () => new Int32Array(0));
-    if (want === 0) return out;
-    const foreign = graphSize - present;
-    const full = Math.min(graphSize, want + foreign);
-    const first =
-      foreign === 0 ? want : Math.min(full, Math.ceil((want * graphSize) / present) + GRAPH_MARGIN);
-    const own = (res: KeyProposals, j: number): Int32Array => {
-      const kept: number[] = [];
-      for (let c = 0; c < res.counts[j]!; c++) {
-        const key = res.keys[j * res.fetch + c]!;
-        const t = key < keyToToken.length ? keyToToken[key]! : -1;
-        if (t >= 0) kept.push(t);
-      }
-      return Int32Array.from(kept);
-    };
-    const res = this.graph.hnsw.search(queries, rows, first);
-    const short: number[] = [];
-    for (let r = 0; r < rows; r++) {
-      const kept = own(res, r);
-      out[r] = kept;
-      if (kept.length < want && first < full) short.push(r);
+  async #propose(queries: Float32Array, rows: number, kk: number): Promise<Proposed | undefined> {
+    const over = (r: Reading, size: number): boolean =>
+      r.missing.length > this.limits.maxMissing || size - r.present > this.limits.maxForeign;
+    let reading = this.#read();
+    let size = this.graph.tokens;
+    if (over(reading, size)) return undefined;
+    const wanted = (r: Reading): number => Math.min(kk + GRAPH_MARGIN, r.present);
+    let want = wanted(reading);
+    if (want === 0)
+      return { reading, proposed: Array.from({ length: rows }, () => new Int32Array(0)) };
+    const foreign = size - reading.present;
+    let fetch =
+      foreign === 0
+        ? want
+        : Math.min(want + foreign, Math.ceil((want * size) / reading.present) + GRAPH_MARGIN);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const seen = await this.graph.search(queries, rows, fetch, (res) => {
+        const r = this.#read();
+        return { reading: r, size: this.graph.tokens, proposed: ownTokens(res, rows, r) };
+      });
+      ({ reading, size } = seen);
+      if (over(reading, size)) return undefined;
+      want = wanted(reading);
+      const full = Math.min(size, want + size - reading.present);
+      if (fetch >= full || seen.proposed.every((p) => p.length >= want))
+        return { reading, proposed: seen.proposed };
+      fetch = full;
     }
-    if (short.length > 0) {
-      const { dim } = this;
-      const batch = new Float32Array(short.length * dim);
-      short.forEach((r, j) => batch.set(queries.subarray(r * dim, (r + 1) * dim), j * dim));
-      const again = this.graph.hnsw.search(batch, short.length, full);
-      short.forEach((r, j) => (out[r] = own(again, j)));
-    }
-    return out;
+    return undefined;
   }
 
   #exact(
@@ -233,6 +234,20 @@ export class GraphTokenIndex implements TokenIndex {
     };
     return this.#reading;
   }
+}
+
+/** Per query row, the view's tokens among the proposed keys (foreign keys skipped). */
+function ownTokens(res: KeyProposals, rows: number, reading: Reading): Int32Array[] {
+  const { keyToToken } = reading;
+  return Array.from({ length: rows }, (_, r) => {
+    const kept: number[] = [];
+    for (let c = 0; c < res.counts[r]!; c++) {
+      const key = res.keys[r * res.fetch + c]!;
+      const t = key < keyToToken.length ? keyToToken[key]! : -1;
+      if (t >= 0) kept.push(t);
+    }
+    return Int32Array.from(kept);
+  });
 }
 
 function isEveryRow(memories: Int32Array, n: number): boolean {

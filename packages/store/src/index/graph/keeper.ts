@@ -1,7 +1,9 @@
+import { failpoint } from '../../log/faults.js';
 import type { RowRef } from '../../log/live-rows.js';
 import type { SegmentRows } from '../../log/segment.js';
 import { BankGraph, pooledFingerprint, type GraphParams, type VersionRows } from './bank-graph.js';
 import { graphBanks, loadGraph, removeGraphGarbage, saveGraph } from './graph-files.js';
+import type { GraphHnswMaker } from './graph-hnsw.js';
 
 /** What the graphs need of their store. */
 export interface IndexedStore {
@@ -37,16 +39,17 @@ interface Slot {
   compacting: Promise<void> | undefined;
 }
 
-/** Tokens added between two yields to the event loop while building or topping up. */
-const CHUNK_TOKENS = 4096;
-const yieldNow = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+/** Rows a build or top-up hands a graph at once (it checks whether to go on between them). */
+const SYNC_ROWS = 64;
 
 /**
  * Keeps one {@link BankGraph} per large bank in step with the store: builds or loads it in the
  * background (loading tops up the versions the file lacks and removes those it holds in
- * excess), applies every write to it (queued, in write order, after the write is acknowledged), saves it under `graphs/` (at flushes, once enough
- * changed, and at close). Any failure drops that bank's graph (its searches run exactly): a
- * graph is derived data and never fails a write.
+ * excess), applies every write to it (queued, in write order, after the write is acknowledged:
+ * no write waits for a graph), saves it under `graphs/` (after flushes, once enough changed,
+ * and at close). The usearch indexes live where `maker` puts them (a worker thread for a
+ * store). Any failure drops that bank's graph (its searches run exactly): a graph is derived
+ * data and never fails a write.
  */
 export class GraphKeeper implements IndexLink {
   readonly #slots = new Map<string, Slot>();
@@ -59,6 +62,8 @@ export class GraphKeeper implements IndexLink {
   #disabled = false;
   /** Writes not yet applied to the graphs, in order. */
   #queue: Promise<void> = Promise.resolve();
+  /** Writes queued and not yet applied. */
+  #backlog = 0;
 
   constructor(
     readonly store: IndexedStore,
@@ -67,6 +72,8 @@ export class GraphKeeper implements IndexLink {
     readonly minTokens: number,
     /** A graph that removed more tokens than this share of its live ones is rebuilt. */
     readonly compactRemoved: number,
+    /** Where the graphs' usearch indexes live. */
+    readonly maker: GraphHnswMaker,
   ) {}
 
   /** Whether {@link close} ran (the store closed). */
@@ -134,8 +141,21 @@ export class GraphKeeper implements IndexLink {
    * write order.
    */
   applied(change: StoreChange): Promise<void> {
-    this.#queue = this.#queue.then(() => this.#apply(change));
+    this.#backlog++;
+    void this.#enqueue(() => this.#apply(change).finally(() => this.#backlog--));
     return Promise.resolve();
+  }
+
+  /** Writes acknowledged that the graphs have not applied yet. */
+  get backlog(): number {
+    return this.#backlog;
+  }
+
+  /** Runs `step` after the steps queued before it; the queue goes on whatever it does. */
+  #enqueue(step: () => Promise<void>): Promise<void> {
+    const run = this.#queue.then(step);
+    this.#queue = run.catch(() => undefined);
+    return run;
   }
 
   async #apply(change: StoreChange): Promise<void> {
@@ -144,27 +164,21 @@ export class GraphKeeper implements IndexLink {
     const graph = slot?.graph;
     if (slot === undefined || graph === undefined) return; // not loaded yet: its sync catches up
     try {
-      if (change.kind === 'delete') {
-        for (const id of change.ids) graph.removeId(id);
-        return;
-      }
-      const src = versionRows(change.rows);
-      const n = src.ids.length;
-      for (let from = 0; from < n;) {
-        let to = from + 1;
-        while (to < n && src.tokenOffsets[to]! - src.tokenOffsets[from]! < CHUNK_TOKENS) to++;
-        if (slot.graph !== graph) return;
-        graph.addRows(src, from, to);
-        from = to;
-        if (from < n) await yieldNow();
-      }
+      if (change.kind === 'delete') await Promise.all(change.ids.map((id) => graph.removeId(id)));
+      else await graph.addRows(versionRows(change.rows), 0, change.rows.ids.length);
+      if (this.#backlog > 1) failpoint('graph-apply');
     } catch (error) {
-      this.#fail(bank, slot, error);
+      if (slot.graph === graph) this.#fail(bank, slot, error);
     }
   }
 
-  async flushed(): Promise<void> {
-    await this.#queue;
+  /** After a flush: queued behind the writes applied so far (the flush does not wait for it). */
+  flushed(): Promise<void> {
+    void this.#enqueue(() => this.#afterFlush());
+    return Promise.resolve();
+  }
+
+  async #afterFlush(): Promise<void> {
     for (const [bank, slot] of this.#slots) {
       const g = slot.graph;
       if (g === undefined || !slot.ready) continue;
@@ -183,29 +197,38 @@ export class GraphKeeper implements IndexLink {
    * Rebuilds a graph that holds many removed tokens (usearch keeps a removed node in the graph,
    * marked, so searches walk past it) from the bank's live rows, in the background: the old
    * graph serves searches and takes writes meanwhile; the new one is brought to the live rows
-   * in one synchronous step (no write can come between) and swapped in. The old graph is
-   * disposed; a search that still holds it runs exactly.
+   * in one step of the write queue (no write is applied to either graph meanwhile) and swapped
+   * in. The old graph is disposed; a search that still holds it runs exactly.
    */
   #compact(bank: string, slot: Slot): void {
     const old = slot.graph!;
-    const fresh = new BankGraph(bank, this.store.dim, this.params);
     const current = (): boolean => !this.#closing && slot.graph === old;
+    let fresh: BankGraph | undefined;
     slot.compacting = (async () => {
-      await this.#sync(bank, fresh, current, false);
-      if (!current()) return fresh.dispose();
-      const live = this.store.liveRows(bank);
-      for (const e of [...fresh.entries()])
-        if (live?.get(e.id)?.seq !== e.seq) fresh.removeId(e.id);
-      for (const ref of live?.values() ?? [])
-        if (fresh.entryOfSeq(ref.seq) === undefined)
-          fresh.addRows(versionRows(ref.source), ref.row, ref.row + 1);
-      fresh.changedTokens = fresh.tokens; // saved at the next flush or close
-      slot.graph = fresh;
-      old.dispose();
-      this.#compactions++;
+      fresh = await BankGraph.create(bank, this.store.dim, this.params, this.maker);
+      const g = fresh;
+      await this.#sync(bank, g, current, false);
+      // The last step runs between two applied writes: the writes queued after it go to `g`.
+      await this.#enqueue(async () => {
+        if (!current()) return;
+        const live = this.store.liveRows(bank);
+        const changes: Promise<unknown>[] = [];
+        for (const e of [...g.entries()])
+          if (live?.get(e.id)?.seq !== e.seq) changes.push(g.removeId(e.id));
+        for (const ref of live?.values() ?? [])
+          if (g.entryOfSeq(ref.seq) === undefined)
+            changes.push(g.addRows(versionRows(ref.source), ref.row, ref.row + 1));
+        await Promise.all(changes);
+        if (!current()) return;
+        g.changedTokens = g.tokens; // saved at the next flush or close
+        slot.graph = g;
+        old.dispose();
+        this.#compactions++;
+      });
+      if (slot.graph !== g) g.dispose();
     })()
       .catch((error: unknown) => {
-        fresh.dispose();
+        fresh?.dispose();
         this.#failures.push(`${bank}: compaction failed: ${String(error)}`);
       })
       .finally(() => (slot.compacting = undefined));
@@ -222,6 +245,7 @@ export class GraphKeeper implements IndexLink {
       slot.graph?.dispose();
       slot.graph = undefined;
     }
+    await this.maker.close();
   }
 
   async #save(bank: string, slot: Slot): Promise<void> {
@@ -247,14 +271,14 @@ export class GraphKeeper implements IndexLink {
     this.#slots.set(bank, slot);
     slot.building = (async () => {
       const { dir, model, dim } = this.store;
-      const loaded = await loadGraph(dir, bank, model, dim, this.params);
+      const loaded = await loadGraph(dir, bank, model, dim, this.params, this.maker);
       slot.generation = loaded.generation;
       if (this.#closing) return loaded.graph?.dispose();
-      slot.graph = loaded.graph ?? new BankGraph(bank, dim, this.params);
+      slot.graph = loaded.graph ?? (await BankGraph.create(bank, dim, this.params, this.maker));
       this.#opened[bank] = loaded.graph !== undefined ? 'loaded' : `built (${loaded.reason})`;
       if (loaded.graph !== undefined && this.#mostlyStale(bank, loaded.graph)) {
         loaded.graph.dispose();
-        slot.graph = new BankGraph(bank, dim, this.params);
+        slot.graph = await BankGraph.create(bank, dim, this.params, this.maker);
         this.#opened[bank] = 'built (mostly stale)';
       }
       const graph = slot.graph;
@@ -279,10 +303,10 @@ export class GraphKeeper implements IndexLink {
 
   /**
    * Brings `graph` to the bank's live versions: removes the versions it holds that are not live
-   * (or whose fingerprint differs: another store's file), then adds the live ones it lacks, a
-   * chunk at a time, each row checked again right before its add (writes go on meanwhile and
-   * are applied to the graph directly), while `wanted()`. Tokens added count as topped up
-   * when `topUp`.
+   * (or whose fingerprint differs: another store's file), then adds the live ones it lacks,
+   * {@link SYNC_ROWS} rows at a time, each row checked again when its turn comes (writes go on
+   * meanwhile and are applied to the graph in between), while `wanted()`. Tokens added count as
+   * topped up when `topUp`.
    */
   async #sync(
     bank: string,
@@ -293,40 +317,31 @@ export class GraphKeeper implements IndexLink {
     const { dim } = this.store;
     const live = this.store.liveRows(bank);
     if (live === undefined) return;
+    const stale: Promise<void>[] = [];
     for (const e of [...graph.entries()]) {
       const ref = live.get(e.id);
       if (ref === undefined || ref.seq !== e.seq || fingerprint(ref, dim) !== e.fp)
-        graph.removeId(e.id);
+        stale.push(graph.removeId(e.id));
     }
+    await Promise.all(stale);
     const todo = [...live.values()].filter((ref) => graph.entryOfSeq(ref.seq) === undefined);
-    let budget = 0;
     for (let i = 0; i < todo.length;) {
-      if (!wanted()) return;
-      const current = this.store.liveRows(bank);
-      const lacks = (ref: RowRef): boolean =>
-        current?.get(ref.source.ids[ref.row]!)?.seq === ref.seq &&
-        graph.entryOfSeq(ref.seq) === undefined;
+      if (!wanted() || graph.disposed) return;
       const a = todo[i]!;
       let j = i + 1;
-      if (lacks(a)) {
-        while (
-          j < todo.length &&
-          todo[j]!.source === a.source &&
-          todo[j]!.row === a.row + (j - i) &&
-          lacks(todo[j]!)
-        )
-          j++;
-        const src = versionRows(a.source);
-        graph.addRows(src, a.row, a.row + (j - i));
-        const added = src.tokenOffsets[a.row + (j - i)]! - src.tokenOffsets[a.row]!;
-        if (topUp) this.#toppedUp += added;
-        budget += added;
-      }
+      while (
+        j < todo.length &&
+        j - i < SYNC_ROWS &&
+        todo[j]!.source === a.source &&
+        todo[j]!.row === a.row + (j - i)
+      )
+        j++;
+      const src = versionRows(a.source);
+      const isLive = (row: number): boolean =>
+        this.store.liveRows(bank)?.get(src.ids[row]!)?.seq === src.seqs[row];
+      const added = await graph.addRows(src, a.row, a.row + (j - i), isLive);
+      if (topUp) this.#toppedUp += added;
       i = j;
-      if (budget >= CHUNK_TOKENS) {
-        budget = 0;
-        await yieldNow();
-      }
     }
   }
 
