@@ -1,5 +1,6 @@
-import type { HnswParams, HnswScalarKind, KeyProposals } from '@bfe/index';
+import type { KeyProposals } from '@bfe/index';
 import { localHnswMaker, type GraphHnsw, type GraphHnswMaker } from './graph-hnsw.js';
+import type { GraphParams } from './graph-params.js';
 
 /** Row versions as a graph reads them: a {@link BankView} with seqs, or a store batch. */
 export interface VersionRows {
@@ -25,12 +26,7 @@ export interface GraphEntry {
   readonly fp: number;
 }
 
-/** The settings a graph is built with (its file is refused under others). */
-export interface GraphParams extends HnswParams {
-  readonly kind: HnswScalarKind;
-  /** usearch threads for adds and searches. */
-  readonly threads: number;
-}
+export type { GraphParams } from './graph-params.js';
 
 /** FNV-1a over the 32-bit words of row `row`'s pooled vector. */
 export function pooledFingerprint(pooled: Float32Array, row: number, dim: number): number {

@@ -6,7 +6,7 @@ import {
   type IncrementalHnsw,
   type KeyProposals,
 } from '@bfe/index';
-import type { GraphParams } from './bank-graph.js';
+import type { GraphParams } from './graph-params.js';
 import type { GraphAnswer, GraphRequest } from './graph-worker.js';
 
 /**

@@ -8,7 +8,7 @@ import {
   loadIncrementalHnsw,
   type IncrementalHnsw,
 } from '@bfe/index/incremental';
-import type { GraphParams } from './bank-graph.js';
+import type { GraphParams } from './graph-params.js';
 
 /** A request from the host. */
 export type GraphRequest =
