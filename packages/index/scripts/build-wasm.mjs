@@ -10,4 +10,6 @@ await buildWasm({
   entry: 'assembly/ivf-scan.ts',
   target: 'src/ivf/wasm-bytes.ts',
   name: 'fast scan',
+  // Its memory is shared: a search's scan threads read the same codes (src/ivf/scan-pool.ts).
+  extraFlags: ['--enable', 'threads', '--sharedMemory'],
 });

@@ -95,3 +95,4 @@ export { IVF_SAMPLE_SEED, codeBytes, trainIvf } from './ivf/train.js';
 export type { IvfData, IvfTrainOptions, ResidualBits } from './ivf/train.js';
 export { ivfBytes, ivfFromBytes } from './ivf/bytes.js';
 export { WasmScanner, quantizeTables } from './ivf/wasm-scan.js';
+export { defaultScanThreads } from './ivf/scan-pool.js';

@@ -3,9 +3,9 @@ import { CodecExactTokenIndex, codecTokenStore, type CodecSide } from './codec-i
 import { searchK } from './errors.js';
 import { proposalsFor } from './hnsw-options.js';
 import { ivfBytes, ivfFromBytes, openIvfFile } from './ivf/bytes.js';
-import { ApproxTop, probeOrder } from './ivf/scan.js';
-import { scanCluster } from './ivf/scan-cluster.js';
-import { WasmScanner, quantizeTables } from './ivf/wasm-scan.js';
+import { ScanPool, checkScanThreads, defaultScanThreads } from './ivf/scan-pool.js';
+import { scanJob, scanRows, type ScanIndex } from './ivf/scan-rows.js';
+import { WasmScanner } from './ivf/wasm-scan.js';
 import { trainIvf, type IvfData, type ResidualBits } from './ivf/train.js';
 import type { SimilarityKernel } from './kernel.js';
 import { rescoreProposals } from './rescore-proposals.js';
@@ -35,6 +35,23 @@ export interface IvfSearchOptions {
   readonly overFetch?: number;
   /** Default 16. */
   readonly margin?: number;
+  /**
+   * Threads one search's scan runs on: the calling thread and `threads − 1` worker threads that
+   * share the codes, the query rows split between them as each claims the next (at most one
+   * thread a row). The results are the same whatever the count. Default
+   * {@link defaultScanThreads}: 2 on a machine of 2 cores or more, else 1.
+   */
+  readonly threads?: number;
+}
+
+/** What the indexes of one scanner share ({@link IvfTokenIndex.withSearch}). */
+interface IvfShared {
+  readonly scanner: WasmScanner;
+  /** What the scan threads read besides the codes. */
+  readonly scan: ScanIndex;
+  readonly pool: ScanPool;
+  /** `[tokens]` the memory row of each bank token. */
+  readonly tokenMemory: Int32Array;
 }
 
 /** What the last {@link IvfTokenIndex.search} scanned (a benchmark's roofline reads it). */
@@ -42,6 +59,8 @@ export interface IvfScanStats {
   /** Candidate tokens whose approximate similarity was computed, over all query rows. */
   readonly tokensScored: number;
   readonly clustersProbed: number;
+  /** Query rows the worker threads scanned (0 on one thread; the rest, the calling thread's). */
+  readonly workerRows: number;
   /** Seconds in centroid scoring, in the scan, and in the float64 rescoring. */
   readonly centroidSeconds: number;
   readonly scanSeconds: number;
@@ -81,23 +100,26 @@ export class IvfTokenIndex implements TokenIndex {
   readonly #side: CodecSide;
   readonly #store: TokenStore;
   readonly #kernel: SimilarityKernel;
-  readonly #tokenMemory: Int32Array;
   readonly #exhaustive: CodecExactTokenIndex;
+  readonly #shared: IvfShared;
+  readonly #threads: number;
 
-  readonly #scanner: WasmScanner;
-
-  /** With `scanner`: the index `data` came from ({@link withSearch}), sharing its codes. */
+  /**
+   * With `scanner` (the index `data` came from, {@link withSearch}, or {@link open}'s, its codes
+   * read into it): its codes, and with `shared` its scan threads too.
+   */
   constructor(
     side: CodecSide,
     data: IvfData,
     kernel: SimilarityKernel,
     options: IvfSearchOptions,
     scanner?: WasmScanner,
+    shared?: IvfShared,
   ) {
     this.#side = side;
     // The codes move into the scanner's memory; the other arrays are copied out of the bytes
     // they may view, so those are not kept alive beside them.
-    this.#scanner = scanner ?? new WasmScanner(data);
+    const own = scanner ?? new WasmScanner(data);
     this.data =
       scanner !== undefined
         ? data
@@ -107,7 +129,7 @@ export class IvfTokenIndex implements TokenIndex {
             weights: data.weights.slice(),
             clusterOffsets: data.clusterOffsets.slice(),
             tokens: data.tokens.slice(),
-            codes: this.#scanner.codes,
+            codes: own.codes,
           };
     this.codec = side.model.name;
     this.dim = side.model.dim;
@@ -122,14 +144,29 @@ export class IvfTokenIndex implements TokenIndex {
       throw new Error(`nprobe must be an integer ≥ 1, got ${options.nprobe}`);
     }
     proposalsFor(1, options.overFetch, options.margin); // checks them
+    this.#threads = checkScanThreads(options.threads ?? defaultScanThreads());
     this.probe = options;
     this.#kernel = kernel;
-    const memories = side.tokenOffsets.length - 1;
-    this.#tokenMemory = new Int32Array(this.size);
-    for (let m = 0; m < memories; m++) {
-      this.#tokenMemory.fill(m, side.tokenOffsets[m]!, side.tokenOffsets[m + 1]!);
-    }
+    this.#shared = shared ?? IvfTokenIndex.#share(side, this.data, own);
     this.#exhaustive = new CodecExactTokenIndex(side, kernel);
+  }
+
+  /** The token memories, the scan threads' view of the index, and their (unstarted) pool. */
+  static #share(side: CodecSide, data: IvfData, scanner: WasmScanner): IvfShared {
+    const offsets = side.tokenOffsets;
+    const tokens = data.tokens.length;
+    const tokenMemory = new Int32Array(tokens);
+    for (let m = 0; m < offsets.length - 1; m++) tokenMemory.fill(m, offsets[m]!, offsets[m + 1]!);
+    const placeMemory = new Int32Array(new SharedArrayBuffer(4 * tokens));
+    for (let p = 0; p < tokens; p++) placeMemory[p] = tokenMemory[data.tokens[p]!]!;
+    const scan: ScanIndex = {
+      dim: data.dim,
+      residualBits: data.residualBits,
+      weights: data.weights.slice(),
+      clusterOffsets: data.clusterOffsets.slice(),
+      placeMemory,
+    };
+    return { scanner, scan, pool: new ScanPool(scanner, scan), tokenMemory };
   }
 
   /** Trains and lays out the index over the codec's decoded codes ({@link trainIvf}). */
@@ -174,9 +211,26 @@ export class IvfTokenIndex implements TokenIndex {
     );
   }
 
-  /** The same index (codes shared, not copied) with other search settings or kernel. */
+  /**
+   * The same index (codes and scan threads shared, not copied) with other search settings or
+   * kernel.
+   */
   withSearch(options: IvfSearchOptions, kernel: SimilarityKernel = this.#kernel): IvfTokenIndex {
-    return new IvfTokenIndex(this.#side, this.data, kernel, options, this.#scanner);
+    const shared = this.#shared;
+    return new IvfTokenIndex(this.#side, this.data, kernel, options, shared.scanner, shared);
+  }
+
+  /**
+   * Ends the scan's worker threads (shared with {@link withSearch}'s indexes; a later search
+   * starts them again). Idle workers never hold the process open, but tests and servers close.
+   */
+  async close(): Promise<void> {
+    await this.#shared.pool.close();
+  }
+
+  /** Scan worker threads running now (started by a search that runs on more than one thread). */
+  get scanWorkers(): number {
+    return this.#shared.pool.workers;
   }
 
   /** The index's bytes (centroids, buckets, layout, codes; not the rescoring codes). */
@@ -218,7 +272,7 @@ export class IvfTokenIndex implements TokenIndex {
       tokenOffsets: offsets,
       memories,
       candidateTokens,
-      tokenMemory: this.#tokenMemory,
+      tokenMemory: this.#shared.tokenMemory,
       rank: this.#side.ids === undefined ? undefined : tieOrder(this.#side.ids).rank,
     });
     this.#stats = { ...this.#stats!, rescoreSeconds: (performance.now() - t1) / 1000 };
@@ -252,47 +306,22 @@ export class IvfTokenIndex implements TokenIndex {
       allowed = new Uint8Array(this.#side.tokenOffsets.length - 1);
       for (const m of memories) allowed[m] = 1;
     }
-    const scanner = this.#scanner;
-    const top = new ApproxTop(fetch);
+    const nprobe = this.probe.nprobe;
+    const workers = Math.min(this.#threads, rows) - 1;
+    const job = scanJob({ rows, fetch, nprobe, scores: cs, q, allowed }, workers);
+    const { scanner, scan, pool } = this.#shared;
+    const count = workers > 0 ? await pool.run(job, workers) : scanRows(scan, scanner, job);
     const out = new Int32Array(rows * fetch);
-    const nprobe = Math.min(this.probe.nprobe, c);
-    const bounds = data.clusterOffsets;
-    let scored = 0;
-    let probed = 0;
     for (let r = 0; r < rows; r++) {
-      const row = quantizeTables(data, q, r * dim, scanner.tables);
-      top.reset();
-      let order = probeOrder(cs, r * c, c, nprobe);
-      let seen = 0;
-      for (let i = 0; i < c; i++) {
-        if (i >= nprobe && seen >= fetch) break;
-        // Too few candidates in the first nprobe clusters (a small candidate set): on in order.
-        if (i === order.length) order = probeOrder(cs, r * c, c, c);
-        const cl = order[i]!;
-        const from = bounds[cl]!;
-        const to = bounds[cl + 1]!;
-        const base = cs[r * c + cl]!;
-        seen += scanCluster(
-          scanner,
-          row,
-          base,
-          from,
-          to,
-          top,
-          allowed,
-          this.#tokenMemory,
-          data.tokens,
-        );
-        probed++;
-      }
-      scored += seen;
-      for (let i = 0; i < top.count; i++) out[r * fetch + i] = data.tokens[top.places[i]!]!;
+      const places = job.places.subarray(r * fetch, r * fetch + job.counts[r]!);
+      for (let i = 0; i < places.length; i++) out[r * fetch + i] = data.tokens[places[i]!]!;
     }
     const cpu = process.cpuUsage(cpu0);
     this.#stats = {
       scanCpuSeconds: (cpu.user + cpu.system) / 1e6,
-      tokensScored: scored,
-      clustersProbed: probed,
+      tokensScored: count.scored,
+      clustersProbed: count.probed,
+      workerRows: workers > 0 ? count.rows : 0,
       centroidSeconds: (t1 - t0) / 1000,
       scanSeconds: (performance.now() - t1) / 1000,
       rescoreSeconds: 0,

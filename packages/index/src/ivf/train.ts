@@ -3,9 +3,17 @@
 import { seededPermutation } from '@bfe/core';
 import type { SimilarityKernel } from '../kernel.js';
 import type { TokenStore } from '../token-store.js';
+import {
+  IVF_BLOCK,
+  blockedCodeAt,
+  blockedCodeBytes,
+  codeBytes,
+  type ResidualBits,
+} from './layout.js';
 
-/** Residual bits per dimension: 2 (4 buckets, 4 dims a byte) or 4 (16 buckets, 2 dims a byte). */
-export type ResidualBits = 2 | 4;
+export { IVF_BLOCK, blockedCodeAt, blockedCodeBytes, codeBytes } from './layout.js';
+
+export type { ResidualBits } from './layout.js';
 
 /** The seed of the k-means sample (a seeded permutation of the bank's rows). */
 export const IVF_SAMPLE_SEED = 42;
@@ -30,19 +38,6 @@ export interface IvfData {
   readonly codes: Uint8Array;
 }
 
-/** Layout places per code block. */
-export const IVF_BLOCK = 16;
-
-/** Bytes of `tokens` tokens' codes in the blocked layout (whole blocks). */
-export function blockedCodeBytes(tokens: number, dim: number, bits: ResidualBits): number {
-  return Math.ceil(tokens / IVF_BLOCK) * IVF_BLOCK * codeBytes(dim, bits);
-}
-
-/** Where byte 0 of place `p`'s code is in the blocked layout (its byte `j` is `16 · j` on). */
-export function blockedCodeAt(place: number, bytes: number): number {
-  return (place >> 4) * bytes * IVF_BLOCK + (place & (IVF_BLOCK - 1));
-}
-
 /** How {@link trainIvf} trains. */
 export interface IvfTrainOptions {
   readonly centroids: number;
@@ -55,11 +50,6 @@ export interface IvfTrainOptions {
   readonly seed?: number;
   /** Tokens per kernel call when assigning (default 4096). */
   readonly chunk?: number;
-}
-
-/** Bytes of one token's packed codes. */
-export function codeBytes(dim: number, bits: ResidualBits): number {
-  return (dim * bits) / 8;
 }
 
 /** Per row of `x [n × dim]`: the centroid of largest inner product (the kernel's top-1). */

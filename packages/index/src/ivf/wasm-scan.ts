@@ -1,20 +1,22 @@
 /**
  * The clustered index's fast scan in WebAssembly SIMD (`assembly/ivf-scan.ts`): the codes held
- * in the module's own linear memory (copied in once), per query row a table of 16 uint8
- * entries per code nibble (one dimension at 4 bits, two at 2 bits; {@link quantizeTables}),
- * then 16 tokens scored per `i8x16.swizzle` and only those reaching a threshold handed back.
+ * in a shared linear memory (copied in once; every scan thread instantiates the module on it
+ * and works in a lane of its own), per query row a table of 16 uint8 entries per code nibble
+ * (one dimension at 4 bits, two at 2 bits; {@link quantizeTables}), then 16 tokens scored per
+ * `i8x16.swizzle` and only those reaching a threshold handed back.
  */
 import type { IvfData } from './train.js';
-import { blockedCodeBytes, codeBytes, IVF_BLOCK } from './train.js';
+import { blockedCodeBytes, codeBytes, IVF_BLOCK } from './layout.js';
 import { KERNEL_WASM_BASE64 } from './wasm-bytes.js';
 
 interface WasmMemory {
   readonly buffer: ArrayBuffer;
+  grow(pages: number): number;
 }
 interface WasmApi {
   Module: new (bytes: Uint8Array) => object;
   Instance: new (module: object, imports: object) => { readonly exports: unknown };
-  Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory;
+  Memory: new (descriptor: { initial: number; maximum: number; shared: boolean }) => WasmMemory;
 }
 const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
 
@@ -35,12 +37,102 @@ interface ScanExports {
 const PAGE = 65536;
 /** Blocks per module call: bounds the output arrays. */
 const CHUNK_BLOCKS = 4096;
-const SCRATCH = 1024;
-const TABLES = 4096;
+/** Where the first thread's lane starts (below: nothing of the module's). */
+const LANE0 = 1024;
 /** The sums of a token fit a uint16. */
 export const MAX_SUM = 65535;
+/** Scan threads one index's memory can hold lanes for (the memory's maximum counts them). */
+export const MAX_SCAN_LANES = 64;
 
-let module: object | undefined;
+let compiled: object | undefined;
+const scanModule = (): object =>
+  (compiled ??= new wasm.Module(Buffer.from(KERNEL_WASM_BASE64, 'base64')));
+
+const align64 = (n: number): number => Math.ceil(n / 64) * 64;
+
+/** One thread's working bytes: scratch, its row's tables, the scan's places and sums. */
+function laneBytes(bytes: number): number {
+  return 64 + align64(2 * bytes * 16) + 2 * CHUNK_BLOCKS * IVF_BLOCK * 4;
+}
+
+/**
+ * What another thread needs to scan an index's codes: the shared memory that holds them (and
+ * every thread's lane), the compiled module, and where the codes are.
+ */
+export interface ScanShare {
+  readonly memory: WasmMemory;
+  readonly module: object;
+  readonly codesAt: number;
+  /** Code bytes per token. */
+  readonly bytes: number;
+}
+
+/**
+ * One thread's scanner over a {@link ScanShare}: its own module instance on the shared memory
+ * and its own lane (tables, places, sums) at byte `at`.
+ */
+export class ScanLane {
+  readonly #exports: ScanExports;
+  readonly #bytes: number;
+  readonly #codesAt: number;
+  readonly #scratchAt: number;
+  readonly #tablesAt: number;
+  readonly #placesAt: number;
+  readonly #sumsAt: number;
+  /** The current row's tables, a view into the memory (fill with {@link quantizeTables}). */
+  readonly tables: Uint8Array;
+  /** The last {@link scan}'s places and sums. */
+  readonly places: Int32Array;
+  readonly sums: Int32Array;
+
+  constructor(share: ScanShare, at: number) {
+    const { memory, bytes } = share;
+    const instance = new wasm.Instance(share.module, { env: { memory, abort: () => undefined } });
+    this.#exports = instance.exports as ScanExports;
+    this.#bytes = bytes;
+    this.#codesAt = share.codesAt;
+    const out = CHUNK_BLOCKS * IVF_BLOCK * 4;
+    this.#scratchAt = at;
+    this.#tablesAt = at + 64;
+    this.#placesAt = this.#tablesAt + align64(2 * bytes * 16);
+    this.#sumsAt = this.#placesAt + out;
+    const buffer = memory.buffer;
+    this.tables = new Uint8Array(buffer, this.#tablesAt, 2 * bytes * 16);
+    this.places = new Int32Array(buffer, this.#placesAt, out / 4);
+    this.sums = new Int32Array(buffer, this.#sumsAt, out / 4);
+  }
+
+  /**
+   * Scores every place of blocks `blockFrom .. blockTo-1` (at most {@link CHUNK_BLOCKS}) with
+   * the current tables; returns how many reached `threshold` (their places and sums are the
+   * first entries of {@link places} and {@link sums}, in place order).
+   */
+  scan(blockFrom: number, blockTo: number, threshold: number): number {
+    if (blockTo - blockFrom > CHUNK_BLOCKS) throw new RangeError('WasmScanner: too many blocks');
+    return this.#exports.scanBlocks(
+      this.#codesAt,
+      this.#tablesAt,
+      this.#bytes,
+      blockFrom,
+      blockTo,
+      threshold,
+      this.#placesAt,
+      this.#sumsAt,
+      this.#scratchAt,
+    );
+  }
+}
+
+/** The shared memory for `length` bytes of codes after the first lane. */
+function allocate(bytes: number, length: number): ScanShare {
+  const codesAt = align64(LANE0 + laneBytes(bytes));
+  const pages = Math.ceil((codesAt + length) / PAGE);
+  const lanePages = Math.ceil(laneBytes(bytes) / PAGE);
+  if (pages > 65536) throw new RangeError(`IVF codes of ${length} bytes exceed wasm32's 4 GiB`);
+  const maximum = Math.min(65536, pages + (MAX_SCAN_LANES - 1) * lanePages);
+  const memory = new wasm.Memory({ initial: pages, maximum, shared: true });
+  return { memory, module: scanModule(), codesAt, bytes };
+}
 
 /** A row's quantised tables: approximate similarity = `base + bias + sum / scale`. */
 export interface RowTables {
@@ -55,7 +147,7 @@ export interface RowTables {
  * `scale`, rounded: every entry ≤ 127 and a token's total ≤ 65535.
  */
 export function quantizeTables(
-  data: IvfData,
+  data: Pick<IvfData, 'dim' | 'residualBits' | 'weights'>,
   q: Float32Array,
   at: number,
   out: Uint8Array,
@@ -94,23 +186,18 @@ export function quantizeTables(
   return { bias, scale };
 }
 
-/** One index's scanner: its codes in a WebAssembly memory of their own. */
-export class WasmScanner {
-  readonly #exports: ScanExports;
-  readonly #bytes: number;
-  readonly #codesAt: number;
-  readonly #placesAt: number;
-  readonly #sumsAt: number;
-  /** The codes (blocked layout), a view into the module's memory. */
+/**
+ * One index's scanner: its codes in a shared WebAssembly memory of their own, with the calling
+ * thread's lane; {@link addLane} makes room for another thread's ({@link ScanLane}).
+ */
+export class WasmScanner extends ScanLane {
+  /** The codes (blocked layout), a view into the shared memory. */
   readonly codes: Uint8Array;
-  /** The current row's tables, a view into the module's memory (fill with {@link quantizeTables}). */
-  readonly tables: Uint8Array;
-  /** The last {@link scan}'s places and sums. */
-  readonly places: Int32Array;
-  readonly sums: Int32Array;
+  /** The memory, module and code offset another thread's {@link ScanLane} needs. */
+  readonly share: ScanShare;
 
   /**
-   * The codes copied from `data.codes`, or written by `fill` straight into the module's memory
+   * The codes copied from `data.codes`, or written by `fill` straight into the shared memory
    * (read by position from a file: no other copy of them is made).
    */
   constructor(
@@ -118,7 +205,6 @@ export class WasmScanner {
     fill?: (codes: Uint8Array) => void,
   ) {
     const tokens = data.tokens.length;
-    this.#bytes = codeBytes(data.dim, data.residualBits);
     const length = blockedCodeBytes(tokens, data.dim, data.residualBits);
     if (data.codes !== undefined && data.codes.length !== length) {
       throw new Error(`IVF codes of ${data.codes.length} bytes, expected ${length} (blocked)`);
@@ -126,43 +212,26 @@ export class WasmScanner {
     if ((data.codes === undefined) === (fill === undefined)) {
       throw new Error('WasmScanner: the codes, or a fill, not both');
     }
-    const out = CHUNK_BLOCKS * IVF_BLOCK * 4;
-    this.#placesAt = TABLES + 2 * this.#bytes * 16;
-    this.#sumsAt = this.#placesAt + out;
-    this.#codesAt = Math.ceil((this.#sumsAt + out) / 64) * 64;
-    const pages = Math.ceil((this.#codesAt + length) / PAGE);
-    if (pages > 65536) throw new RangeError(`IVF codes of ${length} bytes exceed wasm32's 4 GiB`);
-    const memory = new wasm.Memory({ initial: pages, maximum: pages });
-    module ??= new wasm.Module(Buffer.from(KERNEL_WASM_BASE64, 'base64'));
-    const instance = new wasm.Instance(module, { env: { memory, abort: () => undefined } });
-    this.#exports = instance.exports as ScanExports;
-    const buffer = memory.buffer;
-    this.codes = new Uint8Array(buffer, this.#codesAt, length);
+    const share = allocate(codeBytes(data.dim, data.residualBits), length);
+    super(share, LANE0);
+    this.share = share;
+    this.codes = new Uint8Array(share.memory.buffer, share.codesAt, length);
     if (data.codes !== undefined) this.codes.set(data.codes);
     else fill!(this.codes);
-    this.tables = new Uint8Array(buffer, TABLES, 2 * this.#bytes * 16);
-    this.places = new Int32Array(buffer, this.#placesAt, out / 4);
-    this.sums = new Int32Array(buffer, this.#sumsAt, out / 4);
   }
 
-  /**
-   * Scores every place of blocks `blockFrom .. blockTo-1` (at most {@link CHUNK_BLOCKS}) with
-   * the current tables; returns how many reached `threshold` (their places and sums are the
-   * first entries of {@link places} and {@link sums}, in place order).
-   */
-  scan(blockFrom: number, blockTo: number, threshold: number): number {
-    if (blockTo - blockFrom > CHUNK_BLOCKS) throw new RangeError('WasmScanner: too many blocks');
-    return this.#exports.scanBlocks(
-      this.#codesAt,
-      TABLES,
-      this.#bytes,
-      blockFrom,
-      blockTo,
-      threshold,
-      this.#placesAt,
-      this.#sumsAt,
-      SCRATCH,
-    );
+  /** Grows the shared memory by one lane for another thread; returns where it starts. */
+  addLane(): number {
+    const { memory, bytes } = this.share;
+    const at = memory.buffer.byteLength;
+    try {
+      memory.grow(Math.ceil(laneBytes(bytes) / PAGE));
+    } catch (cause) {
+      throw new RangeError(`IVF scan: no room for another thread's lane (${at} bytes held)`, {
+        cause,
+      });
+    }
+    return at;
   }
 }
 

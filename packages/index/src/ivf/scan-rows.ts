@@ -1,0 +1,128 @@
+// The clustered index's per-row scan, the same code on every scan thread: query rows claimed one
+// at a time from a shared counter, each row's tables, probe order, cluster scans and running top
+// computed from that row's inputs alone, so which thread takes a row never changes its result.
+import type { ResidualBits } from './layout.js';
+import { ApproxTop, probeOrder } from './scan.js';
+import { scanCluster } from './scan-cluster.js';
+import { quantizeTables, type ScanLane } from './wasm-scan.js';
+
+/** What every scan thread reads of an open index (constant while it is open). */
+export interface ScanIndex {
+  readonly dim: number;
+  readonly residualBits: ResidualBits;
+  /** `[dim × buckets]` decoded residual buckets. */
+  readonly weights: Float32Array;
+  /** `[clusters + 1]` each cluster's first layout place. */
+  readonly clusterOffsets: Int32Array;
+  /** `[places]` the memory row of the token at each layout place (the candidate filter's key). */
+  readonly placeMemory: Int32Array;
+}
+
+/** `control[NEXT_ROW]`: the next query row to claim. */
+export const NEXT_ROW = 0;
+/** `control[JOINED + w]`: worker `w` took part (1, then 2 once done) or was cancelled (−1). */
+export const JOINED = 1;
+
+/**
+ * One search's scan: its inputs and outputs, in shared memory when several threads run it.
+ * `control` holds {@link NEXT_ROW} and one {@link JOINED} word per worker.
+ */
+export interface ScanJob {
+  readonly rows: number;
+  /** Proposals per row. */
+  readonly fetch: number;
+  /** Clusters probed per row at least. */
+  readonly nprobe: number;
+  /** `[rows × clusters]` centroid scores. */
+  readonly scores: Float32Array;
+  /** `[rows × dim]` the prepared query rows. */
+  readonly q: Float32Array;
+  /** `[memories]` 1 for a candidate memory; undefined: every memory. */
+  readonly allowed: Uint8Array | undefined;
+  /** `[rows × fetch]` out: each row's proposed layout places (its top's heap order). */
+  readonly places: Int32Array;
+  /** `[rows]` out: how many of the row's `fetch` places were filled. */
+  readonly counts: Int32Array;
+  readonly control: Int32Array;
+}
+
+/** What one thread scanned. */
+export interface ScanCount {
+  /** Candidate tokens whose approximate similarity was computed. */
+  scored: number;
+  probed: number;
+  /** Query rows scanned. */
+  rows: number;
+}
+
+/**
+ * The arrays of a job for `rows` rows (`workers` > 0: on `SharedArrayBuffer`s, the inputs
+ * copied there, so worker threads see them).
+ */
+export function scanJob(
+  input: Pick<ScanJob, 'rows' | 'fetch' | 'nprobe' | 'scores' | 'q' | 'allowed'>,
+  workers: number,
+): ScanJob {
+  const { rows, fetch } = input;
+  const make = <T extends Int32Array | Float32Array | Uint8Array>(
+    of: new (buffer: ArrayBufferLike) => T,
+    length: number,
+    bytes: number,
+  ): T =>
+    new of(workers > 0 ? new SharedArrayBuffer(length * bytes) : new ArrayBuffer(length * bytes));
+  const copy = <T extends Float32Array | Uint8Array>(
+    a: T,
+    of: new (buffer: ArrayBufferLike) => T,
+  ): T => {
+    if (workers === 0) return a;
+    const out = make(of, a.length, a.BYTES_PER_ELEMENT);
+    out.set(a);
+    return out;
+  };
+  return {
+    rows,
+    fetch,
+    nprobe: input.nprobe,
+    scores: copy(input.scores, Float32Array),
+    q: copy(input.q, Float32Array),
+    allowed: input.allowed === undefined ? undefined : copy(input.allowed, Uint8Array),
+    places: make(Int32Array, rows * fetch, 4),
+    counts: make(Int32Array, rows, 4),
+    control: make(Int32Array, JOINED + workers, 4),
+  };
+}
+
+/**
+ * Claims rows of `job` until none is left and scans each with `lane`: the row's quantised
+ * tables, then its clusters in probe order (the `nprobe` best, and more while the probed ones
+ * held fewer than `fetch` candidates) into a running top of `fetch` approximate similarities.
+ */
+export function scanRows(index: ScanIndex, lane: ScanLane, job: ScanJob): ScanCount {
+  const { dim, clusterOffsets: bounds, placeMemory } = index;
+  const { fetch, scores: cs, q, allowed } = job;
+  const c = bounds.length - 1;
+  const nprobe = Math.min(job.nprobe, c);
+  const top = new ApproxTop(fetch);
+  const count: ScanCount = { scored: 0, probed: 0, rows: 0 };
+  for (;;) {
+    const r = Atomics.add(job.control, NEXT_ROW, 1);
+    if (r >= job.rows) return count;
+    const row = quantizeTables(index, q, r * dim, lane.tables);
+    top.reset();
+    let order = probeOrder(cs, r * c, c, nprobe);
+    let seen = 0;
+    for (let i = 0; i < c; i++) {
+      if (i >= nprobe && seen >= fetch) break;
+      // Too few candidates in the first nprobe clusters (a small candidate set): on in order.
+      if (i === order.length) order = probeOrder(cs, r * c, c, c);
+      const cl = order[i]!;
+      const base = cs[r * c + cl]!;
+      seen += scanCluster(lane, row, base, bounds[cl]!, bounds[cl + 1]!, top, allowed, placeMemory);
+      count.probed++;
+    }
+    count.scored += seen;
+    count.rows++;
+    job.counts[r] = top.count;
+    job.places.set(top.places.subarray(0, top.count), r * fetch);
+  }
+}
