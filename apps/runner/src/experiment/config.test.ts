@@ -203,6 +203,8 @@ describe('the index section', () => {
       { backend: 'ivf', residualBits: 3 },
       { backend: 'ivf', nprobe: 0 },
       { backend: 'ivf', centroids: 1.5 },
+      { backend: 'ivf', searchThreads: 0 },
+      { backend: 'ivf', searchThreads: 65 },
       { M: 0 },
       { graph: 'i4' },
       { overFetch: 0.5 },
@@ -211,7 +213,7 @@ describe('the index section', () => {
     ]) {
       expect(configError(() => parseExperiment({ ...base, index })).message).toMatch(/index/);
     }
-    const ivf = { backend: 'ivf', centroids: 1024, nprobe: 8, residualBits: 2 };
+    const ivf = { backend: 'ivf', centroids: 1024, nprobe: 8, residualBits: 2, searchThreads: 2 };
     expect(parseExperiment({ ...base, index: ivf }).index).toMatchObject(ivf);
   });
 });

@@ -62,6 +62,12 @@ export const indexSectionSchema = z
     nprobe: z.int().positive().optional(),
     /** ivf: residual bits per dimension, 2 or 4. Left out: 4. */
     residualBits: z.union([z.literal(2), z.literal(4)]).optional(),
+    /**
+     * ivf: threads one search's scan runs on (the calling thread and `searchThreads − 1` workers
+     * sharing the codes). Left out: 2 on a machine of 2 cores or more, else 1. The results are
+     * the same whatever the count, so it is in no cache key.
+     */
+    searchThreads: z.int().min(1).max(64).optional(),
     /** The `rp128+sq4` projection seed (METHOD.md §6, 42). */
     seed: seedSchema.default(42),
   })

@@ -72,12 +72,17 @@ export async function buildIvfFile(dir: string, c: IndexConfig, side: Side): Pro
   return (performance.now() - t0) / 1000;
 }
 
-/** The index over `dir/ivf.bin`, read by position (its codes straight into the scanner's memory). */
+/**
+ * The index over `dir/ivf.bin`, read by position (its codes straight into the scanner's shared
+ * memory), searching on `searchThreads` threads (not in {@link ivfSearch}: it changes no result,
+ * so no key). Close it to end its scan workers.
+ */
 export async function openIvf(
   dir: string,
   c: IndexConfig,
   side: Side,
   kernel: SimilarityKernel,
 ): Promise<IvfTokenIndex> {
-  return IvfTokenIndex.open(join(dir, IVF_FILE), side, kernel, ivfSearch(c));
+  const threads = c.searchThreads === undefined ? {} : { threads: c.searchThreads };
+  return IvfTokenIndex.open(join(dir, IVF_FILE), side, kernel, { ...ivfSearch(c), ...threads });
 }

@@ -309,7 +309,14 @@ export async function runIndexStage(
       }
       if (c.backend === 'ivf') {
         const index = await openIvf(artifact.dir, c, side, kernel);
-        return { index, dispose: () => codes.close() };
+        return {
+          index,
+          dispose: () => {
+            // Idle scan workers never hold the process open: ending them needs no wait.
+            void index.close();
+            codes.close();
+          },
+        };
       }
       const index = await HnswTokenIndex.load(join(artifact.dir, HNSW_DIR), side, params, {
         kernel,
