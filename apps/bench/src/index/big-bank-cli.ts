@@ -88,6 +88,8 @@ export interface BigBankOptions {
   ivfIterations: number;
   /** ivf: faiss's IVF indexes beside it (python/ivf_peers.py, `--python`), files under `--dir`. */
   ivfPeers?: boolean;
+  /** ivf: scan threads of one search, each measured, interleaved query by query. */
+  ivfThreads: number[];
 }
 
 /** The bank larger than RAM's default size: 2e7 tokens (a 30.7 GB file at d = 384). */
@@ -129,6 +131,14 @@ const command = benchCommand(
   .addOption(flag('--ivf-sample <n>', 'ivf: k-means sample (default 64 per centroid)', positive))
   .addOption(flag('--ivf-iterations <n>', 'ivf: k-means iterations', positive, '10'))
   .option('--ivf-peers', 'ivf: faiss IVF-SQ4 and IVF-PQ fast scan beside it (--python, --dir)')
+  .addOption(
+    flag(
+      '--ivf-threads <list>',
+      'ivf: scan threads of one search (each measured, interleaved; ratios to the first)',
+      intList,
+      '1',
+    ),
+  )
   .addOption(
     flag('--tokens <n>', 'bank tokens (peer sweep, latency: the first n)', positive, '20000000'),
   )

@@ -6,23 +6,20 @@
  * memory a candidate. Per (centroids, residual bits): the build's seconds and bytes per token;
  * per nprobe: p50 / p90 of one query, token recall@64 against the exact top-64 of the same
  * query, the time split (centroid scoring, scan, float64 rescoring) and the scan's tokens
- * scored per second on one core against the machine's peak (78 GFLOP/s fp32, 15.7 GB/s read).
+ * scored per second (wall and CPU) against the machine's peak (78 GFLOP/s fp32, 15.7 GB/s read).
+ * Per `--ivf-threads` count (the scan threads of one search): the same, the settings searched
+ * interleaved query by query, with each count's p50 ratio to the first and whether the hits are
+ * byte for byte the same across counts.
  *
  *   pnpm bench:big-bank --ivf --bank <LongMemEval-S bank>,<LoCoMo bank> --tokens 2000000 \
  *     --rows 32 --queries 20 --centroids 4096 --residual-bits 2,4 --nprobe 4,8,16,32,64
- *     [--over-fetch 1,2,4] [--graphs <dir>: each index saved there once built, read back after]
+ *     [--over-fetch 1,2,4] [--ivf-threads 1,2]
+ *     [--graphs <dir>: each index saved there once built, read back after]
  */
-import { spawnSync } from 'node:child_process';
-import {
-  closeSync,
-  existsSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
+import { runFaissPeers } from './ivf-peers.js';
 import { openTokenSource } from './token-source.js';
 import {
   ExactTokenIndex,
@@ -46,6 +43,12 @@ const K = 64;
 const MEMORY_TOKENS = 128;
 const PEAK_GFLOPS = 78;
 const PEAK_GBS = 15.7;
+
+/** Byte for byte the same tokens and values. */
+function sameHits(a: TokenHits, b: TokenHits): boolean {
+  const bytes = (x: ArrayBufferView): Buffer => Buffer.from(x.buffer, x.byteOffset, x.byteLength);
+  return bytes(a.tokens).equals(bytes(b.tokens)) && bytes(a.values).equals(bytes(b.values));
+}
 
 function recallOf(got: TokenHits, want: TokenHits): number {
   let found = 0;
@@ -83,70 +86,6 @@ async function builtOrSaved(
     writeFileSync(`${base}.json`, `${JSON.stringify({ buildSeconds: buildS })}\n`);
   }
   return { index, buildS };
-}
-
-interface FaissPeers {
-  readonly faiss: string;
-  readonly nlist: number;
-  readonly indexes: readonly {
-    name: string;
-    nprobe: number;
-    build_s: number;
-    bytes_per_token: number;
-    p50_ms: number;
-    p90_ms: number;
-    recall: number;
-  }[];
-}
-
-/**
- * faiss's IVF indexes over the same vectors and query rows (`python/ivf_peers.py`), with as many
- * lists as the first `--centroids` and the same nprobe values; recall against this run's exact.
- */
-function runFaissPeers(
-  o: BigBankOptions,
-  vectors: Float32Array,
-  queries: Float32Array,
-  truth: readonly TokenHits[],
-  dim: number,
-): FaissPeers {
-  mkdirSync(o.dir, { recursive: true });
-  const file = (name: string): string => join(o.dir, name);
-  // In pieces: one write takes at most 2 GiB.
-  const write = (name: string, a: Float32Array | Int32Array): void => {
-    const bytes = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-    const fd = openSync(file(name), 'w');
-    for (let at = 0; at < bytes.length; at += 1 << 28) {
-      writeSync(fd, bytes.subarray(at, Math.min(bytes.length, at + (1 << 28))));
-    }
-    closeSync(fd);
-  };
-  write('ivf-vectors.f32', vectors);
-  write('ivf-queries.f32', queries.subarray(0, o.queries * o.rows * dim));
-  const exact = new Int32Array(o.queries * o.rows * K);
-  truth.forEach((t, i) => exact.set(t.tokens, i * o.rows * K));
-  write('ivf-exact.i32', exact);
-  const script = new URL('../../python/ivf_peers.py', import.meta.url).pathname;
-  note(`  faiss peers (${o.python})…`);
-  const run = spawnSync(
-    o.python,
-    [
-      script,
-      file('ivf-vectors.f32'),
-      file('ivf-queries.f32'),
-      file('ivf-exact.i32'),
-      String(dim),
-      String(K),
-      String(o.centroids[0]),
-      o.nprobe.join(','),
-      String(o.rows),
-      String(o.ivfSample ?? 64 * o.centroids[0]!),
-      String(o.seed),
-    ],
-    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 26 },
-  );
-  if (run.status !== 0) throw new Error(`ivf_peers.py failed (${run.status ?? run.signal})`);
-  return JSON.parse(run.stdout.trim().split('\n').at(-1)!) as FaissPeers;
 }
 
 /**
@@ -223,6 +162,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
       '',
       '',
       '',
+      '',
       '1536',
       '',
       median(exactMs).toFixed(1),
@@ -237,6 +177,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
     { backend: 'exact', p50Ms: median(exactMs), p90Ms: quantile(exactMs, 0.9) },
   ];
   const kernelLines: string[] = [];
+  const threadLines: string[] = [];
   for (const centroids of o.centroids) {
     for (const bits of o.residualBits) {
       const { index, buildS } = await builtOrSaved(
@@ -266,68 +207,101 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
       kernelLines.push(scanKernelLine(index, bits as 2 | 4, query(0), dim));
       for (const nprobe of o.nprobe) {
         for (const overFetch of o.overFetch) {
-          const probe = index.withSearch({ nprobe, overFetch }, ivfKernel);
-          const ms: number[] = [];
-          const split = { centroid: 0, scan: 0, scanCpu: 0, rescore: 0, scored: 0 };
-          let recall = 0;
+          const settings = o.ivfThreads.map((threads) => ({
+            threads,
+            probe: index.withSearch({ nprobe, overFetch, threads }, ivfKernel),
+            ms: [] as number[],
+            split: { centroid: 0, scan: 0, scanCpu: 0, rescore: 0, scored: 0, workerRows: 0 },
+            recall: 0,
+          }));
+          // One unmeasured search each: the scan workers start.
+          for (const s of settings) await s.probe.search(query(0), rows, K, { memories: all });
+          let identical = true;
           for (let i = 0; i < o.queries; i++) {
-            const t1 = performance.now();
-            const hits = await probe.search(query(i), rows, K, { memories: all });
-            ms.push(performance.now() - t1);
-            recall += recallOf(hits, truth[i]!) / o.queries;
-            const s = probe.stats!;
-            split.centroid += s.centroidSeconds;
-            split.scan += s.scanSeconds;
-            split.scanCpu += s.scanCpuSeconds;
-            split.rescore += s.rescoreSeconds;
-            split.scored += s.tokensScored;
+            let first: TokenHits | undefined;
+            // Interleaved, each query in a rotated order of the settings.
+            for (let j = 0; j < settings.length; j++) {
+              const setting = settings[(i + j) % settings.length]!;
+              const { probe, split } = setting;
+              const t1 = performance.now();
+              const hits = await probe.search(query(i), rows, K, { memories: all });
+              setting.ms.push(performance.now() - t1);
+              setting.recall += recallOf(hits, truth[i]!) / o.queries;
+              if (first === undefined) first = hits;
+              else identical &&= sameHits(hits, first);
+              const s = probe.stats!;
+              split.centroid += s.centroidSeconds;
+              split.scan += s.scanSeconds;
+              split.scanCpu += s.scanCpuSeconds;
+              split.rescore += s.rescoreSeconds;
+              split.scored += s.tokensScored;
+              split.workerRows += s.workerRows;
+            }
           }
-          const perSecond = split.scored / split.scan;
-          const perCpuSecond = split.scored / split.scanCpu;
-          const cpuGflops = (perCpuSecond * 2 * dim) / 1e9;
-          const gflops = (perSecond * 2 * dim) / 1e9;
-          const gbs = (perSecond * (codeBytes(dim, bits as 2 | 4) + 4)) / 1e9;
-          const q = o.queries;
-          table.push([
-            `ivf ${bits}-bit`,
-            String(centroids),
-            String(nprobe),
-            String(overFetch),
-            perToken.toFixed(1),
-            buildS.toFixed(0),
-            median(ms).toFixed(1),
-            quantile(ms, 0.9).toFixed(1),
-            recall.toFixed(4),
-            `${((split.centroid / q) * 1e3).toFixed(1)} / ${((split.scan / q) * 1e3).toFixed(1)} / ${((split.rescore / q) * 1e3).toFixed(1)}`,
-            `${(perSecond / 1e6).toFixed(1)}M (${((gflops / PEAK_GFLOPS) * 100).toFixed(1)} % flop, ${((gbs / PEAK_GBS) * 100).toFixed(1)} % read)`,
-            `${(perCpuSecond / 1e6).toFixed(1)}M (${((cpuGflops / PEAK_GFLOPS) * 100).toFixed(1)} % flop)`,
-          ]);
-          json.push({
-            backend: 'ivf',
-            centroids,
-            residualBits: bits,
-            nprobe,
-            overFetch,
-            bytesPerToken: perToken,
-            buildSeconds: buildS,
-            p50Ms: median(ms),
-            p90Ms: quantile(ms, 0.9),
-            recall,
-            centroidMs: (split.centroid / q) * 1e3,
-            scanMs: (split.scan / q) * 1e3,
-            rescoreMs: (split.rescore / q) * 1e3,
-            tokensScoredPerQuery: split.scored / q,
-            tokensPerSecondPerCore: perSecond,
-            tokensPerCpuSecond: perCpuSecond,
-            cpuEquivalentGflops: cpuGflops,
-            equivalentGflops: gflops,
-            codeGBs: gbs,
-          });
-          note(
-            `    nprobe ${nprobe}: p50 ${median(ms).toFixed(1)} ms, recall ${recall.toFixed(4)}`,
-          );
+          for (const { threads, ms, split, recall } of settings) {
+            const perSecond = split.scored / split.scan;
+            const perCpuSecond = split.scored / split.scanCpu;
+            const cpuGflops = (perCpuSecond * 2 * dim) / 1e9;
+            const gflops = (perSecond * 2 * dim) / 1e9;
+            const gbs = (perSecond * (codeBytes(dim, bits as 2 | 4) + 4)) / 1e9;
+            const q = o.queries;
+            table.push([
+              `ivf ${bits}-bit`,
+              String(centroids),
+              String(nprobe),
+              String(overFetch),
+              String(threads),
+              perToken.toFixed(1),
+              buildS.toFixed(0),
+              median(ms).toFixed(1),
+              quantile(ms, 0.9).toFixed(1),
+              recall.toFixed(4),
+              `${((split.centroid / q) * 1e3).toFixed(1)} / ${((split.scan / q) * 1e3).toFixed(1)} / ${((split.rescore / q) * 1e3).toFixed(1)}`,
+              `${(perSecond / 1e6).toFixed(1)}M (${((gflops / PEAK_GFLOPS) * 100).toFixed(1)} % flop, ${((gbs / PEAK_GBS) * 100).toFixed(1)} % read)`,
+              `${(perCpuSecond / 1e6).toFixed(1)}M (${((cpuGflops / PEAK_GFLOPS) * 100).toFixed(1)} % flop)`,
+            ]);
+            json.push({
+              backend: 'ivf',
+              centroids,
+              residualBits: bits,
+              nprobe,
+              overFetch,
+              threads,
+              bytesPerToken: perToken,
+              buildSeconds: buildS,
+              p50Ms: median(ms),
+              p90Ms: quantile(ms, 0.9),
+              recall,
+              centroidMs: (split.centroid / q) * 1e3,
+              scanMs: (split.scan / q) * 1e3,
+              rescoreMs: (split.rescore / q) * 1e3,
+              tokensScoredPerQuery: split.scored / q,
+              workerRowsPerQuery: split.workerRows / q,
+              tokensPerSecond: perSecond,
+              tokensPerCpuSecond: perCpuSecond,
+              cpuEquivalentGflops: cpuGflops,
+              equivalentGflops: gflops,
+              codeGBs: gbs,
+              identicalAcrossThreads: identical,
+            });
+            note(
+              `    nprobe ${nprobe}, over-fetch ${overFetch}, ${threads} thread(s): p50 ${median(ms).toFixed(1)} ms, recall ${recall.toFixed(4)}`,
+            );
+          }
+          const base = settings[0]!;
+          for (const s of settings.slice(1)) {
+            threadLines.push(
+              `${bits}-bit nprobe ${nprobe} over-fetch ${overFetch}: p50 ${median(base.ms).toFixed(1)} ms on ${base.threads} ` +
+                `thread(s), ${median(s.ms).toFixed(1)} ms on ${s.threads}: ×${(median(base.ms) / median(s.ms)).toFixed(2)} ` +
+                `(worker rows ${(s.split.workerRows / o.queries).toFixed(1)} of ${rows} a query); hits ` +
+                `${identical ? 'identical' : 'DIFFER'} across threads; load average ${loadavg()
+                  .map((l) => l.toFixed(2))
+                  .join(' ')}`,
+            );
+          }
         }
       }
+      await index.close();
     }
   }
   await kernel.dispose();
@@ -340,6 +314,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
         String(peers.nlist),
         String(p.nprobe),
         '',
+        '1',
         p.bytes_per_token.toFixed(1),
         p.build_s.toFixed(0),
         p.p50_ms.toFixed(1),
@@ -366,18 +341,20 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
         'centroids',
         'nprobe',
         'overFetch',
+        'threads',
         'B/token',
         'build s',
         'p50 ms',
         'p90 ms',
         'recall@64',
         'centroids / scan / rescore ms',
-        'scan tokens/s/core',
+        'scan tokens/s',
         'scan tokens/CPU-s',
       ],
       rows: table,
     });
     for (const line of kernelLines) out(line);
+    for (const line of threadLines) out(line);
   }
   printJson({
     tokens: n,
