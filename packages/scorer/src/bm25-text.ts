@@ -37,8 +37,12 @@ interface WinkNlpUtils {
 }
 
 // CommonJS without type declarations: loaded through `require`, given the narrow interfaces.
+// Loaded on first use: its require builds winkNLP's English model (for a sentence splitter this
+// preparation never calls), a second of start-up that every process importing the scorer —
+// each `bfe` command — would otherwise pay without ever ranking English text by BM25.
 const require = createRequire(import.meta.url);
-const nlp = require('wink-nlp-utils') as WinkNlpUtils;
+let winkUtils: WinkNlpUtils | undefined;
+const wink = (): WinkNlpUtils => (winkUtils ??= require('wink-nlp-utils') as WinkNlpUtils);
 
 /** `cannot` as two words, as the former preparation's `tokenize0` split it. */
 const CANNOT = /\b(can)(not)\b/gi;
@@ -90,6 +94,7 @@ export function bm25Words(text: string): string[] {
  */
 export function bm25Tokens(text: string, language: Bm25Language): string[] {
   if (language === 'none') return bm25Words(text);
+  const nlp = wink();
   const elided = nlp.string.removeElisions(nlp.string.amplifyNotElision(text));
   return nlp.tokens.stem(nlp.tokens.removeWords(bm25Words(elided.replace(CANNOT, '$1 $2'))));
 }
