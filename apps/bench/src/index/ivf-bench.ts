@@ -20,6 +20,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { runFaissPeers } from './ivf-peers.js';
+import { parallelHeadroom } from './parallel-headroom.js';
 import { openTokenSource } from './token-source.js';
 import {
   ExactTokenIndex,
@@ -289,12 +290,14 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
             );
           }
           const base = settings[0]!;
+          const headroom = settings.length > 1 ? await parallelHeadroom() : 1;
           for (const s of settings.slice(1)) {
             threadLines.push(
               `${bits}-bit nprobe ${nprobe} over-fetch ${overFetch}: p50 ${median(base.ms).toFixed(1)} ms on ${base.threads} ` +
                 `thread(s), ${median(s.ms).toFixed(1)} ms on ${s.threads}: ×${(median(base.ms) / median(s.ms)).toFixed(2)} ` +
                 `(worker rows ${(s.split.workerRows / o.queries).toFixed(1)} of ${rows} a query); hits ` +
-                `${identical ? 'identical' : 'DIFFER'} across threads; load average ${loadavg()
+                `${identical ? 'identical' : 'DIFFER'} across threads; a parallel loop's ×${headroom.toFixed(2)} ` +
+                `on 2 threads just after; load average ${loadavg()
                   .map((l) => l.toFixed(2))
                   .join(' ')}`,
             );
