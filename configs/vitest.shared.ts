@@ -52,6 +52,8 @@ export interface ProjectOptions {
    * time importing. The end-to-end project keeps it on.
    */
   readonly isolate?: boolean;
+  /** More global setup files of the project (absolute paths), after the real-data one. */
+  readonly globalSetup?: readonly string[];
 }
 
 /**
@@ -74,7 +76,10 @@ export function packageProject(name: string, options: ProjectOptions = {}) {
       unstubGlobals: true,
       isolate: options.isolate ?? false,
       setupFiles: [setupFile],
-      ...(options.realData === true ? { globalSetup: [dataSetupFile] } : {}),
+      globalSetup: [
+        ...(options.realData === true ? [dataSetupFile] : []),
+        ...(options.globalSetup ?? []),
+      ],
       testTimeout: 120_000,
       hookTimeout: 180_000,
     },

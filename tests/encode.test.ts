@@ -1,10 +1,11 @@
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { suiteTmpDir, tmpDir } from '@bfe/core/testing';
+import { describe, expect, it } from 'vitest';
+import { tmpDir } from '@bfe/core/testing';
 import { openBank } from '@bfe/encoder';
 import { mirror, repoRoot, requireData, requireModel, runBfe } from './helpers.ts';
+import { sharedLocomoBank } from './shared-locomo-bank.ts';
 import { writeTinyModelSource } from '@bfe/encoder/testing';
 
 const tmp = (): string => tmpDir('bfe-e2e-');
@@ -85,21 +86,12 @@ const hasModel = existsSync(join(modelCache, 'all-minilm-l6-v2', 'bfe-model.json
 describe.skipIf((!hasModel && !requireModel) || (mirror === undefined && !requireData))(
   'bfe encode --dataset locomo (needs the model and BFE_DATA_MIRROR)',
   () => {
-    const suiteRoot = suiteTmpDir('bfe-encode-');
-    let root: string;
-    let out: string;
-    beforeAll(() => {
-      root = suiteRoot();
-      out = join(root, 'bank');
-      mkdirSync(join(root, 'data'));
-    });
-
     it('writes memory and query banks with the right rows, dimensions and unit norms', async () => {
-      const r = await runBfe(['encode', '--dataset', 'locomo', '--out', out, '--json'], {
-        BFE_DATA_MIRROR: mirror,
-        BFE_DATA_DIR: join(root, 'data'),
-      });
+      // `bfe encode --dataset locomo --out <bank> --json`, run once in this vitest run and read
+      // here and by the store's equality test (whichever file comes first runs it).
+      const { out, result: r } = await sharedLocomoBank();
       expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ out, memories: { rows: 5882 } });
       const bank = await openBank(out);
       expect(bank.dim).toBe(384);
       expect(bank.memories.ids.length).toBe(5882);

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Benchmark } from '@bfe/core';
 import { suiteTmpDir } from '@bfe/core/testing';
 import { datasetLanguage, fetchDataset, loadDataset } from '@bfe/datasets';
-import { encodeBenchmark, openBank, openEncoder, type BankSide, type Encoder } from '@bfe/encoder';
-import { loadModelManifest, resolveModelDir } from '@bfe/models';
+import { openBank, type BankSide } from '@bfe/encoder';
+import { resolveModelDir } from '@bfe/models';
 import {
   SparseScorer,
   normalizeHybridWeights,
@@ -24,6 +24,7 @@ import {
 } from '@bfe/store';
 import { groupByCandidates, type ScoreBank } from '../apps/runner/src/score/pipeline.ts';
 import { mirror, requireData, requireModel } from './helpers.ts';
+import { sharedLocomoBank } from './shared-locomo-bank.ts';
 
 const modelDir = resolveModelDir('all-minilm-l6-v2');
 const hasModel = existsSync(join(modelDir, 'bfe-model.json'));
@@ -88,7 +89,6 @@ describe.skipIf((mirror === undefined && !requireData) || (!hasModel && !require
   () => {
     const suiteDir = suiteTmpDir('bfe-store-eq-');
     let benchmark: Benchmark;
-    let encoder: Encoder;
     let scorer: SparseScorer;
     let bank: ScoreBank & { memories: BankSide };
     let model: string;
@@ -104,13 +104,16 @@ describe.skipIf((mirror === undefined && !requireData) || (!hasModel && !require
       const location = { dataDir: join(dir, 'data'), mirror };
       await fetchDataset('locomo', location);
       ({ benchmark } = await loadDataset('locomo', { location }));
-      const manifest = await loadModelManifest(modelDir);
-      encoder = await openEncoder(modelDir, manifest);
-      scorer = await SparseScorer.open();
-      // The experiment: `bfe encode`'s pass over the whole benchmark, then `bfe score`'s
+      // Idle onnxruntime threads sleep instead of spinning: ~11,000 one-query searches follow,
+      // and between them a spinning thread takes a core from the JavaScript that ranks (and from
+      // the test file beside this one). The arithmetic, and so every ranking, is the same.
+      scorer = await SparseScorer.open({ spin: false });
+      // The experiment: `bfe encode`'s pass over the whole benchmark (the command itself, run
+      // once in this vitest run and shared with tests/encode.test.ts), then `bfe score`'s
       // grouping and ranking (runScore's rankSystems call, every system, rankings uncut).
-      await encodeBenchmark(benchmark, encoder, join(dir, 'bank'));
-      bank = (await openBank(join(dir, 'bank'))) as ScoreBank & { memories: BankSide };
+      const encoded = await sharedLocomoBank();
+      expect(encoded.result.code, encoded.result.stderr).toBe(0);
+      bank = (await openBank(encoded.out)) as ScoreBank & { memories: BankSide };
       model = bank.manifest.model.sha256;
       const groups = groupByCandidates(bank, benchmark, undefined);
       const memoryText = new Map(benchmark.memories.map((m) => [m.id, m.text]));
@@ -144,7 +147,6 @@ describe.skipIf((mirror === undefined && !requireData) || (!hasModel && !require
 
     afterAll(async () => {
       await scorer?.dispose();
-      await encoder?.dispose();
     });
 
     it('has ten conversations and every query in one', () => {
