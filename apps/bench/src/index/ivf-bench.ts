@@ -20,6 +20,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { runFaissPeers } from './ivf-peers.js';
+import { sameFiltered, sameHits } from './ivf-threads.js';
 import { parallelHeadroom } from './parallel-headroom.js';
 import { openTokenSource } from './token-source.js';
 import {
@@ -44,12 +45,6 @@ const K = 64;
 const MEMORY_TOKENS = 128;
 const PEAK_GFLOPS = 78;
 const PEAK_GBS = 15.7;
-
-/** Byte for byte the same tokens and values. */
-function sameHits(a: TokenHits, b: TokenHits): boolean {
-  const bytes = (x: ArrayBufferView): Buffer => Buffer.from(x.buffer, x.byteOffset, x.byteLength);
-  return bytes(a.tokens).equals(bytes(b.tokens)) && bytes(a.values).equals(bytes(b.values));
-}
 
 function recallOf(got: TokenHits, want: TokenHits): number {
   let found = 0;
@@ -289,6 +284,10 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
               `    nprobe ${nprobe}, over-fetch ${overFetch}, ${threads} thread(s): p50 ${median(ms).toFixed(1)} ms, recall ${recall.toFixed(4)}`,
             );
           }
+          if (settings.length > 1) {
+            const probes = settings.map((t) => t.probe);
+            identical &&= await sameFiltered(probes, query, Math.min(3, o.queries), rows, memories);
+          }
           const base = settings[0]!;
           const headroom = settings.length > 1 ? await parallelHeadroom() : 1;
           for (const s of settings.slice(1)) {
@@ -296,7 +295,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
               `${bits}-bit nprobe ${nprobe} over-fetch ${overFetch}: p50 ${median(base.ms).toFixed(1)} ms on ${base.threads} ` +
                 `thread(s), ${median(s.ms).toFixed(1)} ms on ${s.threads}: ×${(median(base.ms) / median(s.ms)).toFixed(2)} ` +
                 `(worker rows ${(s.split.workerRows / o.queries).toFixed(1)} of ${rows} a query); hits ` +
-                `${identical ? 'identical' : 'DIFFER'} across threads; a parallel loop's ×${headroom.toFixed(2)} ` +
+                `${identical ? 'identical' : 'DIFFER'} across threads (and with filters); a parallel loop's ×${headroom.toFixed(2)} ` +
                 `on 2 threads just after; load average ${loadavg()
                   .map((l) => l.toFixed(2))
                   .join(' ')}`,
