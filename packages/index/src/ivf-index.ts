@@ -307,7 +307,7 @@ export class IvfTokenIndex implements TokenIndex {
       for (const m of memories) allowed[m] = 1;
     }
     const nprobe = this.probe.nprobe;
-    const workers = Math.min(this.#threads, rows) - 1;
+    const workers = Math.max(0, Math.min(this.#threads, rows) - 1);
     const job = scanJob({ rows, fetch, nprobe, scores: cs, q, allowed }, workers);
     const { scanner, scan, pool } = this.#shared;
     const count = workers > 0 ? await pool.run(job, workers) : scanRows(scan, scanner, job);
