@@ -44,6 +44,11 @@ export const storeIndexOptionsSchema = z.strictObject({
        * thread); `false`: on the store's thread.
        */
       worker: z.boolean().default(true),
+      /**
+       * The worker thread's nice value (Linux; 0–19): above 0 it yields the CPU to the store's
+       * thread and the rest of the machine, so adds keep their pace while a graph catches up.
+       */
+      workerNice: z.number().int().min(0).max(19).default(10),
     })
     .prefault({}),
   /** A search whose view the graph lacks more tokens of runs exactly (they are scored one by one). */
@@ -136,7 +141,7 @@ export function storeIndexFactory(
     ...(opts.threads === undefined ? {} : { threads: opts.threads }),
     ...(make.kernel === undefined ? {} : { kernel: make.kernel }),
   });
-  const { worker, ...hnsw } = opts.hnsw;
+  const { worker, workerNice, ...hnsw } = opts.hnsw;
   const params: GraphParams = hnsw;
   const counts = { graph: 0, exact: 0 };
   const count = (outcome: GraphSearchOutcome): void => void counts[outcome]++;
@@ -173,7 +178,8 @@ export function storeIndexFactory(
         throw new Error('storeIndexFactory: attached to a store that is still open');
       perView = new WeakMap();
       const maker =
-        make.graphs?.() ?? (worker && !opts.exact ? graphWorkerHost() : localHnswMaker());
+        make.graphs?.() ??
+        (worker && !opts.exact ? graphWorkerHost({ nice: workerNice }) : localHnswMaker());
       keeper = new GraphKeeper(
         store,
         params,

@@ -7,7 +7,7 @@ import {
   type KeyProposals,
 } from '@bfe/index';
 import type { GraphParams } from './graph-params.js';
-import type { GraphAnswer, GraphRequest } from './graph-worker.js';
+import type { GraphAnswer, GraphRequest, GraphWorkerData } from './graph-worker.js';
 
 /**
  * A bank graph's usearch index where it lives (a worker thread, or this one). Calls run in the
@@ -80,7 +80,7 @@ type Settle = (a: GraphAnswer) => void;
  * (keeps the process alive) only while a call is pending. Should it fail, every pending and
  * later call rejects (the keeper then drops the graphs: their banks are searched exactly).
  */
-export function graphWorkerHost(): GraphHnswMaker {
+export function graphWorkerHost(options: { readonly nice?: number } = {}): GraphHnswMaker {
   let worker: Worker | undefined;
   let ready: Promise<void> | undefined;
   let broken: Error | undefined;
@@ -93,7 +93,8 @@ export function graphWorkerHost(): GraphHnswMaker {
     waiting.clear();
   };
   const start = (): Promise<void> => {
-    const w = startWorker(import.meta.url, 'graph-worker', {});
+    const data: GraphWorkerData = { nice: options.nice ?? 0 };
+    const w = startWorker(import.meta.url, 'graph-worker', data);
     worker = w;
     const up = new Promise<void>((resolve, reject) =>
       waiting.set(0, (a) => (a.ok ? resolve() : reject(new Error(a.message)))),

@@ -2,7 +2,9 @@
 // graphs, held on this thread, so their insertions (synchronous, ≈ milliseconds per token) and
 // searches leave the store's event loop. Requests run one at a time, in arrival order; each gets
 // one answer with its `seq`, in the same order.
-import { parentPort } from 'node:worker_threads';
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
+import { parentPort, workerData } from 'node:worker_threads';
 import {
   createIncrementalHnsw,
   loadIncrementalHnsw,
@@ -65,7 +67,22 @@ export type GraphAnswer =
     }
   | { readonly seq: number; readonly ok: false; readonly message: string };
 
+/** What the host starts the worker with. */
+export interface GraphWorkerData {
+  /** The thread's nice value (Linux: a thread's own; elsewhere left as it is). */
+  readonly nice: number;
+}
+
 const port = parentPort!;
+// Below the store's thread: the graph is derived data, the writes and searches come first. On
+// Linux a thread has its own nice value (its id from /proc/thread-self); elsewhere, or where
+// that fails, the worker keeps the process's.
+try {
+  const { nice } = workerData as GraphWorkerData;
+  if (nice > 0) setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), nice);
+} catch {
+  // not Linux, or no /proc: the same priority as the store's thread
+}
 const graphs = new Map<number, IncrementalHnsw>();
 
 function graph(handle: number): IncrementalHnsw {
