@@ -20,16 +20,19 @@ describe('crash safety with group commit (SIGKILL)', () => {
     let inFlight = 0;
     for (let round = 0; round < 10; round++) {
       const prefix = `c${round}`;
+      // A seeded number of acknowledgements, then a seeded moment (load-independent).
+      const kill = { acks: Math.floor(rand() * 48), ms: Math.floor(rand() * 40) };
       const outcome = await runWorker(
         { dir, prefix, seed: 700 + round, mode: 'write', writers: WRITERS },
-        Math.floor(rand() * 400),
+        kill,
       );
+      expect(outcome.acked.length).toBeGreaterThanOrEqual(kill.acks);
       acked += outcome.acked.length;
       inFlight += outcome.inFlight.length;
       model = await verify(dir, model, outcome, prefix);
     }
     // The kills landed among concurrent calls, after real work.
-    expect(acked).toBeGreaterThan(100);
+    expect(acked).toBeGreaterThan(0);
     expect(inFlight).toBeGreaterThan(10);
   }, 240_000);
 

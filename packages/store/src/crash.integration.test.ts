@@ -23,19 +23,21 @@ describe('crash safety (SIGKILL)', () => {
       let acked = 0;
       for (let round = 0; round < 13; round++) {
         const prefix = `l${lane}r${round}`;
-        const delay = Math.floor(rand() * 400);
+        // A seeded number of acknowledgements first, then a seeded moment: the kills land
+        // after real work (and mid-call or between calls) however busy the machine is.
+        const kill = { acks: Math.floor(rand() * 16), ms: Math.floor(rand() * 40) };
         const outcome = await runWorker(
           { dir, prefix, seed: lane * 100 + round, mode: 'write' },
-          delay,
+          kill,
         );
+        expect(outcome.acked.length).toBeGreaterThanOrEqual(kill.acks);
         acked += outcome.acked.length;
         model = await verify(dir, model, outcome, prefix);
       }
       return acked;
     });
     const acked = await Promise.all(lanes);
-    // The kills landed after real work, not only before the first write.
-    expect(acked.reduce((a, b) => a + b, 0)).toBeGreaterThan(100);
+    expect(acked.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
   }, 240_000);
 
   it('refuses a second writer while the first process lives, and takes over after its kill', async () => {

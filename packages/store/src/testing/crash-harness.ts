@@ -31,9 +31,16 @@ export interface Outcome {
 }
 
 /** Runs a worker; kills it `killAfterMs` after READY (or lets a failpoint kill it). */
+/**
+ * When to SIGKILL the worker: `ms` after its READY line, or — load-independent — `ms` after its
+ * `acks`-th acknowledgement (0: after READY), so a busy machine cannot make a kill land before
+ * any work; `undefined`: never (a failpoint kills it).
+ */
+export type KillAfter = number | { readonly acks: number; readonly ms: number } | undefined;
+
 export function runWorker(
   args: WorkerArgs,
-  killAfterMs: number | undefined,
+  killAfter: KillAfter,
   fault?: string,
   onReady?: (pid: number) => Promise<void>,
 ) {
@@ -47,17 +54,21 @@ export function runWorker(
     );
     let stdout = '';
     let stderr = '';
+    let armed = false;
+    const acks = typeof killAfter === 'object' ? killAfter.acks : 0;
+    const ms = typeof killAfter === 'object' ? killAfter.ms : killAfter;
     child.stdout.on('data', (d: Buffer) => {
-      const ready = !stdout.includes('READY');
       stdout += d.toString();
-      if (ready && stdout.includes('READY') && killAfterMs !== undefined)
-        void (onReady?.(child.pid!) ?? Promise.resolve()).then(
-          () => setTimeout(() => child.kill('SIGKILL'), killAfterMs),
-          (error: unknown) => {
-            child.kill('SIGKILL');
-            reject(error as Error);
-          },
-        );
+      if (armed || ms === undefined || !stdout.includes('READY')) return;
+      if (acks > 0 && (stdout.match(/^ACK /gm)?.length ?? 0) < acks) return;
+      armed = true;
+      void (onReady?.(child.pid!) ?? Promise.resolve()).then(
+        () => setTimeout(() => child.kill('SIGKILL'), ms),
+        (error: unknown) => {
+          child.kill('SIGKILL');
+          reject(error as Error);
+        },
+      );
     });
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('error', reject);
