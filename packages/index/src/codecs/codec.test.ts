@@ -23,6 +23,16 @@ function unitVectors(n: number, dim: number, seed: number): Float32Array {
   return x;
 }
 
+/** The first few places where `|out − ref|` exceeds `tol(i)`, as readable lines (none: []). */
+function overTolerance(out: Float32Array, ref: Float32Array, tol: (i: number) => number): string[] {
+  const bad: string[] = [];
+  for (let i = 0; i < ref.length && bad.length < 5; i++) {
+    const err = Math.abs(out[i]! - ref[i]!);
+    if (!(err <= tol(i))) bad.push(`[${i}] ${out[i]} vs ${ref[i]}: ${err} > ${tol(i)}`);
+  }
+  return bad;
+}
+
 const names: CodecName[] = ['fp32', 'fp16', 'sq8', 'sq4', 'rp128+sq4'];
 const bank = unitVectors(500, DIM, 1);
 
@@ -54,10 +64,11 @@ describe('codecs', () => {
     for (const name of ['fp32', 'fp16'] as const) {
       const model = trainCodec(name, bank, 500, DIM);
       const out = decodeTokens(model, encodeTokens(model, bank, 500), 0, 500);
-      for (let i = 0; i < bank.length; i++) {
-        const tol = name === 'fp32' ? 0 : Math.max(Math.abs(bank[i]!) * 2 ** -11, 2 ** -25);
-        expect(Math.abs(out[i]! - bank[i]!)).toBeLessThanOrEqual(tol);
-      }
+      expect(
+        overTolerance(out, bank, (i) =>
+          name === 'fp32' ? 0 : Math.max(Math.abs(bank[i]!) * 2 ** -11, 2 ** -25),
+        ),
+      ).toEqual([]);
     }
   });
 
@@ -67,12 +78,7 @@ describe('codecs', () => {
       const model = trainCodec(name, bank, 500, DIM);
       const step = model.params.step as number[];
       const out = decodeTokens(model, encodeTokens(model, bank, 500), 0, 500);
-      for (let i = 0; i < 500; i++) {
-        for (let d = 0; d < DIM; d++) {
-          const err = Math.abs(out[i * DIM + d]! - bank[i * DIM + d]!);
-          expect(err).toBeLessThanOrEqual(step[d]! / 2 + 1e-6);
-        }
-      }
+      expect(overTolerance(out, bank, (i) => step[i % DIM]! / 2 + 1e-6)).toEqual([]);
     },
   );
 
