@@ -226,7 +226,8 @@ export class MemoryStore {
   /** Banks that hold at least one live memory. */
   banks(): string[] {
     this.#open();
-    return banksOf(this.#writer.state).filter((b) => this.#writer.live.count(b).memories > 0);
+    // Per bank a map size, not a walk over its rows: the service asks this on every request.
+    return banksOf(this.#writer.state).filter((b) => this.#writer.live.memories(b) > 0);
   }
 
   /** An immutable view of the store now (see {@link Snapshot}); release it when done. */

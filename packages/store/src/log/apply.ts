@@ -75,6 +75,11 @@ export class LiveIndex {
     return this.#banks.get(bank)?.get(id);
   }
 
+  /** Live memories in `bank`: a map size, where {@link count} walks every row. */
+  memories(bank: string): number {
+    return this.#banks.get(bank)?.size ?? 0;
+  }
+
   /** Live memories and their content tokens in `bank`. */
   count(bank: string): { memories: number; tokens: number } {
     const map = this.#banks.get(bank);
