@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { OrtSimilarityKernel } from '@bfe/index';
 import { SparseScorer } from '@bfe/scorer';
 import { residentKernelPool } from './kernel-pool.js';
 import { residentIndexFactory } from './resident-index.js';
@@ -51,6 +52,38 @@ describe('residentKernelPool', () => {
       expect(index.resident()).toBe(3);
     } finally {
       await index.dispose();
+      await pool.dispose();
+    }
+  });
+
+  it('concurrent top-k calls on one resident bank share a kernel run, each answered as alone', async () => {
+    const pool = await residentKernelPool({ workers: 1, threads: 1 });
+    const alone = new OrtSimilarityKernel({ threads: 1 });
+    const dim = 64;
+    const v = randomView(7, { rows: 3000, maxTokens: 9, dim });
+    const n = v.tokenOffsets[v.ids.length]!;
+    try {
+      const kernel = pool.kernel(scorer.kernel);
+      await kernel.makeResident(v.tokenVectors, n, dim);
+      await alone.makeResident(v.tokenVectors, n, dim);
+      const queries = Array.from({ length: 24 }, (_, i) => randomQuery(500 + i, 3 + (i % 4), dim));
+      // Posted in one turn of this thread's loop, as a batch of encoded queries reaches it.
+      const shared = await Promise.all(
+        queries.map((q) =>
+          kernel.topK(q.tokenVectors, q.tokenVectors.length / dim, v.tokenVectors, n, dim, 20),
+        ),
+      );
+      expect(pool.largestBatch()).toBeGreaterThan(1);
+      for (const [i, q] of queries.entries()) {
+        const rows = q.tokenVectors.length / dim;
+        const own = await alone.topK(q.tokenVectors, rows, v.tokenVectors, n, dim, 20);
+        expect(shared[i]!.kOut).toBe(20);
+        expect(Array.from(shared[i]!.indices), `call ${i}`).toEqual(Array.from(own.indices));
+        for (let j = 0; j < own.values.length; j++)
+          expect(shared[i]!.values[j]).toBeCloseTo(own.values[j]!, 6);
+      }
+    } finally {
+      await alone.dispose();
       await pool.dispose();
     }
   });

@@ -23,6 +23,8 @@ export interface ResidentKernelPool {
   hits(): number;
   /** Diagnostic-bests calls the workers answered (`ResidentKernel.bests`). */
   bestsAnswered(): number;
+  /** The most top-k calls one kernel run of a worker answered (concurrent calls on one bank). */
+  largestBatch(): number;
   dispose(): Promise<void>;
 }
 
@@ -35,7 +37,8 @@ interface Channel {
  * Worker threads that hold banks resident on their own onnxruntime kernels (`threads` intra-op
  * threads each): a search's token top-k then runs off the caller's event loop (onnxruntime-node
  * runs a session synchronously on the calling thread). A kernel sends its bank to a worker once
- * (`makeResident`, a copy), then only the query rows per search; calls for any other bank, or
+ * (`makeResident`, a copy), then only the query rows per search (the calls on one bank that wait
+ * for its worker together run as one, their rows stacked); calls for any other bank, or
  * with scores, go to `fallback` (the scorer's kernel). Results are the resident kernel's own
  * (`OrtSimilarityKernel`), so the same as on the caller's thread (tested). Should a worker fail,
  * its kernels' calls go to their fallbacks.
@@ -96,6 +99,7 @@ export async function residentKernelPool(
   let ids = 0;
   let hits = 0;
   let bestsAnswered = 0;
+  let largestBatch = 0;
   return {
     kernel(fallback) {
       const channel = channels[next++ % channels.length]!;
@@ -129,6 +133,7 @@ export async function residentKernelPool(
           const a = check(
             await ask(channel, { op: 'topK', seq: ++seq, id, queries: q, rows, k }, [q.buffer]),
           );
+          largestBatch = Math.max(largestBatch, a.batch ?? 1);
           return { kOut: a.kOut!, values: a.values!, indices: a.indices!, scores: undefined };
         },
         async bests(queries, quads) {
@@ -152,6 +157,7 @@ export async function residentKernelPool(
     },
     hits: () => hits,
     bestsAnswered: () => bestsAnswered,
+    largestBatch: () => largestBatch,
     async dispose() {
       broken ??= new Error('residentKernelPool: disposed');
       for (const c of channels) c.worker.removeAllListeners('exit');

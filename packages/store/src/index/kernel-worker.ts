@@ -40,6 +40,8 @@ export type KernelAnswer =
       readonly seq: number;
       readonly ok: true;
       readonly kOut?: number;
+      /** Top-k requests the kernel call that answered this one answered (1: alone). */
+      readonly batch?: number;
       values?: Float32Array;
       indices?: Int32Array;
       token?: Int32Array;
@@ -86,27 +88,119 @@ async function answer(r: KernelRequest): Promise<KernelAnswer> {
   return { seq: r.seq, ok: true, kOut: top.kOut, values: top.values, indices: top.indices };
 }
 
-// Requests run one after another, in arrival order.
-let chain: Promise<void> = Promise.resolve();
-port.on('message', (r: KernelRequest) => {
-  chain = chain.then(async () => {
-    let a: KernelAnswer;
-    try {
-      a = await answer(r);
-    } catch (error) {
-      a = {
-        seq: r.seq,
-        ok: false,
-        message: (error as Error).message ?? String(error),
-        nonFinite: (error as Error).name === 'NonFiniteScoresError',
-      };
-    }
-    const transfer: ArrayBuffer[] = [];
-    if (a.ok && a.values !== undefined)
-      transfer.push(a.values.buffer as ArrayBuffer, a.indices!.buffer as ArrayBuffer);
-    if (a.ok && a.token !== undefined)
-      transfer.push(a.token.buffer as ArrayBuffer, a.similarity!.buffer as ArrayBuffer);
-    port.postMessage(a, transfer);
+/** Most query rows one shared kernel call stacks (a single call may still bring more). */
+const MAX_SHARED_ROWS = 256;
+
+/**
+ * The top-k requests that wait for one resident bank with the same `k` (the first, and any
+ * queued behind it, up to {@link MAX_SHARED_ROWS} rows): one kernel call with their rows
+ * stacked, so the bank is streamed through the GEMM once for all of them. Each row's top-k is
+ * that row's alone; the caller's float64 rescoring decides the hits either way.
+ */
+function takeShared(queue: KernelRequest[]): KernelRequest[] {
+  const first = queue.shift()!;
+  if (first.op !== 'topK') return [first];
+  const batch = [first];
+  let rows = first.rows;
+  for (let i = 0; i < queue.length && rows < MAX_SHARED_ROWS;) {
+    const r = queue[i]!;
+    if (
+      r.op === 'topK' &&
+      r.id === first.id &&
+      r.k === first.k &&
+      rows + r.rows <= MAX_SHARED_ROWS
+    ) {
+      batch.push(r);
+      rows += r.rows;
+      queue.splice(i, 1);
+    } else i += 1;
+  }
+  return batch;
+}
+
+/** One kernel call for `batch` (top-k requests of one bank and k), split back per request. */
+async function answerShared(
+  batch: readonly Extract<KernelRequest, { op: 'topK' }>[],
+): Promise<KernelAnswer[]> {
+  const entry = kernels.get(batch[0]!.id);
+  if (entry === undefined) throw new Error(`kernel-worker: no resident kernel ${batch[0]!.id}`);
+  const { kernel, n, dim, bank } = entry;
+  let rows = 0;
+  for (const r of batch) rows += r.rows;
+  const queries = new Float32Array(rows * dim);
+  let at = 0;
+  for (const r of batch) {
+    queries.set(r.queries.subarray(0, r.rows * dim), at * dim);
+    at += r.rows;
+  }
+  const top = await kernel.topK(queries, rows, bank, n, dim, batch[0]!.k);
+  const { kOut } = top;
+  at = 0;
+  return batch.map((r) => {
+    const from = at * kOut;
+    const to = (at + r.rows) * kOut;
+    at += r.rows;
+    return {
+      seq: r.seq,
+      ok: true,
+      kOut,
+      batch: batch.length,
+      values: top.values.slice(from, to),
+      indices: top.indices.slice(from, to),
+    };
   });
+}
+
+function failed(r: KernelRequest, error: unknown): KernelAnswer {
+  return {
+    seq: r.seq,
+    ok: false,
+    message: (error as Error).message ?? String(error),
+    nonFinite: (error as Error).name === 'NonFiniteScoresError',
+  };
+}
+
+async function answerAll(batch: readonly KernelRequest[]): Promise<KernelAnswer[]> {
+  if (batch.length > 1) {
+    try {
+      return await answerShared(batch as Extract<KernelRequest, { op: 'topK' }>[]);
+    } catch {
+      // A failure (a non-finite score) is answered per request, as each alone would be.
+    }
+  }
+  const answers: KernelAnswer[] = [];
+  for (const r of batch) answers.push(await answer(r).catch((error: unknown) => failed(r, error)));
+  return answers;
+}
+
+function send(a: KernelAnswer): void {
+  const transfer: ArrayBuffer[] = [];
+  if (a.ok && a.values !== undefined)
+    transfer.push(a.values.buffer as ArrayBuffer, a.indices!.buffer as ArrayBuffer);
+  if (a.ok && a.token !== undefined)
+    transfer.push(a.token.buffer as ArrayBuffer, a.similarity!.buffer as ArrayBuffer);
+  port!.postMessage(a, transfer);
+}
+
+// Requests run one after another, in arrival order, except that top-k requests waiting for the
+// same bank share a call (`takeShared`). Between calls the loop turns (`setImmediate`), so the
+// requests posted while a call ran are queued here before the next batch is taken.
+const queue: KernelRequest[] = [];
+let draining = false;
+const drain = (): void => {
+  if (queue.length === 0) {
+    draining = false;
+    return;
+  }
+  void answerAll(takeShared(queue)).then((answers) => {
+    for (const a of answers) send(a);
+    setImmediate(drain);
+  });
+};
+port.on('message', (r: KernelRequest) => {
+  queue.push(r);
+  if (draining) return;
+  draining = true;
+  setImmediate(drain);
 });
 port.postMessage({ seq: 0, ok: true } satisfies KernelAnswer);
