@@ -301,8 +301,10 @@ export class MemoryStore {
 
   #sparseScorer(): Promise<SparseScorer> {
     const threads = this.#threads;
+    // Idle intra-op threads sleep (as the encoder's do): spinning ones take the cores that
+    // other requests' encoding and ranking need. The same results either way.
     this.#scorer ??= import('@bfe/scorer').then(({ SparseScorer }) =>
-      SparseScorer.open(threads === undefined ? {} : { threads }),
+      SparseScorer.open({ ...(threads === undefined ? {} : { threads }), spin: false }),
     );
     return this.#scorer;
   }

@@ -64,7 +64,11 @@ const kernels = new Map<
 
 async function answer(r: KernelRequest): Promise<KernelAnswer> {
   if (r.op === 'resident') {
-    const kernel = new OrtSimilarityKernel(threads === undefined ? {} : { threads });
+    // Idle intra-op threads sleep, as the scorer's do (store.ts).
+    const kernel = new OrtSimilarityKernel({
+      ...(threads === undefined ? {} : { threads }),
+      spin: false,
+    });
     await kernel.makeResident(r.bank, r.n, r.dim);
     kernels.set(r.id, { kernel, n: r.n, dim: r.dim, bank: r.bank });
     return { seq: r.seq, ok: true };

@@ -100,6 +100,7 @@ export function residentIndexFactory(options: ResidentIndexOptions = {}): Reside
       options.kernel?.(fallback) ??
       new OrtSimilarityKernel({
         ...(options.threads === undefined ? {} : { threads: options.threads }),
+        spin: false, // idle intra-op threads sleep, as the scorer's do (store.ts)
       });
     const tokens = view.tokenOffsets[view.ids.length]!;
     const done = kernel
