@@ -1,14 +1,13 @@
 """faiss-cpu peers of `pnpm bench:big-bank`: IndexHNSWFlat (inner product, the same M / efConstruction /
 efSearch as bfe) and IndexIVFPQ on the same float32 vectors.
 
-usage: index_peers.py --sweep BANK.f32 QUERIES.f32 EXACT.i32 DIM K M EF_CONSTRUCTION EF_LIST NPROBE_LIST
+usage: index_peers.py --serve BANK.f32 QUERIES.f32 EXACT.i32 DIM K M EF_CONSTRUCTION EF_LIST NPROBE_LIST
        index_peers.py --latency VECTORS.f32 QUERIES.f32 EXACT.json DIM K M EF_CONSTRUCTION EF_LIST ROWS_LIST THREADS INDEX_FILE
-(the sweep: one build each, then every efSearch / nprobe; recall@K against EXACT.i32, the
-caller's exact top-K per query row, so both sides are scored against one reference)
-       index_peers.py --serve (the --sweep arguments): builds, prints `ready`, then answers each
-stdin line `ef N` with one JSON line (that efSearch, timed now), so the caller can interleave faiss
-with its own sides; `end` runs the IVF-PQ part and prints the --sweep JSON (its `hnsw` list: every
-point answered, in order)
+--serve (`--peer-sweep`): builds IndexHNSWFlat, prints `ready`, then answers each stdin line
+`ef N` with one JSON line (that efSearch, timed now), so the caller can interleave faiss with its
+own sides; `end` runs the IVF-PQ part (one build, then every nprobe in NPROBE_LIST) and prints
+one JSON line (its `hnsw` list: every point answered, in order). Recall@K against EXACT.i32, the
+caller's exact top-K per query row, so both sides are scored against one reference
 --latency: faiss IndexHNSWFlat over a segmented build's `vectors.f32` (built once with THREADS
 threads and saved as INDEX_FILE, loaded from it later), then one query at a time — ROWS query rows
 searched in one call, THREADS threads, as bfe searches one query — per efSearch and query length:
@@ -38,8 +37,8 @@ def timed_search(index, q, k, repeats=3):
     return q.shape[0] / best, got
 
 
-def sweep(serve=False):
-    bank_path, query_path, exact_path, dim, k, m, efc, efs, nprobes = sys.argv[2:11]
+def serve():
+    bank_path, query_path, exact_path, dim, k, m, efc, _efs, nprobes = sys.argv[2:11]
     dim, k, m, efc = int(dim), int(k), int(m), int(efc)
     x = np.fromfile(bank_path, dtype=np.float32).reshape(-1, dim)
     q = np.fromfile(query_path, dtype=np.float32).reshape(-1, dim)
@@ -52,20 +51,15 @@ def sweep(serve=False):
     hnsw.add(x)
     out["hnsw_build_s"] = time.perf_counter() - t
     out["hnsw"] = []
-    if serve:
-        print("ready", flush=True)
-        for line in sys.stdin:
-            if line.strip() == "end":
-                break
-            hnsw.hnsw.efSearch = int(line.split()[1])
-            qps, got = timed_search(hnsw, q, k)
-            point = {"ef": hnsw.hnsw.efSearch, "qps": qps, "recall": recall(got, want)}
-            out["hnsw"].append(point)
-            print(json.dumps(point), flush=True)
-    for ef in [] if serve else [int(e) for e in efs.split(",")]:
-        hnsw.hnsw.efSearch = ef
+    print("ready", flush=True)
+    for line in sys.stdin:
+        if line.strip() == "end":
+            break
+        hnsw.hnsw.efSearch = int(line.split()[1])
         qps, got = timed_search(hnsw, q, k)
-        out["hnsw"].append({"ef": ef, "qps": qps, "recall": recall(got, want)})
+        point = {"ef": hnsw.hnsw.efSearch, "qps": qps, "recall": recall(got, want)}
+        out["hnsw"].append(point)
+        print(json.dumps(point), flush=True)
     nlist = max(1, int(4 * np.sqrt(x.shape[0])))
     t = time.perf_counter()
     ivf = faiss.IndexIVFPQ(faiss.IndexFlatIP(dim), dim, nlist, 48, 8, faiss.METRIC_INNER_PRODUCT)
@@ -126,7 +120,7 @@ def latency():
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--latency":
         latency()
-    elif len(sys.argv) > 1 and sys.argv[1] in ("--sweep", "--serve"):
-        sweep(serve=sys.argv[1] == "--serve")
+    elif len(sys.argv) > 1 and sys.argv[1] == "--serve":
+        serve()
     else:
         sys.exit(__doc__)

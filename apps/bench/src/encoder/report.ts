@@ -142,7 +142,7 @@ export function summarize(cli: Cli, ctx: Context, rows: readonly Row[]): Report 
   });
   const best = (peer: Peer): RunReport | undefined =>
     runs
-      .filter((r) => r.peer === peer && r.ok && !r.setting.includes('sorted'))
+      .filter((r) => r.peer === peer && r.ok)
       .sort((a, b) => b.tokensPerSecond! - a.tokensPerSecond!)[0];
   const base = runs.find((r) => r.peer === 'bfe' && r.ok);
   const ratios: Record<string, number | null> = {};

@@ -16,9 +16,6 @@ export interface BfeVariant {
   readonly spinning?: boolean;
   readonly preallocate?: boolean;
   readonly overlapTokenization?: boolean;
-  readonly chunkSize?: number;
-  readonly maxBatchSize?: number;
-  readonly maxBatchTokens?: number;
   /** Another model directory (with its bfe-model.json), e.g. an int8 export. */
   readonly modelDir?: string;
 }
@@ -26,7 +23,7 @@ export interface BfeVariant {
 const LEVELS: readonly GraphOptimizationLevel[] = ['disabled', 'basic', 'extended', 'all'];
 
 export const VARIANT_HELP =
-  'default | inter=N | opt=disabled|basic|extended|all | saved-opt | graph-only | spin=0|1 | prealloc=0|1 | overlap=0|1 | chunk=N | batch=N | tokens=N | model=DIR, joined by +';
+  'default | inter=N | opt=disabled|basic|extended|all | saved-opt | graph-only | spin=0|1 | prealloc=0|1 | overlap=0|1 | model=DIR, joined by +';
 
 /** Parses one variant spec; throws on an unknown option. */
 export function parseVariant(spec: string): BfeVariant {
@@ -70,15 +67,6 @@ export function parseVariant(spec: string): BfeVariant {
         break;
       case 'overlap':
         out.overlapTokenization = flag();
-        break;
-      case 'chunk':
-        out.chunkSize = int();
-        break;
-      case 'batch':
-        out.maxBatchSize = int();
-        break;
-      case 'tokens':
-        out.maxBatchTokens = int();
         break;
       case 'model':
         if (value === '') throw new Error(`--bfe-variants: ${part}: a directory is needed`);

@@ -92,12 +92,6 @@ async function runBfe(job: BenchJob, texts: readonly string[]): Promise<PeerSucc
   const encoder = await openEncoder(modelDir, manifest, { ...session, maxLength: job.maxLength });
   const loadSeconds = (performance.now() - t0) / 1000;
   const options = {
-    ...(job.maxBatchTokens === undefined ? {} : { maxBatchTokens: job.maxBatchTokens }),
-    ...(job.chunkSize === undefined ? {} : { chunkSize: job.chunkSize }),
-    ...(job.maxBatchSize === undefined ? {} : { maxBatchSize: job.maxBatchSize }),
-    ...(v.maxBatchTokens === undefined ? {} : { maxBatchTokens: v.maxBatchTokens }),
-    ...(v.chunkSize === undefined ? {} : { chunkSize: v.chunkSize }),
-    ...(v.maxBatchSize === undefined ? {} : { maxBatchSize: v.maxBatchSize }),
     ...(v.overlapTokenization === undefined ? {} : { overlapTokenization: v.overlapTokenization }),
   };
   for await (const chunk of encoder.encode(texts.slice(0, job.warmupTexts), 'passage', options))
@@ -180,23 +174,17 @@ async function runTransformersJs(job: BenchJob, texts: readonly string[]): Promi
   const call = { pooling: 'mean', normalize: true } as const;
   await extractor(texts.slice(0, Math.min(job.warmupTexts, batchSize)), call);
 
-  // The pipeline pads each call to its longest text and does not sort; `sorted` batches texts
-  // by length first, as sentence-transformers does, to show what that alone is worth.
-  const order = Array.from({ length: texts.length }, (_, i) => i);
+  // The pipeline pads each call to its longest text and does not sort: batches in dataset order.
   const wanted = new Map(job.sample.map((index, k) => [index, k]));
   const sample: number[][] = job.sample.map(() => []);
   const clock = startClock();
-  if (job.sorted === true) order.sort((a, b) => texts[b]!.length - texts[a]!.length || a - b);
-  for (let at = 0; at < order.length; at += batchSize) {
-    const rows = order.slice(at, at + batchSize);
-    const out = await extractor(
-      rows.map((r) => texts[r]!),
-      call,
-    );
+  for (let at = 0; at < texts.length; at += batchSize) {
+    const batch = texts.slice(at, at + batchSize);
+    const out = await extractor(batch, call);
     const data = out.data as Float32Array;
-    const dim = data.length / rows.length;
-    for (let b = 0; b < rows.length; b++) {
-      const k = wanted.get(rows[b]!);
+    const dim = data.length / batch.length;
+    for (let b = 0; b < batch.length; b++) {
+      const k = wanted.get(at + b);
       if (k !== undefined) sample[k] = Array.from(data.subarray(b * dim, (b + 1) * dim));
     }
   }

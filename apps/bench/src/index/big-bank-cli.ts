@@ -1,13 +1,12 @@
 /**
  * The flags of `pnpm bench:big-bank`: one command, several modes. Without a mode flag it writes a
  * synthetic bank larger than RAM and searches it (`big-bank.ts`); `--hnsw-build` /
- * `--hnsw-latency` / `--peer-sweep` / `--filtering` run the HNSW scale bench on a tiled bank
- * (`scale-cli.ts`), `--milvus` Milvus Lite beside it (`milvus-bench.ts`), `--segmented-build` /
+ * `--peer-sweep` / `--filtering` run the HNSW scale bench on a tiled bank (`scale-cli.ts`),
+ * `--milvus` Milvus Lite beside it (`milvus-bench.ts`), `--segmented-build` /
  * `--segmented-search` the segmented graphs (`segmented-cli.ts`).
  */
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { HnswScalarKind } from '@bfe/index';
 import { MILVUS_INDEX_TYPES, type MilvusIndexType } from '@bfe/index-milvus';
 import {
   benchCommand,
@@ -16,7 +15,6 @@ import {
   list,
   nonNegative,
   nonNegativeNumber,
-  numberList,
   oneOf,
   Option,
   parseCommand,
@@ -38,7 +36,6 @@ export interface BigBankOptions {
   phase?: string;
   // The HNSW scale bench on a tiled bank (scale.ts).
   hnswBuild?: boolean;
-  hnswLatency?: boolean;
   peerSweep?: boolean;
   filtering?: boolean;
   shapes: string[];
@@ -53,7 +50,6 @@ export interface BigBankOptions {
   efConstruction: number;
   efSearch: number[];
   threads: number;
-  graph: HnswScalarKind;
   graphs?: string;
   overFetch: number[];
   queries: number;
@@ -76,8 +72,6 @@ export interface BigBankOptions {
   codec: 'sq8' | 'sq4';
   codesInRam?: boolean;
   real?: boolean;
-  margin?: number[];
-  i8Only?: boolean;
   keepVectors?: boolean;
   rowsPerQuery?: number;
   // The clustered residual backend beside exact (ivf-bench.ts).
@@ -92,9 +86,6 @@ export interface BigBankOptions {
   ivfThreads: number[];
 }
 
-/** The bank larger than RAM's default size: 2e7 tokens (a 30.7 GB file at d = 384). */
-export const DEFAULT_TOKENS = 20_000_000;
-
 /** `--bank`, where a mode reads an encoded bank. */
 export function bankDir(o: BigBankOptions): string {
   if (o.bank === undefined) throw new Error('--bank <dir> is required');
@@ -106,10 +97,6 @@ const command = benchCommand(
   'banks larger than RAM: exact and SQ4 search, HNSW at scale, Milvus Lite, segmented graphs',
 )
   .option('--hnsw-build', 'build the tiled bank and its graphs at --checkpoints under --index')
-  .option(
-    '--hnsw-latency',
-    'search the tiled graphs of --index, each checkpoint in its own process',
-  )
   .option('--peer-sweep', 'bfe against faiss at matched recall on the first --tokens tokens')
   .option('--filtering', 'per-bank graphs against one filtered graph (--shapes)')
   .option('--milvus', 'Milvus Lite beside exact and HNSW on the tiled bank')
@@ -140,7 +127,7 @@ const command = benchCommand(
     ),
   )
   .addOption(
-    flag('--tokens <n>', 'bank tokens (peer sweep, latency: the first n)', positive, '20000000'),
+    flag('--tokens <n>', 'bank tokens (peer sweep, ivf: the first n)', positive, '20000000'),
   )
   .addOption(flag('--dim <n>', 'synthetic bank dimension', positive, '384'))
   .addOption(flag('--query-tokens <n>', 'tokens of the one query', positive, '32'))
@@ -162,10 +149,7 @@ const command = benchCommand(
   .addOption(flag('--ef-construction <n>', 'HNSW efConstruction', positive, '64'))
   .addOption(flag('--ef-search <list>', 'HNSW efSearch values', intList, '32,64,128'))
   .addOption(flag('--threads <n>', 'build and search threads', nonNegative, '2'))
-  .addOption(
-    flag('--graph <kind>', 'graph vectors: f32, f16 or i8', oneOf(['f32', 'f16', 'i8']), 'f32'),
-  )
-  .option('--graphs <dir>', 'where converted or sweep graphs are kept')
+  .option('--graphs <dir>', 'where sweep graphs and ivf indexes are kept')
   .addOption(flag('--over-fetch <list>', 'proposals per wanted hit, rescored', intList, '1'))
   .addOption(flag('--queries <n>', 'queries of the build', positive, '20'))
   .addOption(flag('--rows <n>', 'query rows (tokens) per query', positive, '24'))
@@ -188,8 +172,6 @@ const command = benchCommand(
       .env('BFE_PYTHON')
       .default('/tmp/bfe-bench-venv/bin/python'),
   )
-  .addOption(flag('--margin <list>', 'proposals beyond k, rescored', numberList))
-  .option('--i8-only', 'peer sweep: the i8 graph alone')
   .addOption(
     flag(
       '--milvus-index <list>',

@@ -14,8 +14,8 @@
  *
  * pnpm bench:big-bank --tokens 1000000
  *
- * `--hnsw-build` / `--hnsw-latency`: the HNSW scale bench of `scale-cli.ts` instead;
- * `--milvus --checkpoints 100000,1000000`: Milvus Lite beside them (`milvus-bench.ts`;
+ * `--hnsw-build` / `--peer-sweep` / `--filtering`: the HNSW scale bench of `scale-cli.ts`
+ * instead; `--milvus --checkpoints 100000,1000000`: Milvus Lite beside them (`milvus-bench.ts`;
  * `--milvus-reindex`: one insert, the index replaced per type; `--milvus-warmup N` queries).
  * `--ivf`: the clustered residual backend beside exact on real tokens (`ivf-bench.ts`).
  * `--segmented-build` / `--segmented-search`: the large HNSW point as segmented i8 graphs over
@@ -262,12 +262,7 @@ if (values.ivf === true) {
   await runSegmented(values);
 } else if (values.milvus === true) {
   await runMilvusBench(values);
-} else if (
-  values.hnswBuild === true ||
-  values.hnswLatency === true ||
-  values.peerSweep === true ||
-  values.filtering === true
-) {
+} else if (values.hnswBuild === true || values.peerSweep === true || values.filtering === true) {
   await runScale(values);
 } else if (values.phase !== undefined) {
   const run = { write: writeBank, fp32: searchFp32, sq4: searchSq4 }[values.phase];

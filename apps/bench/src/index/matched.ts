@@ -7,9 +7,9 @@
  *   index reloaded per efSearch; `raw i8`: the same build with i8 vectors (usearch's cast),
  *   its own top-k (no rescoring);
  * - **bfe TokenIndex**: the same graph files through `HnswTokenIndex.load`, one query (its rows)
- *   per call, `proposalsFor(k, overFetch, margin)` proposals rescored in float64 from the stored fp32
+ *   per call, `proposalsFor(k, overFetch)` proposals rescored in float64 from the stored fp32
  *   codes — what bfe runs: `bfe f32` (today's default), `bfe i8 ×f` (the i8 graph proposes
- *   `ceil(f · k) + 16`; `bfe i8 ×f +m` with margin m instead of 16), `bfe i8r ×f` / `bfe f16r ×1` (the f32 graph's links with i8 / f16
+ *   `ceil(f · k) + 16`), `bfe i8r ×f` / `bfe f16r ×1` (the f32 graph's links with i8 / f16
  *   vectors, `rekindHnswFile`);
  *   each row's `coverage` is the share of the exact top-k among the proposals, which the
  *   rescored top-k recall equals (an exact rescoring loses nothing it was given);
@@ -28,7 +28,6 @@ import { createInterface } from 'node:readline';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  HNSW_MARGIN,
   HnswTokenIndex,
   OrtSimilarityKernel,
   buildHnsw,
@@ -104,15 +103,6 @@ export interface SweepOptions {
   readonly overFetch: readonly number[];
   /** Threads of a graph build (default 1; searches are always one thread). */
   readonly buildThreads?: number;
-  /** The graphs' insertion order (`buildHnsw`'s `insert`; default its seeded shuffle). */
-  readonly insert?: 'shuffled' | 'given';
-  /**
-   * Margins of the i8 graphs' bfe rows (`HnswTokenIndexOptions.margin`; default [16]): a row
-   * per over-fetch × margin, named `bfe i8 ×f` at 16, `bfe i8 ×f +m` otherwise.
-   */
-  readonly margins?: readonly number[];
-  /** Only bfe's i8 rows (no raw usearch, f32, f16r or i8r rows): a shorter sweep. */
-  readonly i8Only?: boolean;
 }
 
 type Usearch = InstanceType<typeof Index>;
@@ -150,8 +140,7 @@ export async function matchedSweep(
     multi: false,
   });
   // The graphs, once per folder: f32 and i8 as bfe builds them (`buildHnsw`: usearch, rows
-  // inserted in its seeded shuffled order; `options.insert: 'given'` for row order), and the
-  // f32 graph's links with i8 / f16 vectors.
+  // inserted in its seeded shuffled order), and the f32 graph's links with i8 / f16 vectors.
   const buildS: Record<string, number> = {};
   for (const kind of ['f32', 'i8'] as const) {
     const file = join(work, kind, 'all.usearch');
@@ -162,7 +151,6 @@ export async function matchedSweep(
     const built = await buildHnsw(x, n, dim, params, {
       kind,
       threads: options.buildThreads ?? 1,
-      ...(options.insert === undefined ? {} : { insert: options.insert }),
     });
     buildS[kind] = (performance.now() - t0) / 1000;
     await built.save(file);
@@ -200,7 +188,6 @@ export async function matchedSweep(
     overFetch: number,
     ef: number,
     name: string,
-    margin = HNSW_MARGIN,
   ): Promise<void> => {
     const params = { M: meta.M, efConstruction: meta.efConstruction, efSearch: ef };
     const kind = graph === 'f32' ? 'f32' : graph === 'f16r' ? 'f16' : 'i8';
@@ -208,7 +195,6 @@ export async function matchedSweep(
       threads: 1,
       kind,
       overFetch,
-      margin,
     });
     const tokens = new Int32Array(R * k);
     const once = async (): Promise<number> => {
@@ -226,7 +212,7 @@ export async function matchedSweep(
     tokenIndex.dispose();
     // The proposals' coverage of the exact top-k: the same graph asked for as many.
     const raw = await loadHnsw(join(work, graph, 'all.usearch'), dim, params, { threads: 1, kind });
-    const fetch = proposalsFor(k, overFetch, margin);
+    const fetch = proposalsFor(k, overFetch);
     const proposed = raw.search(q, R, fetch).indices;
     raw.dispose();
     let covered = 0;
@@ -261,19 +247,16 @@ export async function matchedSweep(
   const faissPoints: SweepPoint[] = [];
   for (const ef of efs) {
     const before = await faissAt(ef);
-    const all = options.i8Only !== true;
-    for (const kind of all ? (['f32', 'i8'] as const) : []) {
+    for (const kind of ['f32', 'i8'] as const) {
       const index = new Index(config(ef, kind));
       index.load(join(work, kind, 'all.usearch'));
       rawRow(index, ef, `raw ${kind}`);
     }
-    if (all) await apiRow('f32', 1, ef, 'bfe f32');
-    if (all) await apiRow('f16r', 1, ef, 'bfe f16r ×1');
+    await apiRow('f32', 1, ef, 'bfe f32');
+    await apiRow('f16r', 1, ef, 'bfe f16r ×1');
     for (const f of options.overFetch) {
-      for (const m of options.margins ?? [HNSW_MARGIN]) {
-        await apiRow('i8', f, ef, `bfe i8 ×${f}${m === HNSW_MARGIN ? '' : ` +${m}`}`, m);
-      }
-      if (all) await apiRow('i8r', f, ef, `bfe i8r ×${f}`);
+      await apiRow('i8', f, ef, `bfe i8 ×${f}`);
+      await apiRow('i8r', f, ef, `bfe i8r ×${f}`);
     }
     const after = await faissAt(ef);
     faissPoints.push({ ...after, qps: Math.max(before.qps, after.qps) });
@@ -282,9 +265,9 @@ export async function matchedSweep(
   peer.send('end');
   const served = JSON.parse(await peer.next()) as { hnsw: SweepPoint[]; hnsw_build_s: number };
   const faiss = { ...served, hnsw: faissPoints, hnswTimed: served.hnsw };
-  // bfe's i8 graph at its best setting per recall: the points of every margin and over-fetch
-  // together (a user picks efSearch, over-fetch and margin for the recall they need).
-  if ((options.margins?.length ?? 1) > 1 || options.overFetch.length > 1) {
+  // bfe's i8 graph at its best setting per recall: the points of every over-fetch together (a
+  // user picks efSearch and over-fetch for the recall they need).
+  if (options.overFetch.length > 1) {
     const any = [...sweeps].filter(([name]) => name.startsWith('bfe i8 ×')).flatMap(([, p]) => p);
     sweeps.set('bfe i8 (any setting)', any);
   }

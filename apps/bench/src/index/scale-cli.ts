@@ -1,61 +1,40 @@
 /**
- * `pnpm bench:big-bank --hnsw-build | --hnsw-latency | --peer-sweep | --filtering`: the HNSW
- * scale bench (scale.ts) on a tiled bank (noisy copies of an encoded LoCoMo bank's states).
+ * `pnpm bench:big-bank --hnsw-build | --peer-sweep | --filtering`: the HNSW scale bench
+ * (scale.ts) on a tiled bank (noisy copies of an encoded LoCoMo bank's states).
  *
- * Build once (one growing graph saved at each checkpoint, exact fp32 reference per checkpoint):
+ * Build once (one growing graph saved at each checkpoint, exact fp32 reference per checkpoint,
+ * each reference in its own child process so that its peak RSS is its own):
  *   pnpm bench:big-bank --hnsw-build --bank <encoded LoCoMo bank dir> --index <tiled dir>
- * Then, as often as wanted (one query = `--rows` tokens, k 64; each checkpoint in its own
- * child process so that its peak RSS is its own):
- *   pnpm bench:big-bank --hnsw-latency --index <tiled dir> [--tokens 2000000]
- * with `--graph i8 --graphs <dir> --over-fetch 2`: the same links with i8 vectors (converted
- * once into `<dir>/hnsw-<n>-i8` by `rekindHnswFile`), proposals over-fetched and rescored.
  * bfe vs faiss at matched recall on the first `--tokens` tokens (matched.ts):
  *   pnpm bench:big-bank --peer-sweep --index <tiled dir> --tokens 100000 \
  *     --ef-search 64,96,128,192,256 [--graphs <dir for sweep-<n>/>] [--over-fetch 1,2]
- *     [--margin 1,16] [--i8-only]
  * Per-bank graphs against one filtered graph (filtering.ts):
  *   pnpm bench:big-bank --filtering --shapes locomo,longmemeval,1000-banks --bank <LoCoMo bank>
  *     --index <tiled dir>
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { printJson } from '../shared/table.js';
-import { bankDir, DEFAULT_TOKENS, type BigBankOptions } from './big-bank-cli.js';
+import { bankDir, type BigBankOptions } from './big-bank-cli.js';
 import { locomoBank } from './banks.js';
 import { filterShape } from './filtering.js';
 import type { ShapeBank } from './filtering.js';
 import { matchedSweep } from './matched.js';
-import { buildScale, exactPhase, hnswPhase, loadavg, readF32, readMeta } from './scale.js';
+import { buildScale, exactPhase, loadavg, readF32, readMeta } from './scale.js';
 
 const K = 64;
 
-/** Runs `--phase <what>:<tokens>` of this bench in a child process; its JSON lines. */
-function child(o: BigBankOptions, what: string, tokens: number, efSearch = o.efSearch): object[] {
+/** The exact fp32 reference over the first `tokens` tokens in a child process; its JSON line. */
+function exactChild(o: BigBankOptions, tokens: number): object[] {
   const script = fileURLToPath(new URL('./big-bank.ts', import.meta.url));
-  const args = [
-    '--hnsw-latency',
-    '--index',
-    o.index,
-    '--ef-search',
-    efSearch.join(','),
-    '--threads',
-    String(o.threads),
-    '--graph',
-    o.graph,
-    '--over-fetch',
-    o.overFetch.join(','),
-    ...(o.graphs === undefined ? [] : ['--graphs', o.graphs]),
-    '--phase',
-    `${what}:${tokens}`,
-  ];
+  const args = ['--hnsw-build', '--index', o.index, '--phase', `exact:${tokens}`];
   const r = spawnSync(process.execPath, [...process.execArgv, script, ...args], {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
     maxBuffer: 1 << 24,
   });
-  if (r.status !== 0) throw new Error(`${what}:${tokens} failed (${r.status}): ${r.stdout}`);
+  if (r.status !== 0) throw new Error(`exact:${tokens} failed (${r.status}): ${r.stdout}`);
   return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as object[];
 }
 
@@ -63,16 +42,8 @@ export async function runScale(o: BigBankOptions): Promise<void> {
   const dir = o.index;
   if (o.phase !== undefined) {
     const [what, tokens] = o.phase.split(':');
-    const n = Number(tokens);
-    const out =
-      what === 'exact'
-        ? [await exactPhase(dir, n, K)]
-        : await hnswPhase(dir, n, K, o.efSearch, o.threads, {
-            kind: o.graph,
-            overFetch: o.overFetch[0]!,
-            ...(o.graphs === undefined ? {} : { graphs: o.graphs }),
-          });
-    printJson(out);
+    if (what !== 'exact') throw new Error(`unknown phase ${o.phase}`);
+    printJson([await exactPhase(dir, Number(tokens), K)]);
     return;
   }
   if (o.filtering === true) {
@@ -84,38 +55,25 @@ export async function runScale(o: BigBankOptions): Promise<void> {
       ...(o.graphs === undefined ? {} : { work: o.graphs }),
       overFetch: o.overFetch,
       buildThreads: o.threads,
-      ...(o.margin === undefined ? {} : { margins: o.margin }),
-      i8Only: o.i8Only === true,
     });
     printJson(out);
     return;
   }
-  if (o.hnswBuild === true) {
-    const { checkpoints } = o;
-    process.stderr.write(`building ${checkpoints.join(' → ')} tokens in ${dir} (${loadavg()})\n`);
-    const meta = await buildScale({
-      bank: bankDir(o),
-      dir,
-      checkpoints,
-      params: { M: o.M, efConstruction: o.efConstruction },
-      queries: o.queries,
-      rows: o.rows,
-      noise: o.noise,
-      threads: o.threads,
-      seed: 7,
-    });
-    printJson(meta);
-    for (const c of checkpoints) printJson(child(o, 'exact', c));
-    return;
-  }
-  const meta = readMeta(dir);
-  const which = o.tokens !== DEFAULT_TOKENS ? [o.tokens] : meta.checkpoints.map((c) => c.tokens);
-  for (const n of which) {
-    // The exact reference (and exact fp32 latency) once per checkpoint, if the build did not.
-    if (!existsSync(join(dir, `exact-${n}.json`))) printJson(child(o, 'exact', n));
-    // One process per efSearch: a disposed usearch graph is freed only by the GC.
-    for (const ef of o.efSearch) printJson(child(o, 'hnsw', n, [ef]));
-  }
+  const { checkpoints } = o;
+  process.stderr.write(`building ${checkpoints.join(' → ')} tokens in ${dir} (${loadavg()})\n`);
+  const meta = await buildScale({
+    bank: bankDir(o),
+    dir,
+    checkpoints,
+    params: { M: o.M, efConstruction: o.efConstruction },
+    queries: o.queries,
+    rows: o.rows,
+    noise: o.noise,
+    threads: o.threads,
+    seed: 7,
+  });
+  printJson(meta);
+  for (const c of checkpoints) printJson(exactChild(o, c));
 }
 
 /** The tiled bank cut into `banks` banks of whole 20-token memories; `queries` of its queries. */

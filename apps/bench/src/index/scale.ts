@@ -1,7 +1,7 @@
 /**
  * The HNSW half of `pnpm bench:big-bank`: one graph built once over a large bank of realistic
  * token vectors, saved with its vectors, queries and exact reference under `--index`, so that
- * the latency measurement is a separate quick command.
+ * the peer sweep, the filtering shapes and Milvus (`milvus-bench.ts`) read the same bank.
  *
  * The bank ("tiled LoCoMo"): the real MiniLM content-token states of an encoded LoCoMo bank
  * (206,142 tokens), tiled copy after copy until `N` tokens, every copy (the first included)
@@ -14,17 +14,15 @@
  * The graph is built with usearch directly, with the exact configuration of `@bfe/index`'s
  * `buildHnsw` (inner product, f32, `multi: false`, key = token index), in one growing index
  * saved at each checkpoint in `--checkpoints` (so 1e5 → 1e6 → 2e6 cost one build; the times
- * are cumulative). The latency phase loads a checkpoint through `HnswTokenIndex.load`: what bfe
+ * are cumulative). `hnswPhase` loads a checkpoint through `HnswTokenIndex.load`: what bfe
  * runs (k + 16 proposals per row rescored in float64 from the stored fp32 codes).
  */
 import {
   closeSync,
-  existsSync,
   mkdirSync,
   openSync,
   readFileSync,
   readSync,
-  renameSync,
   statSync,
   writeFileSync,
   writeSync,
@@ -35,10 +33,9 @@ import {
   OrtSimilarityKernel,
   exactTopK,
   flatBankSource,
-  rekindHnswFile,
   trainCodec,
 } from '@bfe/index';
-import type { HnswParams, HnswScalarKind } from '@bfe/index';
+import type { HnswParams } from '@bfe/index';
 import usearch from 'usearch';
 import { z } from 'zod';
 import { median, quantile } from '../shared/stats.js';
@@ -226,46 +223,15 @@ function summary(
 }
 
 /**
- * One query at a time (all its rows, k) through `HnswTokenIndex` loaded from the checkpoint
+ * One query at a time (all its rows, k) through `HnswTokenIndex` loaded from the f32 checkpoint
  * of `n` tokens, at each `efSearch`: p50/p90 per query and token recall@k vs `exact-<n>.json`.
  */
-/** Which graph the latency phase searches: its vector kind, where converted graphs live, over-fetch. */
-export interface GraphChoice {
-  readonly kind: HnswScalarKind;
-  /** Folder of `hnsw-<n>-<kind>/` (converted on first use from `<dir>/hnsw-<n>`); default `dir`. */
-  readonly graphs?: string;
-  readonly overFetch?: number;
-}
-
-/**
- * The folder of the `kind` graph over the first `n` tokens: the build's own (f32), else
- * `hnsw-<n>-<kind>` under `choice.graphs`, written on first use by `rekindHnswFile` (the
- * f32 graph's links, its vectors cast to `kind`: seconds, not a rebuild).
- */
-export async function graphDir(dir: string, n: number, choice: GraphChoice): Promise<string> {
-  if (choice.kind === 'f32') return join(dir, `hnsw-${n}`);
-  const out = join(choice.graphs ?? dir, `hnsw-${n}-${choice.kind}`);
-  if (!existsSync(join(out, 'all.usearch'))) {
-    mkdirSync(out, { recursive: true });
-    const tmp = join(out, 'all.usearch.tmp');
-    await rekindHnswFile(
-      join(dir, `hnsw-${n}`, 'all.usearch'),
-      tmp,
-      choice.kind,
-      readMeta(dir).dim,
-    );
-    renameSync(tmp, join(out, 'all.usearch'));
-  }
-  return out;
-}
-
 export async function hnswPhase(
   dir: string,
   n: number,
   k: number,
   efSearch: readonly number[],
   threads: number,
-  choice: GraphChoice = { kind: 'f32' },
 ): Promise<object[]> {
   const meta = readMeta(dir);
   const { dim, rows } = meta;
@@ -286,10 +252,9 @@ export async function hnswPhase(
   for (const ef of efSearch) {
     const params = { M: meta.M, efConstruction: meta.efConstruction, efSearch: ef };
     const t0 = performance.now();
-    const index = await HnswTokenIndex.load(await graphDir(dir, n, choice), side, params, {
+    const index = await HnswTokenIndex.load(join(dir, `hnsw-${n}`), side, params, {
       threads,
-      kind: choice.kind,
-      ...(choice.overFetch === undefined ? {} : { overFetch: choice.overFetch }),
+      kind: 'f32',
     });
     const loadS = (performance.now() - t0) / 1000;
     const latencies: number[] = [];
@@ -304,7 +269,7 @@ export async function hnswPhase(
       }
     }
     index.dispose();
-    const what = `hnsw ${choice.kind} ef ${ef} overFetch ${choice.overFetch ?? 1} threads ${threads}`;
+    const what = `hnsw f32 ef ${ef} overFetch 1 threads ${threads}`;
     out.push({ ...summary(what, n, latencies, recall, peakRssMb()), loadS });
   }
   return out;

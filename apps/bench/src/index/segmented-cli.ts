@@ -36,7 +36,6 @@ export async function runSegmented(o: BigBankOptions): Promise<void> {
       efSearch: o.efSearch,
       threads: o.threads,
       codesInRam: o.codesInRam === true,
-      ...(o.margin === undefined ? {} : { margin: o.margin[0]! }),
       ...(o.rowsPerQuery === undefined ? {} : { rowsPerQuery: o.rowsPerQuery }),
     }),
   );

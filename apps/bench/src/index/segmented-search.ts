@@ -32,8 +32,6 @@ export interface SegmentedSearchOptions {
   readonly codesInRam: boolean;
   /** Rows per searched query (default the build's `rows`; must divide it): shorter queries. */
   readonly rowsPerQuery?: number;
-  /** Proposals beyond k per row and graph (`HnswTokenIndexOptions.margin`; default 16). */
-  readonly margin?: number;
 }
 
 /**
@@ -96,7 +94,6 @@ export async function searchSegments(dir: string, o: SegmentedSearchOptions): Pr
       {
         kind: 'i8',
         view: true,
-        ...(o.margin === undefined ? {} : { margin: o.margin }),
         openGraphs: S,
         threads: o.threads,
       },
@@ -122,7 +119,7 @@ export async function searchSegments(dir: string, o: SegmentedSearchOptions): Pr
     }
     index.dispose();
     out.push({
-      what: `segmented hnsw i8 over ${meta.codec}, ${S} × ${segmentTokens} tokens, ef ${ef}, margin ${o.margin ?? 16}, codes ${o.codesInRam ? 'in RAM' : 'by position'}`,
+      what: `segmented hnsw i8 over ${meta.codec}, ${S} × ${segmentTokens} tokens, ef ${ef}, margin 16, codes ${o.codesInRam ? 'in RAM' : 'by position'}`,
       tokens: n,
       segments: S,
       efSearch: ef,

@@ -4,13 +4,12 @@
  * the receipt: a cached stage shows its hit time, so use a fresh cache), and sparse-fusion and
  * no-fusion R@10 / NDCG@10 with the paired difference to the base run (the first folder, exact
  * fp32): mean and 95% bootstrap CI over queries, stratified by subtask (@bfe/eval's
- * `pairedBootstrap`, 10,000 resamples, seed 42), from each run's per-query.jsonl. With
- * `--tokens` (default on; `--no-tokens` to skip) the same run also measures, in this process,
- * each row's usearch graph bytes, token top-k recall@64 against the base run's exact fp32
- * search and per-query latency p50 / p90 (`table5-tokens.ts`: states and codes read by
- * position, graphs memory-mapped; `--in-ram`: read into memory and loaded).
+ * `pairedBootstrap`, 10,000 resamples, seed 42), from each run's per-query.jsonl. The same run
+ * also measures, in this process, each row's usearch graph bytes, token top-k recall@64 against
+ * the base run's exact fp32 search and per-query latency p50 / p90 (`table5-tokens.ts`: states
+ * and codes read by position, graphs memory-mapped; `--in-ram`: read into memory and loaded).
  *
- * pnpm bench:table5 [--markdown] [--no-tokens] [--in-ram] [--threads N] <base-run> <run>…
+ * pnpm bench:table5 [--markdown] [--in-ram] [--threads N] <base-run> <run>…
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -111,7 +110,6 @@ function backendCell(ix: z.infer<typeof indexMetaSchema> | undefined): string {
 
 interface Options {
   markdown?: boolean;
-  tokens: boolean;
   threads?: number;
   inRam?: boolean;
 }
@@ -120,7 +118,6 @@ const command = benchCommand('bench:table5', "the paper's Table 5 from bfe run f
   .argument('<base-run>', 'the exact fp32 run folder, the base of the paired differences')
   .argument('[runs...]', "each other row's run folder")
   .option('--markdown', 'print the table as Markdown')
-  .option('--no-tokens', 'skip the token columns (graph MB, token R@64, latency)')
   .addOption(flag('--threads <n>', 'onnxruntime threads of the token columns', positive))
   .option('--in-ram', 'token columns: states and codes read into memory, graphs loaded');
 
@@ -128,19 +125,23 @@ async function main(): Promise<void> {
   const { options, args: positionals } = parseCommand<Options>(command);
   const runs = await Promise.all(positionals.map(readRun));
   const base = runs[0]!;
-  let tokens: TokenFigures[] | undefined;
-  if (options.tokens) {
-    const threads = options.threads === undefined ? {} : { threads: options.threads };
-    tokens = await measureTokenColumns(positionals, {
-      ...threads,
-      inRam: options.inRam === true,
-      log: note,
-    });
-  }
-  const head = ['codec', 'backend', 'B/token', 'total MB', 'build s'];
-  if (tokens !== undefined) {
-    head.push('graph MB', 'token R@64', 'vs codec exact', 'p50 ms', 'p90 ms');
-  }
+  const tokens = await measureTokenColumns(positionals, {
+    ...(options.threads === undefined ? {} : { threads: options.threads }),
+    inRam: options.inRam === true,
+    log: note,
+  });
+  const head = [
+    'codec',
+    'backend',
+    'B/token',
+    'total MB',
+    'build s',
+    'graph MB',
+    'token R@64',
+    'vs codec exact',
+    'p50 ms',
+    'p90 ms',
+  ];
   for (const s of SYSTEMS) for (const m of METRICS) head.push(`${s} ${m.replace('recall', 'R')}`);
   const rows = runs.map((run, i) => {
     const ix = run.index;
@@ -152,13 +153,13 @@ async function main(): Promise<void> {
       ix?.codec ?? 'fp32',
       backendCell(ix),
       ix === undefined
-        ? fp32Cell(tokens?.[i], (t) => String(t.fp32Bytes / t.bankTokens))
+        ? fp32Cell(tokens[i], (t) => String(t.fp32Bytes / t.bankTokens))
         : String(ix.bytesPerToken),
       ix === undefined
-        ? fp32Cell(tokens?.[i], (t) => (t.fp32Bytes / 1e6).toFixed(1))
+        ? fp32Cell(tokens[i], (t) => (t.fp32Bytes / 1e6).toFixed(1))
         : (ix.totalBytes / 1e6).toFixed(1),
       build,
-      ...(tokens === undefined ? [] : tokenCells(tokens[i]!)),
+      ...tokenCells(tokens[i]!),
       ...SYSTEMS.flatMap((s) => METRICS.map((m) => cell(run, base, s, m))),
     ];
   });
@@ -168,12 +169,10 @@ async function main(): Promise<void> {
   );
   out();
   out(`Δ vs ${base.dir} in points: mean [95% paired bootstrap CI], stratified by subtask.`);
-  if (tokens !== undefined) {
-    const load = (await readFile('/proc/loadavg', 'utf8').catch(() => '?')).trim();
-    out(
-      `Token columns: ${tokens[0]!.queries} queries, ${tokens[0]!.queryTokens} query tokens, k ${TOKEN_K}, load ${load}.`,
-    );
-  }
+  const load = (await readFile('/proc/loadavg', 'utf8').catch(() => '?')).trim();
+  out(
+    `Token columns: ${tokens[0]!.queries} queries, ${tokens[0]!.queryTokens} query tokens, k ${TOKEN_K}, load ${load}.`,
+  );
 }
 
 await runScript('bench:table5', main);
