@@ -14,7 +14,7 @@
  *   pnpm bench:big-bank --ivf --bank <LongMemEval-S bank>,<LoCoMo bank> --tokens 2000000 \
  *     --rows 32 --queries 20 --centroids 4096 --residual-bits 2,4 --nprobe 4,8,16,32,64
  *     [--over-fetch 1,2,4] [--ivf-threads 1,2]
- *     [--graphs <dir>: each index saved there once built, read back after]
+ *     [--graphs <dir>: each index saved there once built (named by its settings), read back after]
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -65,10 +65,13 @@ async function builtOrSaved(
   n: number,
   centroids: number,
   bits: 2 | 4,
+  /** The other build settings, part of the saved file's name. */
+  settings: string,
   build: () => Promise<IvfTokenIndex>,
   read: (bytes: Uint8Array) => IvfTokenIndex,
 ): Promise<{ index: IvfTokenIndex; buildS: number }> {
-  const base = dir === undefined ? undefined : join(dir, `ivf-${n}-${centroids}-${bits}`);
+  const base =
+    dir === undefined ? undefined : join(dir, `ivf-${n}-${centroids}-${bits}-${settings}`);
   if (base !== undefined && existsSync(`${base}.bin`)) {
     const meta = JSON.parse(readFileSync(`${base}.json`, 'utf8')) as { buildSeconds: number };
     return { index: read(new Uint8Array(readFileSync(`${base}.bin`))), buildS: meta.buildSeconds };
@@ -181,6 +184,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
         n,
         centroids,
         bits as 2 | 4,
+        `sample-${o.ivfSample ?? 'default'}-iterations-${o.ivfIterations}`,
         () =>
           IvfTokenIndex.build(
             side,
