@@ -200,6 +200,13 @@ describe.skipIf(python === undefined)('MilvusTokenIndex on the Milvus 2.3.5 serv
         python: python!,
         tls: { mode: 1, serverPem: files.cert, serverKey: files.key, caPem: files.ca },
       });
+      // `/healthz` can say OK before the proxy takes requests ("Proxy is not ready yet").
+      await whenProxyReady(() =>
+        TokenCollection.open(
+          { address: `https://${tls.address}`, token: tls.token!, caPem: files.ca },
+          DIM,
+        ),
+      );
     }, 300_000);
     afterAll(async () => {
       await tls?.stop();
@@ -227,3 +234,17 @@ describe.skipIf(python === undefined)('MilvusTokenIndex on the Milvus 2.3.5 serv
     }, 120_000);
   });
 });
+
+/** Opens until the server's proxy takes requests (at most 120 s), then closes what it opened. */
+async function whenProxyReady(open: () => Promise<{ close: () => Promise<void> }>): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      await (await open()).close();
+      return;
+    } catch (error) {
+      if (!/not ready/i.test(String(error)) || Date.now() > deadline) throw error;
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
