@@ -2,6 +2,12 @@ import { z } from 'zod';
 import type { MilvusOptions } from '@bfe/index-milvus';
 import type { Bm25Language, SparseScorer } from '@bfe/scorer';
 import type { ModelChoice } from './encode/embedder.js';
+import {
+  storeCodecSchema,
+  storeWindowSchema,
+  type StoreCodec,
+  type StoreWindow,
+} from './log/settings.js';
 import type { TokenIndexFactory } from './search/search.js';
 import type { Embedder } from './types.js';
 
@@ -44,6 +50,24 @@ export interface StoreOptions {
    * fsync per call.
    */
   readonly groupCommit?: boolean;
+  /**
+   * The codec the store keeps token states in, chosen when the store is created (default
+   * `fp32`); a store opened with another codec refuses (`bfe store compact
+   * --codec` migrates). Pooled vectors stay fp32.
+   */
+  readonly codec?: StoreCodec;
+  /**
+   * Windowed encoding of long memories (METHOD.md §8), chosen when the store is created: a
+   * memory longer than one model input is encoded in windows of `size` tokens every `stride`,
+   * not cut. `null` or absent on a new store: truncated at `maxLength`. A store opened with
+   * another window refuses.
+   */
+  readonly window?: StoreWindow | null;
+  /**
+   * Bytes of decoded segment rows and bank views kept in memory (least recently used first
+   * out). Default 1 GiB. Memory grows with what is searched, up to this, not with what is stored.
+   */
+  readonly cacheBytes?: number;
 }
 
 export const limitsSchema = z.object({
@@ -54,4 +78,7 @@ export const limitsSchema = z.object({
   maxTextBytes: z.number().int().positive().optional(),
   bm25Language: z.enum(['english', 'none']).optional(),
   groupCommit: z.boolean().optional(),
+  codec: storeCodecSchema.optional(),
+  window: storeWindowSchema.nullable().optional(),
+  cacheBytes: z.number().int().nonnegative().optional(),
 });

@@ -118,7 +118,10 @@ export class MemoryStore {
     let own: { dispose: () => Promise<void> } | undefined;
     try {
       release = await acquireLock(root);
-      const recovered = await recover(root, embedder.model, embedder.dim);
+      const recovered = await recover(root, embedder.model, embedder.dim, {
+        ...(options.codec === undefined ? {} : { codec: options.codec }),
+        ...(options.window === undefined ? {} : { window: options.window }),
+      });
       const writer = new Writer(root, recovered, release, {
         model: embedder.model,
         dim: embedder.dim,

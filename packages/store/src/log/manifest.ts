@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ArtifactCorruptError, toStorageError, writeFileAtomic } from '@bfe/core';
+import { storeCodecSchema, storeWindowSchema } from './settings.js';
 
 /** File name of the manifest in a store directory. */
 export const MANIFEST_FILE = 'MANIFEST.json';
@@ -18,6 +19,10 @@ export const manifestSchema = z.strictObject({
   /** The embedder's identity (the model hash): the store refuses another model's vectors. */
   model: z.string().min(1),
   dim: z.number().int().positive(),
+  /** The codec segments keep token states in (`settings.ts`); absent: fp32. */
+  codec: storeCodecSchema.optional(),
+  /** Windowed encoding of long memories (`settings.ts`); absent: truncated. */
+  window: storeWindowSchema.optional(),
   /** WAL generations from this one up hold the writes not yet in segments (the checkpoint). */
   walGeneration: z.number().int().positive(),
   /** Write sequence at the checkpoint: every record below it lives in the segments. */

@@ -10,12 +10,21 @@ import {
   type Manifest,
 } from './manifest.js';
 import { readSegment } from './segment.js';
+import {
+  checkSettings,
+  newSettings,
+  recordedSettings,
+  type RequestedSettings,
+  type StoreSettings,
+} from './settings.js';
 import { Segment, type StoreState } from './state.js';
 import { WalWriter, readWal } from './wal.js';
 
 /** What opening a store directory found and rebuilt. */
 export interface Recovered {
   readonly manifest: Manifest;
+  /** The settings the store keeps (codec, window). */
+  readonly settings: StoreSettings;
   readonly state: StoreState;
   /** The WAL generation new writes append to, opened. */
   readonly wal: WalWriter;
@@ -31,17 +40,25 @@ export interface Recovered {
  * checks the model, loads and verifies every segment, removes files the manifest does not
  * name, replays the WAL generations from the checkpoint up to the first torn record, and cuts
  * the torn tail off so new records follow intact ones.
- * @throws ConfigError when the store holds another model's vectors
+ * @throws ConfigError when the store holds another model's vectors, or keeps other settings
  * @throws ArtifactCorruptError naming a corrupt segment, manifest or WAL generation
  */
-export async function recover(dir: string, model: string, dim: number): Promise<Recovered> {
+export async function recover(
+  dir: string,
+  model: string,
+  dim: number,
+  requested: RequestedSettings = {},
+): Promise<Recovered> {
   await mkdir(join(dir, 'segments'), { recursive: true });
   let manifest = await readManifest(dir);
   if (manifest === undefined) {
+    const fresh = newSettings(requested);
     manifest = {
       schemaVersion: 1,
       model,
       dim,
+      codec: fresh.codec,
+      ...(fresh.window === undefined ? {} : { window: fresh.window }),
       walGeneration: 1,
       checkpointSeq: 0,
       nextSegment: 1,
@@ -55,6 +72,8 @@ export async function recover(dir: string, model: string, dim: number): Promise<
       `store ${dir} holds ${manifest.dim}-d vectors of model ${manifest.model}; the embedder is ${dim}-d model ${model}`,
       { suggestion: 'Open the store with the model it was created with, or use a new directory.' },
     );
+  const settings = recordedSettings(manifest);
+  checkSettings(dir, settings, requested);
   const segments: Segment[] = [];
   for (const entry of manifest.segments) {
     const path = join(dir, entry.file);
@@ -99,7 +118,15 @@ export async function recover(dir: string, model: string, dim: number): Promise<
   const walGeneration = generations.at(-1) ?? manifest.walGeneration;
   const wal = await WalWriter.open(join(dir, walFile(walGeneration)), lastValid);
   if (lastValid === undefined) await fsyncPath(dir); // a new WAL file: make its name durable
-  return { manifest, state, wal, walGeneration, replayed: { records, tornBytes }, removed };
+  return {
+    manifest,
+    settings,
+    state,
+    wal,
+    walGeneration,
+    replayed: { records, tornBytes },
+    removed,
+  };
 }
 
 /**
