@@ -70,6 +70,9 @@ export interface StoreOptions {
   readonly cacheBytes?: number;
 }
 
+/** Default of {@link StoreOptions.cacheBytes}: 1 GiB. */
+export const DEFAULT_CACHE_BYTES = 1024 * 1024 * 1024;
+
 export const limitsSchema = z.object({
   maxLength: z.number().int().min(2).optional(),
   threads: z.number().int().positive().optional(),

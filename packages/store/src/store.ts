@@ -27,7 +27,7 @@ import { storeStats, type StoreStats } from './stats.js';
 import { banksOf } from './log/state.js';
 import type { Embedder, MemoryMeta } from './types.js';
 import { Writer } from './log/writer.js';
-import { limitsSchema, type StoreOptions } from './store-options.js';
+import { DEFAULT_CACHE_BYTES, limitsSchema, type StoreOptions } from './store-options.js';
 
 export type { StoreOptions } from './store-options.js';
 
@@ -121,6 +121,7 @@ export class MemoryStore {
       const recovered = await recover(root, embedder.model, embedder.dim, {
         ...(options.codec === undefined ? {} : { codec: options.codec }),
         ...(options.window === undefined ? {} : { window: options.window }),
+        cacheBytes: options.cacheBytes ?? DEFAULT_CACHE_BYTES,
       });
       const writer = new Writer(root, recovered, release, {
         model: embedder.model,

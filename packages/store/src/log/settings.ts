@@ -31,6 +31,8 @@ export interface StoreSettings {
 export interface RequestedSettings {
   readonly codec?: StoreCodec;
   readonly window?: StoreWindow | null;
+  /** Not a setting the store keeps: bytes of decoded rows and views held in memory. */
+  readonly cacheBytes?: number;
 }
 
 /** The settings of a store whose manifest records `recorded` (fp32, no window when absent). */
