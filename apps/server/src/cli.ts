@@ -10,7 +10,8 @@ const USAGE =
   'usage: bfe serve --store DIR [--host 127.0.0.1] [--port 8080] [--keys FILE] [--model NAME]\n' +
   '                 [--index milvus://HOST:PORT] [--threads 1] [--encode-workers 1] [--passage-workers 1]\n' +
   '                 [--kernel-workers 1] [--allowed-hosts NAME,…] [--rate 100] [--burst 200]\n' +
-  '                 [--concurrency 16] [--drain-ms 10000] [--bm25-language none|english]';
+  '                 [--concurrency 16] [--drain-ms 10000] [--bm25-language none|english]\n' +
+  '                 [--window SIZE,STRIDE]';
 
 /** After the drain, how long closing the store may take before the process exits anyway. */
 const CLOSE_GRACE_MS = 20_000;
@@ -52,6 +53,15 @@ const argsSchema = z.strictObject({
   drainMs: z.coerce.number().int().min(0).default(DEFAULT_DRAIN_MS),
   /** BM25's language of hybrid searches (the store's lexical index). */
   bm25Language: z.enum(['english', 'none']).optional(),
+  /** A new store's windowed encoding of long memories (`StoreOptions.window`): `SIZE,STRIDE`. */
+  window: z
+    .string()
+    .regex(/^\d+,\d+$/, '--window takes SIZE,STRIDE in tokens, e.g. 256,192')
+    .transform((text) => {
+      const [size, stride] = text.split(',').map(Number) as [number, number];
+      return { size, stride };
+    })
+    .optional(),
 });
 
 /**
@@ -87,6 +97,10 @@ export function serveProgram(): Command {
       '10000',
     )
     .option('--bm25-language <lang>', 'BM25 of hybrid searches: english or none (default none)')
+    .option(
+      '--window <size,stride>',
+      'a new store encodes memories longer than SIZE tokens in windows STRIDE apart, not cut',
+    )
     .allowExcessArguments(false)
     .exitOverride();
 }
@@ -125,6 +139,7 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
       storeOptions: {
         ...(args.model === undefined ? {} : { model: args.model }),
         ...(args.bm25Language === undefined ? {} : { bm25Language: args.bm25Language }),
+        ...(args.window === undefined ? {} : { window: args.window }),
         // The URL as given (its query names the index type and its parameters); the token for
         // a Milvus cluster comes from the environment (BFE_MILVUS_TOKEN), never the command line.
         ...(args.index === undefined ? {} : { index: args.index }),

@@ -17,7 +17,8 @@ export function byRole(queries: Embedder, passages: Embedder): Embedder {
   return {
     model: queries.model,
     dim: queries.dim,
-    encode: (texts, role) => (role === 'query' ? queries : passages).encode(texts, role),
+    encode: (texts, role, options = {}) =>
+      (role === 'query' ? queries : passages).encode(texts, role, options),
     tokenText: (id) => queries.tokenText(id),
     async dispose() {
       await Promise.all([queries.dispose(), passages.dispose()]);

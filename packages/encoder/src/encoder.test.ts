@@ -5,6 +5,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { tmpDir } from '@bfe/core/testing';
 import { ArtifactCorruptError } from '@bfe/core';
 import { openEncoder } from './encoder.js';
+import type { EncodedChunk } from './pass.js';
 import type { ModelManifest } from '@bfe/models';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
@@ -62,6 +63,50 @@ describe('openEncoder', () => {
 
   it('refuses a maxLength beyond the model positions', async () => {
     await expect(openEncoder(dir, manifest, { maxLength: 64 })).rejects.toThrow(/outside 2\.\.16/);
+  });
+
+  it('windows a passage call that names a window as an encoder opened with it, queries not', async () => {
+    const mean: ModelManifest = { ...manifest, pooling: 'mean', normalize: true };
+    const window = { size: 8, stride: 4 };
+    const plain = await openEncoder(dir, mean);
+    const opened = await openEncoder(dir, mean, { window });
+    const all = async (chunks: AsyncGenerator<EncodedChunk>) => {
+      const out: EncodedChunk[] = [];
+      for await (const c of chunks) out.push(c);
+      return out;
+    };
+    try {
+      const texts = ['the cat sat on a mat . the cat sat on a mat', 'the cat'];
+      const asked = await all(plain.encode(texts, 'passage', { window }));
+      expect(asked).toEqual(await all(opened.encode(texts, 'passage')));
+      // 13 content tokens, none cut: windows of 8 (6 content tokens beside [CLS] and [SEP]).
+      expect(Array.from(asked[0]!.nTokens)).toEqual([13, 2]);
+      expect(Array.from(asked[0]!.windows!)).toEqual([3, 1]);
+      expect(Array.from(asked[0]!.truncated)).toEqual([0, 0]);
+      // Without it the same encoder truncates at maxLength 8; a query ignores a window.
+      const cut = await all(plain.encode(texts, 'passage'));
+      expect(Array.from(cut[0]!.nTokens)).toEqual([6, 2]);
+      expect(Array.from(cut[0]!.truncated)).toEqual([1, 0]);
+      expect(await all(plain.encode(texts, 'query', { window }))).toEqual(
+        await all(plain.encode(texts, 'query')),
+      );
+    } finally {
+      await plain.dispose();
+      await opened.dispose();
+    }
+  });
+
+  it('refuses a call window the model cannot run', async () => {
+    const encoder = await openEncoder(dir, manifest);
+    try {
+      const call = async (window: { size: number; stride: number }) => {
+        for await (const c of encoder.encode(['the cat'], 'passage', { window })) void c;
+      };
+      await expect(call({ size: 8, stride: 4 })).rejects.toThrow(/mean pooling only/);
+      await expect(call({ size: 64, stride: 4 })).rejects.toThrow(/outside 3\.\.16/);
+    } finally {
+      await encoder.dispose();
+    }
   });
 
   it('names a missing model file', async () => {

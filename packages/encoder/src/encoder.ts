@@ -13,7 +13,11 @@ export interface Encoder {
   readonly maxLength: number;
   /** Memories (passages) longer than `window.size` are encoded as windows; queries never are. */
   readonly window?: WindowSpec | undefined;
-  /** Encodes texts as passages (memories) or queries, with the model's prefix for that role. */
+  /**
+   * Encodes texts as passages (memories) or queries, with the model's prefix for that role. A
+   * passage call's `options.window` windows that call (checked as `openEncoder` checks its
+   * window) whatever the encoder was opened with; a query call ignores it.
+   */
   encode(
     texts: readonly unknown[],
     role: 'passage' | 'query',
@@ -43,10 +47,11 @@ export async function openEncoder(
   const window = options.window;
   if (window !== undefined) checkWindow(window, manifest);
   const tokenizer = new TextTokenizer(join(dir, manifest.tokenizerFile), maxLength);
-  // Memories are tokenised whole when windowed: the pass cuts them into windows.
-  const passages =
+  // Memories are tokenised whole when windowed: the pass cuts them into windows. Made at the
+  // first windowed call when only calls ask for windows.
+  let whole =
     window === undefined
-      ? tokenizer
+      ? undefined
       : new TextTokenizer(join(dir, manifest.tokenizerFile), undefined);
   if (tokenizer.vocabSize > manifest.vocabSize) {
     throw new ArtifactCorruptError(
@@ -60,15 +65,24 @@ export async function openEncoder(
     maxLength,
     window,
     encode(texts, role, passOptions = {}) {
+      const { window: asked, ...rest } = passOptions;
       if (role === 'query')
         return encodePass(session, tokenizer, spec, texts, {
-          ...passOptions,
+          ...rest,
           prefix: manifest.prefixes.query,
         });
-      return encodePass(session, passages, spec, texts, {
-        ...passOptions,
+      const w = asked ?? window;
+      if (w === undefined)
+        return encodePass(session, tokenizer, spec, texts, {
+          ...rest,
+          prefix: manifest.prefixes.passage,
+        });
+      if (asked !== undefined) checkWindow(asked, manifest);
+      whole ??= new TextTokenizer(join(dir, manifest.tokenizerFile), undefined);
+      return encodePass(session, whole, spec, texts, {
+        ...rest,
         prefix: manifest.prefixes.passage,
-        ...(window === undefined ? {} : { window }),
+        window: w,
       });
     },
     tokenText: (id) => tokenizer.tokenText(id),

@@ -1,4 +1,11 @@
-export type { BankView, EncodedTexts, Embedder, MemoryMeta, ViewLexicon } from './types.js';
+export type {
+  BankView,
+  EmbedOptions,
+  EncodedTexts,
+  Embedder,
+  MemoryMeta,
+  ViewLexicon,
+} from './types.js';
 export { MemoryStore } from './store.js';
 export type { SearchRequest, StoreOptions, StoredMemory } from './store.js';
 export type { BankStats, StoreStats } from './stats.js';
@@ -110,3 +117,19 @@ export { GRAPHS_DIR, graphMetaSchema } from './index/graph/graph-files.js';
 export type { GraphMeta } from './index/graph/graph-files.js';
 export { milvusIndexFactory } from './index/milvus-index.js';
 export type { MilvusFactoryOptions, MilvusIndexFactory } from './index/milvus-index.js';
+export {
+  directoryBytes,
+  manifestEmbedder,
+  openForMaintenance,
+  requireManifest,
+} from './tools/open.js';
+export type { MaintenanceStore } from './tools/open.js';
+export { storeReport } from './tools/stats.js';
+export type { BankReport, StoreReport } from './tools/stats.js';
+export { compactStore } from './tools/compact.js';
+export type { CompactReport } from './tools/compact.js';
+export { verifyStore } from './tools/verify.js';
+export type { VerifyOptions, VerifyProblem, VerifyReport, WalReport } from './tools/verify.js';
+export { EXPORT_FILES, EXPORT_FORMAT, exportStore } from './tools/export.js';
+export type { ExportOptions, ExportReport } from './tools/export.js';
+export { IpcFileOut } from './tools/ipc-out.js';

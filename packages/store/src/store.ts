@@ -11,6 +11,7 @@ import {
 } from './input.js';
 import { acquireLock } from './log/lock.js';
 import { recover } from './log/recovery.js';
+import type { StoreWindow } from './log/settings.js';
 import { chooseIndex } from './index/index-choice.js';
 import { isStoreIndexFactory } from './index/store-index.js';
 import type { LexicalStats } from './lexical/store-lexicon.js';
@@ -27,6 +28,7 @@ import { storeStats, type StoreStats } from './stats.js';
 import { banksOf } from './log/state.js';
 import type { Embedder, MemoryMeta } from './types.js';
 import { Writer } from './log/writer.js';
+import type { StoreCodec, StoreSettings } from './log/settings.js';
 import { DEFAULT_CACHE_BYTES, limitsSchema, type StoreOptions } from './store-options.js';
 
 export type { StoreOptions } from './store-options.js';
@@ -66,6 +68,8 @@ export class MemoryStore {
   readonly #index: TokenIndexFactory;
   readonly #ownIndex: { dispose: () => Promise<void> } | undefined;
   readonly #threads: number | undefined;
+  /** The store's window (kept in MANIFEST.json): every add and update is encoded in it. */
+  readonly #window: StoreWindow | undefined;
   #scorer: Promise<SparseScorer> | undefined;
   readonly #ownsScorer: boolean;
   #closed = false;
@@ -87,6 +91,7 @@ export class MemoryStore {
     this.#scorer = options.scorer === undefined ? undefined : Promise.resolve(options.scorer);
     this.#ownsScorer = options.scorer === undefined;
     this.#threads = options.threads;
+    this.#window = options.window ?? undefined;
     this.#ownIndex = ownIndex;
     this.#index = index;
   }
@@ -96,7 +101,8 @@ export class MemoryStore {
    * segments, removes garbage of interrupted writes and replays the WAL.
    * @throws StoreLockedError when another live process (or store) has it open
    * @throws ArtifactCorruptError naming a corrupt segment or manifest
-   * @throws ConfigError when the store holds another model's vectors
+   * @throws ConfigError when the store holds another model's vectors, or its window does not
+   * fit the model (the model's encoder refuses it)
    */
   static async open(dir: string, options: StoreOptions = {}): Promise<MemoryStore> {
     const limits = limitsSchema.safeParse(options);
@@ -141,7 +147,11 @@ export class MemoryStore {
           liveRows: (bank) => writer.live.rows(bank),
         });
       }
-      return new MemoryStore(writer, embedder, owns, options, index, own);
+      // The window the store keeps (given now, or recorded when it was created); one the model
+      // cannot run (beyond its positions, a pooling other than the mean) is refused here.
+      const window = recovered.settings.window ?? null;
+      if (window !== null) await embedder.encode([], 'passage', { window });
+      return new MemoryStore(writer, embedder, owns, { ...options, window }, index, own);
     } catch (error) {
       await own?.dispose();
       await release?.();
@@ -180,11 +190,18 @@ export class MemoryStore {
     this.#open();
     const memories = validateMemories(items, this.#maxTextBytes);
     this.#writer.checkExistence(memories, update); // fail before encoding; rechecked at commit
+    const window = this.#window;
     const encoded = await this.#embedder.encode(
       memories.map((m) => m.text),
       'passage',
+      window === undefined ? {} : { window },
     );
     checkEncoded(encoded, memories.length, this.#embedder.dim);
+    // A windowed pass cuts nothing: a cut memory means an embedder that dropped the window.
+    if (window !== undefined && encoded.truncated.includes(1))
+      throw new Error(
+        `the store encodes memories in windows of ${window.size}, but its embedder truncated one: the embedder does not pass EmbedOptions.window on`,
+      );
     await this.#writer.commitAdd(memories, encoded, update);
     return { ids: memories.map((m) => m.id) };
   }
@@ -333,11 +350,20 @@ export class MemoryStore {
 
   /**
    * Compacts `bank` (or every bank worth it) in the background of readers and writers: merges
-   * its segments, dropping superseded and deleted rows, and swaps the manifest.
+   * its segments, dropping superseded and deleted rows, and swaps the manifest. With `codec`,
+   * migrates the store to that codec: new segments are written in it, and every segment in
+   * another codec is rewritten (`bfe store compact --codec`).
    */
-  async compact(options: { readonly bank?: string } = {}): Promise<CompactionReport[]> {
+  async compact(
+    options: { readonly bank?: string; readonly codec?: StoreCodec } = {},
+  ): Promise<CompactionReport[]> {
     this.#open();
-    return this.#writer.compact(options.bank);
+    return this.#writer.compact(options.bank, options.codec);
+  }
+
+  /** What the store keeps for its life: its codec and window ({@link StoreOptions}). */
+  get settings(): StoreSettings {
+    return this.#writer.settings;
   }
 
   /**

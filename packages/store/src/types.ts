@@ -1,3 +1,4 @@
+import type { WindowSpec } from '@bfe/encoder';
 import type { Bm25Language } from '@bfe/scorer';
 import type { BankLexicon } from './lexical/bank-lexicon.js';
 
@@ -24,12 +25,26 @@ export interface EncodedTexts {
   readonly truncated: Uint8Array;
 }
 
+/** How one {@link Embedder.encode} call encodes. */
+export interface EmbedOptions {
+  /**
+   * Passages only: encode a text longer than `window.size` tokens in overlapping windows
+   * (METHOD.md §8, `@bfe/encoder`'s windowed pass) instead of truncating it. A store with a
+   * window passes it with every add and update; queries are never windowed.
+   */
+  readonly window?: WindowSpec;
+}
+
 /** Turns texts into {@link EncodedTexts}: the store's only route to the encoder. */
 export interface Embedder {
   /** The encoder's identity (its manifest's model hash): a store refuses another model's memories. */
   readonly model: string;
   readonly dim: number;
-  encode(texts: readonly string[], role: 'passage' | 'query'): Promise<EncodedTexts>;
+  encode(
+    texts: readonly string[],
+    role: 'passage' | 'query',
+    options?: EmbedOptions,
+  ): Promise<EncodedTexts>;
   /** The vocabulary piece of a token id (for evidence), e.g. `'##ing'`. */
   tokenText(id: number): string;
   dispose(): Promise<void>;

@@ -129,12 +129,12 @@ export function gatedEmbedder(
     dim: inner.dim,
     tokenText: (id) => inner.tokenText(id),
     dispose: () => inner.dispose(),
-    async encode(texts, r) {
+    async encode(texts, r, options = {}) {
       if (r === role) {
         started();
         await gate;
       }
-      return inner.encode(texts, r);
+      return inner.encode(texts, r, options);
     },
     started: startedP,
     release,

@@ -4,7 +4,7 @@ import type { Worker } from 'node:worker_threads';
 import { loadModelManifest, resolveModelDir } from '@bfe/models';
 import type { EmbedderOptions } from './embedder.js';
 import type { WorkerMessage, WorkerRequest } from './embedder-worker.js';
-import type { EncodedTexts, Embedder } from '../types.js';
+import type { EmbedOptions, EncodedTexts, Embedder } from '../types.js';
 
 /** Options of {@link openEmbedderPool}. */
 export interface EmbedderPoolOptions extends EmbedderOptions {
@@ -31,6 +31,8 @@ export interface EmbedderPool extends Embedder {
 interface Pending {
   readonly texts: readonly string[];
   readonly role: 'passage' | 'query';
+  /** A passage call's window (queries are never windowed). */
+  readonly window: EmbedOptions['window'];
   readonly resolve: (e: EncodedTexts) => void;
   readonly reject: (e: Error) => void;
 }
@@ -89,10 +91,13 @@ export async function openEmbedderPool(options: EmbedderPoolOptions): Promise<Em
       slot.busy = batch;
       runs += 1;
       largestBatch = Math.max(largestBatch, batch.length);
+      // A passage run is one call: its window, when it has one, is the run's.
+      const window = batch[0]!.role === 'passage' ? batch[0]!.window : undefined;
       const request: WorkerRequest = {
         id: runs,
         texts: batch.flatMap((p) => p.texts),
         role: batch[0]!.role,
+        ...(window === undefined ? {} : { window }),
       };
       slot.worker.postMessage(request);
     }
@@ -143,12 +148,18 @@ export async function openEmbedderPool(options: EmbedderPoolOptions): Promise<Em
     model,
     dim,
     workers,
-    encode(texts, role) {
+    encode(texts, role, embed = {}) {
       if (broken !== undefined) return Promise.reject(broken);
       if (disposed) return Promise.reject(new Error('openEmbedderPool: used after dispose()'));
       calls += 1;
       return new Promise<EncodedTexts>((resolveCall, rejectCall) => {
-        queue.push({ texts: [...texts], role, resolve: resolveCall, reject: rejectCall });
+        queue.push({
+          texts: [...texts],
+          role,
+          window: embed.window,
+          resolve: resolveCall,
+          reject: rejectCall,
+        });
         pump();
       });
     },

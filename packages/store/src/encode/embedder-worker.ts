@@ -1,16 +1,18 @@
 // The worker side of `openEmbedderPool` (embedder-pool.ts): one encoder (its own onnxruntime
-// session) per worker thread. It answers `{ id, texts, role }` with `{ id, encoded }` (the
+// session) per worker thread. It answers `{ id, texts, role, window? }` with `{ id, encoded }` (the
 // buffers transferred, not copied), or `{ id, error }`.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openModelEncoder, type EmbedderOptions } from './embedder.js';
 import { encodedTexts } from './encode.js';
-import type { EncodedTexts } from '../types.js';
+import type { EmbedOptions, EncodedTexts } from '../types.js';
 
 /** A request from the pool. */
 export interface WorkerRequest {
   readonly id: number;
   readonly texts: readonly string[];
   readonly role: 'passage' | 'query';
+  /** A passage run's window (`Embedder.encode`'s `options.window`). */
+  readonly window?: EmbedOptions['window'];
 }
 
 /** What a worker posts: once `ready` (or `failed`), then one answer per request. */
@@ -38,7 +40,8 @@ try {
   );
   // One request at a time: the pool sends the next only after this one's answer.
   port.on('message', (request: WorkerRequest) => {
-    encodedTexts(encoder, request.texts, request.role).then(
+    const embed = request.window === undefined ? {} : { window: request.window };
+    encodedTexts(encoder, request.texts, request.role, embed).then(
       (encoded) => {
         const buffers = [
           encoded.pooled,
