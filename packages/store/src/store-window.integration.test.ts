@@ -19,7 +19,7 @@ const hasModel = existsSync(join(modelDir, 'bfe-model.json'));
 const requireModel = process.env.BFE_REQUIRE_MODEL === '1';
 
 const WINDOW = { size: 64, stride: 48 };
-// About 190 tokens of garden diary; 'volcano' occurs once, in the last sentence.
+// 148 tokens of garden diary (three windows of 64); 'volcano' occurs once, in the last window.
 const LONG = [
   'Maria planted tomatoes and basil in the garden behind her house in early April.',
   'Every morning she watered the beds before walking her dog along the river path.',
@@ -51,7 +51,7 @@ describe.skipIf(!hasModel && !requireModel)('a windowed store on MiniLM', () => 
     const pieces = Array.from(whole.ids, (id) => embedder.tokenText(id));
     const at = pieces.indexOf('volcano');
     expect(pieces.lastIndexOf('volcano')).toBe(at);
-    // Past the first window (64 tokens) and the second (which ends at 64 + 48).
+    // Past the second window's last token (content 48 + 61, position 110): in the last only.
     expect(at).toBeGreaterThan(WINDOW.size + WINDOW.stride);
     const positions = Array.from(whole.ids.keys()).filter((j) => whole.content[j] === 1);
     const dir = tmpDir();
