@@ -1,0 +1,138 @@
+/**
+ * One codec's store on one benchmark for `bench:store --parts codecs` (codec-quality.ts): built
+ * from the replayed encodings, flushed (every search reads the codec's segments), checked,
+ * searched with both systems at the experiment's settings, removed.
+ */
+import { rm } from 'node:fs/promises';
+import type { SparseScorer } from '@bfe/scorer';
+import { MemoryStore, type StoreOptions } from '@bfe/store';
+import type { CodecBenchmark } from './codec-banks.js';
+
+/** The store's codecs, fp32 (the reference) first. */
+export const CODECS = ['fp32', 'fp16', 'sq8', 'sq4'] as const satisfies readonly NonNullable<
+  StoreOptions['codec']
+>[];
+export type Codec = (typeof CODECS)[number];
+
+/** The systems measured: sparse fusion (the store's default) and sparse without fusion. */
+export const CODEC_SYSTEMS = ['sparse-fusion', 'no-fusion'] as const;
+export type CodecSystem = (typeof CODEC_SYSTEMS)[number];
+
+/** The experiments' scorer settings (apps/runner's `scorer` section defaults, the table5 files). */
+const TOKEN_K = 64;
+const ALPHA = 0.5;
+export const TOP = 10;
+
+/** One codec's store on one benchmark. */
+export interface CodecRun {
+  readonly codec: Codec;
+  readonly tokens: number;
+  readonly memories: number;
+  readonly segments: number;
+  readonly segmentBytes: number;
+  /** Largest |decoded − encoded| of a token state the searches read (0: bit for bit). */
+  readonly maxDelta: number;
+  readonly addSeconds: number;
+  readonly searchSeconds: number;
+  /** System → query id → its top 10, best first. */
+  readonly runs: ReadonlyMap<CodecSystem, ReadonlyMap<string, readonly string[]>>;
+}
+
+const now = (): number => Number(process.hrtime.bigint()) / 1e9;
+
+/**
+ * Builds a store of `b` in `dir` with `codec`, searches every query with both systems and
+ * removes the store.
+ * @throws Error when a bank still has memtable rows after the flush, or a view lacks a memory
+ */
+export async function runCodec(
+  b: CodecBenchmark,
+  codec: Codec,
+  dir: string,
+  scorer: SparseScorer,
+  threads: number | undefined,
+): Promise<CodecRun> {
+  const t0 = now();
+  const store = await MemoryStore.open(dir, {
+    embedder: b.embedder,
+    scorer,
+    codec,
+    compactSegments: 0,
+    flushBytes: 2 ** 40,
+    maxTextBytes: 2 ** 26,
+    ...(threads === undefined ? {} : { threads }),
+  });
+  try {
+    for (const [bank, ids] of b.banks) {
+      for (let i = 0; i < ids.length; i += 256)
+        await store.add(ids.slice(i, i + 256).map((id) => ({ id, bank, text: b.texts.get(id)! })));
+      await store.flush(); // one segment per bank, in the codec
+    }
+    const addSeconds = now() - t0;
+    const stats = await store.stats();
+    for (const [bank, s] of Object.entries(stats.banks))
+      if (s.memtableRows !== 0 || s.segments === 0)
+        throw new Error(`bank ${bank}: ${s.memtableRows} memtable rows after flush`);
+    const maxDelta = decodedDelta(store, b);
+    const t1 = now();
+    const runs = new Map<CodecSystem, Map<string, string[]>>(
+      CODEC_SYSTEMS.map((s) => [s, new Map()]),
+    );
+    for (const q of b.queries)
+      for (const system of CODEC_SYSTEMS) {
+        const got = await store.search({
+          bank: q.bank,
+          query: q.text,
+          k: TOP,
+          system,
+          tokenK: TOKEN_K,
+          alpha: ALPHA,
+          explain: false,
+        });
+        runs.get(system)!.set(
+          q.id,
+          got.map((r) => r.id),
+        );
+      }
+    return {
+      codec,
+      tokens: stats.tokens,
+      memories: stats.memories,
+      segments: stats.segments,
+      segmentBytes: Object.values(stats.banks).reduce((a, s) => a + s.segmentBytes, 0),
+      maxDelta,
+      addSeconds,
+      searchSeconds: now() - t1,
+      runs,
+    };
+  } finally {
+    await store.close({ flush: false });
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Largest |Δ| between the token states a snapshot's views hold and the encoded ones. */
+function decodedDelta(store: MemoryStore, b: CodecBenchmark): number {
+  const snap = store.snapshot();
+  let max = 0;
+  try {
+    for (const [bank, ids] of b.banks) {
+      const view = snap.bank(bank);
+      if (view.ids.length !== ids.length) throw new Error(`bank ${bank}: ${view.ids.length} rows`);
+      const { tokenOffsets, tokenVectors, dim } = view;
+      for (let i = 0; i < view.ids.length; i++) {
+        const want = b.tokensOf(view.ids[i]!);
+        const at = tokenOffsets[i]! * dim;
+        if ((tokenOffsets[i + 1]! - tokenOffsets[i]!) * dim !== want.length)
+          throw new Error(`bank ${bank}, memory ${view.ids[i]}: token count differs`);
+        for (let j = 0; j < want.length; j++) {
+          const d = Math.abs(tokenVectors[at + j]! - want[j]!);
+          if (d > max) max = d;
+        }
+      }
+    }
+  } finally {
+    void snap.release();
+  }
+  return max;
+}
