@@ -27,8 +27,12 @@
  *   (pooled + sparse + BM25, English) beside `sparse-fusion` (the peer), with and without
  *   evidence, and the lexical index's costs: deriving a bank's BM25 postings from its texts and
  *   keeping them per added memory (see hybrid-bench.ts).
+ * - `codecs`: retrieval quality per store codec (fp32, fp16, sq8, sq4) on LoCoMo and
+ *   LongMemEval-S from the experiment's encoded vectors, sparse-fusion and no-fusion, Δ vs fp32
+ *   with paired bootstrap CIs, and the fp32 store beside the experiment's scored run (see
+ *   codec-quality.ts; `--codecs`, `--codec-datasets`, `--lme-every`).
  *
- * `--parts add,reopen,search,graph,graph-add,hybrid,writers` selects parts (default all); `--sizes ''` measures the conversation
+ * `--parts add,reopen,search,graph,graph-add,hybrid,writers,codecs` selects parts (default all); `--sizes ''` measures the conversation
  * bank alone; `--threads` sets onnxruntime's intra-op threads of the embedder, the scorer and the
  * resident kernels. Timings on a shared machine are
  * noisy: the load average is printed beside them.
@@ -45,6 +49,13 @@ import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
 import { MemoryStore, openEmbedder, type Embedder } from '@bfe/store';
 import { GRAPH_ADD_HEAD, GRAPH_HEAD, graphAddRows, graphSearchRows } from './graph-bench.js';
 import { HYBRID_HEAD, hybridLatency } from './hybrid-bench.js';
+import {
+  CODEC_HEAD,
+  EXPERIMENT_HEAD,
+  codecFlags,
+  codecQuality,
+  type CodecOptions,
+} from './codec-quality.js';
 import { WRITERS_HEAD, writerRows } from './writers-bench.js';
 import { SEARCH_HEAD, searchLatency } from './search-latency.js';
 import { replayEmbedder } from '../shared/banks.js';
@@ -60,9 +71,18 @@ import {
 } from '../shared/cli.js';
 import { note, out, printTable } from '../shared/table.js';
 
-const PARTS = ['add', 'reopen', 'search', 'graph', 'graph-add', 'hybrid', 'writers'] as const;
+const PARTS = [
+  'add',
+  'reopen',
+  'search',
+  'graph',
+  'graph-add',
+  'hybrid',
+  'writers',
+  'codecs',
+] as const;
 
-interface Options {
+interface Options extends CodecOptions {
   memories: number;
   singleMemories: number;
   recoveryMemories: number;
@@ -112,6 +132,7 @@ const command = benchCommand(
   .addOption(
     flag('--writer-memories <n>', 'writers: memories added per measurement', positive, '128'),
   );
+codecFlags(command);
 const { options } = parseCommand<Options>(command);
 const parts = new Set(options.parts);
 const { sizes, queries, memories, rounds, threads, graphSizes, jitter } = options;
@@ -217,6 +238,7 @@ async function main(): Promise<void> {
   const graphRows: string[][] = [];
   const graphAdd: string[][] = [];
   let writersRows: string[][] = [];
+  let codecTables = { codecs: [] as string[][], experiment: [] as string[][] };
   try {
     await embedder.encode(texts.slice(0, 32), 'passage'); // warm-up
     for (const batch of parts.has('add') ? [32, 1] : []) {
@@ -307,6 +329,7 @@ async function main(): Promise<void> {
         work,
       });
     }
+    if (parts.has('codecs')) codecTables = await codecQuality(options, { work, threads });
   } finally {
     await embedder.dispose();
     await rm(work, { recursive: true, force: true });
@@ -333,6 +356,8 @@ async function main(): Promise<void> {
     [GRAPH_HEAD, graphRows],
     [HYBRID_HEAD, hybridRows],
     [WRITERS_HEAD, writersRows],
+    [CODEC_HEAD, codecTables.codecs],
+    [EXPERIMENT_HEAD, codecTables.experiment],
   ] as const) {
     if (body.length === 0) continue;
     out('');
