@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
@@ -58,5 +58,46 @@ describe('bfe serve (the CLI, as a process)', () => {
     }
     // The store was closed: its lock is released.
     expect(existsSync(join(store, LOCK_FILE))).toBe(false);
+  }, 240_000);
+
+  it('creates a store with --window, keeps it, and refuses a bad or another window with exit 2', async () => {
+    const store = tmpDir();
+    const run = (extra: readonly string[]) => {
+      const child = spawn(
+        process.execPath,
+        [
+          ...['--conditions=@bfe/source', '--import', 'tsx', bin],
+          ...['--store', store, '--host', '127.0.0.1', '--port', '0'],
+          ...['--encode-workers', '0', '--kernel-workers', '0', ...extra],
+        ],
+        { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      const listening = new Promise<boolean>((resolve) => {
+        createInterface({ input: child.stdout }).once('line', () => resolve(true));
+        child.once('exit', () => resolve(false));
+      });
+      return { child, exited, listening, stderr: () => stderr };
+    };
+    const bad = run(['--window', '256']);
+    expect(await bad.exited).toBe(2);
+    expect(bad.stderr()).toMatch(/--window takes SIZE,STRIDE/);
+    const first = run(['--window', '256,192']);
+    try {
+      expect(await first.listening).toBe(true);
+      first.child.kill('SIGTERM');
+      expect(await first.exited).toBe(0);
+    } finally {
+      first.child.kill('SIGKILL');
+    }
+    const manifest = JSON.parse(readFileSync(join(store, 'MANIFEST.json'), 'utf8')) as {
+      window?: unknown;
+    };
+    expect(manifest.window).toEqual({ size: 256, stride: 192 });
+    const other = run(['--window', '128,96']);
+    expect(await other.exited).toBe(2);
+    expect(other.stderr()).toMatch(/in windows of 256 tokens, stride 192/);
   }, 240_000);
 });
