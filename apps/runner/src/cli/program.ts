@@ -13,6 +13,7 @@ import { modelFetchCommand } from '../commands/model-fetch.js';
 import { runCommand } from '../commands/run.js';
 import { scoreCommand } from '../commands/score.js';
 import { serveCommand } from '../commands/serve.js';
+import { storeCommand } from '../commands/store.js';
 import { debugRequested, handleError } from './errors.js';
 
 /** Builds the `bfe` program. Each subcommand imports its heavy modules lazily in its action. */
@@ -36,6 +37,7 @@ export function buildProgram(): Command {
   program.command('model').description('sentence encoders: fetch').addCommand(modelFetchCommand());
   program.addCommand(cacheCommand());
   program.addCommand(serveCommand());
+  program.addCommand(storeCommand());
   program.addCommand(mcpCommand());
   return program;
 }
