@@ -101,6 +101,40 @@ describe('crash safety (SIGKILL)', () => {
     await store.close();
   });
 
+  it("keeps codec'd segments (sq8) whole: random kills and kills inside flush and compaction", async () => {
+    const rand = rng(20261205);
+    const dir = tmpDir('bfe-crash-codec-');
+    let model: Model = new Map();
+    for (let round = 0; round < 6; round++) {
+      const prefix = `c${round}`;
+      const kill = { acks: Math.floor(rand() * 16), ms: Math.floor(rand() * 40) };
+      const outcome = await runWorker(
+        { dir, prefix, seed: 700 + round, mode: 'write', codec: 'sq8' },
+        kill,
+      );
+      model = await verify(dir, model, outcome, prefix, false, 'sq8');
+    }
+    for (const point of [
+      'flush-segments',
+      'flush-manifest',
+      'compact-segment',
+      'compact-manifest',
+    ]) {
+      const pointDir = tmpDir('bfe-crash-codec-fault-');
+      const outcome = await runWorker(
+        { dir: pointDir, prefix: 'f', seed: 7, mode: 'compact', codec: 'sq8' },
+        undefined,
+        point,
+      );
+      expect(outcome.stderr).toContain(`fault: killed at ${point}`);
+      await verify(pointDir, new Map(), outcome, `codec-${point}`, false, 'sq8');
+    }
+    // Reopened with another codec, the store refuses and says how to migrate.
+    await expect(MemoryStore.open(dir, { embedder: fakeEmbedder(), codec: 'sq4' })).rejects.toThrow(
+      /keeps token states as sq8; the store was opened with codec sq4/,
+    );
+  }, 240_000);
+
   it('keeps the HNSW graphs derived data: kills at random and inside graph saves lose nothing', async () => {
     const rand = rng(20261202);
     const dir = tmpDir('bfe-crash-graph-');

@@ -4,6 +4,7 @@ import { MANIFEST_FILE } from './log/manifest.js';
 import { banksOf, type StoreState } from './log/state.js';
 import type { Writer } from './log/writer.js';
 import type { CommitStats } from './log/group-commit.js';
+import type { StoreCodec } from './log/settings.js';
 
 /** What `stats` reports of one bank. */
 export interface BankStats {
@@ -27,6 +28,18 @@ export interface StoreStats {
   readonly banks: Readonly<Record<string, BankStats>>;
   /** Since open: WAL records written by write calls, the fsyncs (groups) that acknowledged them. */
   readonly commits: CommitStats;
+  /** The codec segments keep token states in. */
+  readonly codec: StoreCodec;
+  /**
+   * What the store holds in memory of its segments (decoded rows and bank views): bytes and
+   * entries now, the budget (`cacheBytes`), and reads since open.
+   */
+  readonly cache: {
+    readonly bytes: number;
+    readonly entries: number;
+    readonly budget: number;
+    readonly loads: number;
+  };
 }
 
 /** Counts and sizes of the store `writer` keeps in `dir`, per bank and in total. */
@@ -56,5 +69,12 @@ export async function storeStats(writer: Writer, dir: string): Promise<StoreStat
     bytesOnDisk: segmentBytes + walBytes + manifestBytes,
     banks,
     commits: writer.commits,
+    codec: writer.settings.codec,
+    cache: {
+      bytes: s.cache.bytes,
+      entries: s.cache.size,
+      budget: s.cache.budget,
+      loads: s.cache.loads,
+    },
   };
 }

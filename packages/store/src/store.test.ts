@@ -197,16 +197,25 @@ describe('MemoryStore', () => {
     await store.close();
   });
 
-  it('names a corrupt segment at open', async () => {
+  it('names a corrupt segment: truncated at open, altered at its first read', async () => {
     const dir = tmpDir();
     const store = await open(dir);
     await store.add([{ id: 'a', bank: 'b', text: 'some words here' }]);
     await store.close();
     const [file] = readdirSync(join(dir, 'segments'));
     const path = join(dir, 'segments', file!);
-    const bytes = readFileSync(path);
+    const intact = readFileSync(path);
+    const bytes = Buffer.from(intact);
     bytes[bytes.length >> 1] = bytes[bytes.length >> 1]! ^ 0xff;
     writeFileSync(path, bytes);
+    // An open reads a segment's ids by parts; the whole file, and its SHA-256, at first read.
+    const opened = await open(dir);
+    expect(() => opened.get('b', 'a')).toThrow(`store segment ${path} is corrupt: its SHA-256`);
+    await expect(opened.search({ bank: 'b', query: 'words' })).rejects.toThrow(
+      ArtifactCorruptError,
+    );
+    await opened.close({ flush: false });
+    writeFileSync(path, intact.subarray(0, intact.length - 8));
     await expect(open(dir)).rejects.toThrow(ArtifactCorruptError);
     await expect(open(dir)).rejects.toThrow(`store segment ${path} is corrupt`);
     // A failed open leaves the lock free.

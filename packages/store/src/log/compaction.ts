@@ -1,5 +1,6 @@
 import { gatherRows, liveRows } from './live-rows.js';
 import type { SegmentRows } from './segment.js';
+import type { StoreCodec } from './settings.js';
 import type { Segment, StoreState } from './state.js';
 
 /** What one compaction of one bank did. */
@@ -29,18 +30,23 @@ export interface CompactionPlan {
 
 /**
  * Plans the compaction of `bank` in state `s`: its segments and flushed tombstones, or
- * `undefined` when there is nothing to gain (one segment or none, and no flushed tombstone).
+ * `undefined` when there is nothing to gain (one segment or none, no flushed tombstone, and —
+ * with `codec` — no segment in another codec).
  */
 export function planCompaction(
   s: StoreState,
   bank: string,
   checkpointSeq: number,
+  codec?: StoreCodec,
 ): CompactionPlan | undefined {
   const segments = s.segments.filter((seg) => seg.bank === bank);
   const tombstones = new Map<string, number>();
   for (const [id, seq] of s.tombstones.get(bank) ?? [])
     if (seq < checkpointSeq) tombstones.set(id, seq);
-  if (segments.length === 0 || (segments.length < 2 && tombstones.size === 0)) return undefined;
+  const recode =
+    codec !== undefined && segments.some((seg) => (seg.entry.codec ?? 'fp32') !== codec);
+  if (segments.length === 0 || (segments.length < 2 && tombstones.size === 0 && !recode))
+    return undefined;
   return { bank, segments, tombstones };
 }
 

@@ -1,4 +1,5 @@
 import { emptyEncoded } from './encoded.js';
+import { FileRows } from './file-rows.js';
 import type { SegmentRows } from './segment.js';
 
 /** One row of one source. */
@@ -36,9 +37,21 @@ export function liveRows(
   return out.sort((a, b) => a.seq - b.seq);
 }
 
-/** Copies `refs` into one contiguous {@link SegmentRows} of `bank` (vectors, offsets rebased). */
+/**
+ * `refs` as one contiguous {@link SegmentRows} of `bank` (vectors, offsets rebased): the
+ * source's own arrays when `refs` are every row of one source in order, a copy otherwise.
+ */
 export function gatherRows(refs: readonly RowRef[], bank: string, dim: number): SegmentRows {
   const n = refs.length;
+  const only = refs[0]?.source;
+  if (
+    only !== undefined &&
+    only.ids.length === n &&
+    refs.every((r, i) => r.source === only && r.row === i)
+  ) {
+    const whole = only instanceof FileRows ? only.rows() : only;
+    return { ...whole, bank, encoded: whole.encoded };
+  }
   let tokens = 0;
   for (const r of refs) {
     const o = r.source.encoded.tokenOffsets;
@@ -49,13 +62,24 @@ export function gatherRows(refs: readonly RowRef[], bank: string, dim: number): 
   const texts: string[] = new Array<string>(n);
   const metas: SegmentRows['metas'][number][] = new Array<SegmentRows['metas'][number]>(n);
   const seqs = new Float64Array(n);
+  // Each source's rows read once (a segment's are read from its file on first use).
+  const wholes = new Map<SegmentRows, SegmentRows>();
+  const whole = (source: SegmentRows): SegmentRows => {
+    let w = wholes.get(source);
+    if (w === undefined) {
+      w = source instanceof FileRows ? source.rows() : source;
+      wholes.set(source, w);
+    }
+    return w;
+  };
   let tok = 0;
   for (let i = 0; i < n; i++) {
     const { source, row, seq } = refs[i]!;
-    const s = source.encoded;
-    ids[i] = source.ids[row]!;
-    texts[i] = source.texts[row]!;
-    metas[i] = source.metas[row];
+    const w = whole(source);
+    const s = w.encoded;
+    ids[i] = w.ids[row]!;
+    texts[i] = w.texts[row]!;
+    metas[i] = w.metas[row];
     seqs[i] = seq;
     e.pooled.set(s.pooled.subarray(row * dim, (row + 1) * dim), i * dim);
     e.truncated[i] = s.truncated[row]!;

@@ -9,7 +9,10 @@ import {
   writeManifest,
   type Manifest,
 } from './manifest.js';
-import { readSegment } from './segment.js';
+import { FileRows } from './file-rows.js';
+import { RowCache } from './row-cache.js';
+import { readSegment, type SegmentRows } from './segment.js';
+import { readSegmentKeys, type SegmentKeys } from './segment-read.js';
 import {
   checkSettings,
   newSettings,
@@ -74,11 +77,17 @@ export async function recover(
     );
   const settings = recordedSettings(manifest);
   checkSettings(dir, settings, requested);
+  const cache = new RowCache(requested.cacheBytes ?? Number.POSITIVE_INFINITY);
   const segments: Segment[] = [];
   for (const entry of manifest.segments) {
     const path = join(dir, entry.file);
-    const rows = await readSegment(path, { ...entry, model, dim });
-    segments.push(new Segment(entry, path, rows));
+    const expected = { ...entry, model, dim };
+    // A format-2 segment is read by parts (its directory); a format-1 one whole, once.
+    const keys =
+      entry.directory === undefined
+        ? keysOf(await readSegment(path, expected))
+        : readSegmentKeys(path, entry.rows, entry.bytes, entry.directory);
+    segments.push(new Segment(entry, path, new FileRows(entry.bank, path, expected, keys, cache)));
   }
   const removed = await removeGarbage(dir, manifest);
   const tombstones = new Map<string, Map<string, number>>();
@@ -89,6 +98,7 @@ export async function recover(
     tombstones,
     memtable: [],
     nextSeq: manifest.checkpointSeq,
+    cache,
   };
   const generations = (await readdir(dir))
     .map(walGenerationOf)
@@ -148,4 +158,12 @@ async function removeGarbage(dir: string, manifest: Manifest): Promise<string[]>
   }
   for (const rel of removed) await rm(join(dir, rel), { recursive: true, force: true });
   return removed;
+}
+
+function keysOf(rows: SegmentRows): SegmentKeys {
+  return {
+    ids: [...rows.ids],
+    seqs: rows.seqs.slice(),
+    tokenOffsets: rows.encoded.tokenOffsets.slice(),
+  };
 }

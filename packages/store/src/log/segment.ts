@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import {
   Field,
+  FixedSizeBinary,
   FixedSizeList,
   Float32,
   Float64,
@@ -25,17 +26,23 @@ import {
   toStorageError,
   writeFileAtomic,
 } from '@bfe/core';
+import { encodeTokens, trainCodec, type CodecModel } from '@bfe/index';
 import { tokenCount } from './encoded.js';
+import { decodeSegment, directoryOf, type SegmentDirectory } from './segment-read.js';
+import type { StoreCodec } from './settings.js';
 import type { EncodedTexts, MemoryMeta } from '../types.js';
 
 // A segment: the memories of one bank flushed or compacted together, as one Arrow IPC file of
 // one record batch, written once (temporary file, fsync, rename) and never edited. Columns:
 //   id Utf8 · text Utf8 · meta Utf8 (JSON, nullable) · seq Float64 (write sequence) ·
 //   truncated Uint8 · pooled FixedSizeList<Float32, dim> ·
-//   token_vectors List<FixedSizeList<Float32, dim>> · token_ids List<Int32> ·
+//   token_codes List<FixedSizeBinary<bytes per token>> (format 2; format 1 has
+//   token_vectors List<FixedSizeList<Float32, dim>>) · token_ids List<Int32> ·
 //   token_positions List<Int32>
 // (the list offsets are the rows' token offsets). Schema metadata names the format, the bank,
-// the model and the dimension, so pyarrow or DuckDB can read a segment without bfe.
+// the model, the dimension and (format 2) the codec with its fitted parameters (`bfe.codec`, a
+// CodecModel as JSON: sq8/sq4 fit their per-dimension range on the segment's own tokens), so
+// pyarrow or DuckDB can read a segment without bfe.
 
 /** Rows of one bank in write order, with their encoded vectors. */
 export interface SegmentRows {
@@ -48,13 +55,18 @@ export interface SegmentRows {
   readonly encoded: EncodedTexts;
 }
 
-/** What the manifest records of a written segment, to recognise it intact. */
+/** What the manifest records of a written segment, to recognise it intact and read it by parts. */
 export interface SegmentFacts {
   readonly bytes: number;
   readonly sha256: string;
+  /** The codec of its token states (absent: format 1, fp32). */
+  readonly codec?: StoreCodec | undefined;
+  /** Where the columns an open reads lie in the file (absent: format 1, read whole). */
+  readonly directory?: SegmentDirectory | undefined;
 }
 
-const FORMAT = 'bfe-store-segment/1';
+export const FORMAT_1 = 'bfe-store-segment/1';
+export const FORMAT_2 = 'bfe-store-segment/2';
 
 function int32Data(values: Int32Array): Data<Int32> {
   return makeData({ type: new Int32(), length: values.length, nullCount: 0, data: values });
@@ -65,14 +77,23 @@ function listOf(child: Data, offsets: Int32Array, rows: number): Data {
   return makeData({ type, length: rows, nullCount: 0, valueOffsets: offsets, child });
 }
 
-/** The Arrow IPC file bytes of `rows` (see the column list above). */
-export function segmentBytes(rows: SegmentRows, model: string): Uint8Array {
+/** The codec model of a segment of `codec` holding `e`'s tokens (sq8/sq4: fitted on them). */
+export function segmentCodec(codec: StoreCodec, e: EncodedTexts): CodecModel {
+  const tokens = tokenCount(e);
+  // A segment without tokens still names a valid model: fitted on one zero vector.
+  const sample = tokens > 0 ? e.tokenVectors : new Float32Array(e.dim);
+  return trainCodec(codec, sample, Math.max(tokens, 1), e.dim);
+}
+
+/** The Arrow IPC file bytes of `rows` (see the column list above), its token states in `model`. */
+export function segmentBytes(rows: SegmentRows, model: string, codec: CodecModel): Uint8Array {
   const e = rows.encoded;
   const n = e.count;
   const dim = e.dim;
   const tokens = tokenCount(e);
   const offsets = e.tokenOffsets.subarray(0, n + 1);
   const vectorType = new FixedSizeList(dim, new Field('item', new Float32(), false));
+  const codeType = new FixedSizeBinary(codec.bytesPerToken);
   const fields = [
     new Field('id', new Utf8(), false),
     new Field('text', new Utf8(), false),
@@ -80,17 +101,19 @@ export function segmentBytes(rows: SegmentRows, model: string): Uint8Array {
     new Field('seq', new Float64(), false),
     new Field('truncated', new Uint8(), false),
     new Field('pooled', vectorType, false),
-    new Field('token_vectors', new List(new Field('item', vectorType, false)), false),
+    new Field('token_codes', new List(new Field('item', codeType, false)), false),
     new Field('token_ids', new List(new Field('item', new Int32(), false)), false),
     new Field('token_positions', new List(new Field('item', new Int32(), false)), false),
   ];
   const metadata = new Map([
-    ['bfe.format', FORMAT],
+    ['bfe.format', FORMAT_2],
     ['bfe.bank', rows.bank],
     ['bfe.model', model],
     ['bfe.dim', String(dim)],
+    ['bfe.codec', JSON.stringify(codec)],
   ]);
   const schema = new Schema(fields, metadata);
+  const codes = encodeTokens(codec, e.tokenVectors, tokens);
   const children = [
     vectorFromArray(rows.ids as string[], new Utf8()).data[0]!,
     vectorFromArray(rows.texts as string[], new Utf8()).data[0]!,
@@ -101,7 +124,7 @@ export function segmentBytes(rows: SegmentRows, model: string): Uint8Array {
     makeData({ type: new Float64(), length: n, nullCount: 0, data: rows.seqs.subarray(0, n) }),
     makeData({ type: new Uint8(), length: n, nullCount: 0, data: e.truncated.subarray(0, n) }),
     float32ListVector(e.pooled.subarray(0, n * dim), dim).data[0]!,
-    listOf(float32ListVector(e.tokenVectors.subarray(0, tokens * dim), dim).data[0]!, offsets, n),
+    listOf(makeData({ type: codeType, length: tokens, nullCount: 0, data: codes }), offsets, n),
     listOf(int32Data(e.tokenIds.subarray(0, tokens)), offsets, n),
     listOf(int32Data(e.tokenPositions.subarray(0, tokens)), offsets, n),
   ];
@@ -112,113 +135,78 @@ export function segmentBytes(rows: SegmentRows, model: string): Uint8Array {
   return tableToIPC(new Table(schema, [batch]), 'file');
 }
 
-/** Writes a segment atomically (temporary file, fsync, rename) and returns its size and hash. */
+/**
+ * Writes a segment atomically (temporary file, fsync, rename) with its token states in `codec`
+ * and returns its size, hash, codec and directory.
+ */
 export async function writeSegment(
   path: string,
   rows: SegmentRows,
   model: string,
-): Promise<SegmentFacts> {
-  const bytes = segmentBytes(rows, model);
+  codec: StoreCodec = 'fp32',
+): Promise<SegmentFacts & { readonly directory: SegmentDirectory }> {
+  const bytes = segmentBytes(rows, model, segmentCodec(codec, rows.encoded));
+  const directory = directoryOf(bytes, path);
   await writeFileAtomic(path, bytes);
-  return { bytes: bytes.byteLength, sha256: bytesSha256(bytes) };
+  return { bytes: bytes.byteLength, sha256: bytesSha256(bytes), codec, directory };
 }
 
+/** What a segment must be to be accepted: the manifest's record and the store's identity. */
+export type ExpectedSegment = SegmentFacts & {
+  readonly bank: string;
+  readonly model: string;
+  readonly dim: number;
+  readonly rows: number;
+};
+
 /**
- * Reads a segment back and checks it against the manifest's record (size, SHA-256) and the
- * store (bank, model, dimension).
+ * Reads a whole segment back (token states decoded to float32) and checks it against the
+ * manifest's record (size, SHA-256) and the store (bank, model, dimension).
  * @throws ArtifactCorruptError naming the file when it is truncated, altered or not a segment
  */
-export async function readSegment(
-  path: string,
-  expected: SegmentFacts & { bank: string; model: string; dim: number; rows: number },
-): Promise<SegmentRows> {
+export async function readSegment(path: string, expected: ExpectedSegment): Promise<SegmentRows> {
   let bytes: Buffer;
   try {
     bytes = await readFile(path);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT')
-      throw corrupt(path, 'the file is missing');
+      throw segmentCorrupt(path, 'the file is missing');
     throw await toStorageError(error, path);
   }
+  return decodeSegmentBytes(bytes, path, expected);
+}
+
+/** {@link readSegment} on bytes already read. */
+export function decodeSegmentBytes(
+  bytes: Uint8Array,
+  path: string,
+  expected: ExpectedSegment,
+): SegmentRows {
   if (bytes.byteLength !== expected.bytes)
-    throw corrupt(path, `${bytes.byteLength} bytes, the manifest says ${expected.bytes}`);
+    throw segmentCorrupt(path, `${bytes.byteLength} bytes, the manifest says ${expected.bytes}`);
   if (bytesSha256(bytes) !== expected.sha256)
-    throw corrupt(path, 'its SHA-256 differs from the manifest');
+    throw segmentCorrupt(path, 'its SHA-256 differs from the manifest');
   const table = readArrowFile(bytes, path);
   const meta = table.schema.metadata;
+  const format = meta.get('bfe.format');
+  if (format !== FORMAT_1 && format !== FORMAT_2)
+    throw segmentCorrupt(path, `schema metadata bfe.format is not '${FORMAT_2}'`);
   const want: [string, string][] = [
-    ['bfe.format', FORMAT],
     ['bfe.bank', expected.bank],
     ['bfe.model', expected.model],
     ['bfe.dim', String(expected.dim)],
   ];
   for (const [k, v] of want)
-    if (meta.get(k) !== v) throw corrupt(path, `schema metadata ${k} is not '${v}'`);
+    if (meta.get(k) !== v) throw segmentCorrupt(path, `schema metadata ${k} is not '${v}'`);
   if (table.numRows !== expected.rows || table.batches.length !== 1)
-    throw corrupt(path, `${table.numRows} rows, the manifest says ${expected.rows}`);
-  return decodeSegment(table, expected.bank, expected.dim);
+    throw segmentCorrupt(path, `${table.numRows} rows, the manifest says ${expected.rows}`);
+  return decodeSegment(table, expected.bank, expected.dim, path);
 }
 
-function corrupt(path: string, why: string): ArtifactCorruptError {
+/** The error of a segment that is not what the manifest says. */
+export function segmentCorrupt(path: string, why: string): ArtifactCorruptError {
   return new ArtifactCorruptError(`store segment ${path} is corrupt: ${why}`, {
     suggestion:
       'Restore the store directory from a backup; the segment cannot be rebuilt from the WAL once flushed.',
   });
-}
-
-function decodeSegment(table: Table, bank: string, dim: number): SegmentRows {
-  const batch = table.batches[0]!;
-  const col = (name: string): Data => {
-    const child = batch.getChild(name);
-    if (child === null) throw new Error(`segment has no column ${name}`);
-    return child.data[0]!;
-  };
-  const n = table.numRows;
-  const strings = (name: string): string[] => batch.getChild(name)!.toArray() as string[];
-  const metaColumn = batch.getChild('meta')!;
-  const metas: (MemoryMeta | undefined)[] = new Array<MemoryMeta | undefined>(n);
-  for (let i = 0; i < n; i++) {
-    const m = metaColumn.get(i) as string | null;
-    metas[i] = m === null ? undefined : (JSON.parse(m) as MemoryMeta);
-  }
-  const vectors = col('token_vectors');
-  const offsets = vectors.valueOffsets.subarray(vectors.offset, vectors.offset + n + 1);
-  const base = offsets[0]!;
-  const tokens = offsets[n]! - base;
-  const pooledData = col('pooled');
-  const pooled = (pooledData.children[0]!.values as Float32Array).subarray(
-    pooledData.offset * dim,
-    (pooledData.offset + n) * dim,
-  );
-  const vectorChild = vectors.children[0]!;
-  const tokenVectors = (vectorChild.children[0]!.values as Float32Array).subarray(
-    (vectorChild.offset + base) * dim,
-    (vectorChild.offset + base + tokens) * dim,
-  );
-  const listValues = (name: string): Int32Array => {
-    const d = col(name);
-    const child = d.children[0]!;
-    return (child.values as Int32Array).subarray(child.offset + base, child.offset + base + tokens);
-  };
-  const tokenOffsets = new Int32Array(n + 1);
-  for (let i = 0; i <= n; i++) tokenOffsets[i] = offsets[i]! - base;
-  const seqData = col('seq');
-  const truncData = col('truncated');
-  return {
-    bank,
-    ids: strings('id'),
-    texts: strings('text'),
-    metas,
-    seqs: (seqData.values as Float64Array).subarray(seqData.offset, seqData.offset + n),
-    encoded: {
-      count: n,
-      dim,
-      pooled,
-      tokenOffsets,
-      tokenVectors,
-      tokenIds: listValues('token_ids'),
-      tokenPositions: listValues('token_positions'),
-      truncated: (truncData.values as Uint8Array).subarray(truncData.offset, truncData.offset + n),
-    },
-  };
 }

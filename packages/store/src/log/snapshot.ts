@@ -3,44 +3,44 @@ import { gatherRows, liveRows } from './live-rows.js';
 import type { SegmentRows } from './segment.js';
 import type { BankView, ViewLexicon } from '../types.js';
 
-// Views are cached per state (snapshots of an unchanged store share them) and, across states,
-// per bank: a write to one bank leaves the other banks' sources and tombstones the same objects,
-// so their views are reused. Keyed by the bank's first source, an object unique to one store.
-const views = new WeakMap<StoreState, Map<string, BankView>>();
+// Views are held in the store's row cache, per bank, with the sources and tombstones they were
+// built from: a write to one bank leaves the other banks' sources and tombstones the same
+// objects, so their views are reused; a view evicted from the cache is built again.
 interface BankCache {
   readonly sources: readonly SegmentRows[];
   readonly stones: ReadonlyMap<string, number> | undefined;
   readonly view: BankView;
 }
-const byFirstSource = new WeakMap<SegmentRows, BankCache>();
 
 /** The live memories of `bank` in state `s`, as one contiguous {@link BankView}. */
 export function bankView(s: StoreState, bank: string, model: string, dim: number): BankView {
-  let cache = views.get(s);
-  if (cache === undefined) {
-    cache = new Map();
-    views.set(s, cache);
-  }
-  const cached = cache.get(bank);
-  if (cached !== undefined) return cached;
   const sources = bankSources(s, bank);
   const stones = s.tombstones.get(bank);
-  const first = sources[0];
-  const previous = first === undefined ? undefined : byFirstSource.get(first);
-  let view: BankView;
+  const key = `view\u0000${bank}`;
+  const cached = s.cache.get<BankCache>(key);
   if (
-    previous !== undefined &&
-    previous.stones === stones &&
-    previous.sources.length === sources.length &&
-    previous.sources.every((src, i) => src === sources[i])
+    cached !== undefined &&
+    cached.stones === stones &&
+    cached.sources.length === sources.length &&
+    cached.sources.every((src, i) => src === sources[i])
   )
-    view = previous.view;
-  else {
-    view = buildView(gatherRows(liveRows(sources, stones), bank, dim), model, stones);
-    if (first !== undefined) byFirstSource.set(first, { sources, stones, view });
-  }
-  cache.set(bank, view);
+    return cached.view;
+  const view = buildView(gatherRows(liveRows(sources, stones), bank, dim), model, stones);
+  s.cache.set(key, { sources, stones, view }, viewBytes(view));
   return view;
+}
+
+function viewBytes(v: BankView): number {
+  let text = 0;
+  for (const t of v.texts) text += 2 * t.length;
+  return (
+    v.pooled.byteLength +
+    v.tokenVectors.byteLength +
+    v.tokenIds.byteLength +
+    v.tokenPositions.byteLength +
+    v.tokenOffsets.byteLength +
+    text
+  );
 }
 
 function buildView(

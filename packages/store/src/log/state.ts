@@ -1,5 +1,7 @@
 import { rm } from 'node:fs/promises';
 import type { SegmentEntry } from './manifest.js';
+import { FileRows } from './file-rows.js';
+import type { RowCache } from './row-cache.js';
 import type { SegmentRows } from './segment.js';
 
 /**
@@ -41,7 +43,11 @@ export class Segment {
   }
 
   async #collect(): Promise<void> {
-    if (this.#retired && this.#snapshots === 0) await rm(this.path, { force: true });
+    if (!this.#retired || this.#snapshots !== 0) return;
+    // Readers that still hold this segment's rows (a graph being brought up to date) read them
+    // from memory once the file is gone.
+    if (this.rows instanceof FileRows) this.rows.pin();
+    await rm(this.path, { force: true });
   }
 }
 
@@ -58,6 +64,8 @@ export interface StoreState {
   readonly memtable: readonly SegmentRows[];
   /** The next write sequence. */
   readonly nextSeq: number;
+  /** The store's budget for rows read from segments and the views built from them. */
+  readonly cache: RowCache;
 }
 
 /** The state with `deleted` ids of `bank` tombstoned at `seq` (a new state; `s` is untouched). */

@@ -18,10 +18,13 @@ import {
 } from './group-commit.js';
 import { MemoryInputError, type ValidMemory } from '../input.js';
 import { gatherRows } from './live-rows.js';
-import { segmentFile, walFile, writeManifest, type Manifest } from './manifest.js';
+import { manifestOf, segmentFile, walFile, writeManifest, type Manifest } from './manifest.js';
 import type { Recovered } from './recovery.js';
-import { writeSegment } from './segment.js';
-import { Segment, withBatch, type StoreState } from './state.js';
+import type { SegmentRows } from './segment.js';
+import { writeBankSegment } from './segment-write.js';
+import type { StoreCodec, StoreSettings } from './settings.js';
+import type { Segment} from './state.js';
+import { withBatch, type StoreState } from './state.js';
 import type { IndexLink } from '../index/graph/keeper.js';
 import { StoreLexicon } from '../lexical/store-lexicon.js';
 import type { Bm25Language } from '@bfe/scorer';
@@ -62,6 +65,7 @@ export class Writer {
   #background: Promise<void> = Promise.resolve();
   #backgroundError: unknown;
   #closing = false;
+  #settings: StoreSettings;
   /** The attached index (the store's HNSW graphs), told of every applied write. */
   listener: IndexLink | undefined;
   /** The lexical index (BM25 postings per bank), kept in step with the live memories. */
@@ -74,6 +78,7 @@ export class Writer {
     readonly config: WriterConfig,
   ) {
     this.#state = r.state;
+    this.#settings = r.settings;
     this.#wal = r.wal;
     this.#walGeneration = r.walGeneration;
     this.#checkpointSeq = r.manifest.checkpointSeq;
@@ -90,6 +95,10 @@ export class Writer {
 
   get state(): StoreState {
     return this.#state;
+  }
+
+  get settings(): StoreSettings {
+    return this.#settings;
   }
 
   get walBytes(): number {
@@ -210,21 +219,9 @@ export class Writer {
 
   /** The manifest of state `s` at the current checkpoint: flushed tombstones only. */
   #manifest(s: StoreState, walGeneration: number, checkpointSeq: number): Manifest {
-    const tombstones: Record<string, Record<string, number>> = {};
-    for (const [bank, stones] of s.tombstones) {
-      const kept = [...stones].filter(([, seq]) => seq < checkpointSeq);
-      if (kept.length > 0) tombstones[bank] = Object.fromEntries(kept);
-    }
-    return {
-      schemaVersion: 1,
-      model: this.config.model,
-      dim: this.config.dim,
-      walGeneration,
-      checkpointSeq,
-      nextSegment: this.#nextSegment,
-      segments: s.segments.map((seg) => seg.entry),
-      tombstones,
-    };
+    const { model, dim } = this.config;
+    const at = { walGeneration, checkpointSeq, nextSegment: this.#nextSegment };
+    return manifestOf(s, { model, dim, ...this.#settings }, at);
   }
 
   async #flushLocked(): Promise<void> {
@@ -246,12 +243,7 @@ export class Writer {
         );
         const rows = gatherRows(refs, bank, this.config.dim);
         const file = segmentFile(this.#nextSegment++);
-        const path = join(this.dir, file);
-        const facts = await writeSegment(path, rows, this.config.model);
-        const tokens = rows.encoded.tokenOffsets[rows.encoded.count]!;
-        written.push(
-          new Segment({ file, bank, rows: rows.ids.length, tokens, ...facts }, path, rows),
-        );
+        written.push(await this.#writeSegment(file, bank, rows));
       }
       failpoint('flush-segments');
       next = await WalWriter.open(walPath);
@@ -282,6 +274,12 @@ export class Writer {
     this.#maybeCompact(banks);
   }
 
+  #writeSegment(file: string, bank: string, rows: SegmentRows): Promise<Segment> {
+    const { model, dim } = this.config;
+    const at = { dir: this.dir, model, dim, codec: this.#settings.codec, cache: this.#state.cache };
+    return writeBankSegment(at, file, bank, rows);
+  }
+
   #maybeCompact(banks: readonly string[]): void {
     const every = this.config.compactSegments;
     if (every <= 0 || this.#closing) return;
@@ -299,14 +297,27 @@ export class Writer {
     }
   }
 
-  /** Compacts one bank, or every bank worth it; compactions run one at a time. */
-  compact(bank?: string): Promise<CompactionReport[]> {
+  /**
+   * Compacts one bank, or every bank worth it; compactions run one at a time. With `codec`
+   * (a migration): new segments are written in it from now on, and every segment in another
+   * codec is rewritten (its tokens decoded and encoded again).
+   */
+  compact(bank?: string, codec?: StoreCodec): Promise<CompactionReport[]> {
     const run = this.#compactions.then(async () => {
+      if (codec !== undefined && codec !== this.#settings.codec) {
+        this.#settings = { ...this.#settings, codec };
+        await this.#exclusive(() =>
+          writeManifest(
+            this.dir,
+            this.#manifest(this.#state, this.#walGeneration, this.#checkpointSeq),
+          ),
+        );
+      }
       const banks =
         bank === undefined ? [...new Set(this.#state.segments.map((s) => s.bank))] : [bank];
       const reports: CompactionReport[] = [];
       for (const b of banks) {
-        const report = await this.#compactBank(b);
+        const report = await this.#compactBank(b, codec);
         if (report !== undefined) reports.push(report);
       }
       return reports;
@@ -315,9 +326,9 @@ export class Writer {
     return run;
   }
 
-  async #compactBank(bank: string): Promise<CompactionReport | undefined> {
+  async #compactBank(bank: string, codec?: StoreCodec): Promise<CompactionReport | undefined> {
     const planned = await this.#exclusive(() => {
-      const plan = planCompaction(this.#state, bank, this.#checkpointSeq);
+      const plan = planCompaction(this.#state, bank, this.#checkpointSeq, codec);
       if (plan === undefined) return Promise.resolve(undefined);
       for (const seg of plan.segments) seg.acquire();
       return Promise.resolve({ plan, file: segmentFile(this.#nextSegment++) });
@@ -328,11 +339,7 @@ export class Writer {
     let merged: Segment | undefined;
     try {
       const rows = mergeSegments(plan, this.config.dim);
-      if (rows.ids.length > 0) {
-        const facts = await writeSegment(path, rows, this.config.model);
-        const tokens = rows.encoded.tokenOffsets[rows.encoded.count]!;
-        merged = new Segment({ file, bank, rows: rows.ids.length, tokens, ...facts }, path, rows);
-      }
+      if (rows.ids.length > 0) merged = await this.#writeSegment(file, bank, rows);
       failpoint('compact-segment');
       await this.#exclusive(async () => {
         const next = swapCompacted(this.#state, plan, merged);

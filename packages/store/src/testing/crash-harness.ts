@@ -13,6 +13,7 @@ import { storeIndexFactory, type StoreIndexFactory } from '../index/store-index.
 import { Bm25Index } from '@bfe/scorer';
 import { CRASH_BM25_LANGUAGE, CRASH_GRAPH_INDEX, textOf, type WorkerArgs } from './crash-worker.js';
 import { fakeEmbedder } from './fake-embedder.js';
+import type { StoreCodec } from '../log/settings.js';
 
 const worker = fileURLToPath(new URL('./crash-worker.ts', import.meta.url));
 const repo = fileURLToPath(new URL('../../../../', import.meta.url));
@@ -104,11 +105,28 @@ export function apply(model: Model, op: Op): Model {
 }
 
 /**
+ * Largest difference a token state may show after a round trip through the store's codec: sq8
+ * keeps each dimension within half of one of 255 steps of its range (at most 2, the states
+ * being unit vectors); fp32 keeps it exactly.
+ */
+export const CODEC_TOLERANCE: Readonly<Record<StoreCodec, number>> = {
+  fp32: 0,
+  fp16: 1e-3,
+  sq8: 1 / 255 + 1e-6,
+  sq4: 1 / 15 + 1e-6,
+};
+
+/**
  * Whether the store holds exactly `model`: ids, texts, order (unless `ordered` is false: calls
  * of concurrent writers are in commit order, which they do not know), and the vectors of the
- * texts.
+ * texts (token states within `tolerance` of them: a codec's round trip).
  */
-export async function holds(store: MemoryStore, model: Model, ordered = true): Promise<boolean> {
+export async function holds(
+  store: MemoryStore,
+  model: Model,
+  ordered = true,
+  tolerance = 0,
+): Promise<boolean> {
   const embedder = fakeEmbedder();
   const snap = store.snapshot();
   try {
@@ -123,7 +141,10 @@ export async function holds(store: MemoryStore, model: Model, ordered = true): P
       const e = await embedder.encode([...want.values()], 'passage');
       const same = (a: ArrayLike<number>, b: ArrayLike<number>) =>
         a.length === b.length && Array.prototype.every.call(a, (v: number, i) => v === b[i]);
-      if (!same(view.pooled, e.pooled) || !same(view.tokenVectors, e.tokenVectors)) return false;
+      const near = (a: ArrayLike<number>, b: ArrayLike<number>) =>
+        a.length === b.length &&
+        Array.prototype.every.call(a, (v: number, i) => Math.abs(v - b[i]!) <= tolerance);
+      if (!same(view.pooled, e.pooled) || !near(view.tokenVectors, e.tokenVectors)) return false;
       if (!same(view.tokenOffsets, e.tokenOffsets) || !same(view.tokenIds, e.tokenIds))
         return false;
       if (!same(view.tokenPositions, e.tokenPositions)) return false;
@@ -236,7 +257,9 @@ export async function verify(
   outcome: Outcome,
   round: string,
   graph = false,
+  codec: StoreCodec = 'fp32',
 ): Promise<Model> {
+  const tolerance = CODEC_TOLERANCE[codec];
   let expected = outcome.acked.reduce(apply, model);
   const index = graph ? storeIndexFactory(CRASH_GRAPH_INDEX) : undefined;
   const store = await MemoryStore.open(dir, {
@@ -255,7 +278,8 @@ export async function verify(
       );
       if (state === 'after') expected = apply(expected, op);
     }
-    expect(await holds(store, expected, ordered), `${round}: store differs`).toBe(true);
+    expect(store.settings.codec, `${round}: the store's codec`).toBe(codec);
+    expect(await holds(store, expected, ordered, tolerance), `${round}: store differs`).toBe(true);
     expected = storeOrder(store, expected);
     // Nothing the manifest does not name survives the reopen.
     const manifest = (await readManifest(dir))!;
@@ -270,7 +294,7 @@ export async function verify(
     const extra: Op = { op: 'add', items: [{ bank: 'alpha', id: `${round}-parent`, version: 0 }] };
     await store.add([{ id: `${round}-parent`, bank: 'alpha', text: textOf(`${round}-parent`, 0) }]);
     expected = apply(expected, extra);
-    expect(await holds(store, expected)).toBe(true);
+    expect(await holds(store, expected, true, tolerance)).toBe(true);
     // The kept postings took the add: none derived again (alpha's, unless it had none).
     await checkLexicon(store, expected, `${round}+1`);
     expect(store.lexicalStats().built).toBe(built + (alphaKept ? 0 : 1));

@@ -7,6 +7,7 @@
 import { MemoryStore } from '../store.js';
 import { storeIndexFactory } from '../index/store-index.js';
 import { fakeEmbedder } from './fake-embedder.js';
+import type { StoreCodec } from '../log/settings.js';
 import { rng } from '@bfe/index/testing';
 
 export interface WorkerArgs {
@@ -19,6 +20,8 @@ export interface WorkerArgs {
   readonly graph?: boolean;
   /** `write` mode: concurrent writer loops (default 1), each on its own ids. */
   readonly writers?: number;
+  /** The codec of the store's segments (default: the store's default). */
+  readonly codec?: StoreCodec;
 }
 
 /** BM25's language of the lexical index (the parent reopens with the same). */
@@ -48,6 +51,7 @@ async function main(args: WorkerArgs): Promise<void> {
     compactSegments: 3,
     bm25Language: CRASH_BM25_LANGUAGE,
     ...(args.graph === true ? { index: storeIndexFactory(CRASH_GRAPH_INDEX) } : {}),
+    ...(args.codec === undefined ? {} : { codec: args.codec }),
   });
   const say = (line: string): boolean => process.stdout.write(`${line}\n`);
   let calls = 0;
