@@ -31,6 +31,11 @@ async function makeStore(dir: string): Promise<MemoryStore> {
   await store.update([{ id: 'm1', bank: 'alice', text: 'updated text here', meta: { v: 2 } }]);
   await store.delete(['m4', 'm7'], { bank: 'alice' });
   await store.add([{ id: 'late', bank: 'bob', text: 'written after the flush é ✓' }]);
+  // A bank whose only rows are one WAL record: its view is that record's arrays.
+  await store.add([
+    { id: 'd1', bank: 'dave', text: 'only in the log' },
+    { id: 'd2', bank: 'dave', text: 'two more words here', meta: { d: true } },
+  ]);
   return store;
 }
 
@@ -82,7 +87,9 @@ function expectBank(memories: Table, tokens: Table, view: BankView): void {
 describe('exportStore', () => {
   it("round-trips every field of every bank against the snapshot's views", async () => {
     const dir = tmpDir();
-    const store = await makeStore(dir);
+    await (await makeStore(dir)).close({ flush: false });
+    // Reopened: the unflushed rows are replayed from the WAL (views into the log's bytes).
+    const store = await MemoryStore.open(dir, { embedder: fakeEmbedder(DIM), compactSegments: 0 });
     try {
       const out = join(tmpDir(), 'export');
       // Small batches: several record batches per bank, token batches cutting through memories.
@@ -93,9 +100,9 @@ describe('exportStore', () => {
       expect(tokens.batches.length).toBeGreaterThan(3);
       const snap = store.snapshot();
       try {
-        expect(report.banks.map((b) => b.bank)).toEqual(['alice', 'bob', 'carol']);
+        expect(report.banks.map((b) => b.bank)).toEqual(['alice', 'bob', 'carol', 'dave']);
         let tokenTotal = 0;
-        for (const bank of ['alice', 'bob', 'carol']) {
+        for (const bank of ['alice', 'bob', 'carol', 'dave']) {
           const view = snap.bank(bank);
           expectBank(memories, tokens, view);
           tokenTotal += view.tokenOffsets[view.ids.length]!;
@@ -103,7 +110,7 @@ describe('exportStore', () => {
         expect(memories.numRows).toBe(report.memories);
         expect(tokens.numRows).toBe(tokenTotal);
         expect(report.tokens).toBe(tokenTotal);
-        expect(memories.numRows).toBe(40 - 2 + 1);
+        expect(memories.numRows).toBe(40 - 2 + 1 + 2);
       } finally {
         await snap.release();
       }
@@ -117,7 +124,7 @@ describe('exportStore', () => {
         expect(meta.get('bfe.model')).toBe('fake-embedder');
         expect(meta.get('bfe.dim')).toBe(String(DIM));
         expect(meta.get('bfe.codec')).toBe('fp32');
-        expect(JSON.parse(meta.get('bfe.banks')!)).toEqual(['alice', 'bob', 'carol']);
+        expect(JSON.parse(meta.get('bfe.banks')!)).toEqual(['alice', 'bob', 'carol', 'dave']);
       }
       expect(String(memories.schema.fields.find((f) => f.name === 'pooled')!.type)).toBe(
         `FixedSizeList[${DIM}]<Float32>`,

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import {
   appendFileSync,
+  rmSync,
   readFileSync,
   readdirSync,
   statSync,
@@ -88,7 +89,6 @@ describe('verifyStore', () => {
     const [first, second] = manifest.segments;
     truncateSync(join(dir, first!.file), first!.bytes - 100);
     writeFileSync(join(dir, 'keep'), ''); // an unknown file, kept by open, named by verify
-    const { rmSync } = await import('node:fs');
     rmSync(join(dir, second!.file));
     const report = await verifyStore(dir);
     expect(report.intact).toBe(false);
