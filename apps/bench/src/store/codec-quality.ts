@@ -31,7 +31,7 @@ import {
   experimentRows,
 } from './codec-report.js';
 import { CODECS, runCodec, type Codec, type CodecRun } from './codec-run.js';
-import { flag, positive, someOf } from '../shared/cli.js';
+import { flag, list, positive, someOf } from '../shared/cli.js';
 import { repoRoot } from '../shared/paths.js';
 import { note } from '../shared/table.js';
 
@@ -47,8 +47,13 @@ const ENCODED: Record<Dataset, string> = {
   'longmemeval-s':
     '.bfe-cache/objects/encode/a9b204e5f55640f24fa15df1965e4386f464c81634798bdd90d23184b47674eb/bank',
 };
+/**
+ * The experiments' scored runs of the same encoded vectors: LoCoMo's Table 5 run (strict split,
+ * test part) and its chunks run (all 1,536 queries, no split; same arrow files as the cached
+ * bank), LongMemEval-S's Table 5 run (all 418 questions).
+ */
 const RUNS: Record<Dataset, string> = {
-  locomo: 'runs/table5-locomo',
+  locomo: 'runs/table5-locomo,runs/chunks-locomo',
   'longmemeval-s': 'runs/table5-longmemeval-s',
 };
 
@@ -59,8 +64,8 @@ export interface CodecOptions {
   lmeEvery: number;
   locomoEncoded: string;
   lmeEncoded: string;
-  locomoRun: string;
-  lmeRun: string;
+  locomoRun: string[];
+  lmeRun: string[];
 }
 
 /** Adds the part's flags to `bench:store`'s command. */
@@ -73,8 +78,15 @@ export function codecFlags(command: Command): Command {
     .addOption(flag('--lme-every <n>', 'codecs: every n-th LongMemEval-S question', positive, '1'))
     .option('--locomo-encoded <dir>', "codecs: LoCoMo's encoded bank", ENCODED.locomo)
     .option('--lme-encoded <dir>', "codecs: LongMemEval-S's encoded bank", ENCODED['longmemeval-s'])
-    .option('--locomo-run <dir>', "codecs: LoCoMo's experiment run", RUNS.locomo)
-    .option('--lme-run <dir>', "codecs: LongMemEval-S's experiment run", RUNS['longmemeval-s']);
+    .addOption(flag('--locomo-run <list>', "codecs: LoCoMo's experiment runs", list, RUNS.locomo))
+    .addOption(
+      flag(
+        '--lme-run <list>',
+        "codecs: LongMemEval-S's experiment runs",
+        list,
+        RUNS['longmemeval-s'],
+      ),
+    );
 }
 
 /** Every dataset's rows: the codec table and the fp32 store against the experiment. */
@@ -123,10 +135,10 @@ export async function codecQuality(
       codecs.push(...codecRows(b, runs));
       const fp32 = runs.find((r) => r.codec === 'fp32');
       if (fp32 === undefined) continue;
-      const { run, lines } = await experimentLines(
-        resolve(repoRoot, lme ? options.lmeRun : options.locomoRun),
-      );
-      experiment.push(...experimentRows(b, fp32, run, lines));
+      for (const dir of lme ? options.lmeRun : options.locomoRun) {
+        const { run, lines } = await experimentLines(resolve(repoRoot, dir));
+        experiment.push(...experimentRows(b, fp32, run, lines));
+      }
     }
   } finally {
     await scorer.dispose();
