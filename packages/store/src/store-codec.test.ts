@@ -61,6 +61,39 @@ describe('MemoryStore codecs', () => {
     expect(sizes.sq4!).toBeLessThan(sizes.sq8!);
   });
 
+  it('compacts without rounding twice: merged segments keep their codes and models', async () => {
+    const dir = tmpDir('bfe-codec-compact-');
+    const store = await open(dir, { codec: 'sq4' });
+    const all = texts('a', 30);
+    for (const part of [all.slice(0, 10), all.slice(10, 20), all.slice(20)]) {
+      await store.add(part);
+      await store.flush(); // three segments, each with its own fitted model
+    }
+    await store.delete(['a-3'], { bank: 'a' });
+    await store.update([{ id: 'a-12', bank: 'a', text: 'an updated memory about a cat' }]);
+    await store.flush();
+    const vectors = () => {
+      const snap = store.snapshot();
+      const v = snap.bank('a');
+      const out = { ids: [...v.ids], tokens: Array.from(v.tokenVectors) };
+      void snap.release();
+      return out;
+    };
+    const before = vectors();
+    const [report] = await store.compact({ bank: 'a' });
+    expect(report).toMatchObject({ segmentsIn: 4, segmentsOut: 1, rowsOut: 29 });
+    expect(vectors()).toEqual(before);
+    await store.close();
+    const m = (await readManifest(dir))!;
+    expect(m.segments).toHaveLength(1);
+    const again = await open(dir);
+    const snap = again.snapshot();
+    expect(Array.from(snap.bank('a').tokenVectors)).toEqual(before.tokens);
+    await snap.release();
+    expect(await drift(again, 'a')).toBeLessThanOrEqual(CODEC_TOLERANCE.sq4);
+    await again.close();
+  });
+
   it('refuses another codec at open, and migrates on compact({ codec })', async () => {
     const dir = tmpDir('bfe-codec-migrate-');
     const store = await open(dir, { codec: 'fp32' });

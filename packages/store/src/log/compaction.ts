@@ -1,5 +1,7 @@
 import { gatherRows, liveRows } from './live-rows.js';
-import type { SegmentRows } from './segment.js';
+import type { CodecModel } from '@bfe/index';
+import { FileRows } from './file-rows.js';
+import { MAX_CODEC_BLOCKS, type SegmentCodes, type SegmentRows } from './segment.js';
 import type { StoreCodec } from './settings.js';
 import type { Segment, StoreState } from './state.js';
 
@@ -58,6 +60,59 @@ export function planCompaction(
 export function mergeSegments(plan: CompactionPlan, dim: number): SegmentRows {
   const sources = plan.segments.map((seg) => seg.rows);
   return gatherRows(liveRows(sources, plan.tombstones), plan.bank, dim);
+}
+
+/**
+ * The token codes of `merged` (a plan's merged rows, in its order) copied from the segments'
+ * own codes — no second rounding — when every row's segment keeps `codec` and the models stay
+ * within {@link MAX_CODEC_BLOCKS}; otherwise undefined (the merged rows are encoded again).
+ */
+export function mergeCodes(
+  plan: CompactionPlan,
+  merged: SegmentRows,
+  codec: StoreCodec,
+): SegmentCodes | undefined {
+  // Write sequences are unique in a store: the merged row of sequence q is that source row.
+  const bySeq = new Map<number, { coded: SegmentCodes; row: number; offsets: Int32Array }>();
+  for (const seg of plan.segments) {
+    const whole = seg.rows instanceof FileRows ? seg.rows.rows() : seg.rows;
+    const coded = whole.codes;
+    if (coded === undefined || coded.models[0]!.name !== codec) return undefined;
+    for (let row = 0; row < whole.ids.length; row++)
+      bySeq.set(whole.seqs[row]!, { coded, row, offsets: whole.encoded.tokenOffsets });
+  }
+  const n = merged.ids.length;
+  const width = codecWidth(plan, codec);
+  const e = merged.encoded;
+  const codes = new Uint8Array(e.tokenOffsets[n]! * width);
+  const blocks = new Uint16Array(n);
+  const models: CodecModel[] = [];
+  const index = new Map<CodecModel, number>();
+  for (let i = 0; i < n; i++) {
+    const hit = bySeq.get(merged.seqs[i]!);
+    if (hit === undefined) return undefined;
+    const model = hit.coded.models[hit.coded.blocks[hit.row]!]!;
+    let block = index.get(model);
+    if (block === undefined) {
+      if (models.length === MAX_CODEC_BLOCKS) return undefined;
+      index.set(model, (block = models.length));
+      models.push(model);
+    }
+    blocks[i] = block;
+    const from = hit.offsets[hit.row]!;
+    const to = hit.offsets[hit.row + 1]!;
+    if (to - from !== e.tokenOffsets[i + 1]! - e.tokenOffsets[i]!) return undefined;
+    codes.set(hit.coded.codes.subarray(from * width, to * width), e.tokenOffsets[i]! * width);
+  }
+  return { models, blocks, codes };
+}
+
+function codecWidth(plan: CompactionPlan, codec: StoreCodec): number {
+  for (const seg of plan.segments) {
+    const whole = seg.rows instanceof FileRows ? seg.rows.rows() : seg.rows;
+    if (whole.codes !== undefined) return whole.codes.models[0]!.bytesPerToken;
+  }
+  throw new Error(`no segment of the plan keeps ${codec} codes`);
 }
 
 /**

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ArtifactCorruptError, readArrowFile } from '@bfe/core';
 import { codecModelSchema, decodeTokens, type CodecModel } from '@bfe/index';
 import type { Data, Table } from 'apache-arrow';
-import type { SegmentRows } from './segment.js';
+import type { SegmentCodes, SegmentRows } from './segment.js';
 import type { MemoryMeta } from '../types.js';
 
 /**
@@ -132,14 +132,38 @@ export function readSegmentKeys(
   }
 }
 
-/** The codec model a format-2 segment names in its schema metadata (fp32 for format 1). */
-function codecOf(table: Table, dim: number, path: string): CodecModel | undefined {
+/** The codec models a format-2 segment names in its schema metadata (none for format 1). */
+function codecsOf(table: Table, dim: number, path: string): CodecModel[] | undefined {
   const text = table.schema.metadata.get('bfe.codec');
   if (text === undefined) return undefined;
-  const parsed = codecModelSchema.safeParse(JSON.parse(text));
-  if (!parsed.success || parsed.data.dim !== dim || parsed.data.codeDim !== dim)
-    throw corrupt(path, 'its bfe.codec metadata is not a codec of the store');
-  return parsed.data as CodecModel;
+  const parsed = z.array(codecModelSchema).min(1).safeParse(JSON.parse(text));
+  if (!parsed.success || parsed.data.some((m) => m.dim !== dim || m.codeDim !== dim))
+    throw corrupt(path, 'its bfe.codec metadata is not a list of codecs of the store');
+  return parsed.data as CodecModel[];
+}
+
+/** Decodes each row's tokens with its block's model, runs of rows of one block at a time. */
+function decodeBlocks(
+  coded: SegmentCodes,
+  offsets: Int32Array,
+  dim: number,
+  path: string,
+): Float32Array {
+  const n = coded.blocks.length;
+  const out = new Float32Array(offsets[n]! * dim);
+  let row = 0;
+  while (row < n) {
+    const block = coded.blocks[row]!;
+    let end = row + 1;
+    while (end < n && coded.blocks[end] === block) end++;
+    const model = coded.models[block];
+    if (model === undefined) throw corrupt(path, `row ${row} names codec block ${block}`);
+    const from = offsets[row]!;
+    const to = offsets[end]!;
+    decodeTokens(model, coded.codes, from, to, out.subarray(from * dim, to * dim));
+    row = end;
+  }
+  return out;
 }
 
 /** The rows of a checked segment table, token states decoded to float32 (no copy for fp32). */
@@ -158,8 +182,8 @@ export function decodeSegment(table: Table, bank: string, dim: number, path: str
     const m = metaColumn.get(i) as string | null;
     metas[i] = m === null ? undefined : (JSON.parse(m) as MemoryMeta);
   }
-  const model = codecOf(table, dim, path);
-  const vectors = col(model === undefined ? 'token_vectors' : 'token_codes');
+  const models = codecsOf(table, dim, path);
+  const vectors = col(models === undefined ? 'token_vectors' : 'token_codes');
   const offsets = vectors.valueOffsets.subarray(vectors.offset, vectors.offset + n + 1);
   const base = offsets[0]!;
   const tokens = offsets[n]! - base;
@@ -169,30 +193,37 @@ export function decodeSegment(table: Table, bank: string, dim: number, path: str
     (pooledData.offset + n) * dim,
   );
   const child = vectors.children[0]!;
+  const tokenOffsets = new Int32Array(n + 1);
+  for (let i = 0; i <= n; i++) tokenOffsets[i] = offsets[i]! - base;
   let tokenVectors: Float32Array;
-  if (model === undefined)
+  let coded: SegmentCodes | undefined;
+  if (models === undefined)
     tokenVectors = (child.children[0]!.values as Float32Array).subarray(
       (child.offset + base) * dim,
       (child.offset + base + tokens) * dim,
     );
   else {
-    const width = model.bytesPerToken;
+    const width = models[0]!.bytesPerToken;
     const codes = (child.values as Uint8Array).subarray(
       (child.offset + base) * width,
       (child.offset + base + tokens) * width,
     );
+    const blockData = col('codec_block');
+    const blocks = (blockData.values as Uint16Array).subarray(
+      blockData.offset,
+      blockData.offset + n,
+    );
+    coded = { models, blocks, codes };
     tokenVectors =
-      model.name === 'fp32' && codes.byteOffset % 4 === 0
+      models.length === 1 && models[0]!.name === 'fp32' && codes.byteOffset % 4 === 0
         ? new Float32Array(codes.buffer, codes.byteOffset, tokens * dim)
-        : decodeTokens(model, codes, 0, tokens);
+        : decodeBlocks(coded, tokenOffsets, dim, path);
   }
   const listValues = (name: string): Int32Array => {
     const d = col(name);
     const c = d.children[0]!;
     return (c.values as Int32Array).subarray(c.offset + base, c.offset + base + tokens);
   };
-  const tokenOffsets = new Int32Array(n + 1);
-  for (let i = 0; i <= n; i++) tokenOffsets[i] = offsets[i]! - base;
   const seqData = col('seq');
   const truncData = col('truncated');
   return {
@@ -211,5 +242,6 @@ export function decodeSegment(table: Table, bank: string, dim: number, path: str
       tokenPositions: listValues('token_positions'),
       truncated: (truncData.values as Uint8Array).subarray(truncData.offset, truncData.offset + n),
     },
+    ...(coded === undefined ? {} : { codes: coded }),
   };
 }

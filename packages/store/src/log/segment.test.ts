@@ -7,7 +7,7 @@ import { tmpDir } from '@bfe/core/testing';
 import {
   readSegment,
   segmentBytes,
-  segmentCodec,
+  encodeSegmentCodes,
   writeSegment,
   type SegmentRows,
 } from './segment.js';
@@ -27,7 +27,8 @@ async function rows(): Promise<SegmentRows> {
   };
 }
 
-const plain = (r: SegmentRows) => ({
+// A read segment also carries its codes as stored; the rows are what must round-trip.
+const plain = ({ codes: _codes, ...r }: SegmentRows) => ({
   ...r,
   seqs: Array.from(r.seqs),
   encoded: Object.fromEntries(
@@ -52,8 +53,8 @@ describe('segments', () => {
 
   it('explain themselves to a generic Arrow reader (schema metadata, list columns)', async () => {
     const r = await rows();
-    const table = tableFromIPC(segmentBytes(r, 'model-x', segmentCodec('sq4', r.encoded)));
-    expect(JSON.parse(table.schema.metadata.get('bfe.codec')!)).toMatchObject({ name: 'sq4' });
+    const table = tableFromIPC(segmentBytes(r, 'model-x', encodeSegmentCodes('sq4', r.encoded)));
+    expect(JSON.parse(table.schema.metadata.get('bfe.codec')!)).toMatchObject([{ name: 'sq4' }]);
     expect(table.schema.metadata.get('bfe.bank')).toBe('bank-1');
     expect(table.schema.fields.map((f) => f.name)).toEqual([
       'id',
@@ -62,6 +63,7 @@ describe('segments', () => {
       'seq',
       'truncated',
       'pooled',
+      'codec_block',
       'token_codes',
       'token_ids',
       'token_positions',

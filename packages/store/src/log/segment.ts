@@ -12,6 +12,7 @@ import {
   Struct,
   Table,
   Uint8,
+  Uint16,
   Utf8,
   makeData,
   tableToIPC,
@@ -53,6 +54,8 @@ export interface SegmentRows {
   /** Write sequence of each row: the later of two rows with one id is the live one. */
   readonly seqs: Float64Array;
   readonly encoded: EncodedTexts;
+  /** A read segment's token codes as stored (format 2), which a compaction copies. */
+  readonly codes?: SegmentCodes;
 }
 
 /** What the manifest records of a written segment, to recognise it intact and read it by parts. */
@@ -77,6 +80,22 @@ function listOf(child: Data, offsets: Int32Array, rows: number): Data {
   return makeData({ type, length: rows, nullCount: 0, valueOffsets: offsets, child });
 }
 
+/**
+ * A segment's token codes: one or more codec models (blocks), the block of each row, and the
+ * code bytes of every token. A flush fits one model on its rows; a compaction copies its
+ * inputs' codes and models as they are (no second rounding), up to {@link MAX_CODEC_BLOCKS}.
+ */
+export interface SegmentCodes {
+  readonly models: readonly CodecModel[];
+  /** `[rows]`: the model of each row's tokens. */
+  readonly blocks: Uint16Array;
+  /** `[tokens × bytes per token]`. */
+  readonly codes: Uint8Array;
+}
+
+/** Most codec models one segment holds; a merge past it fits one model again. */
+export const MAX_CODEC_BLOCKS = 64;
+
 /** The codec model of a segment of `codec` holding `e`'s tokens (sq8/sq4: fitted on them). */
 export function segmentCodec(codec: StoreCodec, e: EncodedTexts): CodecModel {
   const tokens = tokenCount(e);
@@ -85,15 +104,28 @@ export function segmentCodec(codec: StoreCodec, e: EncodedTexts): CodecModel {
   return trainCodec(codec, sample, Math.max(tokens, 1), e.dim);
 }
 
-/** The Arrow IPC file bytes of `rows` (see the column list above), its token states in `model`. */
-export function segmentBytes(rows: SegmentRows, model: string, codec: CodecModel): Uint8Array {
+/** `e`'s tokens in `codec`, one model fitted on them all. */
+export function encodeSegmentCodes(codec: StoreCodec, e: EncodedTexts): SegmentCodes {
+  const model = segmentCodec(codec, e);
+  return {
+    models: [model],
+    blocks: new Uint16Array(e.count),
+    codes: encodeTokens(model, e.tokenVectors, tokenCount(e)),
+  };
+}
+
+/** The Arrow IPC file bytes of `rows` (see the column list above), its token states as `coded`. */
+export function segmentBytes(rows: SegmentRows, model: string, coded: SegmentCodes): Uint8Array {
   const e = rows.encoded;
   const n = e.count;
   const dim = e.dim;
   const tokens = tokenCount(e);
   const offsets = e.tokenOffsets.subarray(0, n + 1);
   const vectorType = new FixedSizeList(dim, new Field('item', new Float32(), false));
-  const codeType = new FixedSizeBinary(codec.bytesPerToken);
+  const width = coded.models[0]!.bytesPerToken;
+  if (coded.models.some((m) => m.bytesPerToken !== width || m.name !== coded.models[0]!.name))
+    throw new Error('a segment holds the codes of one codec');
+  const codeType = new FixedSizeBinary(width);
   const fields = [
     new Field('id', new Utf8(), false),
     new Field('text', new Utf8(), false),
@@ -101,6 +133,7 @@ export function segmentBytes(rows: SegmentRows, model: string, codec: CodecModel
     new Field('seq', new Float64(), false),
     new Field('truncated', new Uint8(), false),
     new Field('pooled', vectorType, false),
+    new Field('codec_block', new Uint16(), false),
     new Field('token_codes', new List(new Field('item', codeType, false)), false),
     new Field('token_ids', new List(new Field('item', new Int32(), false)), false),
     new Field('token_positions', new List(new Field('item', new Int32(), false)), false),
@@ -110,10 +143,10 @@ export function segmentBytes(rows: SegmentRows, model: string, codec: CodecModel
     ['bfe.bank', rows.bank],
     ['bfe.model', model],
     ['bfe.dim', String(dim)],
-    ['bfe.codec', JSON.stringify(codec)],
+    ['bfe.codec', JSON.stringify(coded.models)],
   ]);
   const schema = new Schema(fields, metadata);
-  const codes = encodeTokens(codec, e.tokenVectors, tokens);
+  const codes = coded.codes.subarray(0, tokens * width);
   const children = [
     vectorFromArray(rows.ids as string[], new Utf8()).data[0]!,
     vectorFromArray(rows.texts as string[], new Utf8()).data[0]!,
@@ -124,6 +157,7 @@ export function segmentBytes(rows: SegmentRows, model: string, codec: CodecModel
     makeData({ type: new Float64(), length: n, nullCount: 0, data: rows.seqs.subarray(0, n) }),
     makeData({ type: new Uint8(), length: n, nullCount: 0, data: e.truncated.subarray(0, n) }),
     float32ListVector(e.pooled.subarray(0, n * dim), dim).data[0]!,
+    makeData({ type: new Uint16(), length: n, nullCount: 0, data: coded.blocks.subarray(0, n) }),
     listOf(makeData({ type: codeType, length: tokens, nullCount: 0, data: codes }), offsets, n),
     listOf(int32Data(e.tokenIds.subarray(0, tokens)), offsets, n),
     listOf(int32Data(e.tokenPositions.subarray(0, tokens)), offsets, n),
@@ -137,6 +171,7 @@ export function segmentBytes(rows: SegmentRows, model: string, codec: CodecModel
 
 /**
  * Writes a segment atomically (temporary file, fsync, rename) with its token states in `codec`
+ * (encoded now, one model fitted on them) or as the `coded` codes given (a compaction's copy),
  * and returns its size, hash, codec and directory.
  */
 export async function writeSegment(
@@ -144,8 +179,11 @@ export async function writeSegment(
   rows: SegmentRows,
   model: string,
   codec: StoreCodec = 'fp32',
+  coded: SegmentCodes = encodeSegmentCodes(codec, rows.encoded),
 ): Promise<SegmentFacts & { readonly directory: SegmentDirectory }> {
-  const bytes = segmentBytes(rows, model, segmentCodec(codec, rows.encoded));
+  if (coded.models[0]!.name !== codec)
+    throw new Error(`codes of ${coded.models[0]!.name}, not ${codec}`);
+  const bytes = segmentBytes(rows, model, coded);
   const directory = directoryOf(bytes, path);
   await writeFileAtomic(path, bytes);
   return { bytes: bytes.byteLength, sha256: bytesSha256(bytes), codec, directory };

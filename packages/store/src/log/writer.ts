@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { fsyncPath } from '@bfe/core';
 import { LiveIndex, applyRecord, rowsByBank } from './apply.js';
 import {
+  mergeCodes,
   mergeSegments,
   planCompaction,
   swapCompacted,
@@ -20,10 +21,10 @@ import { MemoryInputError, type ValidMemory } from '../input.js';
 import { gatherRows } from './live-rows.js';
 import { manifestOf, segmentFile, walFile, writeManifest, type Manifest } from './manifest.js';
 import type { Recovered } from './recovery.js';
-import type { SegmentRows } from './segment.js';
+import type { SegmentCodes, SegmentRows } from './segment.js';
 import { writeBankSegment } from './segment-write.js';
 import type { StoreCodec, StoreSettings } from './settings.js';
-import type { Segment} from './state.js';
+import type { Segment } from './state.js';
 import { withBatch, type StoreState } from './state.js';
 import type { IndexLink } from '../index/graph/keeper.js';
 import { StoreLexicon } from '../lexical/store-lexicon.js';
@@ -274,10 +275,15 @@ export class Writer {
     this.#maybeCompact(banks);
   }
 
-  #writeSegment(file: string, bank: string, rows: SegmentRows): Promise<Segment> {
+  #writeSegment(
+    file: string,
+    bank: string,
+    rows: SegmentRows,
+    coded?: SegmentCodes,
+  ): Promise<Segment> {
     const { model, dim } = this.config;
     const at = { dir: this.dir, model, dim, codec: this.#settings.codec, cache: this.#state.cache };
-    return writeBankSegment(at, file, bank, rows);
+    return writeBankSegment(at, file, bank, rows, coded);
   }
 
   #maybeCompact(banks: readonly string[]): void {
@@ -339,7 +345,8 @@ export class Writer {
     let merged: Segment | undefined;
     try {
       const rows = mergeSegments(plan, this.config.dim);
-      if (rows.ids.length > 0) merged = await this.#writeSegment(file, bank, rows);
+      const coded = mergeCodes(plan, rows, this.#settings.codec);
+      if (rows.ids.length > 0) merged = await this.#writeSegment(file, bank, rows, coded);
       failpoint('compact-segment');
       await this.#exclusive(async () => {
         const next = swapCompacted(this.#state, plan, merged);
