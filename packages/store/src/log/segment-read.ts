@@ -208,11 +208,12 @@ export function decodeSegment(table: Table, bank: string, dim: number, path: str
       (child.offset + base) * width,
       (child.offset + base + tokens) * width,
     );
-    const blockData = col('codec_block');
-    const blocks = (blockData.values as Uint16Array).subarray(
-      blockData.offset,
-      blockData.offset + n,
-    );
+    // Without the column (a segment of one model) every row is of block 0.
+    const blockData = column(table, 'codec_block');
+    const blocks =
+      blockData === undefined
+        ? new Uint16Array(n)
+        : (blockData.values as Uint16Array).subarray(blockData.offset, blockData.offset + n);
     coded = { models, blocks, codes };
     tokenVectors =
       models.length === 1 && models[0]!.name === 'fp32' && codes.byteOffset % 4 === 0
