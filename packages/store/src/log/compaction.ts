@@ -87,15 +87,17 @@ export function mergeCodes(
   const codes = new Uint8Array(e.tokenOffsets[n]! * width);
   const blocks = new Uint16Array(n);
   const models: CodecModel[] = [];
-  const index = new Map<CodecModel, number>();
+  const index = new Map<CodecModel | string, number>();
   for (let i = 0; i < n; i++) {
     const hit = bySeq.get(merged.seqs[i]!);
     if (hit === undefined) return undefined;
     const model = hit.coded.models[hit.coded.blocks[hit.row]!]!;
-    let block = index.get(model);
+    // fp32 and fp16 have no fitted parameters: all their models are one.
+    const key = Object.keys(model.params).length === 0 ? model.name : model;
+    let block = index.get(key);
     if (block === undefined) {
       if (models.length === MAX_CODEC_BLOCKS) return undefined;
-      index.set(model, (block = models.length));
+      index.set(key, (block = models.length));
       models.push(model);
     }
     blocks[i] = block;

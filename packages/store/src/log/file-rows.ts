@@ -89,9 +89,13 @@ export class FileRows implements SegmentRows {
       throw segmentCorrupt(this.path, why);
     }
     const rows = decodeSegmentBytes(bytes, this.path, this.expected);
-    const decoded = rows.encoded.tokenVectors;
-    // The file's bytes, plus the decoded token states when they are not a view of them.
-    const held = bytes.byteLength + (decoded.buffer === bytes.buffer ? 0 : decoded.byteLength);
+    // The file's bytes, plus the token states decoded from codes other than fp32 (at first use).
+    const coded = rows.codes;
+    const decodes =
+      coded !== undefined && (coded.models.length > 1 || coded.models[0]!.name !== 'fp32');
+    const held =
+      bytes.byteLength +
+      (decodes ? rows.encoded.tokenOffsets[rows.ids.length]! * this.expected.dim * 4 : 0);
     this.cache.set(this, rows, held);
     return rows;
   }

@@ -195,14 +195,15 @@ export function decodeSegment(table: Table, bank: string, dim: number, path: str
   const child = vectors.children[0]!;
   const tokenOffsets = new Int32Array(n + 1);
   for (let i = 0; i <= n; i++) tokenOffsets[i] = offsets[i]! - base;
-  let tokenVectors: Float32Array;
+  let tokenVectors: () => Float32Array;
   let coded: SegmentCodes | undefined;
-  if (models === undefined)
-    tokenVectors = (child.children[0]!.values as Float32Array).subarray(
+  if (models === undefined) {
+    const raw = (child.children[0]!.values as Float32Array).subarray(
       (child.offset + base) * dim,
       (child.offset + base + tokens) * dim,
     );
-  else {
+    tokenVectors = () => raw;
+  } else {
     const width = models[0]!.bytesPerToken;
     const codes = (child.values as Uint8Array).subarray(
       (child.offset + base) * width,
@@ -214,11 +215,15 @@ export function decodeSegment(table: Table, bank: string, dim: number, path: str
       blockData === undefined
         ? new Uint16Array(n)
         : (blockData.values as Uint16Array).subarray(blockData.offset, blockData.offset + n);
-    coded = { models, blocks, codes };
-    tokenVectors =
-      models.length === 1 && models[0]!.name === 'fp32' && codes.byteOffset % 4 === 0
-        ? new Float32Array(codes.buffer, codes.byteOffset, tokens * dim)
-        : decodeBlocks(coded, tokenOffsets, dim, path);
+    const c: SegmentCodes = { models, blocks, codes };
+    coded = c;
+    // Decoded at first use: reading a memory's text or metadata decodes no token.
+    let decoded: Float32Array | undefined;
+    tokenVectors = () =>
+      (decoded ??=
+        models.length === 1 && models[0]!.name === 'fp32' && codes.byteOffset % 4 === 0
+          ? new Float32Array(codes.buffer, codes.byteOffset, tokens * dim)
+          : decodeBlocks(c, tokenOffsets, dim, path));
   }
   const listValues = (name: string): Int32Array => {
     const d = col(name);
@@ -238,7 +243,9 @@ export function decodeSegment(table: Table, bank: string, dim: number, path: str
       dim,
       pooled,
       tokenOffsets,
-      tokenVectors,
+      get tokenVectors() {
+        return tokenVectors();
+      },
       tokenIds: listValues('token_ids'),
       tokenPositions: listValues('token_positions'),
       truncated: (truncData.values as Uint8Array).subarray(truncData.offset, truncData.offset + n),
