@@ -32,7 +32,11 @@
  *   with paired bootstrap CIs, and the fp32 store beside the experiment's scored run (see
  *   codec-quality.ts; `--codecs`, `--codec-datasets`, `--lme-every`).
  *
- * `--parts add,reopen,search,graph,graph-add,hybrid,writers,codecs` selects parts (default all); `--sizes ''` measures the conversation
+ * - `scale`: one store of `--memories` memories in `--banks` banks from real token states: build,
+ *   bytes on disk, RSS, reopen (clean and after kill -9), search p50/p90 in a 10,000-memory bank
+ *   with and without its graph (see scale-bench.ts; not in the default parts).
+ *
+ * `--parts add,reopen,search,graph,graph-add,hybrid,writers,codecs,scale` selects parts (default all but scale); `--sizes ''` measures the conversation
  * bank alone; `--threads` sets onnxruntime's intra-op threads of the embedder, the scorer and the
  * resident kernels. Timings on a shared machine are
  * noisy: the load average is printed beside them.
@@ -56,6 +60,7 @@ import {
   codecQuality,
   type CodecOptions,
 } from './codec-quality.js';
+import { scaleFlags, scalePart, type ScaleCliOptions } from './scale-cli.js';
 import { WRITERS_HEAD, writerRows } from './writers-bench.js';
 import { SEARCH_HEAD, searchLatency } from './search-latency.js';
 import { replayEmbedder } from '../shared/banks.js';
@@ -80,9 +85,10 @@ const PARTS = [
   'hybrid',
   'writers',
   'codecs',
+  'scale',
 ] as const;
 
-interface Options extends CodecOptions {
+interface Options extends CodecOptions, ScaleCliOptions {
   memories: number;
   singleMemories: number;
   recoveryMemories: number;
@@ -106,7 +112,7 @@ const command = benchCommand(
   'bench:store',
   "the memory store's adds, reopen, search and graphs on LoCoMo, each beside a peer from the same run",
 )
-  .addOption(flag('--memories <n>', 'memories added in batches of 32', positive, '1024'))
+  .addOption(flag('--memories <n>', 'add: batched memories; scale: all', positive, '1024'))
   .addOption(flag('--single-memories <n>', 'memories added one at a time', positive, '128'))
   .addOption(flag('--recovery-memories <n>', 'memories of the reopened store', positive, '10240'))
   .addOption(flag('--rounds <n>', 'interleaved add and writers rounds (best kept)', positive, '2'))
@@ -114,7 +120,9 @@ const command = benchCommand(
   .option('--work <dir>', 'scratch folder (default: the system temp folder)')
   .option('--model <name>', 'the embedder', 'all-minilm-l6-v2')
   .option('--markdown', 'print the tables as Markdown')
-  .addOption(flag('--parts <list>', 'parts to measure', someOf(PARTS), PARTS.join(',')))
+  .addOption(
+    flag('--parts <list>', 'parts to measure', someOf(PARTS), PARTS.slice(0, -1).join(',')),
+  )
   .addOption(
     flag(
       '--sizes <list>',
@@ -133,6 +141,7 @@ const command = benchCommand(
     flag('--writer-memories <n>', 'writers: memories added per measurement', positive, '128'),
   );
 codecFlags(command);
+scaleFlags(command);
 const { options } = parseCommand<Options>(command);
 const parts = new Set(options.parts);
 const { sizes, queries, memories, rounds, threads, graphSizes, jitter } = options;
@@ -224,6 +233,8 @@ async function reopenRows(
 }
 
 async function main(): Promise<void> {
+  if (parts.has('scale')) await scalePart(options);
+  if (parts.has('scale') && parts.size === 1) return;
   const work = await mkdtemp(join(options.work ?? tmpdir(), 'bfe-bench-store-'));
   const loaded = await loadDataset('locomo', { location: dataLocationFromEnv() });
   const texts = [...new Set(loaded.benchmark.memories.map((m) => m.text))].slice(0, memories);

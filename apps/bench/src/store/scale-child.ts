@@ -1,0 +1,134 @@
+/**
+ * The child processes of the `scale` part of `pnpm bench:store` (scale-bench.ts), one JSON
+ * argument each:
+ * - `open`: opens the store (timed; RSS right after `open` resolves), counts its memories,
+ *   checks that the memories a file lists are all present, runs the listed searches (RSS sampled
+ *   after each) and prints one JSON line; it does not wait for background graph builds.
+ * - `add`: opens the store and adds LoCoMo memories in batches into the named banks until it
+ *   is killed, printing `acked <bank> <from> <to>` once each add has resolved (durable).
+ */
+import { readFile } from 'node:fs/promises';
+import { MemoryStore, storeIndexFactory } from '@bfe/store';
+import { rng } from '@bfe/index/testing';
+import { loadPools, poolEmbedder, readQueries } from './scale-pool.js';
+
+/** What the `open` child is asked. */
+export interface OpenTask {
+  readonly mode: 'open';
+  readonly dir: string;
+  readonly cacheBytes: number;
+  /** {@link writeQueries}' file of the searches' queries (row i is search i's query). */
+  readonly queries?: string;
+  readonly banks?: readonly string[];
+  /** A JSON file of `[bank, id]` pairs that must be present. */
+  readonly check?: string;
+}
+
+/** What the `add` child is asked. */
+export interface AddTask {
+  readonly mode: 'add';
+  readonly dir: string;
+  readonly cacheBytes: number;
+  readonly banks: readonly string[];
+  readonly batch: number;
+  readonly seed: number;
+}
+
+/** The `open` child's answer. */
+export interface OpenReport {
+  readonly openSeconds: number;
+  readonly rssAfterOpenMb: number;
+  readonly memories: number;
+  readonly tokens: number;
+  readonly walRecordsReplayed: number;
+  readonly tornBytes: number;
+  readonly missing: number;
+  readonly checked: number;
+  readonly searches: number;
+  readonly searchP50Ms: number;
+  readonly rssServingMaxMb: number;
+  readonly peakRssMb: number;
+  readonly graphBanks: number;
+}
+
+const rss = (): number => process.memoryUsage.rss() / 2 ** 20;
+
+async function openChild(task: OpenTask): Promise<OpenReport> {
+  const queries = task.queries === undefined ? undefined : await readQueries(task.queries);
+  // The embedder is a small replay of the queries (model hash and dimension of the store).
+  const model = queries ?? (await loadPools(0)).queries;
+  const embedder = poolEmbedder(undefined, model);
+  const t0 = performance.now();
+  const index = storeIndexFactory(); // the store's default, kept to read its graph counters
+  const store = await MemoryStore.open(task.dir, { embedder, index, cacheBytes: task.cacheBytes });
+  const openSeconds = (performance.now() - t0) / 1000;
+  const rssAfterOpenMb = rss();
+  const stats = await store.stats();
+  let missing = 0;
+  let checked = 0;
+  if (task.check !== undefined) {
+    const pairs = JSON.parse(await readFile(task.check, 'utf8')) as [string, string][];
+    for (const [bank, id] of pairs) {
+      checked++;
+      if (store.get(bank, id) === undefined) missing++;
+    }
+  }
+  const times: number[] = [];
+  let servingMax = rssAfterOpenMb;
+  const banks = task.banks ?? [];
+  for (let i = 0; i < banks.length && queries !== undefined; i++) {
+    const t = performance.now();
+    await store.search({
+      bank: banks[i]!,
+      query: queries.texts[i % queries.texts.length]!,
+      k: 10,
+      system: 'sparse-fusion',
+    });
+    times.push(performance.now() - t);
+    servingMax = Math.max(servingMax, rss());
+  }
+  times.sort((a, b) => a - b);
+  const graphBanks = Object.keys(index.graphStats().opened).length;
+  const report: OpenReport = {
+    openSeconds,
+    rssAfterOpenMb,
+    memories: stats.memories,
+    tokens: stats.tokens,
+    walRecordsReplayed: store.recovery.records,
+    tornBytes: store.recovery.tornBytes,
+    missing,
+    checked,
+    searches: times.length,
+    searchP50Ms: times[times.length >> 1] ?? 0,
+    rssServingMaxMb: servingMax,
+    peakRssMb: process.resourceUsage().maxRSS / 1024,
+    graphBanks,
+  };
+  // Closing would wait for the graphs the searches started building (derived data): not here.
+  if (times.length === 0) await store.close({ flush: false });
+  return report;
+}
+
+async function addChild(task: AddTask): Promise<void> {
+  const { memories, queries } = await loadPools(0);
+  const store = await MemoryStore.open(task.dir, {
+    embedder: poolEmbedder(memories, queries),
+    cacheBytes: task.cacheBytes,
+  });
+  const rand = rng(task.seed);
+  const n = memories.texts.length;
+  for (let from = 0; from < 10_000_000; from += task.batch) {
+    const bank = task.banks[Math.floor(rand() * task.banks.length)]!;
+    const items = [];
+    for (let j = 0; j < task.batch; j++)
+      items.push({ id: `crash-${from + j}`, bank, text: memories.texts[Math.floor(rand() * n)]! });
+    await store.add(items);
+    process.stdout.write(`acked ${bank} ${from} ${from + task.batch}\n`);
+  }
+}
+
+const task = JSON.parse(process.argv[2]!) as OpenTask | AddTask;
+if (task.mode === 'open') {
+  process.stdout.write(`${JSON.stringify(await openChild(task))}\n`);
+  process.exit(0);
+} else await addChild(task);
