@@ -60,7 +60,7 @@ describe('bfe serve (the CLI, as a process)', () => {
     expect(existsSync(join(store, LOCK_FILE))).toBe(false);
   }, 240_000);
 
-  it('creates a store with --window, keeps it, and refuses a bad or another window with exit 2', async () => {
+  it('creates a store with --window and --codec, keeps them, and refuses another with exit 2', async () => {
     const store = tmpDir();
     const run = (extra: readonly string[]) => {
       const child = spawn(
@@ -84,7 +84,7 @@ describe('bfe serve (the CLI, as a process)', () => {
     const bad = run(['--window', '256']);
     expect(await bad.exited).toBe(2);
     expect(bad.stderr()).toMatch(/--window takes SIZE,STRIDE/);
-    const first = run(['--window', '256,192']);
+    const first = run(['--window', '256,192', '--codec', 'sq8', '--cache-mb', '64']);
     try {
       expect(await first.listening).toBe(true);
       first.child.kill('SIGTERM');
@@ -94,10 +94,16 @@ describe('bfe serve (the CLI, as a process)', () => {
     }
     const manifest = JSON.parse(readFileSync(join(store, 'MANIFEST.json'), 'utf8')) as {
       window?: unknown;
+      codec?: unknown;
     };
     expect(manifest.window).toEqual({ size: 256, stride: 192 });
+    expect(manifest.codec).toBe('sq8');
     const other = run(['--window', '128,96']);
     expect(await other.exited).toBe(2);
     expect(other.stderr()).toMatch(/in windows of 256 tokens, stride 192/);
+    const otherCodec = run(['--codec', 'sq4']);
+    expect(await otherCodec.exited).toBe(2);
+    expect(otherCodec.stderr()).toMatch(/keeps token states as sq8/);
+    expect(otherCodec.stderr()).toMatch(/bfe store compact .* --codec sq4/);
   }, 240_000);
 });

@@ -11,7 +11,7 @@ const USAGE =
   '                 [--index milvus://HOST:PORT] [--threads 1] [--encode-workers 1] [--passage-workers 1]\n' +
   '                 [--kernel-workers 1] [--allowed-hosts NAME,…] [--rate 100] [--burst 200]\n' +
   '                 [--concurrency 16] [--drain-ms 10000] [--bm25-language none|english]\n' +
-  '                 [--window SIZE,STRIDE]';
+  '                 [--window SIZE,STRIDE] [--codec fp32|fp16|sq8|sq4] [--cache-mb 1024]';
 
 /** After the drain, how long closing the store may take before the process exits anyway. */
 const CLOSE_GRACE_MS = 20_000;
@@ -62,6 +62,10 @@ const argsSchema = z.strictObject({
       return { size, stride };
     })
     .optional(),
+  /** A new store's token codec (`StoreOptions.codec`); an existing store keeps its own. */
+  codec: z.enum(['fp32', 'fp16', 'sq8', 'sq4']).optional(),
+  /** MiB of decoded segment rows and bank views held in memory (`StoreOptions.cacheBytes`). */
+  cacheMb: z.coerce.number().int().min(0).optional(),
 });
 
 /**
@@ -101,6 +105,8 @@ export function serveProgram(): Command {
       '--window <size,stride>',
       'a new store encodes memories longer than SIZE tokens in windows STRIDE apart, not cut',
     )
+    .option('--codec <codec>', "a new store's token codec: fp32, fp16, sq8 or sq4 (default fp32)")
+    .option('--cache-mb <n>', 'MiB of segment rows and bank views held in memory (default 1024)')
     .allowExcessArguments(false)
     .exitOverride();
 }
@@ -140,6 +146,8 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
         ...(args.model === undefined ? {} : { model: args.model }),
         ...(args.bm25Language === undefined ? {} : { bm25Language: args.bm25Language }),
         ...(args.window === undefined ? {} : { window: args.window }),
+        ...(args.codec === undefined ? {} : { codec: args.codec }),
+        ...(args.cacheMb === undefined ? {} : { cacheBytes: args.cacheMb * 1024 * 1024 }),
         // The URL as given (its query names the index type and its parameters); the token for
         // a Milvus cluster comes from the environment (BFE_MILVUS_TOKEN), never the command line.
         ...(args.index === undefined ? {} : { index: args.index }),
