@@ -77,6 +77,7 @@ export const CODEC_HEAD = [
   'Δ R@10 vs fp32, pts [95% CI]',
   'Δ NDCG@10 vs fp32, pts [95% CI]',
   'banks-bootstrap Δ R@10 CI',
+  'top 10 as fp32',
   'segment bytes/token',
   'max |Δ| state',
   'add+flush s',
@@ -97,6 +98,8 @@ export function codecRows(b: CodecBenchmark, runs: readonly CodecRun[]): string[
           ? comparePaired(e, base, { metrics: ['recall@10', 'ndcg@10'], clusters })
           : undefined;
       const cluster = d?.['recall@10']?.cluster;
+      const mine = r.runs.get(system)!;
+      const same = reference && sameTop(mine, reference.runs.get(system)!);
       rows.push([
         b.name,
         String(e.nQueries),
@@ -107,6 +110,7 @@ export function codecRows(b: CodecBenchmark, runs: readonly CodecRun[]): string[
         d ? ci(d['recall@10']!) : '—',
         d ? ci(d['ndcg@10']!) : '—',
         cluster ? `[${pts(cluster.ci95[0])}, ${pts(cluster.ci95[1])}]` : '—',
+        same === undefined ? '—' : `${same} / ${mine.size}`,
         (r.segmentBytes / r.tokens).toFixed(0),
         r.maxDelta === 0 ? '0' : r.maxDelta.toExponential(2),
         r.addSeconds.toFixed(1),
@@ -115,6 +119,16 @@ export function codecRows(b: CodecBenchmark, runs: readonly CodecRun[]): string[
     }
   }
   return rows;
+}
+
+/** Queries whose top 10 is the same list, in the same order, in `a` and `b`. */
+function sameTop(
+  a: ReadonlyMap<string, readonly string[]>,
+  b: ReadonlyMap<string, readonly string[]>,
+): number {
+  let same = 0;
+  for (const [id, ids] of a) if (ids.join('\n') === b.get(id)?.join('\n')) same++;
+  return same;
 }
 
 export const EXPERIMENT_HEAD = [
@@ -147,9 +161,8 @@ export function experimentRows(
     const exp = recomputeFromPerQuery(own, { ks: KS, subtasks: b.subtasks }).get(system)!;
     const store = evaluateRuns(b, fp32.runs.get(system)!, ids);
     const got = fp32.runs.get(system)!;
-    let same = 0;
-    for (const l of own)
-      if (l.ranked.slice(0, TOP).join('\n') === got.get(l.queryId)!.join('\n')) same++;
+    const theirs = new Map(own.map((l) => [l.queryId, l.ranked.slice(0, TOP)]));
+    const same = sameTop(theirs, got);
     const pair = (e: Evaluation) => `${f4(e.metrics['recall@10']!)} / ${f4(e.metrics['ndcg@10']!)}`;
     const equal =
       exp.metrics['recall@10'] === store.metrics['recall@10'] &&

@@ -70,6 +70,7 @@ export async function runCodec(
     }
     const addSeconds = now() - t0;
     const stats = await store.stats();
+    if (stats.codec !== codec) throw new Error(`the store keeps ${stats.codec}, not ${codec}`);
     for (const [bank, s] of Object.entries(stats.banks))
       if (s.memtableRows !== 0 || s.segments === 0)
         throw new Error(`bank ${bank}: ${s.memtableRows} memtable rows after flush`);
