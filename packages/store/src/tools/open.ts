@@ -11,6 +11,8 @@ import { residentIndexFactory } from '../index/resident-index.js';
  * store: the operator tools never create one (`MemoryStore.open` would).
  * @throws DataMissingError when `dir` does not exist or holds no `MANIFEST.json`
  * @throws ArtifactCorruptError when the manifest is not valid
+ * @example
+ * const m = await requireManifest('/data/memories'); // { model, dim, codec, segments: [...], … }
  */
 export async function requireManifest(dir: string): Promise<Manifest> {
   const root = resolve(dir);
@@ -85,7 +87,11 @@ export async function openForMaintenance(dir: string): Promise<MaintenanceStore>
   return { store, manifest, dir: root };
 }
 
-/** Total bytes of the files directly under `dir/sub` (0 when it does not exist). */
+/**
+ * Total bytes of the files directly under `dir/sub` (0 when it does not exist).
+ * @example
+ * await directoryBytes('/data/memories', 'graphs'); // 1_572_864
+ */
 export async function directoryBytes(dir: string, sub: string): Promise<number> {
   const path = join(dir, sub);
   let names: string[];
