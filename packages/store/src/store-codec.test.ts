@@ -61,6 +61,22 @@ describe('MemoryStore codecs', () => {
     expect(sizes.sq4!).toBeLessThan(sizes.sq8!);
   });
 
+  it('flushes rows replayed from the WAL intact (their arrays are views into the log read back)', async () => {
+    for (const codec of ['fp32', 'sq8'] as const) {
+      const dir = tmpDir(`bfe-codec-replay-${codec}-`);
+      const store = await open(dir, { codec });
+      await store.add(texts('r', 3));
+      await store.close({ flush: false }); // the rows stay in the WAL
+      const replayed = await open(dir);
+      await replayed.flush(); // the replayed rows become a segment
+      await replayed.close();
+      const again = await open(dir);
+      expect((await readManifest(dir))!.segments).toHaveLength(1);
+      expect(await drift(again, 'r')).toBeLessThanOrEqual(CODEC_TOLERANCE[codec]);
+      await again.close();
+    }
+  });
+
   it('compacts without rounding twice: merged segments keep their codes and models', async () => {
     const dir = tmpDir('bfe-codec-compact-');
     const store = await open(dir, { codec: 'sq4' });

@@ -71,6 +71,18 @@ export interface SegmentFacts {
 export const FORMAT_1 = 'bfe-store-segment/1';
 export const FORMAT_2 = 'bfe-store-segment/2';
 
+/**
+ * `x` itself when it is the whole of its buffer, else a copy: apache-arrow's IPC writer wrote
+ * the arrays of WAL records read back (views into the record's bytes) from the wrong place in
+ * their buffer (`store-codec.test.ts`, rows replayed then flushed); arrays of their own are
+ * written right.
+ */
+function own<T extends Uint8Array | Uint16Array | Int32Array | Float32Array | Float64Array>(
+  x: T,
+): T {
+  return x.byteOffset === 0 && x.byteLength === x.buffer.byteLength ? x : (x.slice() as T);
+}
+
 function int32Data(values: Int32Array): Data<Int32> {
   return makeData({ type: new Int32(), length: values.length, nullCount: 0, data: values });
 }
@@ -120,7 +132,7 @@ export function segmentBytes(rows: SegmentRows, model: string, coded: SegmentCod
   const n = e.count;
   const dim = e.dim;
   const tokens = tokenCount(e);
-  const offsets = e.tokenOffsets.subarray(0, n + 1);
+  const offsets = own(e.tokenOffsets.subarray(0, n + 1));
   const vectorType = new FixedSizeList(dim, new Field('item', new Float32(), false));
   const width = coded.models[0]!.bytesPerToken;
   if (coded.models.some((m) => m.bytesPerToken !== width || m.name !== coded.models[0]!.name))
@@ -146,7 +158,7 @@ export function segmentBytes(rows: SegmentRows, model: string, coded: SegmentCod
     ['bfe.codec', JSON.stringify(coded.models)],
   ]);
   const schema = new Schema(fields, metadata);
-  const codes = coded.codes.subarray(0, tokens * width);
+  const codes = own(coded.codes.subarray(0, tokens * width));
   const children = [
     vectorFromArray(rows.ids as string[], new Utf8()).data[0]!,
     vectorFromArray(rows.texts as string[], new Utf8()).data[0]!,
@@ -154,13 +166,18 @@ export function segmentBytes(rows: SegmentRows, model: string, coded: SegmentCod
       rows.metas.map((m) => (m === undefined ? null : JSON.stringify(m))),
       new Utf8(),
     ).data[0]!,
-    makeData({ type: new Float64(), length: n, nullCount: 0, data: rows.seqs.subarray(0, n) }),
-    makeData({ type: new Uint8(), length: n, nullCount: 0, data: e.truncated.subarray(0, n) }),
-    float32ListVector(e.pooled.subarray(0, n * dim), dim).data[0]!,
-    makeData({ type: new Uint16(), length: n, nullCount: 0, data: coded.blocks.subarray(0, n) }),
+    makeData({ type: new Float64(), length: n, nullCount: 0, data: own(rows.seqs.subarray(0, n)) }),
+    makeData({ type: new Uint8(), length: n, nullCount: 0, data: own(e.truncated.subarray(0, n)) }),
+    float32ListVector(own(e.pooled.subarray(0, n * dim)), dim).data[0]!,
+    makeData({
+      type: new Uint16(),
+      length: n,
+      nullCount: 0,
+      data: own(coded.blocks.subarray(0, n)),
+    }),
     listOf(makeData({ type: codeType, length: tokens, nullCount: 0, data: codes }), offsets, n),
-    listOf(int32Data(e.tokenIds.subarray(0, tokens)), offsets, n),
-    listOf(int32Data(e.tokenPositions.subarray(0, tokens)), offsets, n),
+    listOf(int32Data(own(e.tokenIds.subarray(0, tokens))), offsets, n),
+    listOf(int32Data(own(e.tokenPositions.subarray(0, tokens))), offsets, n),
   ];
   const batch = new RecordBatch(
     schema,
