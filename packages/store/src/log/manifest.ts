@@ -3,8 +3,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { ArtifactCorruptError, toStorageError, writeFileAtomic } from '@bfe/core';
 import { segmentDirectorySchema } from './segment-read.js';
-import { storeCodecSchema, storeWindowSchema, type StoreSettings } from './settings.js';
-import type { StoreState } from './state.js';
+import { storeCodecSchema, storeWindowSchema } from './settings.js';
 
 /** File name of the manifest in a store directory. */
 export const MANIFEST_FILE = 'MANIFEST.json';
@@ -101,34 +100,4 @@ export async function writeManifest(dir: string, manifest: Manifest): Promise<vo
     join(dir, MANIFEST_FILE),
     `${JSON.stringify(manifestSchema.parse(manifest), null, 1)}\n`,
   );
-}
-
-/**
- * The manifest of state `s` at a checkpoint: its segments, and the tombstones below the
- * checkpoint (those above it live in the WAL).
- */
-export function manifestOf(
-  s: StoreState,
-  store: StoreSettings & { readonly model: string; readonly dim: number },
-  at: {
-    readonly walGeneration: number;
-    readonly checkpointSeq: number;
-    readonly nextSegment: number;
-  },
-): Manifest {
-  const tombstones: Record<string, Record<string, number>> = {};
-  for (const [bank, stones] of s.tombstones) {
-    const kept = [...stones].filter(([, seq]) => seq < at.checkpointSeq);
-    if (kept.length > 0) tombstones[bank] = Object.fromEntries(kept);
-  }
-  return {
-    schemaVersion: 1,
-    model: store.model,
-    dim: store.dim,
-    codec: store.codec,
-    ...(store.window === undefined ? {} : { window: store.window }),
-    ...at,
-    segments: s.segments.map((seg) => seg.entry),
-    tombstones,
-  };
 }

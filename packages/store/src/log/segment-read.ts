@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ArtifactCorruptError, readArrowFile } from '@bfe/core';
 import { codecModelSchema, decodeTokens, type CodecModel } from '@bfe/index';
 import type { Data, Table } from 'apache-arrow';
-import type { SegmentCodes, SegmentRows } from './segment.js';
+import type { SegmentCodes, SegmentRows } from './segment-rows.js';
 import type { MemoryMeta } from '../types.js';
 
 /**

@@ -31,7 +31,11 @@ import { encodeTokens, trainCodec, type CodecModel } from '@bfe/index';
 import { tokenCount } from './encoded.js';
 import { decodeSegment, directoryOf, type SegmentDirectory } from './segment-read.js';
 import type { StoreCodec } from './settings.js';
-import type { EncodedTexts, MemoryMeta } from '../types.js';
+import type { EncodedTexts } from '../types.js';
+import { MAX_CODEC_BLOCKS, type SegmentCodes, type SegmentRows } from './segment-rows.js';
+
+export { MAX_CODEC_BLOCKS };
+export type { SegmentCodes, SegmentRows };
 
 // A segment: the memories of one bank flushed or compacted together, as one Arrow IPC file of
 // one record batch, written once (temporary file, fsync, rename) and never edited. Columns:
@@ -44,19 +48,6 @@ import type { EncodedTexts, MemoryMeta } from '../types.js';
 // the model, the dimension and (format 2) the codec with its fitted parameters (`bfe.codec`, a
 // CodecModel as JSON: sq8/sq4 fit their per-dimension range on the segment's own tokens), so
 // pyarrow or DuckDB can read a segment without bfe.
-
-/** Rows of one bank in write order, with their encoded vectors. */
-export interface SegmentRows {
-  readonly bank: string;
-  readonly ids: readonly string[];
-  readonly texts: readonly string[];
-  readonly metas: readonly (MemoryMeta | undefined)[];
-  /** Write sequence of each row: the later of two rows with one id is the live one. */
-  readonly seqs: Float64Array;
-  readonly encoded: EncodedTexts;
-  /** A read segment's token codes as stored (format 2), which a compaction copies. */
-  readonly codes?: SegmentCodes;
-}
 
 /** What the manifest records of a written segment, to recognise it intact and read it by parts. */
 export interface SegmentFacts {
@@ -91,22 +82,6 @@ function listOf(child: Data, offsets: Int32Array, rows: number): Data {
   const type = new List(new Field('item', child.type, false));
   return makeData({ type, length: rows, nullCount: 0, valueOffsets: offsets, child });
 }
-
-/**
- * A segment's token codes: one or more codec models (blocks), the block of each row, and the
- * code bytes of every token. A flush fits one model on its rows; a compaction copies its
- * inputs' codes and models as they are (no second rounding), up to {@link MAX_CODEC_BLOCKS}.
- */
-export interface SegmentCodes {
-  readonly models: readonly CodecModel[];
-  /** `[rows]`: the model of each row's tokens. */
-  readonly blocks: Uint16Array;
-  /** `[tokens × bytes per token]`. */
-  readonly codes: Uint8Array;
-}
-
-/** Most codec models one segment holds; a merge past it fits one model again. */
-export const MAX_CODEC_BLOCKS = 64;
 
 /** The codec model of a segment of `codec` holding `e`'s tokens (sq8/sq4: fitted on them). */
 export function segmentCodec(codec: StoreCodec, e: EncodedTexts): CodecModel {

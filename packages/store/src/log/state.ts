@@ -1,5 +1,6 @@
 import { rm } from 'node:fs/promises';
-import type { SegmentEntry } from './manifest.js';
+import type { Manifest, SegmentEntry } from './manifest.js';
+import type { StoreSettings } from './settings.js';
 import { FileRows } from './file-rows.js';
 import type { RowCache } from './row-cache.js';
 import type { SegmentRows } from './segment.js';
@@ -102,4 +103,34 @@ export function bankSources(s: StoreState, bank: string): SegmentRows[] {
   for (const seg of s.segments) if (seg.bank === bank) out.push(seg.rows);
   for (const b of s.memtable) if (b.bank === bank) out.push(b);
   return out;
+}
+
+/**
+ * The manifest of state `s` at a checkpoint: its segments, and the tombstones below the
+ * checkpoint (those above it live in the WAL).
+ */
+export function manifestOf(
+  s: StoreState,
+  store: StoreSettings & { readonly model: string; readonly dim: number },
+  at: {
+    readonly walGeneration: number;
+    readonly checkpointSeq: number;
+    readonly nextSegment: number;
+  },
+): Manifest {
+  const tombstones: Record<string, Record<string, number>> = {};
+  for (const [bank, stones] of s.tombstones) {
+    const kept = [...stones].filter(([, seq]) => seq < at.checkpointSeq);
+    if (kept.length > 0) tombstones[bank] = Object.fromEntries(kept);
+  }
+  return {
+    schemaVersion: 1,
+    model: store.model,
+    dim: store.dim,
+    codec: store.codec,
+    ...(store.window === undefined ? {} : { window: store.window }),
+    ...at,
+    segments: s.segments.map((seg) => seg.entry),
+    tombstones,
+  };
 }

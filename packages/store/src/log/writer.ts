@@ -19,13 +19,13 @@ import {
 } from './group-commit.js';
 import { MemoryInputError, type ValidMemory } from '../input.js';
 import { gatherRows } from './live-rows.js';
-import { manifestOf, segmentFile, walFile, writeManifest, type Manifest } from './manifest.js';
+import { segmentFile, walFile, writeManifest, type Manifest } from './manifest.js';
 import type { Recovered } from './recovery.js';
 import type { SegmentCodes, SegmentRows } from './segment.js';
 import { writeBankSegment } from './segment-write.js';
 import type { StoreCodec, StoreSettings } from './settings.js';
 import type { Segment } from './state.js';
-import { withBatch, type StoreState } from './state.js';
+import { manifestOf, withBatch, type StoreState } from './state.js';
 import type { IndexLink } from '../index/graph/keeper.js';
 import { StoreLexicon } from '../lexical/store-lexicon.js';
 import type { Bm25Language } from '@bfe/scorer';
