@@ -30,6 +30,8 @@ export type { MemoryInput } from './input.js';
 export { StoreLockedError, LOCK_FILE } from './log/lock.js';
 export { MANIFEST_FILE, manifestSchema } from './log/manifest.js';
 export type { Manifest } from './log/manifest.js';
+export { DEFAULT_STORE_CODEC, storeCodecSchema, storeWindowSchema } from './log/settings.js';
+export type { StoreCodec, StoreSettings, StoreWindow } from './log/settings.js';
 export type { CompactionReport } from './log/compaction.js';
 export { encodedTexts } from './encode/encode.js';
 export {

@@ -78,6 +78,17 @@ describe('bfe store', () => {
     expect(compacted.stdout).toMatch(/^alice +2 +1 +2 +1 +1$/m);
     expect(compacted.stdout).toMatch(/Segments 3 → 2, rows 2 → 1/);
 
+    // A codec migration rewrites every segment; the store keeps the new codec from then on.
+    expect((await bfe(['store', 'compact', dir, '--codec', 'sq9'])).code).toBe(2);
+    const migrated = await bfe(['store', 'compact', dir, '--codec', 'sq8']);
+    expect(migrated.code).toBe(0);
+    expect(migrated.stdout).toContain('Codec fp32 → sq8.');
+    const after = manifestSchema.parse(
+      JSON.parse(readFileSync(join(dir, 'MANIFEST.json'), 'utf8')),
+    );
+    expect(after.codec).toBe('sq8');
+    expect(after.segments.map((x) => x.codec)).toEqual(after.segments.map(() => 'sq8'));
+
     const manifest = manifestSchema.parse(
       JSON.parse(readFileSync(join(dir, 'MANIFEST.json'), 'utf8')),
     );

@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { ConfigError } from '@bfe/core';
 import type { CompactReport, ExportReport, StoreReport, VerifyReport } from '@bfe/store';
 
 interface JsonOption {
@@ -49,13 +50,20 @@ export function storeCommand(): Command {
       )
       .argument('<dir>', 'the store directory')
       .option('--bank <name>', 'compact this bank only')
+      .option(
+        '--codec <codec>',
+        'migrate the store to this token codec (fp32, fp16, sq8, sq4): every segment rewritten',
+      )
       .option('--json', 'print JSON')
-      .action(async (dir: string, opts: JsonOption & { bank?: string }) => {
-        const { compactStore, openForMaintenance } = await import('@bfe/store');
+      .action(async (dir: string, opts: JsonOption & { bank?: string; codec?: string }) => {
+        const { compactStore, openForMaintenance, storeCodecSchema } = await import('@bfe/store');
+        const codec = opts.codec === undefined ? undefined : storeCodecSchema.safeParse(opts.codec);
+        if (codec !== undefined && !codec.success)
+          throw new ConfigError(`--codec must be one of fp32, fp16, sq8, sq4, not '${opts.codec}'`);
         const { store: opened } = await openForMaintenance(dir);
         let report: CompactReport;
         try {
-          report = await compactStore(opened, { bank: opts.bank });
+          report = await compactStore(opened, { bank: opts.bank, codec: codec?.data });
         } finally {
           await opened.close();
         }
@@ -178,6 +186,7 @@ async function printStats(r: StoreReport): Promise<void> {
 async function printCompact(r: CompactReport): Promise<void> {
   const { formatBytes, terminalTable } = await import('@bfe/core');
   if (r.flushedRows > 0) console.log(`Flushed ${r.flushedRows} row(s) from the WAL to segments.`);
+  if (r.codecAfter !== r.codecBefore) console.log(`Codec ${r.codecBefore} → ${r.codecAfter}.`);
   if (r.banks.length === 0) {
     console.log(
       `Nothing to compact${r.bank === undefined ? '' : ` in bank ${r.bank}`}: every bank has one segment or none and no tombstone to drop.`,
