@@ -144,6 +144,7 @@ describe.skipIf((mirror === undefined && !requireData) || (!hasModel && !require
       const embedder = await openEmbedder({ model: { dir: modelDir } });
       const store = await MemoryStore.open(join(suiteDir(), 'store'), {
         embedder,
+        codec: 'fp32', // the experiment's bank is fp32: equal bit for bit
         scorer,
         window,
         bm25Language: resolveBm25Options(undefined, datasetLanguage('covidqa')).language,

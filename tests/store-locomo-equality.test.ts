@@ -111,6 +111,7 @@ describe.skipIf((mirror === undefined && !requireData) || (!hasModel && !require
       const embedder = await openEmbedder({ model: { dir: modelDir } });
       const store = await MemoryStore.open(join(suiteDir(), 'store'), {
         embedder,
+        codec: 'fp32', // the experiment's bank is fp32: equal bit for bit
         scorer,
         bm25Language: 'english',
       });

@@ -105,7 +105,7 @@ export function serveProgram(): Command {
       '--window <size,stride>',
       'a new store encodes memories longer than SIZE tokens in windows STRIDE apart, not cut',
     )
-    .option('--codec <codec>', "a new store's token codec: fp32, fp16, sq8 or sq4 (default fp32)")
+    .option('--codec <codec>', "a new store's token codec: fp32, fp16, sq8 or sq4 (default sq8)")
     .option('--cache-mb <n>', 'MiB of segment rows and bank views held in memory (default 1024)')
     .allowExcessArguments(false)
     .exitOverride();

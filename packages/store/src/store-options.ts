@@ -52,8 +52,9 @@ export interface StoreOptions {
   readonly groupCommit?: boolean;
   /**
    * The codec the store keeps token states in, chosen when the store is created (default
-   * `fp32`); a store opened with another codec refuses (`bfe store compact
-   * --codec` migrates). Pooled vectors stay fp32.
+   * `sq8`: ranks as fp32 within the paired intervals on LoCoMo and LongMemEval-S); a store
+   * opened with another codec refuses (`bfe store compact --codec` migrates). Pooled vectors
+   * stay fp32. A store made before codecs existed is fp32.
    */
   readonly codec?: StoreCodec;
   /**

@@ -9,8 +9,10 @@ import { MemoryStore } from './store.js';
 import { fakeEmbedder } from './testing/index.js';
 import type { BankView } from './types.js';
 
+// fp32: these tests compare views bit for bit across flushes and reopens (the codecs' own
+// tests are store-codec.test.ts).
 const open = (dir: string, extra: Parameters<typeof MemoryStore.open>[1] = {}) =>
-  MemoryStore.open(dir, { embedder: fakeEmbedder(), compactSegments: 0, ...extra });
+  MemoryStore.open(dir, { embedder: fakeEmbedder(), compactSegments: 0, codec: 'fp32', ...extra });
 
 /** A bank view as plain data, for equality across reopen and compaction. */
 function plain(v: BankView) {

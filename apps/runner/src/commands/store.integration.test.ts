@@ -28,10 +28,14 @@ function bfe(args: string[]): Promise<{ code: number | null; stdout: string; std
   });
 }
 
-/** A store made with the fake embedder: `bfe store` needs no model to read it. */
+/** An fp32 store made with the fake embedder: `bfe store` needs no model to read it. */
 async function makeStore(): Promise<string> {
   const dir = tmpDir();
-  const store = await MemoryStore.open(dir, { embedder: fakeEmbedder(), compactSegments: 0 });
+  const store = await MemoryStore.open(dir, {
+    embedder: fakeEmbedder(),
+    compactSegments: 0,
+    codec: 'fp32',
+  });
   await store.add([
     { id: 'a', bank: 'alice', text: 'the cat sat on the mat', meta: { n: 1 } },
     { id: 'b', bank: 'bob', text: 'a dog ran far away' },

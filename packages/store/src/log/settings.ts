@@ -11,8 +11,13 @@ import { ConfigError } from '@bfe/core';
 export const storeCodecSchema = z.enum(['fp32', 'fp16', 'sq8', 'sq4']);
 export type StoreCodec = z.infer<typeof storeCodecSchema>;
 
-/** The codec of a new store (predeclared; BENCHMARKS.md "The memory store" measures the four). */
-export const DEFAULT_STORE_CODEC: StoreCodec = 'fp32';
+/**
+ * The codec of a new store, predeclared from the store's own quality run (`pnpm bench:store
+ * --parts codecs`, BENCHMARKS.md "The memory store"): sq8 ranks as fp32 does within the paired
+ * intervals on LoCoMo and LongMemEval-S, at a quarter of the bytes; sq4 costs up to a quarter
+ * point of R@10 there.
+ */
+export const DEFAULT_STORE_CODEC: StoreCodec = 'sq8';
 
 /** Windowed encoding of long memories (METHOD.md §8): `size` tokens, a new window every `stride`. */
 export const storeWindowSchema = z.strictObject({

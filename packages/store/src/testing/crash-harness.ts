@@ -13,7 +13,7 @@ import { storeIndexFactory, type StoreIndexFactory } from '../index/store-index.
 import { Bm25Index } from '@bfe/scorer';
 import { CRASH_BM25_LANGUAGE, CRASH_GRAPH_INDEX, textOf, type WorkerArgs } from './crash-worker.js';
 import { fakeEmbedder } from './fake-embedder.js';
-import type { StoreCodec } from '../log/settings.js';
+import { DEFAULT_STORE_CODEC, type StoreCodec } from '../log/settings.js';
 
 const worker = fileURLToPath(new URL('./crash-worker.ts', import.meta.url));
 const repo = fileURLToPath(new URL('../../../../', import.meta.url));
@@ -257,7 +257,7 @@ export async function verify(
   outcome: Outcome,
   round: string,
   graph = false,
-  codec: StoreCodec = 'fp32',
+  codec: StoreCodec = DEFAULT_STORE_CODEC,
 ): Promise<Model> {
   const tolerance = CODEC_TOLERANCE[codec];
   let expected = outcome.acked.reduce(apply, model);

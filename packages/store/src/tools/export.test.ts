@@ -7,6 +7,7 @@ import { MemoryStore } from '../store.js';
 import { fakeEmbedder } from '../testing/index.js';
 import type { BankView } from '../types.js';
 import { EXPORT_FORMAT, exportStore } from './export.js';
+import { DEFAULT_STORE_CODEC } from '../log/settings.js';
 
 const DIM = 8;
 
@@ -123,7 +124,7 @@ describe('exportStore', () => {
         expect(meta.get('bfe.table')).toBe(name);
         expect(meta.get('bfe.model')).toBe('fake-embedder');
         expect(meta.get('bfe.dim')).toBe(String(DIM));
-        expect(meta.get('bfe.codec')).toBe('fp32');
+        expect(meta.get('bfe.codec')).toBe(DEFAULT_STORE_CODEC);
         expect(JSON.parse(meta.get('bfe.banks')!)).toEqual(['alice', 'bob', 'carol', 'dave']);
       }
       expect(String(memories.schema.fields.find((f) => f.name === 'pooled')!.type)).toBe(

@@ -9,6 +9,7 @@ import { compactStore } from './compact.js';
 import { openForMaintenance } from './open.js';
 import { storeReport } from './stats.js';
 import { verifyStore } from './verify.js';
+import { DEFAULT_STORE_CODEC } from '../log/settings.js';
 
 /** Bank `a` in three segments with an update and a delete; bank `b` in one; one row unflushed. */
 async function makeStore(): Promise<string> {
@@ -55,7 +56,7 @@ describe('storeReport', () => {
         model: 'fake-embedder',
         dim: 8,
       });
-      expect(r.settings.codec).toBe('fp32');
+      expect(r.settings.codec).toBe(DEFAULT_STORE_CODEC);
       expect(
         r.banks.map((b) => [b.bank, b.memories, b.tokens, b.segments, b.memtableRows]),
       ).toEqual([
