@@ -9,6 +9,7 @@ import { readdir, stat, statfs } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { repoRoot } from '../shared/paths.js';
+import type { OpenReport } from './scale-child.js';
 
 const CHILD = fileURLToPath(new URL('./scale-child.ts', import.meta.url));
 
@@ -113,4 +114,14 @@ export async function storeBytes(dir: string) {
     else b.other += size;
   }
   return b;
+}
+
+/** The `open` child's report, or why there is none. */
+export function childReport(exit: ScaleChildExit, what: string, limitGb: number): OpenReport {
+  const line = exit.lines.find((l) => l.startsWith('{'));
+  if (exit.overLimit)
+    throw new Error(`${what}: the child passed --rss-limit-gb ${limitGb} and was killed`);
+  if (line === undefined)
+    throw new Error(`${what}: the child ended (${exit.code ?? exit.signal}): ${exit.tail}`);
+  return JSON.parse(line) as OpenReport;
 }
