@@ -58,32 +58,42 @@ export function replayEmbedder(
     tokenText: (id) => real.tokenText(id),
     dispose: () => Promise.resolve(),
     encode(batch) {
-      const rows = batch.map((t) => at.get(t)!);
-      let tokens = 0;
-      for (const r of rows) tokens += e.tokenOffsets[r + 1]! - e.tokenOffsets[r]!;
-      const o: Mutable<EncodedTexts> = {
-        count: rows.length,
-        dim,
-        pooled: new Float32Array(rows.length * dim),
-        tokenOffsets: new Int32Array(rows.length + 1),
-        tokenVectors: new Float32Array(tokens * dim),
-        tokenIds: new Int32Array(tokens),
-        tokenPositions: new Int32Array(tokens),
-        truncated: new Uint8Array(rows.length),
-      };
-      let w = 0;
-      rows.forEach((r, i) => {
-        const a = e.tokenOffsets[r]!;
-        const b = e.tokenOffsets[r + 1]!;
-        o.pooled.set(e.pooled.subarray(r * dim, (r + 1) * dim), i * dim);
-        o.tokenVectors.set(e.tokenVectors.subarray(a * dim, b * dim), w * dim);
-        o.tokenIds.set(e.tokenIds.subarray(a, b), w);
-        o.tokenPositions.set(e.tokenPositions.subarray(a, b), w);
-        o.truncated[i] = e.truncated[r]!;
-        w += b - a;
-        o.tokenOffsets[i + 1] = w;
-      });
-      return Promise.resolve(o);
+      return Promise.resolve(
+        pickRows(
+          e,
+          batch.map((t) => at.get(t)!),
+        ),
+      );
     },
   };
+}
+
+/** Rows `rows` of `e` (repeats allowed) copied into one encoding, as one encoder call returns. */
+export function pickRows(e: EncodedTexts, rows: readonly number[]): EncodedTexts {
+  const { dim } = e;
+  let tokens = 0;
+  for (const r of rows) tokens += e.tokenOffsets[r + 1]! - e.tokenOffsets[r]!;
+  const o: Mutable<EncodedTexts> = {
+    count: rows.length,
+    dim,
+    pooled: new Float32Array(rows.length * dim),
+    tokenOffsets: new Int32Array(rows.length + 1),
+    tokenVectors: new Float32Array(tokens * dim),
+    tokenIds: new Int32Array(tokens),
+    tokenPositions: new Int32Array(tokens),
+    truncated: new Uint8Array(rows.length),
+  };
+  let w = 0;
+  rows.forEach((r, i) => {
+    const a = e.tokenOffsets[r]!;
+    const b = e.tokenOffsets[r + 1]!;
+    o.pooled.set(e.pooled.subarray(r * dim, (r + 1) * dim), i * dim);
+    o.tokenVectors.set(e.tokenVectors.subarray(a * dim, b * dim), w * dim);
+    o.tokenIds.set(e.tokenIds.subarray(a, b), w);
+    o.tokenPositions.set(e.tokenPositions.subarray(a, b), w);
+    o.truncated[i] = e.truncated[r]!;
+    w += b - a;
+    o.tokenOffsets[i + 1] = w;
+  });
+  return o;
 }

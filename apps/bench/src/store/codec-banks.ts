@@ -8,6 +8,7 @@
 import { openBank, type BankSide } from '@bfe/encoder';
 import type { Benchmark, Query, RelevanceLabels } from '@bfe/core';
 import type { Embedder, EncodedTexts } from '@bfe/store';
+import { pickRows } from '../shared/banks.js';
 
 /** One query as the bench searches and scores it. */
 export interface CodecQuery {
@@ -117,6 +118,8 @@ export async function codecBenchmark(
     if (r === undefined) throw new Error(`query ${q.id} is not in the encoded bank ${dir}`);
     index(queryTextRow, querySide, q.text, r);
   }
+  const queryEncoded = encodedOf(querySide, dim);
+  const memoryEncoded = encodedOf(memories, dim);
   const embedder: Embedder = {
     model: bank.manifest.model.sha256,
     dim,
@@ -124,9 +127,8 @@ export async function codecBenchmark(
     dispose: () => Promise.resolve(),
     encode: (batch, role) =>
       Promise.resolve(
-        rowsOf(
-          role === 'query' ? querySide : memories,
-          dim,
+        pickRows(
+          role === 'query' ? queryEncoded : memoryEncoded,
           batch.map((t) => (role === 'query' ? queryTextRow : passageRow).get(t)!),
         ),
       ),
@@ -152,31 +154,17 @@ function sameRows(side: BankSide, dim: number, a: number, b: number): boolean {
   return true;
 }
 
-/** The encoded rows `rows` of a side as one encoder call's output. */
-function rowsOf(side: BankSide, dim: number, rows: readonly number[]): EncodedTexts {
-  const o = side.tokenOffsets;
-  let tokens = 0;
-  for (const r of rows) tokens += o[r + 1]! - o[r]!;
-  const out = {
-    count: rows.length,
+/** A side's encoding under the store's field names (its rows' `truncated` read as 0). */
+function encodedOf(side: BankSide, dim: number): EncodedTexts {
+  const count = side.tokenOffsets.length - 1;
+  return {
+    count,
     dim,
-    pooled: new Float32Array(rows.length * dim),
-    tokenOffsets: new Int32Array(rows.length + 1),
-    tokenVectors: new Float32Array(tokens * dim),
-    tokenIds: new Int32Array(tokens),
-    tokenPositions: new Int32Array(tokens),
-    truncated: new Uint8Array(rows.length),
+    pooled: side.pooled,
+    tokenOffsets: side.tokenOffsets,
+    tokenVectors: side.tokenVectors,
+    tokenIds: side.tokenId,
+    tokenPositions: side.tokenPosition,
+    truncated: new Uint8Array(count),
   };
-  let w = 0;
-  rows.forEach((r, i) => {
-    const a = o[r]!;
-    const b = o[r + 1]!;
-    out.pooled.set(side.pooled.subarray(r * dim, (r + 1) * dim), i * dim);
-    out.tokenVectors.set(side.tokenVectors.subarray(a * dim, b * dim), w * dim);
-    out.tokenIds.set(side.tokenId.subarray(a, b), w);
-    out.tokenPositions.set(side.tokenPosition.subarray(a, b), w);
-    w += b - a;
-    out.tokenOffsets[i + 1] = w;
-  });
-  return out;
 }

@@ -12,6 +12,7 @@ import { openBank, type FileBankSide, type VectorFileLayout } from '@bfe/encoder
 import { rng } from '@bfe/index/testing';
 import type { Embedder, EncodedTexts } from '@bfe/store';
 import { repoRoot } from '../shared/paths.js';
+import { pickRows } from '../shared/banks.js';
 
 /** The encode-cache keys of the two benchmarks' banks (MiniLM, fp32, max length 128). */
 export const ENCODED_BANKS = {
@@ -161,37 +162,6 @@ export async function loadPools(
   };
 }
 
-/** Copies rows `rows` of `e` into one encoding. */
-export function pick(e: EncodedTexts, rows: readonly number[]): EncodedTexts {
-  const { dim } = e;
-  let tokens = 0;
-  for (const r of rows) tokens += e.tokenOffsets[r + 1]! - e.tokenOffsets[r]!;
-  const o = {
-    count: rows.length,
-    dim,
-    pooled: new Float32Array(rows.length * dim),
-    tokenOffsets: new Int32Array(rows.length + 1),
-    tokenVectors: new Float32Array(tokens * dim),
-    tokenIds: new Int32Array(tokens),
-    tokenPositions: new Int32Array(tokens),
-    truncated: new Uint8Array(rows.length),
-  };
-  let w = 0;
-  for (let i = 0; i < rows.length; i++) {
-    const r = rows[i]!;
-    const a = e.tokenOffsets[r]!;
-    const b = e.tokenOffsets[r + 1]!;
-    o.pooled.set(e.pooled.subarray(r * dim, (r + 1) * dim), i * dim);
-    o.tokenVectors.set(e.tokenVectors.subarray(a * dim, b * dim), w * dim);
-    o.tokenIds.set(e.tokenIds.subarray(a, b), w);
-    o.tokenPositions.set(e.tokenPositions.subarray(a, b), w);
-    o.truncated[i] = e.truncated[r]!;
-    w += b - a;
-    o.tokenOffsets[i + 1] = w;
-  }
-  return o;
-}
-
 /**
  * An embedder that returns the pools' encodings by text (passages from `memories`, queries from
  * `queries`): the store's own work is measured, the encoder's is not. A text in neither pool is
@@ -215,14 +185,14 @@ export function poolEmbedder(memories: EncodedPool | undefined, queries: Encoded
           throw new Error(`no encoded ${role} for "${t.slice(0, 40)}"`);
         return r;
       });
-      return Promise.resolve(pick(pool!.encoded, rows));
+      return Promise.resolve(pickRows(pool!.encoded, rows));
     },
   };
 }
 
 /** Writes rows `rows` of a query pool to `path` (JSON, arrays as base64): a child's queries. */
 export async function writeQueries(path: string, pool: EncodedPool, rows: readonly number[]) {
-  const e = pick(pool.encoded, rows);
+  const e = pickRows(pool.encoded, rows);
   const b64 = (a: ArrayBufferView) =>
     Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString('base64');
   const body = {
