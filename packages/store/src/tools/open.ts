@@ -1,6 +1,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { DataMissingError, toStorageError } from '@bfe/core';
+import { emptyEncoded } from '../log/encoded.js';
 import { MANIFEST_FILE, readManifest, type Manifest } from '../log/manifest.js';
 import { MemoryStore } from '../store.js';
 import type { EncodedTexts, Embedder } from '../types.js';
@@ -47,7 +48,9 @@ export function manifestEmbedder(manifest: Pick<Manifest, 'model' | 'dim'>): Emb
   return {
     model: manifest.model,
     dim: manifest.dim,
-    encode(): Promise<EncodedTexts> {
+    encode(texts): Promise<EncodedTexts> {
+      // An empty call (the open's check of a windowed store) has nothing to encode.
+      if (texts.length === 0) return Promise.resolve(emptyEncoded(0, 0, manifest.dim));
       return Promise.reject(
         new Error('manifestEmbedder: a store opened for maintenance encodes nothing'),
       );

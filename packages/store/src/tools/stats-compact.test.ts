@@ -80,6 +80,26 @@ describe('storeReport', () => {
     }
   });
 
+  it("opens a windowed store for maintenance (no model: the open's window check encodes nothing)", async () => {
+    const dir = tmpDir();
+    const store = await MemoryStore.open(dir, {
+      embedder: fakeEmbedder(),
+      window: { size: 256, stride: 192 },
+    });
+    await store.add([{ id: 'a', bank: 'b', text: 'one two three' }]);
+    await store.close();
+    const { store: opened, manifest } = await openForMaintenance(dir);
+    try {
+      expect(manifest.window).toEqual({ size: 256, stride: 192 });
+      expect((await opened.stats()).memories).toBe(1);
+      await expect(opened.add([{ id: 'c', bank: 'b', text: 'x' }])).rejects.toThrow(
+        /encodes nothing/,
+      );
+    } finally {
+      await opened.close();
+    }
+  });
+
   it('refuses a directory that is not a store without creating one', async () => {
     const dir = join(tmpDir(), 'absent');
     await expect(openForMaintenance(dir)).rejects.toMatchObject({ code: 'DATA_MISSING' });
