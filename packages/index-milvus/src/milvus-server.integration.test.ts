@@ -28,7 +28,7 @@ async function failure(promise: Promise<unknown>): Promise<MilvusRequestError> {
  * Runs `use` until the server stops refusing it for want of a privilege (`milvus-auth`), at
  * most 60 s: the grants' own arrival, not a guess at how long it takes.
  */
-async function untilGranted(use: () => Promise<void>): Promise<void> {
+async function untilGranted(use: () => Promise<unknown>): Promise<void> {
   const deadline = Date.now() + 60_000;
   for (;;) {
     const error = await use().then(
@@ -124,20 +124,26 @@ describe.skipIf(python === undefined)('MilvusTokenIndex on the Milvus 2.3.5 serv
       DIM,
     );
     // The server puts grants in force asynchronously (its proxies' privilege cache follows
-    // etcd, in grant order): wait until the last ones granted answer, so all are in force.
+    // etcd, not always in grant order): each call is retried while it is refused (a refused
+    // call changes nothing), so each privilege is used once it is in force.
     await untilGranted(async () => {
       await c.flush();
       await c.count();
     });
     const vectors = unitVectors(6, DIM, rng(13));
-    await c.insert('g', [
-      { id: 'a', seq: 1, vectors: vectors.subarray(0, 3 * DIM) },
-      { id: 'b', seq: 1, vectors: vectors.subarray(3 * DIM) },
-    ]);
-    await c.flush();
-    const [hits] = await c.search(vectors.subarray(4 * DIM, 5 * DIM), 1, 1, 'bank_id == "g"');
+    await untilGranted(() =>
+      c.insert('g', [
+        { id: 'a', seq: 1, vectors: vectors.subarray(0, 3 * DIM) },
+        { id: 'b', seq: 1, vectors: vectors.subarray(3 * DIM) },
+      ]),
+    );
+    await untilGranted(() => c.flush());
+    let hits: Awaited<ReturnType<typeof c.search>>[number] | undefined;
+    await untilGranted(async () => {
+      [hits] = await c.search(vectors.subarray(4 * DIM, 5 * DIM), 1, 1, 'bank_id == "g"');
+    });
     expect(hits![0]).toMatchObject({ memoryId: 'b', position: 1 });
-    await c.deleteMemories('g', ['a']);
+    await untilGranted(() => c.deleteMemories('g', ['a']));
     expect([...(await c.memories('g')).keys()]).toEqual(['b']);
     expect(await c.count()).toBe(3);
     await c.close();

@@ -47,7 +47,8 @@ export function storeCases(
     const options = { ...server(), collection: 'store_a' };
     // One embedder for every store: its vocabulary (token pieces in the evidence) is shared.
     const embedder = fakeEmbedder();
-    const scorerOption = { scorer: await scorer, embedder };
+    // fp32: the Milvus store and the exact one are compared bit for bit, flushed at other times.
+    const scorerOption = { scorer: await scorer, embedder, codec: 'fp32' as const };
     const ref = await MemoryStore.open(tmpDir(), scorerOption);
     const dir = tmpDir();
     let index = milvusIndexFactory(options);
@@ -153,7 +154,7 @@ export function storeCases(
       bank: 'dave',
       text: text(random),
     }));
-    const options = { embedder, scorer: await scorer };
+    const options = { embedder, scorer: await scorer, codec: 'fp32' as const };
     const ref = await MemoryStore.open(tmpDir(), options);
     const mil = await MemoryStore.open(tmpDir(), {
       ...options,

@@ -39,7 +39,8 @@ describe.skipIf(python === undefined)(
 
     it('SIGKILL and restart mid-writes: nothing acknowledged lost, searches fall back, Milvus catches up by write sequence', async () => {
       const embedder = fakeEmbedder();
-      const scorerOption = { scorer: await scorer, embedder };
+      // fp32: the Milvus store and the exact one are compared bit for bit, flushed at other times.
+      const scorerOption = { scorer: await scorer, embedder, codec: 'fp32' as const };
       const options = { address: server.address, token: server.token!, collection: 'crash' };
       const ref = await MemoryStore.open(tmpDir(), scorerOption);
       const dir = tmpDir();
