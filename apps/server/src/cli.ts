@@ -11,7 +11,8 @@ const USAGE =
   '                 [--index milvus://HOST:PORT] [--threads 1] [--encode-workers 1] [--passage-workers 1]\n' +
   '                 [--kernel-workers 1] [--allowed-hosts NAME,…] [--rate 100] [--burst 200]\n' +
   '                 [--concurrency 16] [--drain-ms 10000] [--bm25-language none|english]\n' +
-  '                 [--window SIZE,STRIDE] [--codec fp32|fp16|sq8|sq4] [--cache-mb 1024]';
+  '                 [--window SIZE,STRIDE] [--codec fp32|fp16|sq8|sq4] [--cache-mb 1024]\n' +
+  '                 [--graph-mb 1024]';
 
 /** After the drain, how long closing the store may take before the process exits anyway. */
 const CLOSE_GRACE_MS = 20_000;
@@ -66,6 +67,8 @@ const argsSchema = z.strictObject({
   codec: z.enum(['fp32', 'fp16', 'sq8', 'sq4']).optional(),
   /** MiB of decoded segment rows and bank views held in memory (`StoreOptions.cacheBytes`). */
   cacheMb: z.coerce.number().int().min(0).optional(),
+  /** MiB of large banks' HNSW graphs held in memory (`maxGraphBytes`). */
+  graphMb: z.coerce.number().int().min(0).optional(),
 });
 
 /**
@@ -107,6 +110,7 @@ export function serveProgram(): Command {
     )
     .option('--codec <codec>', "a new store's token codec: fp32, fp16, sq8 or sq4 (default sq8)")
     .option('--cache-mb <n>', 'MiB of segment rows and bank views held in memory (default 1024)')
+    .option('--graph-mb <n>', "MiB of large banks' HNSW graphs held in memory (default 1024)")
     .allowExcessArguments(false)
     .exitOverride();
 }
@@ -156,6 +160,7 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
       encodeWorkers: args.encodeWorkers,
       passageWorkers: args.passageWorkers,
       kernelWorkers: args.kernelWorkers,
+      ...(args.graphMb === undefined ? {} : { maxGraphBytes: args.graphMb * 1024 * 1024 }),
       logger: { level: 'warn', stream: process.stderr },
     });
   } catch (error) {

@@ -17,7 +17,9 @@ describe('/readyz', () => {
     try {
       const ok = await send(server.port, '/readyz');
       expect(ok.status).toBe(200);
-      expect(ok.json()).toEqual({ status: 'ready', checks: OK });
+      // The store's default index (made by `serve`) reports its graphs.
+      const index = { graphs: 0, failures: [] };
+      expect(ok.json()).toEqual({ status: 'ready', checks: OK, index });
       const [wal] = readdirSync(server.store.dir).filter((f) => /^wal-\d+\.log$/.test(f));
       rmSync(join(server.store.dir, wal!));
       const noWal = await send(server.port, '/readyz');
@@ -25,6 +27,7 @@ describe('/readyz', () => {
       expect(noWal.json()).toEqual({
         status: 'not-ready',
         checks: { ...OK, wal: 'no write-ahead log in the store directory' },
+        index,
       });
       await server.store.close();
       const closed = await send(server.port, '/readyz');

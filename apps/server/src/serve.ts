@@ -56,6 +56,11 @@ export interface ServeOptions {
    * kernels on the event loop's thread. Ignored with `storeOptions.index` given.
    */
   readonly kernelWorkers?: number;
+  /**
+   * Bytes of HNSW graphs of large banks held in memory (`storeIndexFactory`'s `maxGraphBytes`,
+   * default 1 GiB). Ignored with `storeOptions.index` given.
+   */
+  readonly maxGraphBytes?: number;
   readonly logger?: FastifyServerOptions['logger'];
 }
 
@@ -119,13 +124,17 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   };
   let store: MemoryStore;
   try {
-    if (storeOptions.index === undefined && (options.kernelWorkers ?? 1) > 0) {
+    if (storeOptions.index === undefined) {
       const threads = storeOptions.threads === undefined ? {} : { threads: storeOptions.threads };
-      const k = await residentKernelPool({ workers: options.kernelWorkers ?? 1, ...threads });
-      kernels = k;
+      const graphs =
+        options.maxGraphBytes === undefined ? {} : { maxGraphBytes: options.maxGraphBytes };
       // The store's default index (resident exact for small banks, a maintained HNSW graph for
-      // large ones), its resident kernels on the worker pool.
-      index = storeIndexFactory(threads, { kernel: (fallback) => k.kernel(fallback) });
+      // large ones), its resident kernels on the worker pool (or on the event loop's thread).
+      if ((options.kernelWorkers ?? 1) > 0) {
+        const k = await residentKernelPool({ workers: options.kernelWorkers ?? 1, ...threads });
+        kernels = k;
+        index = storeIndexFactory({ ...threads, ...graphs }, { kernel: (f) => k.kernel(f) });
+      } else index = storeIndexFactory({ ...threads, ...graphs });
       storeOptions = { ...storeOptions, index };
     }
     store = await MemoryStore.open(options.store, storeOptions);

@@ -17,13 +17,14 @@
  *   present (by id, and the count). A run whose estimated size does not fit the free disk is
  *   refused before it writes; `--max-build-seconds` stops the adds and measures what was built.
  */
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { rng } from '@bfe/index/testing';
-import { MemoryStore, storeIndexFactory, type StoreOptions } from '@bfe/store';
-import { quantile } from '../shared/stats.js';
+import { MemoryStore, type StoreOptions } from '@bfe/store';
 import { note } from '../shared/table.js';
+import { latency } from './scale-latency.js';
 import type { OpenReport } from './scale-child.js';
 import {
   bankSizes,
@@ -42,6 +43,8 @@ import {
 } from './scale-proc.js';
 
 export const CODECS = ['fp32', 'fp16', 'sq8', 'sq4'] as const;
+/** The part's steps, in the order they run. */
+export const SCALE_STEPS = ['build', 'serve', 'latency', 'crash'] as const;
 type Codec = NonNullable<StoreOptions['codec']>;
 
 /** Bytes a codec keeps per token state (384-d), for the disk estimate. */
@@ -63,6 +66,10 @@ export interface ScaleOptions {
   readonly rssLimitGb: number;
   /** Stop adding (at a bank's end) after this many seconds and measure what was built; 0: never. */
   readonly maxBuildSeconds: number;
+  /** Steps run; without `build`, `store` names a store built by an earlier run. */
+  readonly steps: readonly (typeof SCALE_STEPS)[number][];
+  /** The store folder (kept); default a new folder under `work`. */
+  readonly store?: string;
   readonly work?: string;
   readonly keep?: boolean;
 }
@@ -98,18 +105,24 @@ export async function scaleRows(o: ScaleOptions): Promise<{ caption: string[]; r
   // pooled vector (1536 B) and the text of each memory.
   const estimate = tokens * (CODEC_BYTES[o.codec] + 8) + o.memories * 1536 + texts;
   const parent = o.work ?? tmpdir();
-  const free = await freeBytes(parent);
-  const margin = 2 * 2 ** 30;
+  const building = o.steps.includes('build');
   const plan = `${int(o.memories)} memories (${int(tokens)} tokens) with codec ${o.codec}`;
-  if (estimate + margin > free)
+  if (building) {
+    const free = await freeBytes(o.store === undefined ? parent : join(o.store, '..'));
+    const margin = 2 * 2 ** 30;
+    if (estimate + margin > free)
+      throw new Error(
+        `refusing: ${plan} need about ${gb(estimate)} on disk (${CODEC_BYTES[o.codec]} B a token ` +
+          `+ ~8 B a token of ids and positions + 1536 B a memory pooled + texts) plus a 2 GiB ` +
+          `margin, and ${parent} has ${gb(free)} free. Use a smaller codec (--codec sq4), fewer ` +
+          `--memories, or a --work folder on a larger disk.`,
+      );
+    note(`scale: ${plan}: estimated ${gb(estimate)}, ${gb(free)} free`);
+  } else if (o.store === undefined || !existsSync(join(o.store, 'MANIFEST.json')))
     throw new Error(
-      `refusing: ${plan} need about ${gb(estimate)} on disk (${CODEC_BYTES[o.codec]} B a token ` +
-        `+ ~8 B a token of ids and positions + 1536 B a memory pooled + texts) plus a 2 GiB ` +
-        `margin, and ${parent} has ${gb(free)} free. Use a smaller codec (--codec sq4), fewer ` +
-        `--memories, or a --work folder on a larger disk.`,
+      'scale: without the build step, --store must name a store an earlier run built',
     );
-  note(`scale: ${plan}: estimated ${gb(estimate)}, ${gb(free)} free`);
-  const dir = await mkdtemp(join(parent, 'bfe-bench-scale-'));
+  const dir = o.store ?? (await mkdtemp(join(parent, 'bfe-bench-scale-')));
   const caption = [
     `${plan} in ${names.length} banks (sizes ${Math.min(...sizes.slice(1))}–${Math.max(...sizes.slice(1))}, ` +
       `bank ${names[0]}: ${int(sizes[0]!)}); rows drawn from ${pool.split} LoCoMo and ` +
@@ -125,7 +138,9 @@ export async function scaleRows(o: ScaleOptions): Promise<{ caption: string[]; r
     return push(...measured);
   };
   try {
-    const built = await build(o, dir, names, sizes, rows, pool, queryPool, tokens, rssLimitMb);
+    const built = building
+      ? await build(o, dir, names, sizes, rows, pool, queryPool, tokens, rssLimitMb)
+      : await existing(dir, names, queryPool);
     out.push(built.row);
     if (built.memories < o.memories)
       caption.push(
@@ -143,14 +158,36 @@ export async function scaleRows(o: ScaleOptions): Promise<{ caption: string[]; r
       load(),
     ]);
     const live = names.slice(0, built.banks);
-    out.push(...(await serving(o, dir, live, built.memories, queryPool, rssLimitMb)));
-    out.push(...(await latency(o, dir, names[0]!, queryPool)));
-    out.push(...(await crash(o, dir, live, built.memories, rssLimitMb)));
+    if (o.steps.includes('serve'))
+      out.push(...(await serving(o, dir, live, built.memories, queryPool, rssLimitMb)));
+    if (o.steps.includes('latency')) out.push(...(await latency(o, dir, names[0]!, queryPool)));
+    if (o.steps.includes('crash'))
+      out.push(...(await crash(o, dir, live, built.memories, rssLimitMb)));
   } finally {
-    if (o.keep === true) note(`scale: kept ${dir}`);
+    if (o.keep === true || o.store !== undefined) note(`scale: kept ${dir}`);
     else await rm(dir, { recursive: true, force: true });
   }
   return { caption, rows: out };
+}
+
+/** A store an earlier run built (the `build` step left out): its counts, as the build row. */
+async function existing(
+  dir: string,
+  names: readonly string[],
+  queries: EncodedPool,
+): Promise<{ row: string[]; memories: number; tokens: number; banks: number }> {
+  const store = await MemoryStore.open(dir, { embedder: poolEmbedder(undefined, queries) });
+  const stats = await store.stats();
+  await store.close();
+  const banks = names.filter((b) => stats.banks[b] !== undefined).length;
+  const row = [
+    'build: skipped (a store built before)',
+    '',
+    '',
+    `${int(stats.memories)} memories`,
+    load(),
+  ];
+  return { row, memories: stats.memories, tokens: stats.tokens, banks };
 }
 
 async function build(
@@ -280,70 +317,12 @@ async function serving(
       mbGb(r.rssServingMaxMb),
       '≤ 4 GB',
       `${cache}; peak over the child's life ${mbGb(r.peakRssMb)}; search p50 ` +
-        `${r.searchP50Ms.toFixed(1)} ms; graph builds started in ${r.graphBanks} banks`,
+        `${r.searchP50Ms.toFixed(1)} ms; graph builds started in ${r.graphBanks} banks; at the ` +
+        `largest RSS: V8 heap ${mbGb(r.atMax.heapUsed)}, ArrayBuffers ${mbGb(r.atMax.arrayBuffers)}, ` +
+        `cache ${mbGb(r.atMax.cache)}, graphs ${mbGb(r.atMax.graphs)} (${r.atMax.graphEvictions} dropped)`,
       load(),
     ],
   ];
-}
-
-/** Search p50/p90 in the latency bank: through its HNSW graph (built first), then exact. */
-async function latency(
-  o: ScaleOptions,
-  dir: string,
-  bank: string,
-  queryPool: EncodedPool,
-): Promise<string[][]> {
-  const rand = rng(o.seed + 2);
-  const texts = Array.from(
-    { length: o.queries },
-    () => queryPool.texts[Math.floor(rand() * queryPool.texts.length)]!,
-  );
-  const embedder = poolEmbedder(undefined, queryPool);
-  const out: string[][] = [];
-  let hnswP50 = 0;
-  for (const exact of [false, true]) {
-    // The graph's worker at nice 0 (default 10, for writes to come first): no writes run here.
-    const index = storeIndexFactory({ exact, hnsw: { workerNice: 0 } });
-    const store = await MemoryStore.open(dir, { embedder, index, cacheBytes: o.cacheBytes });
-    try {
-      const t0 = performance.now();
-      await store.search({ bank, query: texts[0]!, k: 10 }); // starts the graph build
-      await index.graphsSettled();
-      const readyS = (performance.now() - t0) / 1000;
-      const bankTokens = (await store.stats()).banks[bank]!.tokens;
-      const opened = index.graphStats().opened[bank];
-      // A small run's bank may stay under the HNSW threshold: searched resident and exact.
-      const policy = exact
-        ? 'exact index'
-        : opened === undefined
-          ? 'no graph (small)'
-          : 'HNSW graph';
-      note(`scale: ${exact ? 'exact' : `graph ${opened}`} ready after ${readyS.toFixed(1)} s`);
-      const ms: number[] = [];
-      for (const query of texts) {
-        const t = performance.now();
-        await store.search({ bank, query, k: 10, system: 'sparse-fusion' });
-        ms.push(performance.now() - t);
-      }
-      const p50 = quantile(ms, 0.5);
-      if (!exact) hnswP50 = p50;
-      out.push([
-        `search p50 / p90, bank ${bank}, ${policy}`,
-        `${p50.toFixed(1)} / ${quantile(ms, 0.9).toFixed(1)} ms`,
-        '',
-        `${(await store.stats()).banks[bank]!.memories} memories, ${int(bankTokens)} tokens, ` +
-          `${o.queries} queries, sparse-fusion k 10, query encoding excluded (replayed); ` +
-          (exact
-            ? `exact/HNSW p50 ${(p50 / hnswP50).toFixed(1)}×`
-            : `first search + graph ${opened ?? 'none'} (worker nice 0) ${readyS.toFixed(1)} s ` +
-              `(${int(bankTokens / readyS)} tokens/s)`),
-        load(),
-      ]);
-    } finally {
-      await store.close({ flush: false });
-    }
-  }
-  return out;
 }
 
 /** kill -9 of a child adding memories, then the reopen in a child: every acknowledged add. */

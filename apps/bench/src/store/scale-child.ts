@@ -48,10 +48,22 @@ export interface OpenReport {
   readonly searchP50Ms: number;
   readonly rssServingMaxMb: number;
   readonly peakRssMb: number;
+  /** At the largest RSS while serving: where the memory was (MiB). */
+  readonly atMax: MemoryParts;
   readonly graphBanks: number;
 }
 
 const rss = (): number => process.memoryUsage.rss() / 2 ** 20;
+
+/** A process's memory by part (MiB): V8's heap, ArrayBuffers, the store's cache and graphs. */
+export interface MemoryParts {
+  readonly rss: number;
+  readonly heapUsed: number;
+  readonly arrayBuffers: number;
+  readonly cache: number;
+  readonly graphs: number;
+  readonly graphEvictions: number;
+}
 
 async function openChild(task: OpenTask): Promise<OpenReport> {
   const queries = task.queries === undefined ? undefined : await readQueries(task.queries);
@@ -75,6 +87,19 @@ async function openChild(task: OpenTask): Promise<OpenReport> {
   }
   const times: number[] = [];
   let servingMax = rssAfterOpenMb;
+  const parts = async (): Promise<MemoryParts> => {
+    const m = process.memoryUsage();
+    const g = index.graphStats();
+    return {
+      rss: m.rss / 2 ** 20,
+      heapUsed: m.heapUsed / 2 ** 20,
+      arrayBuffers: m.arrayBuffers / 2 ** 20,
+      cache: (await store.stats()).cache.bytes / 2 ** 20,
+      graphs: g.heldBytes / 2 ** 20,
+      graphEvictions: g.evictions,
+    };
+  };
+  let atMax = await parts();
   const banks = task.banks ?? [];
   for (let i = 0; i < banks.length && queries !== undefined; i++) {
     const t = performance.now();
@@ -85,7 +110,10 @@ async function openChild(task: OpenTask): Promise<OpenReport> {
       system: 'sparse-fusion',
     });
     times.push(performance.now() - t);
-    servingMax = Math.max(servingMax, rss());
+    if (rss() > servingMax) {
+      servingMax = rss();
+      atMax = await parts();
+    }
   }
   times.sort((a, b) => a - b);
   const graphBanks = Object.keys(index.graphStats().opened).length;
@@ -103,6 +131,7 @@ async function openChild(task: OpenTask): Promise<OpenReport> {
     rssServingMaxMb: servingMax,
     peakRssMb: process.resourceUsage().maxRSS / 1024,
     graphBanks,
+    atMax,
   };
   // Closing would wait for the graphs the searches started building (derived data): not here.
   if (times.length === 0) await store.close({ flush: false });

@@ -14,10 +14,11 @@ import {
   nonNegativeNumber,
   oneOf,
   positive,
+  someOf,
   type Parse,
 } from '../shared/cli.js';
 import { note, out, printTable } from '../shared/table.js';
-import { CODECS, SCALE_HEAD, scaleRows, type ScaleOptions } from './scale-bench.js';
+import { CODECS, SCALE_HEAD, SCALE_STEPS, scaleRows, type ScaleOptions } from './scale-bench.js';
 
 /** The flags {@link scaleFlags} adds, as parsed. */
 export interface ScaleCliOptions {
@@ -33,6 +34,8 @@ export interface ScaleCliOptions {
   seed: number;
   rssLimitGb: number;
   maxBuildSeconds: number;
+  scaleSteps: ScaleOptions['steps'];
+  store?: string;
   keep?: boolean;
 }
 
@@ -63,6 +66,18 @@ export function scaleFlags(command: Command): Command {
     .addOption(
       flag('--max-build-seconds <s>', 'scale: stop adding after (0: never)', nonNegative, '0'),
     )
+    .addOption(
+      flag(
+        '--scale-steps <list>',
+        'scale: steps to run, of build,serve,latency,crash',
+        someOf(SCALE_STEPS),
+        SCALE_STEPS.join(','),
+      ),
+    )
+    .option(
+      '--store <dir>',
+      'scale: the store folder (kept); without the build step, a store built before',
+    )
     .option('--keep', 'scale: keep the store folder');
 }
 
@@ -90,6 +105,8 @@ export async function scalePart(
     seed: options.seed,
     rssLimitGb: options.rssLimitGb,
     maxBuildSeconds: options.maxBuildSeconds,
+    steps: options.scaleSteps,
+    ...(options.store === undefined ? {} : { store: options.store }),
     ...(options.work === undefined ? {} : { work: options.work }),
     ...(options.keep === undefined ? {} : { keep: options.keep }),
   });

@@ -14,6 +14,9 @@ import {
 import type { TokenIndexFactory } from '../search/search.js';
 import type { BankView } from '../types.js';
 
+/** Default of `maxGraphBytes`: 1 GiB (≈ 1.1M tokens of 384-d f16 graphs). */
+export const DEFAULT_MAX_GRAPH_BYTES = 2 ** 30;
+
 /**
  * The store's index policy, predeclared (README "Token index"): a bank view of at most
  * `maxResidentTokens` content tokens is searched exactly and resident (every LoCoMo
@@ -51,6 +54,12 @@ export const storeIndexOptionsSchema = z.strictObject({
       workerNice: z.number().int().min(0).max(19).default(10),
     })
     .prefault({}),
+  /**
+   * Bytes of HNSW graphs held in memory (estimated per token: vector, links, header); past it
+   * the least recently searched graphs are saved and dropped, and loaded again at their next
+   * search (searched exactly meanwhile). One graph larger than this is still held.
+   */
+  maxGraphBytes: z.number().int().nonnegative().default(DEFAULT_MAX_GRAPH_BYTES),
   /** A search whose view the graph lacks more tokens of runs exactly (they are scored one by one). */
   maxMissingTokens: z.number().int().nonnegative().default(4096),
   /** A search past more tokens of later writes than this runs exactly. */
@@ -91,6 +100,10 @@ export interface GraphStats {
   readonly saves: number;
   /** Graphs rebuilt from their live rows because they held many removed tokens. */
   readonly compactions: number;
+  /** Graphs saved and dropped to stay within `maxGraphBytes`. */
+  readonly evictions: number;
+  /** Estimated bytes of the graphs held now. */
+  readonly heldBytes: number;
   /** A graph dropped after a failure (the bank is searched exactly). */
   readonly failures: readonly string[];
 }
@@ -187,6 +200,7 @@ export function storeIndexFactory(
         minTokens,
         opts.compactRemoved,
         maker,
+        opts.maxGraphBytes,
       );
       if (opts.exact) keeper.disable();
       await keeper.open();
@@ -200,6 +214,8 @@ export function storeIndexFactory(
         toppedUpTokens: 0,
         saves: 0,
         compactions: 0,
+        evictions: 0,
+        heldBytes: 0,
         failures: [],
       }),
       graphSearches: counts.graph,

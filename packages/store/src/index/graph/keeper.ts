@@ -1,32 +1,12 @@
 import { failpoint } from '../../log/faults.js';
-import type { RowRef } from '../../log/live-rows.js';
-import type { SegmentRows } from '../../log/segment.js';
-import { BankGraph, pooledFingerprint, type GraphParams, type VersionRows } from './bank-graph.js';
+import { BankGraph, type GraphParams } from './bank-graph.js';
+import { Gate, MAX_BUILDS, graphBytesPerToken, leastRecent } from './budget.js';
 import { graphBanks, loadGraph, removeGraphGarbage, saveGraph } from './graph-files.js';
 import type { GraphHnswMaker } from './graph-hnsw.js';
+import type { IndexLink, IndexedStore, StoreChange } from './link.js';
+import { fingerprint, liveTokens, mostlyStale, versionRows } from './version-rows.js';
 
-/** What the graphs need of their store. */
-export interface IndexedStore {
-  readonly dir: string;
-  readonly model: string;
-  readonly dim: number;
-  /** The live rows of `bank` now (id → its current version's row), or undefined for none. */
-  liveRows(bank: string): ReadonlyMap<string, RowRef> | undefined;
-}
-
-/** A write the store applied (after its WAL record is durable and its state published). */
-export type StoreChange =
-  | { readonly kind: 'add'; readonly rows: SegmentRows }
-  | { readonly kind: 'delete'; readonly bank: string; readonly ids: readonly string[] };
-
-/** The store's side of an attached index: the writer calls these, in write order. */
-export interface IndexLink {
-  applied(change: StoreChange): Promise<void>;
-  /** After a flush (graphs that changed enough are saved). */
-  flushed(): Promise<void>;
-  /** Before the store releases its lock: builds stop, changed graphs are saved. */
-  close(): Promise<void>;
-}
+export type { IndexLink, IndexedStore, StoreChange } from './link.js';
 
 interface Slot {
   graph: BankGraph | undefined;
@@ -37,6 +17,8 @@ interface Slot {
   building: Promise<void> | undefined;
   /** A rebuild from the live rows under way (the graph serves meanwhile). */
   compacting: Promise<void> | undefined;
+  /** When its graph was last asked for ({@link GraphKeeper.graph}'s count). */
+  used: number;
 }
 
 /** Rows a build or top-up hands a graph at once (it checks whether to go on between them). */
@@ -58,6 +40,11 @@ export class GraphKeeper implements IndexLink {
   #toppedUp = 0;
   #saves = 0;
   #compactions = 0;
+  #evictions = 0;
+  /** Asks for a graph so far (each slot's `used` is one of them). */
+  #asks = 0;
+  /** Builds and loads run one at a time. */
+  readonly #gate = new Gate(MAX_BUILDS);
   #closing = false;
   #disabled = false;
   /** Writes not yet applied to the graphs, in order. */
@@ -74,6 +61,11 @@ export class GraphKeeper implements IndexLink {
     readonly compactRemoved: number,
     /** Where the graphs' usearch indexes live. */
     readonly maker: GraphHnswMaker,
+    /**
+     * Bytes of graphs held in memory (estimated: {@link graphBytesPerToken}); past it the least
+     * recently searched ready graphs are saved and dropped (loaded again at their next search).
+     */
+    readonly maxBytes: number = Number.POSITIVE_INFINITY,
   ) {}
 
   /** Whether {@link close} ran (the store closed). */
@@ -90,8 +82,15 @@ export class GraphKeeper implements IndexLink {
   async open(): Promise<void> {
     if (this.#disabled) return;
     await removeGraphGarbage(this.store.dir);
-    for (const bank of await graphBanks(this.store.dir))
-      if (liveTokens(this.store.liveRows(bank)) > this.minTokens) this.#start(bank);
+    // Loaded now while they fit the budget; the others at their first search.
+    let bytes = 0;
+    for (const bank of await graphBanks(this.store.dir)) {
+      const tokens = liveTokens(this.store.liveRows(bank));
+      if (tokens <= this.minTokens) continue;
+      bytes += tokens * this.#perToken;
+      if (bytes > this.maxBytes) break;
+      this.#start(bank);
+    }
   }
 
   /** The bank's graph when it holds every live version; otherwise starts it and returns undefined. */
@@ -102,12 +101,25 @@ export class GraphKeeper implements IndexLink {
       this.#start(bank);
       return undefined;
     }
+    slot.used = ++this.#asks;
     return slot.ready ? slot.graph : undefined;
   }
 
+  /** Estimated bytes a graph holds per token (vector, links, node header). */
+  get #perToken(): number {
+    return graphBytesPerToken(this.store.dim, this.params);
+  }
+
+  /** Estimated bytes of the graphs held now. */
+  get heldBytes(): number {
+    let tokens = 0;
+    for (const slot of this.#slots.values()) tokens += slot.graph?.tokens ?? 0;
+    return tokens * this.#perToken;
+  }
+
   async settled(): Promise<void> {
-    await this.#queue;
     for (;;) {
+      await this.#queue; // what a build queued on its end (a save and drop) included
       const pending = [...this.#slots.values()]
         .flatMap((s) => [s.building, s.compacting])
         .filter((b) => b !== undefined);
@@ -131,6 +143,8 @@ export class GraphKeeper implements IndexLink {
       toppedUpTokens: this.#toppedUp,
       saves: this.#saves,
       compactions: this.#compactions,
+      evictions: this.#evictions,
+      heldBytes: this.heldBytes,
       failures: [...this.#failures],
     };
   }
@@ -191,6 +205,7 @@ export class GraphKeeper implements IndexLink {
         continue;
       if (g.removedTokens > this.compactRemoved * Math.max(g.tokens, 1)) this.#compact(bank, slot);
     }
+    this.#fit(leastRecent(this.#slots, () => true, -1)?.[0]); // writes grew the graphs
   }
 
   /**
@@ -267,16 +282,22 @@ export class GraphKeeper implements IndexLink {
       generation: 0,
       building: undefined,
       compacting: undefined,
+      used: ++this.#asks,
     };
     this.#slots.set(bank, slot);
     slot.building = (async () => {
+      await this.#gate.enter();
+      if (this.#closing) return;
       const { dir, model, dim } = this.store;
       const loaded = await loadGraph(dir, bank, model, dim, this.params, this.maker);
       slot.generation = loaded.generation;
       if (this.#closing) return loaded.graph?.dispose();
       slot.graph = loaded.graph ?? (await BankGraph.create(bank, dim, this.params, this.maker));
       this.#opened[bank] = loaded.graph !== undefined ? 'loaded' : `built (${loaded.reason})`;
-      if (loaded.graph !== undefined && this.#mostlyStale(bank, loaded.graph)) {
+      if (
+        loaded.graph !== undefined &&
+        mostlyStale(this.store.liveRows(bank), loaded.graph, this.store.dim)
+      ) {
         loaded.graph.dispose();
         slot.graph = await BankGraph.create(bank, dim, this.params, this.maker);
         this.#opened[bank] = 'built (mostly stale)';
@@ -286,19 +307,38 @@ export class GraphKeeper implements IndexLink {
       if (slot.graph !== undefined && !this.#closing) slot.ready = true;
     })()
       .catch((error: unknown) => this.#fail(bank, slot, error))
-      .finally(() => (slot.building = undefined));
+      .finally(() => {
+        slot.building = undefined;
+        this.#gate.leave();
+        if (slot.ready) this.#fit(bank);
+      });
   }
 
-  /** Whether most versions a loaded graph holds are not live (another store's file, say). */
-  #mostlyStale(bank: string, graph: BankGraph): boolean {
-    const live = this.store.liveRows(bank);
-    let stale = 0;
-    for (const e of graph.entries()) {
-      const ref = live?.get(e.id);
-      if (ref === undefined || ref.seq !== e.seq || fingerprint(ref, this.store.dim) !== e.fp)
-        stale++;
-    }
-    return stale * 2 > graph.versions;
+  /**
+   * Brings the graphs held within {@link maxBytes}: the least recently searched ready graph
+   * other than `keep`'s is saved (when it changed since its file) and dropped, until they fit
+   * or none is left to drop. Runs as a step of the write queue, so no write is applied to a
+   * graph while it is saved; a search still holding a dropped graph runs exactly.
+   */
+  #fit(keep: string | undefined): void {
+    if (this.heldBytes <= this.maxBytes) return;
+    void this.#enqueue(async () => {
+      while (!this.#closing && this.heldBytes > this.maxBytes) {
+        const victim = leastRecent(
+          this.#slots,
+          (bank, s) =>
+            bank !== keep && s.ready && s.building === undefined && s.compacting === undefined,
+        );
+        if (victim === undefined) return;
+        const [bank, slot] = victim;
+        if (slot.generation === 0 || slot.graph!.changedTokens > 0) await this.#save(bank, slot);
+        slot.graph?.dispose();
+        slot.graph = undefined;
+        slot.ready = false;
+        if (this.#slots.get(bank) === slot) this.#slots.delete(bank);
+        this.#evictions++;
+      }
+    });
   }
 
   /**
@@ -351,36 +391,4 @@ export class GraphKeeper implements IndexLink {
     slot.graph = undefined;
     slot.ready = false;
   }
-}
-
-const asVersions = new WeakMap<SegmentRows, VersionRows>();
-
-/** A store batch or segment as {@link VersionRows}. */
-function versionRows(rows: SegmentRows): VersionRows {
-  let v = asVersions.get(rows);
-  if (v === undefined) {
-    const e = rows.encoded;
-    v = {
-      dim: e.dim,
-      ids: rows.ids,
-      seqs: rows.seqs,
-      pooled: e.pooled,
-      tokenOffsets: e.tokenOffsets,
-      tokenVectors: e.tokenVectors,
-    };
-    asVersions.set(rows, v);
-  }
-  return v;
-}
-
-function fingerprint(ref: RowRef, dim: number): number {
-  return pooledFingerprint(ref.source.encoded.pooled, ref.row, dim);
-}
-
-function liveTokens(rows: ReadonlyMap<string, RowRef> | undefined): number {
-  let n = 0;
-  if (rows !== undefined)
-    for (const { source, row } of rows.values())
-      n += source.encoded.tokenOffsets[row + 1]! - source.encoded.tokenOffsets[row]!;
-  return n;
 }
