@@ -55,6 +55,8 @@ export interface ScaleOptions {
   readonly banks: number;
   readonly codec: Codec;
   readonly cacheBytes: number;
+  /** The serving child's `maxGraphBytes` (default: the store's). */
+  readonly graphBytes?: number;
   readonly latencyBank: number;
   readonly searches: number;
   readonly queries: number;
@@ -293,7 +295,14 @@ async function serving(
   let exit: ScaleChildExit;
   try {
     exit = await runScaleChild(
-      { mode: 'open', dir, cacheBytes: o.cacheBytes, queries: file, banks },
+      {
+        mode: 'open',
+        dir,
+        cacheBytes: o.cacheBytes,
+        queries: file,
+        banks,
+        ...(o.graphBytes === undefined ? {} : { graphBytes: o.graphBytes }),
+      },
       rssLimitMb,
     );
   } finally {
@@ -302,7 +311,9 @@ async function serving(
   const r = childReport(exit, 'reopen and searches', o.rssLimitGb);
   if (r.memories !== memories)
     throw new Error(`reopen counted ${r.memories} memories, ${memories} were added`);
-  const cache = `cacheBytes ${int(o.cacheBytes)}`;
+  const cache =
+    `cacheBytes ${int(o.cacheBytes)}, maxGraphBytes ` +
+    (o.graphBytes === undefined ? 'default' : int(o.graphBytes));
   return [
     [
       'reopen after a clean close (child)',

@@ -17,6 +17,8 @@ export interface OpenTask {
   readonly mode: 'open';
   readonly dir: string;
   readonly cacheBytes: number;
+  /** The index's `maxGraphBytes` (default: the store's). */
+  readonly graphBytes?: number;
   /** {@link writeQueries}' file of the searches' queries (row i is search i's query). */
   readonly queries?: string;
   readonly banks?: readonly string[];
@@ -71,7 +73,10 @@ async function openChild(task: OpenTask): Promise<OpenReport> {
   const model = queries ?? (await loadPools(0)).queries;
   const embedder = poolEmbedder(undefined, model);
   const t0 = performance.now();
-  const index = storeIndexFactory(); // the store's default, kept to read its graph counters
+  // The store's default, kept to read its graph counters.
+  const index = storeIndexFactory(
+    task.graphBytes === undefined ? {} : { maxGraphBytes: task.graphBytes },
+  );
   const store = await MemoryStore.open(task.dir, { embedder, index, cacheBytes: task.cacheBytes });
   const openSeconds = (performance.now() - t0) / 1000;
   const rssAfterOpenMb = rss();

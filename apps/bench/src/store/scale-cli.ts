@@ -25,6 +25,7 @@ export interface ScaleCliOptions {
   banks: number;
   codec: ScaleOptions['codec'];
   cacheBytes: number;
+  graphBytes?: number;
   latencyBank: number;
   scaleSearches: number;
   lmeShare: number;
@@ -48,6 +49,13 @@ export function scaleFlags(command: Command): Command {
     .addOption(flag('--codec <name>', 'scale: the store codec', oneOf(CODECS), 'sq4'))
     .addOption(
       flag('--cache-bytes <n>', "scale: the store's cacheBytes", nonNegative, '1073741824'),
+    )
+    .addOption(
+      flag(
+        '--graph-bytes <n>',
+        "scale: serving's maxGraphBytes (default the store's)",
+        nonNegative,
+      ),
     )
     .addOption(flag('--latency-bank <n>', 'scale: memories of bank 0', positive, '10000'))
     .addOption(flag('--scale-searches <n>', 'scale: searches of random banks', positive, '200'))
@@ -95,6 +103,7 @@ export async function scalePart(
     banks: options.banks,
     codec: options.codec,
     cacheBytes: options.cacheBytes,
+    ...(options.graphBytes === undefined ? {} : { graphBytes: options.graphBytes }),
     latencyBank: options.latencyBank,
     searches: options.scaleSearches,
     queries: options.queries,
