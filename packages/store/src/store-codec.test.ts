@@ -160,4 +160,40 @@ describe('MemoryStore codecs', () => {
     expect(await small.search({ bank: 'a', query: 'dog', k: 3 })).toHaveLength(3);
     await small.close({ flush: false });
   });
+
+  it('gathers a view of several segments from their codes, never decoding a segment whole', async () => {
+    const dir = tmpDir('bfe-codec-gather-');
+    const store = await open(dir, { codec: 'sq4' });
+    const all = texts('a', 60);
+    for (let i = 0; i < 60; i += 20) {
+      await store.add(all.slice(i, i + 20));
+      await store.flush();
+    }
+    await store.close();
+    const segments = (await readManifest(dir))!.segments;
+    expect(segments).toHaveLength(3);
+    const fileBytes = segments.reduce((a, x) => a + x.bytes, 0);
+    const gathered = await open(dir);
+    const snap = gathered.snapshot();
+    const view = snap.bank('a');
+    const tokens = Array.from(view.tokenVectors);
+    // The cache holds the segments' file bytes and the view (its arrays and texts): no
+    // segment's float32 states decoded whole beside the view's.
+    const viewBytes =
+      view.pooled.byteLength +
+      view.tokenVectors.byteLength +
+      view.tokenIds.byteLength +
+      view.tokenPositions.byteLength +
+      view.tokenOffsets.byteLength +
+      view.texts.reduce((a, t) => a + 2 * t.length, 0);
+    expect((await gathered.stats()).cache.bytes).toBe(fileBytes + viewBytes);
+    await snap.release();
+    await gathered.compact({ bank: 'a' }); // one segment, codes copied: decoded whole at first use
+    await gathered.close();
+    const whole = await open(dir);
+    const one = whole.snapshot();
+    expect(Array.from(one.bank('a').tokenVectors)).toEqual(tokens);
+    await one.release();
+    await whole.close();
+  });
 });

@@ -9,6 +9,9 @@ import {
 import type { SegmentKeys } from './segment-read.js';
 import type { EncodedTexts, MemoryMeta } from '../types.js';
 
+/** Segment rows whose decoded token states the cache counts. */
+const counted = new WeakSet<SegmentRows>();
+
 /**
  * A flushed segment's rows, read by parts: the ids, write sequences and token offsets stay in
  * memory (what opening a store reads); texts, metadata and vectors are read from the file
@@ -33,6 +36,7 @@ export class FileRows implements SegmentRows {
     this.ids = keys.ids;
     this.seqs = keys.seqs;
     const load = (): EncodedTexts => this.#load().encoded;
+    const vectors = (): Float32Array => this.#vectors();
     const tokenOffsets = keys.tokenOffsets;
     const dim = expected.dim;
     const count = keys.ids.length;
@@ -44,7 +48,7 @@ export class FileRows implements SegmentRows {
         return load().pooled;
       },
       get tokenVectors() {
-        return load().tokenVectors;
+        return vectors();
       },
       get tokenIds() {
         return load().tokenIds;
@@ -76,6 +80,25 @@ export class FileRows implements SegmentRows {
     this.#pinned ??= this.#load();
   }
 
+  /**
+   * The token states, decoded from the segment's codes at first use; their bytes are then
+   * counted in the cache's entry (a view gathered from several segments decodes its rows from
+   * the codes and never makes them whole).
+   */
+  #vectors(): Float32Array {
+    const rows = this.#load();
+    const vectors = rows.encoded.tokenVectors;
+    if (
+      !counted.has(rows) &&
+      rows.codes !== undefined &&
+      vectors.buffer !== rows.codes.codes.buffer
+    ) {
+      counted.add(rows);
+      if (this.#pinned !== rows) this.cache.grow(this, rows, vectors.byteLength);
+    }
+    return vectors;
+  }
+
   #load(): SegmentRows {
     if (this.#pinned !== undefined) return this.#pinned;
     const hit = this.cache.get<SegmentRows>(this);
@@ -89,14 +112,8 @@ export class FileRows implements SegmentRows {
       throw segmentCorrupt(this.path, why);
     }
     const rows = decodeSegmentBytes(bytes, this.path, this.expected);
-    // The file's bytes, plus the token states decoded from codes other than fp32 (at first use).
-    const coded = rows.codes;
-    const decodes =
-      coded !== undefined && (coded.models.length > 1 || coded.models[0]!.name !== 'fp32');
-    const held =
-      bytes.byteLength +
-      (decodes ? rows.encoded.tokenOffsets[rows.ids.length]! * this.expected.dim * 4 : 0);
-    this.cache.set(this, rows, held);
+    // The file's bytes; the token states decoded from its codes are added at first use.
+    this.cache.set(this, rows, bytes.byteLength);
     return rows;
   }
 }

@@ -1,3 +1,4 @@
+import { decodeTokens } from '@bfe/index';
 import { emptyEncoded } from './encoded.js';
 import { FileRows } from './file-rows.js';
 import type { SegmentRows } from './segment.js';
@@ -85,7 +86,15 @@ export function gatherRows(refs: readonly RowRef[], bank: string, dim: number): 
     e.truncated[i] = s.truncated[row]!;
     const from = s.tokenOffsets[row]!;
     const to = s.tokenOffsets[row + 1]!;
-    e.tokenVectors.set(s.tokenVectors.subarray(from * dim, to * dim), tok * dim);
+    const into = e.tokenVectors.subarray(tok * dim, (tok + to - from) * dim);
+    // A segment's codes decoded straight into the view: its float32 states are never made whole.
+    const codes = w.codes;
+    if (codes === undefined) into.set(s.tokenVectors.subarray(from * dim, to * dim));
+    else {
+      const model = codes.models[codes.blocks[row]!];
+      if (model === undefined) throw new Error(`row ${row} names codec block ${codes.blocks[row]}`);
+      decodeTokens(model, codes.codes, from, to, into);
+    }
     e.tokenIds.set(s.tokenIds.subarray(from, to), tok);
     e.tokenPositions.set(s.tokenPositions.subarray(from, to), tok);
     tok += to - from;

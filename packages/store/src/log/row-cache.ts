@@ -48,6 +48,24 @@ export class RowCache {
     }
   }
 
+  /**
+   * Counts `bytes` more for the entry under `key` while it holds `value` (it grew: decoded at
+   * first use), then evicts down to the budget.
+   */
+  grow(key: unknown, value: unknown, bytes: number): void {
+    const e = this.#entries.get(key);
+    if (e === undefined || e.value !== value) return;
+    this.#entries.delete(key); // now the most recently used
+    this.#entries.set(key, e);
+    e.bytes += bytes;
+    this.#bytes += bytes;
+    for (const [k, old] of this.#entries) {
+      if (this.#bytes <= this.budget || k === key) break;
+      this.#entries.delete(k);
+      this.#bytes -= old.bytes;
+    }
+  }
+
   delete(key: unknown): void {
     const e = this.#entries.get(key);
     if (e === undefined) return;
