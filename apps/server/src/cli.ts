@@ -5,13 +5,19 @@ import { DEFAULT_DRAIN_MS } from './app.js';
 import { parseCliArgs } from './cli-args.js';
 import { DEFAULT_LIMITS } from './limits.js';
 import { serve } from './serve.js';
+import {
+  STORE_FLAGS_USAGE,
+  storeFlagOptions,
+  storeFlags,
+  storeFlagsSchema,
+} from './store-flags.js';
 
 const USAGE =
   'usage: bfe serve --store DIR [--host 127.0.0.1] [--port 8080] [--keys FILE] [--model NAME]\n' +
   '                 [--index milvus://HOST:PORT] [--threads 1] [--encode-workers 1] [--passage-workers 1]\n' +
   '                 [--kernel-workers 1] [--allowed-hosts NAME,…] [--rate 100] [--burst 200]\n' +
   '                 [--concurrency 16] [--drain-ms 10000] [--bm25-language none|english]\n' +
-  '                 [--window SIZE,STRIDE] [--codec fp32|fp16|sq8|sq4] [--cache-mb 1024]\n' +
+  `                 ${STORE_FLAGS_USAGE}\n` +
   '                 [--graph-mb 1024]';
 
 /** After the drain, how long closing the store may take before the process exits anyway. */
@@ -54,19 +60,7 @@ const argsSchema = z.strictObject({
   drainMs: z.coerce.number().int().min(0).default(DEFAULT_DRAIN_MS),
   /** BM25's language of hybrid searches (the store's lexical index). */
   bm25Language: z.enum(['english', 'none']).optional(),
-  /** A new store's windowed encoding of long memories (`StoreOptions.window`): `SIZE,STRIDE`. */
-  window: z
-    .string()
-    .regex(/^\d+,\d+$/, '--window takes SIZE,STRIDE in tokens, e.g. 256,192')
-    .transform((text) => {
-      const [size, stride] = text.split(',').map(Number) as [number, number];
-      return { size, stride };
-    })
-    .optional(),
-  /** A new store's token codec (`StoreOptions.codec`); an existing store keeps its own. */
-  codec: z.enum(['fp32', 'fp16', 'sq8', 'sq4']).optional(),
-  /** MiB of decoded segment rows and bank views held in memory (`StoreOptions.cacheBytes`). */
-  cacheMb: z.coerce.number().int().min(0).optional(),
+  ...storeFlagsSchema,
   /** MiB of large banks' HNSW graphs held in memory (`maxGraphBytes`). */
   graphMb: z.coerce.number().int().min(0).optional(),
 });
@@ -76,7 +70,7 @@ const argsSchema = z.strictObject({
  * `--help` prints the options and exits 0; an unknown option or a stray argument is an error.
  */
 export function serveProgram(): Command {
-  return new Command('bfe serve')
+  return storeFlags(new Command('bfe serve'))
     .description('serve a memory store over HTTP')
     .option('--store <dir>', 'the store directory (created when missing)')
     .option('--host <host>', 'address to listen on', '127.0.0.1')
@@ -104,12 +98,6 @@ export function serveProgram(): Command {
       '10000',
     )
     .option('--bm25-language <lang>', 'BM25 of hybrid searches: english or none (default none)')
-    .option(
-      '--window <size,stride>',
-      'a new store encodes memories longer than SIZE tokens in windows STRIDE apart, not cut',
-    )
-    .option('--codec <codec>', "a new store's token codec: fp32, fp16, sq8 or sq4 (default sq8)")
-    .option('--cache-mb <n>', 'MiB of segment rows and bank views held in memory (default 1024)')
     .option('--graph-mb <n>', "MiB of large banks' HNSW graphs held in memory (default 1024)")
     .allowExcessArguments(false)
     .exitOverride();
@@ -149,9 +137,7 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
       storeOptions: {
         ...(args.model === undefined ? {} : { model: args.model }),
         ...(args.bm25Language === undefined ? {} : { bm25Language: args.bm25Language }),
-        ...(args.window === undefined ? {} : { window: args.window }),
-        ...(args.codec === undefined ? {} : { codec: args.codec }),
-        ...(args.cacheMb === undefined ? {} : { cacheBytes: args.cacheMb * 1024 * 1024 }),
+        ...storeFlagOptions(args),
         // The URL as given (its query names the index type and its parameters); the token for
         // a Milvus cluster comes from the environment (BFE_MILVUS_TOKEN), never the command line.
         ...(args.index === undefined ? {} : { index: args.index }),

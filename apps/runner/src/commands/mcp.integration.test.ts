@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -103,7 +105,9 @@ describe('bfe mcp (stdio)', () => {
 
   it('with --bank and --read-only offers the read tools without a bank argument; a second process on the store exits 2', async () => {
     const dir = tmpDir();
-    const { client, transport } = stdioClient(['--store', dir, '--bank', 'alice', '--read-only']);
+    const { client, transport } = stdioClient([
+      ...['--store', dir, '--bank', 'alice', '--read-only', '--codec', 'fp16'],
+    ]);
     await client.connect(transport);
     try {
       const { tools } = await client.listTools();
@@ -127,6 +131,11 @@ describe('bfe mcp (stdio)', () => {
     } finally {
       await client.close();
     }
+    // The new store keeps the codec asked for (MANIFEST.json).
+    const manifest = JSON.parse(readFileSync(join(dir, 'MANIFEST.json'), 'utf8')) as {
+      codec?: string;
+    };
+    expect(manifest.codec).toBe('fp16');
   });
 
   it('exits 2 on a bad argument, with the usage on stderr and nothing on stdout', async () => {
@@ -135,5 +144,8 @@ describe('bfe mcp (stdio)', () => {
     expect(child.stderr()).toMatch(/--store DIR is required/);
     expect(child.stderr()).toMatch(/usage: bfe mcp/);
     expect(child.stdout()).toBe('');
+    const codec = run(['mcp', '--store', tmpDir(), '--codec', 'sq2']);
+    expect(await codec.code).toBe(2);
+    expect(codec.stderr()).toMatch(/--codec|codec/);
   });
 });

@@ -4,13 +4,19 @@ import { z } from 'zod';
 import { BfeError } from '@bfe/core';
 import { MemoryStore, bankNameSchema, type StoreOptions } from '@bfe/store';
 import { parseCliArgs } from '../cli-args.js';
+import {
+  STORE_FLAGS_USAGE,
+  storeFlagOptions,
+  storeFlags,
+  storeFlagsSchema,
+} from '../store-flags.js';
 import type { Grant } from '../keys.js';
 import { DEFAULT_LIMITS } from '../limits.js';
 import { mcpServer } from './tools.js';
 
 const USAGE =
   'usage: bfe mcp --store DIR [--bank NAME] [--read-only] [--model NAME] [--threads 1]\n' +
-  '               [--bm25-language none|english]';
+  `               [--bm25-language none|english] ${STORE_FLAGS_USAGE}`;
 
 const argsSchema = z.strictObject({
   store: z.string({ error: '--store DIR is required' }).min(1, '--store DIR is required'),
@@ -19,11 +25,12 @@ const argsSchema = z.strictObject({
   model: z.string().min(1).optional(),
   threads: z.coerce.number().int().min(0).max(256).default(1),
   bm25Language: z.enum(['english', 'none']).optional(),
+  ...storeFlagsSchema,
 });
 
 /** The `bfe mcp` command line (commander, as every `bfe` subcommand). */
 export function mcpProgram(): Command {
-  return new Command('bfe mcp')
+  return storeFlags(new Command('bfe mcp'))
     .description('serve a memory store to an assistant over MCP (stdio)')
     .option('--store <dir>', 'the store directory (created when missing)')
     .option('--bank <name>', 'act on this bank only (the tools then take no bank argument)')
@@ -66,6 +73,7 @@ export async function runMcpCli(argv: readonly string[]): Promise<number> {
     ...(args.model === undefined ? {} : { model: args.model }),
     ...(args.threads === 0 ? {} : { threads: args.threads }),
     ...(args.bm25Language === undefined ? {} : { bm25Language: args.bm25Language }),
+    ...storeFlagOptions(args),
   };
   let store: MemoryStore;
   try {
