@@ -68,7 +68,7 @@ export function gatherRows(refs: readonly RowRef[], bank: string, dim: number): 
   const whole = (source: SegmentRows): SegmentRows => {
     let w = wholes.get(source);
     if (w === undefined) {
-      w = source instanceof FileRows ? source.rows() : source;
+      w = readRows(source);
       wholes.set(source, w);
     }
     return w;
@@ -77,28 +77,57 @@ export function gatherRows(refs: readonly RowRef[], bank: string, dim: number): 
   for (let i = 0; i < n; i++) {
     const { source, row, seq } = refs[i]!;
     const w = whole(source);
-    const s = w.encoded;
     ids[i] = w.ids[row]!;
     texts[i] = w.texts[row]!;
     metas[i] = w.metas[row];
     seqs[i] = seq;
-    e.pooled.set(s.pooled.subarray(row * dim, (row + 1) * dim), i * dim);
-    e.truncated[i] = s.truncated[row]!;
-    const from = s.tokenOffsets[row]!;
-    const to = s.tokenOffsets[row + 1]!;
-    const into = e.tokenVectors.subarray(tok * dim, (tok + to - from) * dim);
-    // A segment's codes decoded straight into the view: its float32 states are never made whole.
-    const codes = w.codes;
-    if (codes === undefined) into.set(s.tokenVectors.subarray(from * dim, to * dim));
-    else {
-      const model = codes.models[codes.blocks[row]!];
-      if (model === undefined) throw new Error(`row ${row} names codec block ${codes.blocks[row]}`);
-      decodeTokens(model, codes.codes, from, to, into);
-    }
-    e.tokenIds.set(s.tokenIds.subarray(from, to), tok);
-    e.tokenPositions.set(s.tokenPositions.subarray(from, to), tok);
-    tok += to - from;
+    tok += copyRow(w, row, dim, e, i, tok);
     e.tokenOffsets[i + 1] = tok;
   }
   return { bank, ids, texts, metas, seqs, encoded: e };
+}
+
+/** Where {@link copyRow} writes: a view's arrays (and the rows' truncation flags, if kept). */
+export interface RowTarget {
+  readonly pooled: Float32Array;
+  readonly tokenVectors: Float32Array;
+  readonly tokenIds: Int32Array;
+  readonly tokenPositions: Int32Array;
+  readonly truncated?: Uint8Array;
+}
+
+/**
+ * Copies row `row` of the read rows `w` to row `i` of `e`, its tokens from token `tok` on;
+ * returns the tokens copied. A segment's codes are decoded straight into `e`: its float32
+ * states are never made whole.
+ */
+export function copyRow(
+  w: SegmentRows,
+  row: number,
+  dim: number,
+  e: RowTarget,
+  i: number,
+  tok: number,
+): number {
+  const s = w.encoded;
+  e.pooled.set(s.pooled.subarray(row * dim, (row + 1) * dim), i * dim);
+  if (e.truncated !== undefined) e.truncated[i] = s.truncated[row]!;
+  const from = s.tokenOffsets[row]!;
+  const to = s.tokenOffsets[row + 1]!;
+  const into = e.tokenVectors.subarray(tok * dim, (tok + to - from) * dim);
+  const codes = w.codes;
+  if (codes === undefined) into.set(s.tokenVectors.subarray(from * dim, to * dim));
+  else {
+    const model = codes.models[codes.blocks[row]!];
+    if (model === undefined) throw new Error(`row ${row} names codec block ${codes.blocks[row]}`);
+    decodeTokens(model, codes.codes, from, to, into);
+  }
+  e.tokenIds.set(s.tokenIds.subarray(from, to), tok);
+  e.tokenPositions.set(s.tokenPositions.subarray(from, to), tok);
+  return to - from;
+}
+
+/** A source's rows as read (a segment's read from its file on first use). */
+export function readRows(source: SegmentRows): SegmentRows {
+  return source instanceof FileRows ? source.rows() : source;
 }

@@ -1,5 +1,6 @@
 import { bankSources, banksOf, type StoreState } from './state.js';
 import { gatherRows, liveRows } from './live-rows.js';
+import { grownView, spareBytes } from './view-growth.js';
 import type { SegmentRows } from './segment.js';
 import type { BankView, ViewLexicon } from '../types.js';
 
@@ -18,13 +19,21 @@ export function bankView(s: StoreState, bank: string, model: string, dim: number
   const stones = s.tombstones.get(bank);
   const key = `view\u0000${bank}`;
   const cached = s.cache.get<BankCache>(key);
+  // The cached view's sources, and no tombstone since: the view as it is, or grown by the
+  // sources written after it (adds of new memories: no copy of the bank's rows).
   if (
     cached !== undefined &&
     cached.stones === stones &&
-    cached.sources.length === sources.length &&
+    cached.sources.length <= sources.length &&
     cached.sources.every((src, i) => src === sources[i])
-  )
-    return cached.view;
+  ) {
+    if (cached.sources.length === sources.length) return cached.view;
+    const grown = grownView(cached.view, sources.slice(cached.sources.length), stones, dim);
+    if (grown !== undefined) {
+      s.cache.set(key, { sources, stones, view: grown }, viewBytes(grown) + spareBytes(grown));
+      return grown;
+    }
+  }
   const view = buildView(gatherRows(liveRows(sources, stones), bank, dim), model, stones);
   s.cache.set(key, { sources, stones, view }, viewBytes(view));
   return view;
