@@ -65,14 +65,44 @@ function certificates(dir: string): { ca: string; cert: string; key: string } {
   return { ca: at('ca.pem'), cert: at('server.pem'), key: at('server.key') };
 }
 
+/** A server with TLS on (mode 1) and the CA it was signed with, once its proxy takes requests. */
+async function startTlsServer(dir: string): Promise<{ tls: MilvusServer; ca: string }> {
+  const files = certificates(dir);
+  const tls = await startMilvusServer({
+    dataDir: join(dir, 'data'),
+    python: python!,
+    tls: { mode: 1, serverPem: files.cert, serverKey: files.key, caPem: files.ca },
+  });
+  try {
+    // `/healthz` can say OK before the proxy takes requests ("Proxy is not ready yet").
+    await whenProxyReady(() =>
+      TokenCollection.open(
+        { address: `https://${tls.address}`, token: tls.token!, caPem: files.ca },
+        DIM,
+      ),
+    );
+  } catch (error) {
+    await tls.kill('SIGKILL');
+    throw error;
+  }
+  return { tls, ca: files.ca };
+}
+
 describe.skipIf(python === undefined)('MilvusTokenIndex on the Milvus 2.3.5 server', () => {
   const dataDir = suiteTmpDir('bfe-milvus-server-');
+  const tlsDir = suiteTmpDir('bfe-milvus-tls-');
   let server: MilvusServer;
+  /** The TLS cases' server: started beside the plain one, ready by the time they run. */
+  let tlsStarted: Promise<{ tls: MilvusServer; ca: string }> | undefined;
   beforeAll(async () => {
+    tlsStarted = startTlsServer(tlsDir());
+    tlsStarted.catch(() => undefined); // the TLS cases' beforeAll reports a failure
     server = await startMilvusServer({ dataDir: dataDir(), python: python! });
   }, 300_000);
   afterAll(async () => {
-    await server?.stop();
+    // Both servers' data is thrown away: killed, not shut down gracefully (up to 10 s each).
+    await server?.kill('SIGKILL');
+    await (await tlsStarted?.catch(() => undefined))?.tls.kill('SIGKILL');
   });
 
   indexCases(
@@ -196,31 +226,15 @@ describe.skipIf(python === undefined)('MilvusTokenIndex on the Milvus 2.3.5 serv
   }, 300_000);
 
   describe('with TLS (a CA made here by openssl)', () => {
-    const tlsDir = suiteTmpDir('bfe-milvus-tls-');
     let tls: MilvusServer;
-    let files: { ca: string; cert: string; key: string };
+    let ca: string;
     beforeAll(async () => {
-      files = certificates(tlsDir());
-      tls = await startMilvusServer({
-        dataDir: join(tlsDir(), 'data'),
-        python: python!,
-        tls: { mode: 1, serverPem: files.cert, serverKey: files.key, caPem: files.ca },
-      });
-      // `/healthz` can say OK before the proxy takes requests ("Proxy is not ready yet").
-      await whenProxyReady(() =>
-        TokenCollection.open(
-          { address: `https://${tls.address}`, token: tls.token!, caPem: files.ca },
-          DIM,
-        ),
-      );
+      ({ tls, ca } = await tlsStarted!);
     }, 300_000);
-    afterAll(async () => {
-      await tls?.stop();
-    });
 
     it('connects with the CA; without it, or without TLS, one clear error', async () => {
       const c = await TokenCollection.open(
-        { address: `https://${tls.address}`, token: tls.token!, caPem: files.ca },
+        { address: `https://${tls.address}`, token: tls.token!, caPem: ca },
         DIM,
       );
       const vectors = unitVectors(3, DIM, rng(11));
