@@ -37,11 +37,14 @@ export async function same(ref: MemoryStore, mil: MemoryStore): Promise<void> {
  * The store cases every Milvus server passes (Milvus Lite and the standalone server): ranks as
  * the exact store through every kind of write and a reopen, converges after an interrupted sync,
  * and takes a `milvus://` URL as its index. `server()` gives the address and token; a token for
- * the URL case comes from `BFE_MILVUS_TOKEN`.
+ * the URL case comes from `BFE_MILVUS_TOKEN`. `storeDir()` makes each store's directory (default
+ * {@link tmpDir}, removed when the test ends; a file running these beside other tests at once
+ * passes its own, since vitest ties a global `onTestFinished` to no one test then).
  */
 export function storeCases(
   server: () => { address: string; token?: string },
   scorer: Promise<SparseScorer>,
+  storeDir: () => string = () => tmpDir(),
 ): void {
   it('ranks as the exact store through adds, updates, deletes, flushes, compaction and reopen', async () => {
     const options = { ...server(), collection: 'store_a' };
@@ -49,8 +52,8 @@ export function storeCases(
     const embedder = fakeEmbedder();
     // fp32: the Milvus store and the exact one are compared bit for bit, flushed at other times.
     const scorerOption = { scorer: await scorer, embedder, codec: 'fp32' as const };
-    const ref = await MemoryStore.open(tmpDir(), scorerOption);
-    const dir = tmpDir();
+    const ref = await MemoryStore.open(storeDir(), scorerOption);
+    const dir = storeDir();
     let index = milvusIndexFactory(options);
     let mil = await MemoryStore.open(dir, { index, ...scorerOption });
     const random = rng(7);
@@ -114,7 +117,7 @@ export function storeCases(
 
   it('converges after rows left by an interrupted sync, and writes nothing when in step', async () => {
     const options = { ...server(), collection: 'store_b' };
-    const dir = tmpDir();
+    const dir = storeDir();
     const index = milvusIndexFactory(options);
     const store = await MemoryStore.open(dir, {
       embedder: fakeEmbedder(),
@@ -155,8 +158,8 @@ export function storeCases(
       text: text(random),
     }));
     const options = { embedder, scorer: await scorer, codec: 'fp32' as const };
-    const ref = await MemoryStore.open(tmpDir(), options);
-    const mil = await MemoryStore.open(tmpDir(), {
+    const ref = await MemoryStore.open(storeDir(), options);
+    const mil = await MemoryStore.open(storeDir(), {
       ...options,
       index: `milvus://${server().address}`,
     });
