@@ -90,142 +90,158 @@ async function startTlsServer(dir: string): Promise<{ tls: MilvusServer; ca: str
 
 describe.skipIf(python === undefined)('MilvusTokenIndex on the Milvus 2.3.5 server', () => {
   const dataDir = suiteTmpDir('bfe-milvus-server-');
+  const crashDir = suiteTmpDir('bfe-milvus-crash-');
   const tlsDir = suiteTmpDir('bfe-milvus-tls-');
+  /** The cases' server, and the SIGKILL case's own (it kills and restarts it). */
   let server: MilvusServer;
-  /** The TLS cases' server: started beside the plain one, ready by the time they run. */
+  let crashed: MilvusServer;
+  /** The TLS case's server: started beside the others, waited for by its beforeAll. */
   let tlsStarted: Promise<{ tls: MilvusServer; ca: string }> | undefined;
   beforeAll(async () => {
     tlsStarted = startTlsServer(tlsDir());
-    tlsStarted.catch(() => undefined); // the TLS cases' beforeAll reports a failure
-    server = await startMilvusServer({ dataDir: dataDir(), python: python! });
+    tlsStarted.catch(() => undefined); // the TLS case's beforeAll reports a failure
+    const starting = [dataDir(), crashDir()].map((dir) =>
+      startMilvusServer({ dataDir: dir, python: python! }),
+    );
+    for (const s of starting) s.catch(() => undefined); // each is awaited below
+    [server, crashed] = [await starting[0]!, await starting[1]!];
   }, 300_000);
   afterAll(async () => {
-    // Both servers' data is thrown away: killed, not shut down gracefully (up to 10 s each).
+    // The servers' data is thrown away: killed, not shut down gracefully (up to 10 s each).
     await server?.kill('SIGKILL');
+    await crashed?.kill('SIGKILL');
     await (await tlsStarted?.catch(() => undefined))?.tls.kill('SIGKILL');
   });
 
-  indexCases(
-    () => ({ address: server.address, token: server.token! }),
-    // DISKANN is left out: this build accepts the index and then fails every build of it
-    // (README.md, "Differences found"), searching unindexed segments by brute force.
-    ['HNSW', 'IVF_FLAT', 'IVF_SQ8'],
-  );
+  // The three servers' cases run side by side (the SIGKILL case waits most of its time for its
+  // restarted server to hold its collection again); the cases of the first one run in order.
 
-  it('a wrong token, no token and an unreachable host each give one clear error', async () => {
-    const wrong = await failure(
-      TokenCollection.open({ address: server.address, token: 'root:wrong' }, DIM),
-    );
-    expect(wrong.code).toBe('milvus-auth');
-    expect(wrong.retryable).toBe(false);
-    expect(wrong.message).toMatch(/refused the credentials/);
-    const none = await failure(TokenCollection.open({ address: server.address }, DIM));
-    expect(none.code).toBe('milvus-auth');
-    const away = await failure(
-      TokenCollection.open(
-        { address: `127.0.0.1:${await freePort()}`, token: server.token!, timeoutMs: 5_000 },
-        DIM,
-      ),
-    );
-    expect(away.code).toBe('milvus-unavailable');
-    expect(away.retryable).toBe(true);
-  });
+  describe.concurrent('on one server', () => {
+    describe.sequential('in order', () => {
+      indexCases(
+        () => ({ address: server.address, token: server.token! }),
+        // DISKANN is left out: this build accepts the index and then fails every build of it
+        // (README.md, "Differences found"), searching unindexed segments by brute force.
+        ['HNSW', 'IVF_FLAT', 'IVF_SQ8'],
+      );
 
-  it('a user with only the grants in the README builds, searches and deletes; one without is refused', async () => {
-    const root = await TokenCollection.open(
-      { address: server.address, token: server.token!, collection: 'granted' },
-      DIM,
-    );
-    const admin = root.client;
-    await admin.createUser({ username: 'bfe_app', password: 'bfe-app-pw' });
-    await admin.createUser({ username: 'nobody', password: 'nobody-pw' });
-    await admin.createRole({ roleName: 'bfe_role' });
-    await admin.addUserToRole({ username: 'bfe_app', roleName: 'bfe_role' });
-    for (const [object, objectName, privilegeName] of MILVUS_GRANTS) {
-      await admin.grantRolePrivilege({
-        roleName: 'bfe_role',
-        object: object === 'Global' ? RbacObjects.Global : RbacObjects.Collection,
-        objectName,
-        privilegeName,
+      it('a wrong token, no token and an unreachable host each give one clear error', async () => {
+        const wrong = await failure(
+          TokenCollection.open({ address: server.address, token: 'root:wrong' }, DIM),
+        );
+        expect(wrong.code).toBe('milvus-auth');
+        expect(wrong.retryable).toBe(false);
+        expect(wrong.message).toMatch(/refused the credentials/);
+        const none = await failure(TokenCollection.open({ address: server.address }, DIM));
+        expect(none.code).toBe('milvus-auth');
+        const away = await failure(
+          TokenCollection.open(
+            { address: `127.0.0.1:${await freePort()}`, token: server.token!, timeoutMs: 5_000 },
+            DIM,
+          ),
+        );
+        expect(away.code).toBe('milvus-unavailable');
+        expect(away.retryable).toBe(true);
       });
-    }
-    const c = await TokenCollection.open(
-      { address: server.address, token: 'bfe_app:bfe-app-pw', collection: 'granted' },
-      DIM,
-    );
-    // The server puts grants in force asynchronously (its proxies' privilege cache follows
-    // etcd, not always in grant order): each call is retried while it is refused (a refused
-    // call changes nothing), so each privilege is used once it is in force.
-    await untilGranted(async () => {
-      await c.flush();
-      await c.count();
+
+      it('a user with only the grants in the README builds, searches and deletes; one without is refused', async () => {
+        const root = await TokenCollection.open(
+          { address: server.address, token: server.token!, collection: 'granted' },
+          DIM,
+        );
+        const admin = root.client;
+        await admin.createUser({ username: 'bfe_app', password: 'bfe-app-pw' });
+        await admin.createUser({ username: 'nobody', password: 'nobody-pw' });
+        await admin.createRole({ roleName: 'bfe_role' });
+        await admin.addUserToRole({ username: 'bfe_app', roleName: 'bfe_role' });
+        for (const [object, objectName, privilegeName] of MILVUS_GRANTS) {
+          await admin.grantRolePrivilege({
+            roleName: 'bfe_role',
+            object: object === 'Global' ? RbacObjects.Global : RbacObjects.Collection,
+            objectName,
+            privilegeName,
+          });
+        }
+        const c = await TokenCollection.open(
+          { address: server.address, token: 'bfe_app:bfe-app-pw', collection: 'granted' },
+          DIM,
+        );
+        // The server puts grants in force asynchronously (its proxies' privilege cache follows
+        // etcd, not always in grant order): each call is retried while it is refused (a refused
+        // call changes nothing), so each privilege is used once it is in force.
+        await untilGranted(async () => {
+          await c.flush();
+          await c.count();
+        });
+        const vectors = unitVectors(6, DIM, rng(13));
+        await untilGranted(() =>
+          c.insert('g', [
+            { id: 'a', seq: 1, vectors: vectors.subarray(0, 3 * DIM) },
+            { id: 'b', seq: 1, vectors: vectors.subarray(3 * DIM) },
+          ]),
+        );
+        await untilGranted(() => c.flush());
+        let hits: Awaited<ReturnType<typeof c.search>>[number] | undefined;
+        await untilGranted(async () => {
+          [hits] = await c.search(vectors.subarray(4 * DIM, 5 * DIM), 1, 1, 'bank_id == "g"');
+        });
+        expect(hits![0]).toMatchObject({ memoryId: 'b', position: 1 });
+        await untilGranted(() => c.deleteMemories('g', ['a']));
+        expect([...(await c.memories('g')).keys()]).toEqual(['b']);
+        expect(await c.count()).toBe(3);
+        await c.close();
+        const refused = await failure(
+          TokenCollection.open(
+            { address: server.address, token: 'nobody:nobody-pw', collection: 'granted' },
+            DIM,
+          ),
+        );
+        expect(refused.code).toBe('milvus-auth');
+        await root.drop();
+        await root.close();
+      });
     });
-    const vectors = unitVectors(6, DIM, rng(13));
-    await untilGranted(() =>
-      c.insert('g', [
-        { id: 'a', seq: 1, vectors: vectors.subarray(0, 3 * DIM) },
-        { id: 'b', seq: 1, vectors: vectors.subarray(3 * DIM) },
-      ]),
-    );
-    await untilGranted(() => c.flush());
-    let hits: Awaited<ReturnType<typeof c.search>>[number] | undefined;
-    await untilGranted(async () => {
-      [hits] = await c.search(vectors.subarray(4 * DIM, 5 * DIM), 1, 1, 'bank_id == "g"');
-    });
-    expect(hits![0]).toMatchObject({ memoryId: 'b', position: 1 });
-    await untilGranted(() => c.deleteMemories('g', ['a']));
-    expect([...(await c.memories('g')).keys()]).toEqual(['b']);
-    expect(await c.count()).toBe(3);
-    await c.close();
-    const refused = await failure(
-      TokenCollection.open(
-        { address: server.address, token: 'nobody:nobody-pw', collection: 'granted' },
+  });
+  describe.concurrent('on a server of its own (killed and restarted)', () => {
+    it('SIGKILL: requests fail as retryable while the server is away; acknowledged rows survive', async () => {
+      const c = await TokenCollection.open(
+        { address: crashed.address, token: crashed.token!, collection: 'crash', timeoutMs: 10_000 },
         DIM,
-      ),
-    );
-    expect(refused.code).toBe('milvus-auth');
-    await root.drop();
-    await root.close();
+      );
+      const vectors = unitVectors(12, DIM, rng(9));
+      await c.insert('b', [{ id: 'sealed', seq: 1, vectors: vectors.subarray(0, 6 * DIM) }]);
+      await c.flush();
+      // Acknowledged but never flushed: only in Milvus's write-ahead log when the process dies.
+      await c.insert('b', [{ id: 'logged', seq: 2, vectors: vectors.subarray(6 * DIM) }]);
+      await crashed.kill('SIGKILL');
+      const away = await failure(c.search(vectors.subarray(0, DIM), 1, 4, 'bank_id == "b"'));
+      expect(away.code).toBe('milvus-unavailable');
+      expect(away.retryable).toBe(true);
+      await crashed.restart();
+      const reopened = await TokenCollection.open(
+        { address: crashed.address, token: crashed.token!, collection: 'crash' },
+        DIM,
+      );
+      expect(await reopened.memories('b')).toEqual(
+        new Map([
+          ['sealed', [1]],
+          ['logged', [2]],
+        ]),
+      );
+      const [hits] = await reopened.search(
+        vectors.subarray(6 * DIM, 7 * DIM),
+        1,
+        1,
+        'bank_id == "b"',
+      );
+      expect(hits![0]).toMatchObject({ memoryId: 'logged', position: 0 });
+      await reopened.drop();
+      await reopened.close();
+      await c.close();
+    }, 300_000);
   });
 
-  it('SIGKILL: requests fail as retryable while the server is away; acknowledged rows survive', async () => {
-    const c = await TokenCollection.open(
-      { address: server.address, token: server.token!, collection: 'crash', timeoutMs: 10_000 },
-      DIM,
-    );
-    const vectors = unitVectors(12, DIM, rng(9));
-    await c.insert('b', [{ id: 'sealed', seq: 1, vectors: vectors.subarray(0, 6 * DIM) }]);
-    await c.flush();
-    // Acknowledged but never flushed: only in Milvus's write-ahead log when the process dies.
-    await c.insert('b', [{ id: 'logged', seq: 2, vectors: vectors.subarray(6 * DIM) }]);
-    await server.kill('SIGKILL');
-    const away = await failure(c.search(vectors.subarray(0, DIM), 1, 4, 'bank_id == "b"'));
-    expect(away.code).toBe('milvus-unavailable');
-    expect(away.retryable).toBe(true);
-    await server.restart();
-    const reopened = await TokenCollection.open(
-      { address: server.address, token: server.token!, collection: 'crash' },
-      DIM,
-    );
-    expect(await reopened.memories('b')).toEqual(
-      new Map([
-        ['sealed', [1]],
-        ['logged', [2]],
-      ]),
-    );
-    const [hits] = await reopened.search(
-      vectors.subarray(6 * DIM, 7 * DIM),
-      1,
-      1,
-      'bank_id == "b"',
-    );
-    expect(hits![0]).toMatchObject({ memoryId: 'logged', position: 0 });
-    await reopened.drop();
-    await reopened.close();
-    await c.close();
-  }, 300_000);
-
-  describe('with TLS (a CA made here by openssl)', () => {
+  describe.concurrent('with TLS (a CA made here by openssl)', () => {
     let tls: MilvusServer;
     let ca: string;
     beforeAll(async () => {
