@@ -23,6 +23,9 @@ describe.skipIf(python === undefined)(
   () => {
     const dataDir = suiteTmpDir('bfe-store-milvus-server-');
     const crashDir = suiteTmpDir('bfe-store-milvus-crash-');
+    /** The stores' folders (a concurrent test cannot use tmpDir: a global onTestFinished). */
+    const storesDir = suiteTmpDir('bfe-store-milvus-stores-');
+    const storeDir = (): string => mkdtempSync(join(storesDir(), 'store-'));
     /** The store cases' server, and the crash case's own (it kills and restarts it). */
     let server: MilvusServer;
     let crashed: MilvusServer;
@@ -48,24 +51,15 @@ describe.skipIf(python === undefined)(
 
     // The two servers' cases run side by side: the crash case spends most of its time waiting
     // for its restarted server to hold its collection again. The store cases run one after
-    // another (describe.sequential inside the concurrent group). Stores live in the suite's
-    // folders: a concurrent test cannot use tmpDir (a global onTestFinished).
+    // another (describe.sequential inside the concurrent group).
     describe.concurrent('on one server', () => {
       describe.sequential('the store cases', () => {
-        storeCases(
-          () => ({ address: server.address, token: server.token! }),
-          scorer,
-          () => mkdtempSync(join(dataDir(), 'store-')),
-        );
+        storeCases(() => ({ address: server.address, token: server.token! }), scorer, storeDir);
       });
     });
 
     describe.concurrent('on a server of its own', () => {
-      crashCase(
-        () => crashed,
-        scorer,
-        () => mkdtempSync(join(crashDir(), 'store-')),
-      );
+      crashCase(() => crashed, scorer, storeDir);
     });
   },
 );
