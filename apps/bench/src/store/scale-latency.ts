@@ -7,7 +7,6 @@ import { rng } from '@bfe/index/testing';
 import { MemoryStore, storeIndexFactory } from '@bfe/store';
 import { quantile } from '../shared/stats.js';
 import { note } from '../shared/table.js';
-import type { ScaleOptions } from './scale-bench.js';
 import { poolEmbedder, type EncodedPool } from './scale-pool.js';
 
 const load = (): string => loadavg()[0]!.toFixed(2);
@@ -15,7 +14,7 @@ const int = (n: number): string => Math.round(n).toLocaleString('en-US');
 
 /** Search p50/p90 in the latency bank: through its HNSW graph (built first), then exact. */
 export async function latency(
-  o: ScaleOptions,
+  o: { readonly seed: number; readonly queries: number; readonly cacheBytes: number },
   dir: string,
   bank: string,
   queryPool: EncodedPool,
