@@ -62,12 +62,12 @@ describe('bfe serve (the CLI, as a process)', () => {
 
   it('creates a store with --window and --codec, keeps them, and refuses another with exit 2', async () => {
     const store = tmpDir();
-    const run = (extra: readonly string[]) => {
+    const run = (extra: readonly string[], dir = store) => {
       const child = spawn(
         process.execPath,
         [
           ...['--conditions=@bfe/source', '--import', 'tsx', bin],
-          ...['--store', store, '--host', '127.0.0.1', '--port', '0'],
+          ...['--store', dir, '--host', '127.0.0.1', '--port', '0'],
           ...['--encode-workers', '0', '--kernel-workers', '0', ...extra],
         ],
         { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] },
@@ -84,6 +84,10 @@ describe('bfe serve (the CLI, as a process)', () => {
     const bad = run(['--window', '256']);
     expect(await bad.exited).toBe(2);
     expect(bad.stderr()).toMatch(/--window takes SIZE,STRIDE/);
+    // A window the model cannot run, refused by an encoder worker: a config error too.
+    const beyond = run(['--window', '1000,10', '--encode-workers', '1'], tmpDir());
+    expect(await beyond.exited).toBe(2);
+    expect(beyond.stderr()).toMatch(/window\.size 1000 is outside/);
     const first = run(['--window', '256,192', '--codec', 'sq8', '--cache-mb', '64']);
     try {
       expect(await first.listening).toBe(true);

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ConfigError } from '@bfe/core';
 import { tmpDir } from '@bfe/core/testing';
 import { installTinyModel } from '@bfe/encoder/testing';
 import { resolveModelDir } from '@bfe/models';
@@ -73,6 +74,22 @@ describe('openEmbedderPool on the tiny ONNX model', () => {
       await direct.dispose();
     }
     await expect(pool.encode(['cat'], 'query')).rejects.toThrow(/dispose/);
+  });
+
+  it('answers a window the model cannot run with a ConfigError, as the encoder does', async () => {
+    const modelDir = await installTinyModel(tmpDir());
+    const pool = await openEmbedderPool({ model: { dir: modelDir }, workers: 1 });
+    try {
+      const call = pool.encode(['the cat sat on a mat'], 'passage', {
+        window: { size: 100_000, stride: 1 },
+      });
+      await expect(call).rejects.toThrow(ConfigError);
+      await expect(call).rejects.toThrow(/window\.size 100000 is outside/);
+      // The worker goes on serving.
+      expect((await pool.encode(['cat'], 'query')).count).toBe(1);
+    } finally {
+      await pool.dispose();
+    }
   });
 
   it('fails to open on a model that is not installed, before starting workers', async () => {

@@ -1,4 +1,4 @@
-import { startWorker } from '@bfe/core';
+import { ConfigError, startWorker } from '@bfe/core';
 import { resolve } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { loadModelManifest, resolveModelDir } from '@bfe/models';
@@ -123,7 +123,18 @@ export async function openEmbedderPool(options: EmbedderPoolOptions): Promise<Em
                 p.resolve(rowsOf(m.encoded, row, p.texts.length));
                 row += p.texts.length;
               }
-            } else for (const p of batch) p.reject(new Error(`encoder worker: ${m.message}`));
+            } else {
+              // A refused configuration (a window the model cannot run) stays a ConfigError.
+              const config = m.type === 'error' ? m.config : undefined;
+              const error = (): Error =>
+                config === undefined
+                  ? new Error(`encoder worker: ${m.message}`)
+                  : new ConfigError(
+                      m.message,
+                      config.suggestion === undefined ? {} : { suggestion: config.suggestion },
+                    );
+              for (const p of batch) p.reject(error());
+            }
             pump();
           }
         });

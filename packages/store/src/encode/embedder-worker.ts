@@ -2,6 +2,7 @@
 // session) per worker thread. It answers `{ id, texts, role, window? }` with `{ id, encoded }` (the
 // buffers transferred, not copied), or `{ id, error }`.
 import { parentPort, workerData } from 'node:worker_threads';
+import { ConfigError } from '@bfe/core';
 import { openModelEncoder, type EmbedderOptions } from './embedder.js';
 import { encodedTexts } from './encode.js';
 import type { EmbedOptions, EncodedTexts } from '../types.js';
@@ -26,7 +27,13 @@ export type WorkerMessage =
     }
   | { readonly type: 'failed'; readonly message: string }
   | { readonly type: 'encoded'; readonly id: number; readonly encoded: EncodedTexts }
-  | { readonly type: 'error'; readonly id: number; readonly message: string };
+  | {
+      readonly type: 'error';
+      readonly id: number;
+      readonly message: string;
+      /** Set when the call was refused as a bad configuration (`ConfigError`). */
+      readonly config?: { readonly suggestion?: string };
+    };
 
 const port = parentPort;
 if (port === null) throw new Error('embedder-worker: not started as a worker thread');
@@ -54,7 +61,16 @@ try {
         say({ type: 'encoded', id: request.id, encoded }, buffers);
       },
       (error: unknown) =>
-        say({ type: 'error', id: request.id, message: (error as Error).message ?? String(error) }),
+        say({
+          type: 'error',
+          id: request.id,
+          message: (error as Error).message ?? String(error),
+          ...(error instanceof ConfigError
+            ? {
+                config: error.suggestion === undefined ? {} : { suggestion: error.suggestion },
+              }
+            : {}),
+        }),
     );
   });
   say({ type: 'ready', model: manifest.modelSha256, dim: manifest.dimension, vocab });
