@@ -107,6 +107,19 @@ export class CandidateBank implements BankChunkSource {
     this.#store.dots(tokens, count, query, at, out);
   }
 
+  /**
+   * `end`, or the end of the store's piece holding virtual token `start` when that piece ends
+   * sooner inside the same run of contiguous bank tokens (see {@link TokenStore.pieceEnd}).
+   */
+  chunkEnd(start: number, end: number): number {
+    const store = this.#store;
+    if (store.pieceEnd === undefined) return end;
+    const run = this.#runOf(start);
+    const at = this.#runBank[run]! + (start - this.#runVirtual[run]!);
+    const cut = start + (store.pieceEnd(at) - at);
+    return cut > start && cut < end && cut <= this.#runVirtual[run + 1]! ? cut : end;
+  }
+
   read(start: number, end: number): Float32Array {
     const dim = this.dim;
     const rv = this.#runVirtual;

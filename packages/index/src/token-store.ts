@@ -19,6 +19,12 @@ export interface TokenStore {
    * in order of `j` ({@link dotsInto}), so every store gives bit-identical scores.
    */
   dots(tokens: Int32Array, count: number, query: Float32Array, at: number, out: Float64Array): void;
+  /**
+   * The end (exclusive) of the stored run holding token `t`, for a store kept in pieces: reads
+   * up to it are views, reads past it copy, so a chunked scan cuts its chunks there. Absent: one
+   * piece.
+   */
+  pieceEnd?(t: number): number;
   /** Releases a file handle, if any. */
   close?(): void;
 }

@@ -15,6 +15,11 @@ export interface BankChunkSource {
   /** Tokens `start..end-1` as `[(end - start) * dim]` floats. */
   read(start: number, end: number): Float32Array | Promise<Float32Array>;
   /**
+   * Where the chunk from `start` should end instead of `end` (a source kept in pieces cuts at
+   * a piece's end, so each chunk is read without a copy); absent: `end`.
+   */
+  chunkEnd?(start: number, end: number): number;
+  /**
    * `out[h] = Σ_j token(indices[from + h])[j] · query[at + j]` for `h < count`, accumulated
    * in float64 (see {@link dotsInto}).
    */
@@ -317,8 +322,9 @@ async function streamTopK(
   const { size, dim } = source;
   const { chunk, describe, onScores, chunkTopK } = pass;
   const running = new RunningTopK(rows, k);
-  for (let start = 0; start < size; start += chunk) {
-    const end = Math.min(size, start + chunk);
+  for (let start = 0; start < size;) {
+    const full = Math.min(size, start + chunk);
+    const end = source.chunkEnd === undefined ? full : source.chunkEnd(start, full);
     const n = end - start;
     const withScores = onScores !== undefined;
     let top: ChunkTopK;
@@ -343,6 +349,7 @@ async function streamTopK(
       onScores(top.scores, start, n);
     }
     running.merge(top, start);
+    start = end;
   }
   return running;
 }

@@ -11,6 +11,7 @@ export type { SearchRequest, StoreOptions, StoredMemory } from './store.js';
 export type { BankStats, StoreStats } from './stats.js';
 export type { CommitStats } from './log/group-commit.js';
 export { Snapshot } from './log/snapshot.js';
+export { PieceTokens, contiguousTokens, viewTokens } from './view-tokens.js';
 export { openEmbedder } from './encode/embedder.js';
 export type { EmbedderOptions, ModelChoice } from './encode/embedder.js';
 export { openEmbedderPool } from './encode/embedder-pool.js';

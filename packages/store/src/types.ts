@@ -1,4 +1,5 @@
 import type { WindowSpec } from '@bfe/encoder';
+import type { TokenStore } from '@bfe/index';
 import type { Bm25Language } from '@bfe/scorer';
 import type { BankLexicon } from './lexical/bank-lexicon.js';
 
@@ -68,8 +69,18 @@ export interface BankView {
   readonly pooled: Float32Array;
   /** `[memories + 1]`. */
   readonly tokenOffsets: Int32Array;
-  /** `[tokens × dim]`. */
+  /**
+   * `[tokens × dim]` as one array. A store's view makes it at first use (searches read
+   * {@link tokens} instead): read it only where one contiguous array is needed.
+   */
   readonly tokenVectors: Float32Array;
+  /**
+   * The token states as the store holds them: pieces (runs of a segment's or a memtable
+   * batch's states, short runs gathered), never one contiguous copy of a bank spread over
+   * several segments. A store's views carry it; a view without it is read from
+   * {@link tokenVectors}.
+   */
+  readonly tokens?: TokenStore;
   readonly tokenIds: Int32Array;
   readonly tokenPositions: Int32Array;
   /**

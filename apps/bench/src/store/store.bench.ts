@@ -32,11 +32,13 @@
  *   with paired bootstrap CIs, and the fp32 store beside the experiment's scored run (see
  *   codec-quality.ts; `--codecs`, `--codec-datasets`, `--lme-every`).
  *
+ * - `pieces`: a bank over several segments viewed as pieces against one contiguous copy (see
+ *   pieces-bench.ts; `--piece-memories`, `--piece-segments`).
  * - `scale`: one store of `--memories` memories in `--banks` banks from real token states: build,
  *   bytes on disk, RSS, reopen (clean and after kill -9), search p50/p90 in a 10,000-memory bank
  *   with and without its graph (see scale-bench.ts; not in the default parts).
  *
- * `--parts add,reopen,search,graph,graph-add,hybrid,writers,codecs,scale` selects parts (default all but scale); `--sizes ''` measures the conversation
+ * `--parts add,reopen,search,graph,graph-add,hybrid,writers,codecs,pieces,scale` selects parts (default all but scale); `--sizes ''` measures the conversation
  * bank alone; `--threads` sets onnxruntime's intra-op threads of the embedder, the scorer and the
  * resident kernels. Timings on a shared machine are
  * noisy: the load average is printed beside them.
@@ -60,6 +62,7 @@ import {
   codecQuality,
   type CodecOptions,
 } from './codec-quality.js';
+import { PIECES_HEAD, piecesPart } from './pieces-bench.js';
 import { scaleFlags, scalePart, type ScaleCliOptions } from './scale-cli.js';
 import { WRITERS_HEAD, writerRows } from './writers-bench.js';
 import { SEARCH_HEAD, searchLatency } from './search-latency.js';
@@ -85,6 +88,7 @@ const PARTS = [
   'hybrid',
   'writers',
   'codecs',
+  'pieces',
   'scale',
 ] as const;
 
@@ -106,6 +110,8 @@ interface Options extends CodecOptions, ScaleCliOptions {
   graphAdded: number;
   writers: number[];
   writerMemories: number;
+  pieceMemories: number;
+  pieceSegments: number;
 }
 
 const command = benchCommand(
@@ -139,7 +145,9 @@ const command = benchCommand(
   .addOption(flag('--writers <list>', 'writers: concurrent writers', intList, '1,8,32'))
   .addOption(
     flag('--writer-memories <n>', 'writers: memories added per measurement', positive, '128'),
-  );
+  )
+  .addOption(flag('--piece-memories <n>', 'pieces: memories of the bank', positive, '10000'))
+  .addOption(flag('--piece-segments <n>', 'pieces: segments it is flushed in', positive, '4'));
 codecFlags(command);
 scaleFlags(command);
 const { options } = parseCommand<Options>(command);
@@ -249,6 +257,7 @@ async function main(): Promise<void> {
   const graphRows: string[][] = [];
   const graphAdd: string[][] = [];
   let writersRows: string[][] = [];
+  let piecesTable: string[][] = [];
   let codecTables = { codecs: [] as string[][], experiment: [] as string[][] };
   try {
     await embedder.encode(texts.slice(0, 32), 'passage'); // warm-up
@@ -341,6 +350,14 @@ async function main(): Promise<void> {
       });
     }
     if (parts.has('codecs')) codecTables = await codecQuality(options, { work, threads });
+    if (parts.has('pieces'))
+      piecesTable = await piecesPart(loaded.benchmark, embedder, {
+        memories: options.pieceMemories,
+        segments: options.pieceSegments,
+        rounds: Math.max(5, rounds),
+        queries,
+        work,
+      });
   } finally {
     await embedder.dispose();
     await rm(work, { recursive: true, force: true });
@@ -369,6 +386,7 @@ async function main(): Promise<void> {
     [WRITERS_HEAD, writersRows],
     [CODEC_HEAD, codecTables.codecs],
     [EXPERIMENT_HEAD, codecTables.experiment],
+    [PIECES_HEAD, piecesTable],
   ] as const) {
     if (body.length === 0) continue;
     out('');

@@ -1,12 +1,8 @@
-import {
-  ExactTokenIndex,
-  flatTokenStore,
-  type SimilarityKernel,
-  type TokenIndex,
-} from '@bfe/index';
+import { ExactTokenIndex, type SimilarityKernel, type TokenIndex } from '@bfe/index';
 import type { MilvusOptions, MilvusSide, TokenCollection } from '@bfe/index-milvus';
 import type { TokenIndexFactory } from '../search/search.js';
 import type { BankView } from '../types.js';
+import { viewTokens } from '../view-tokens.js';
 
 /** What a {@link milvusIndexFactory} does while Milvus is away. */
 export interface MilvusFactoryOptions {
@@ -114,7 +110,7 @@ export function milvusIndexFactory(
     const c = await open(view.dim);
     const state = await bankState(c, view.bank);
     const side: MilvusSide = {
-      tokens: flatTokenStore(view.tokenVectors, view.dim),
+      tokens: viewTokens(view),
       tokenOffsets: view.tokenOffsets,
       ids: view.ids,
       banks: view.ids.map(() => view.bank),
@@ -156,7 +152,7 @@ export function milvusIndexFactory(
     const { MilvusRequestError } = await lib();
     if (!fallback || !(error instanceof MilvusRequestError) || !error.retryable) throw error;
     counts.fallbacks++;
-    const tokens = flatTokenStore(view.tokenVectors, view.dim);
+    const tokens = viewTokens(view);
     const side = { tokens, tokenOffsets: view.tokenOffsets, ids: view.ids };
     const exact = new ExactTokenIndex(side, kernel);
     // Its search only: the results and their explanations are the store's default path's.

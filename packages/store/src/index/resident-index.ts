@@ -4,10 +4,12 @@ import {
   flatTokenStore,
   type SimilarityKernel,
   type TokenIndex,
+  type TokenStore,
 } from '@bfe/index';
 import type { ResidentKernel } from './kernel-pool.js';
 import type { TokenIndexFactory } from '../search/search.js';
 import type { BankView } from '../types.js';
+import { contiguousTokens, viewTokens } from '../view-tokens.js';
 
 /**
  * Largest bank, in content tokens, kept resident by default: one kernel chunk
@@ -71,10 +73,14 @@ export function residentIndexFactory(options: ResidentIndexOptions = {}): Reside
     kernels.delete(kernel);
     void kernel.dispose();
   });
-  const exact = (view: BankView, kernel: SimilarityKernel): ExactTokenIndex =>
+  const exact = (
+    view: BankView,
+    kernel: SimilarityKernel,
+    tokens: TokenStore = viewTokens(view),
+  ): ExactTokenIndex =>
     new ExactTokenIndex(
       {
-        tokens: flatTokenStore(view.tokenVectors, view.dim),
+        tokens,
         tokenOffsets: view.tokenOffsets,
         ids: view.ids,
       },
@@ -103,13 +109,16 @@ export function residentIndexFactory(options: ResidentIndexOptions = {}): Reside
         spin: false, // idle intra-op threads sleep, as the scorer's do (store.ts)
       });
     const tokens = view.tokenOffsets[view.ids.length]!;
+    // The session packs one array, and serves a chunk that is that array: a view of several
+    // pieces is joined into one here, held by the kernel while it lives.
+    const flat = contiguousTokens(view);
     const done = kernel
-      .makeResident(view.tokenVectors, tokens, view.dim)
+      .makeResident(flat, tokens, view.dim)
       .then(async () => {
         if (generation !== perView) return kernel.dispose(); // disposed meanwhile
         kernels.add(kernel);
         released.register(view, kernel, kernel);
-        const index = exact(view, kernel);
+        const index = exact(view, kernel, flatTokenStore(flat, view.dim));
         // The evidence's diagnostic bests, computed where the bank is resident (a worker).
         const bests = 'bests' in kernel ? kernel.bests?.bind(kernel) : undefined;
         entry.index = bests === undefined ? index : Object.assign(index, { bests });

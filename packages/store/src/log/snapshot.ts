@@ -1,5 +1,7 @@
 import { bankSources, banksOf, type StoreState } from './state.js';
-import { gatherRows, liveRows } from './live-rows.js';
+import { FileRows } from './file-rows.js';
+import { liveRows } from './live-rows.js';
+import { gatherView, makeView, viewBytes, viewWith, type ViewParts } from './view-build.js';
 import { grownView, spareBytes } from './view-growth.js';
 import type { SegmentRows } from './segment.js';
 import type { BankView, ViewLexicon } from '../types.js';
@@ -13,7 +15,7 @@ interface BankCache {
   readonly view: BankView;
 }
 
-/** The live memories of `bank` in state `s`, as one contiguous {@link BankView}. */
+/** The live memories of `bank` in state `s`, as a {@link BankView} (token states in pieces). */
 export function bankView(s: StoreState, bank: string, model: string, dim: number): BankView {
   const sources = bankSources(s, bank);
   const stones = s.tombstones.get(bank);
@@ -30,52 +32,36 @@ export function bankView(s: StoreState, bank: string, model: string, dim: number
     if (cached.sources.length === sources.length) return cached.view;
     const grown = grownView(cached.view, sources.slice(cached.sources.length), stones, dim);
     if (grown !== undefined) {
-      s.cache.set(key, { sources, stones, view: grown }, viewBytes(grown) + spareBytes(grown));
+      hold(s, key, { sources, stones, view: grown }, spareBytes(grown));
       return grown;
     }
   }
-  const view = buildView(gatherRows(liveRows(sources, stones), bank, dim), model, stones);
-  s.cache.set(key, { sources, stones, view }, viewBytes(view));
+  const view = buildView(gatherView(liveRows(sources, stones), bank, dim), model, stones);
+  hold(s, key, { sources, stones, view });
   return view;
 }
 
-function viewBytes(v: BankView): number {
-  let text = 0;
-  for (const t of v.texts) text += 2 * t.length;
-  return (
-    v.pooled.byteLength +
-    v.tokenVectors.byteLength +
-    v.tokenIds.byteLength +
-    v.tokenPositions.byteLength +
-    v.tokenOffsets.byteLength +
-    text
-  );
+/**
+ * Holds a view in the cache. Its pieces that read a segment's states in place are counted by
+ * that segment's entry, and the view goes when the segment does; a view made while one of its
+ * segments is not held counts every piece itself.
+ */
+function hold(s: StoreState, key: string, entry: BankCache, extra = 0): void {
+  const files = entry.sources.filter((x) => x instanceof FileRows);
+  const held = files.every((f) => s.cache.has(f));
+  const bytes = viewBytes(entry.view, held ? 'made' : 'all') + extra;
+  s.cache.set(key, entry, bytes, held ? files : []);
 }
 
 function buildView(
-  rows: SegmentRows,
+  parts: ViewParts,
   model: string,
   stones: ReadonlyMap<string, number> | undefined,
 ): BankView {
-  const e = rows.encoded;
   let version = -1;
-  for (const seq of rows.seqs) version = Math.max(version, seq);
+  for (const seq of parts.seqs) version = Math.max(version, seq);
   for (const seq of stones?.values() ?? []) version = Math.max(version, seq);
-  return Object.freeze({
-    bank: rows.bank,
-    model,
-    dim: e.dim,
-    ids: Object.freeze(rows.ids),
-    texts: Object.freeze(rows.texts),
-    metas: Object.freeze(rows.metas),
-    pooled: e.pooled,
-    tokenOffsets: e.tokenOffsets,
-    tokenVectors: e.tokenVectors,
-    tokenIds: e.tokenIds,
-    tokenPositions: e.tokenPositions,
-    seqs: rows.seqs,
-    version,
-  });
+  return makeView(parts, model, version);
 }
 
 /** A store's views with its lexical index attached (per plain view: one object per view). */
@@ -117,7 +103,7 @@ export class Snapshot {
     if (this.lexicon === undefined) return view;
     let carried = withLexicon.get(view);
     if (carried === undefined) {
-      carried = Object.freeze({ ...view, lexicon: this.lexicon });
+      carried = viewWith(view, { lexicon: this.lexicon });
       withLexicon.set(view, carried);
     }
     return carried;

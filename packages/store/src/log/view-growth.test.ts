@@ -77,8 +77,7 @@ describe('bank views grown by adds', () => {
         expect(Array.from(view.tokenOffsets)).toEqual(Array.from(want.tokenOffsets));
         expect(Array.from(view.tokenVectors)).toEqual(Array.from(want.tokenVectors));
         expect(Array.from(view.tokenIds)).toEqual(Array.from(want.tokenIds));
-        if (previous !== undefined && view.tokenVectors.buffer === previous.tokenVectors.buffer)
-          grew++;
+        if (previous !== undefined && view.tokenIds.buffer === previous.tokenIds.buffer) grew++;
         previous = view;
         // A view held across writes (a search under way) keeps what it had.
         if (held !== undefined) expect(copy(held.view)).toEqual(held.was);

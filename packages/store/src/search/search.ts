@@ -31,6 +31,7 @@ import {
   type SearchInterventions,
 } from './search-interventions.js';
 import type { BankView, EncodedTexts, MemoryMeta } from '../types.js';
+import { viewTokens } from '../view-tokens.js';
 
 import { SEARCH_SYSTEMS, type SearchSystem } from './systems.js';
 
@@ -238,7 +239,7 @@ export async function searchViewWithInterventions(
       : adapterQueryTransform(opts.adapter)(query.tokenVectors, nq, query.dim);
   const memories = {
     dim,
-    tokenVectors: view.tokenVectors,
+    tokens: viewTokens(view),
     tokenOffsets: view.tokenOffsets,
     pooled: view.pooled,
     ids: view.ids,

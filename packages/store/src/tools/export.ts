@@ -18,6 +18,7 @@ import { readManifest } from '../log/manifest.js';
 import { recordedSettings } from '../log/settings.js';
 import type { MemoryStore } from '../store.js';
 import type { BankView } from '../types.js';
+import { viewTokens } from '../view-tokens.js';
 import { IpcFileOut } from './ipc-out.js';
 
 /** File names {@link exportStore} writes in its output directory. */
@@ -265,7 +266,7 @@ function tokensBatch(
     makeData({ type: new Int64(), length: n, nullCount: 0, data: memoryRows }),
     int32(view.tokenIds),
     int32(view.tokenPositions),
-    float32ListVector(view.tokenVectors.subarray(start * dim, end * dim), dim).data[0]!,
+    float32ListVector(viewTokens(view).read(start, end), dim).data[0]!,
   ]);
 }
 

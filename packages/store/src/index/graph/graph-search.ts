@@ -1,6 +1,5 @@
 import {
   searchK,
-  flatTokenStore,
   tieOrder,
   type TokenHits,
   type TokenIndex,
@@ -9,6 +8,7 @@ import {
   type TokenStore,
 } from '@bfe/index';
 import type { BankView } from '../../types.js';
+import { viewTokens } from '../../view-tokens.js';
 import type { BankGraph } from './bank-graph.js';
 
 /** Proposals per query token beyond `k` taken from the graph, all rescored in float64. */
@@ -75,7 +75,7 @@ export class GraphTokenIndex implements TokenIndex {
   ) {
     this.dim = view.dim;
     this.size = view.tokenOffsets[view.ids.length]!;
-    this.#store = flatTokenStore(view.tokenVectors, view.dim);
+    this.#store = viewTokens(view);
   }
 
   async search(
