@@ -1,5 +1,6 @@
 import { bankSources, banksOf, type StoreState } from './state.js';
 import { FileRows } from './file-rows.js';
+import { DEFAULT_MAX_RESIDENT_TOKENS } from '../index/resident-index.js';
 import { liveRows } from './live-rows.js';
 import { gatherView, makeView, viewBytes, viewWith, type ViewParts } from './view-build.js';
 import { grownView, spareBytes } from './view-growth.js';
@@ -43,12 +44,16 @@ export function bankView(s: StoreState, bank: string, model: string, dim: number
 
 /**
  * Holds a view in the cache. Its pieces that read a segment's states in place are counted by
- * that segment's entry, and the view goes when the segment does; a view made while one of its
- * segments is not held counts every piece itself.
+ * that segment's entry, and the view goes when the segment does. A view counts every piece
+ * itself when one of its segments is not held, and when its bank is small enough for a
+ * resident session (`DEFAULT_MAX_RESIDENT_TOKENS`), which keeps a copy of the bank while the
+ * view lives.
  */
 function hold(s: StoreState, key: string, entry: BankCache, extra = 0): void {
   const files = entry.sources.filter((x) => x instanceof FileRows);
-  const held = files.every((f) => s.cache.has(f));
+  const v = entry.view;
+  const small = v.tokenOffsets[v.ids.length]! <= DEFAULT_MAX_RESIDENT_TOKENS;
+  const held = !small && files.every((f) => s.cache.has(f));
   const bytes = viewBytes(entry.view, held ? 'made' : 'all') + extra;
   s.cache.set(key, entry, bytes, held ? files : []);
 }
