@@ -172,16 +172,34 @@ describe('IvfTokenIndex', () => {
     expect(rTwo).toBeGreaterThan(0.6);
   });
 
-  it('searches a small candidate set past nprobe until it has k + margin proposals', async () => {
+  it('searches a sparse candidate set past nprobe until it has k + margin proposals', async () => {
     const b = clusteredBank(9, 200);
-    const index = await build(b, 2, { nprobe: 1 });
-    const memories = Int32Array.of(3, 50, 120, 199);
+    const index = await build(b, 2, { nprobe: 1, margin: 400 });
+    const memories = Int32Array.from({ length: 29 }, (_, i) => 7 * i); // more than one cluster holds
     const hits = await index.search(b.queries, 6, 8, { memories });
     const want = await exactOf(b).search(b.queries, 6, 8, { memories });
-    // Candidates ≤ k + 16 tokens: every candidate is proposed, so the hits are exact.
+    // Candidates ≤ k + margin tokens: every candidate is proposed, so the hits are exact.
     expect(Array.from(hits.tokens)).toEqual(Array.from(want.tokens));
+    expect(index.stats!.wholeSet).toBe(false);
     expect(index.stats!.clustersProbed).toBeGreaterThan(6);
     for (const m of hits.memories) expect(Array.from(memories)).toContain(m);
+  });
+
+  it('searches a candidate set no larger than nprobe clusters hold whole, exactly', async () => {
+    const b = clusteredBank(11, 400);
+    const index = await build(b, 4, { nprobe: 2 }); // 16 clusters: nprobe holds ~1/8 of the bank
+    const exact = exactOf(b);
+    const small = Int32Array.of(2, 30, 31, 100, 250, 399);
+    const got = await index.search(b.queries, 6, 12, { memories: small });
+    expect(index.stats!.wholeSet).toBe(true);
+    expect(index.stats!.clustersProbed).toBe(0);
+    const want = await exact.search(b.queries, 6, 12, { memories: small });
+    expect(Array.from(got.tokens)).toEqual(Array.from(want.tokens));
+    expect(Array.from(got.values)).toEqual(Array.from(want.values));
+    const large = range(200); // half the bank: probed
+    await index.search(b.queries, 6, 12, { memories: large });
+    expect(index.stats!.wholeSet).toBe(false);
+    expect(index.stats!.clustersProbed).toBeGreaterThan(0);
   });
 
   it('builds the same bytes twice, another seed other bytes, and reads its bytes back', async () => {

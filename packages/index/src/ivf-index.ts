@@ -71,6 +71,11 @@ export interface IvfScanStats {
    * any onnxruntime thread still spinning after the centroid product).
    */
   readonly scanCpuSeconds: number;
+  /**
+   * The candidate set held no more tokens than `nprobe` clusters do on average: it was searched
+   * whole, exactly over the stored codes, and nothing was probed.
+   */
+  readonly wholeSet: boolean;
 }
 
 /**
@@ -254,6 +259,25 @@ export class IvfTokenIndex implements TokenIndex {
     const all = memories.length === offsets.length - 1;
     let candidateTokens = 0;
     for (const m of memories) candidateTokens += offsets[m + 1]! - offsets[m]!;
+    // A candidate set no larger than what `nprobe` clusters hold on average is searched whole
+    // and exactly: probing would scan as many tokens and meet few of the set's own (a haystack
+    // of a few thousand tokens is spread over most clusters).
+    const perCluster = this.size / (this.data.clusterOffsets.length - 1);
+    if (!all && candidateTokens <= this.probe.nprobe * perCluster) {
+      const t0 = performance.now();
+      const whole = await this.#exhaustive.search(queries, rows, k, options);
+      this.#stats = {
+        tokensScored: candidateTokens * rows,
+        clustersProbed: 0,
+        workerRows: 0,
+        centroidSeconds: 0,
+        scanSeconds: (performance.now() - t0) / 1000,
+        rescoreSeconds: 0,
+        scanCpuSeconds: 0,
+        wholeSet: true,
+      };
+      return whole;
+    }
     const kk = searchK(k, candidateTokens, options.clampK);
     const codeDim = this.#side.model.codeDim;
     const q = prepareQuery(this.#side.model, queries, rows);
@@ -325,6 +349,7 @@ export class IvfTokenIndex implements TokenIndex {
       centroidSeconds: (t1 - t0) / 1000,
       scanSeconds: (performance.now() - t1) / 1000,
       rescoreSeconds: 0,
+      wholeSet: false,
     };
     return out;
   }

@@ -20,6 +20,7 @@ import {
   CodecExactTokenIndex,
   ExactTokenIndex,
   HnswTokenIndex,
+  IvfTokenIndex,
   OrtSimilarityKernel,
   codecModelSchema,
   fileCodeSource,
@@ -45,9 +46,9 @@ const receiptSchema = z.object({
   stages: z.array(z.object({ name: z.string(), key: z.string() })),
 });
 const indexConfigSchema = z.object({
-  backend: z.enum(['exact', 'hnsw']),
+  backend: z.enum(['exact', 'hnsw', 'ivf']),
   codec: z.string(),
-  params: z.record(z.string(), z.number()),
+  params: z.record(z.string(), z.union([z.number(), z.string()])),
   graph: z.enum(['f32', 'f16', 'i8']).optional(),
 });
 
@@ -177,14 +178,36 @@ async function openRunIndex(
       name: `${c.codec} exact`,
       close,
     };
+  const num = (name: string): number | undefined => {
+    const v = c.params[name];
+    return typeof v === 'number' ? v : undefined;
+  };
+  const over = num('overFetch');
+  if (c.backend === 'ivf') {
+    // `ivf.bin` read by position, searched as the experiment's index stage searches it; its
+    // bytes (centroids, buckets, layout and residual codes) in the graph column.
+    const file = join(dir, 'ivf.bin');
+    const index = await IvfTokenIndex.open(file, side, kernel, {
+      nprobe: num('nprobe')!,
+      ...(over === undefined ? {} : { overFetch: over }),
+    });
+    return {
+      index,
+      graphBytes: (await stat(file)).size,
+      name: `${c.codec} ivf`,
+      close: () => {
+        void index.close();
+        close();
+      },
+    };
+  }
   const params = {
-    M: c.params.M!,
-    efConstruction: c.params.efConstruction!,
-    efSearch: c.params.efSearch!,
+    M: num('M')!,
+    efConstruction: num('efConstruction')!,
+    efSearch: num('efSearch')!,
   };
   // The run's graph kind and over-fetch, as the experiment's index stage opens it; graphs
   // memory-mapped.
-  const over = c.params.overFetch;
   const files = (await readdir(join(dir, 'hnsw'))).filter((f) => f.endsWith('.usearch'));
   const index = await HnswTokenIndex.load(join(dir, 'hnsw'), side, params, {
     kernel,

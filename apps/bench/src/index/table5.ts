@@ -32,7 +32,7 @@ const METRICS: MetricName[] = ['recall@10', 'ndcg@10'];
 const indexMetaSchema = z.object({
   backend: z.string(),
   codec: z.string(),
-  params: z.record(z.string(), z.number()),
+  params: z.record(z.string(), z.union([z.number(), z.string()])),
   bytesPerToken: z.number(),
   totalBytes: z.number(),
   graph: z.string().optional(),

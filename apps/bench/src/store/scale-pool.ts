@@ -1,11 +1,11 @@
 /**
  * The real encoded memories the `scale` part of `pnpm bench:store` builds its store from: the
  * MiniLM token states of LoCoMo's memories and of LongMemEval-S's first `lmeMemories`, read from
- * the encode cache (`.bfe-cache/objects/encode/<key>/bank`, as `bfe encode` wrote them), and an
+ * the encode cache (the newest `objects/encode/<key>/bank` of each, as the experiments wrote them), and an
  * embedder that replays them by text, so a store of any size is built without encoding. Queries
  * are replayed the same way from the banks' encoded queries.
  */
-import { open, readFile, writeFile } from 'node:fs/promises';
+import { open, readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
 import { openBank, type FileBankSide, type VectorFileLayout } from '@bfe/encoder';
@@ -15,12 +15,13 @@ import { repoRoot } from '../shared/paths.js';
 import { pickRows } from '../shared/banks.js';
 
 /** The encode-cache keys of the two benchmarks' banks (MiniLM, fp32, max length 128). */
-export const ENCODED_BANKS = {
-  locomo: '13b6bd6a0716309e83b4177a42f3b29f09f9df78b49ed5dfdec9d7810a32aa44',
-  'longmemeval-s': 'a9b204e5f55640f24fa15df1965e4386f464c81634798bdd90d23184b47674eb',
+/** The experiments whose encode stage writes each source's bank (run one to fill the cache). */
+export const ENCODED_BY = {
+  locomo: 'configs/experiments/locomo-minilm.yaml',
+  'longmemeval-s': 'configs/experiments/table5/longmemeval-s.yaml',
 } as const;
 
-export type PoolSource = keyof typeof ENCODED_BANKS;
+export type PoolSource = keyof typeof ENCODED_BY;
 
 /** Encoded memories (or queries) of both sources, one row each, with their texts. */
 export interface EncodedPool {
@@ -31,8 +32,35 @@ export interface EncodedPool {
   readonly split: number;
 }
 
-const bankDir = (source: PoolSource): string =>
-  join(repoRoot, '.bfe-cache/objects/encode', ENCODED_BANKS[source], 'bank');
+/**
+ * The newest bank in the encode cache (`$BFE_CACHE_DIR`, default `.bfe-cache`) of `source`'s
+ * memories by MiniLM at max length 128, unwindowed, as the experiments encode it.
+ */
+async function bankDir(source: PoolSource): Promise<string> {
+  const root = join(process.env.BFE_CACHE_DIR ?? join(repoRoot, '.bfe-cache'), 'objects/encode');
+  const entries = await readdir(root).catch(() => [] as string[]);
+  let best: { dir: string; time: number } | undefined;
+  for (const key of entries) {
+    const dir = join(root, key, 'bank');
+    const manifest = await readFile(join(dir, 'bank.json'), 'utf8').catch(() => undefined);
+    if (manifest === undefined) continue;
+    const m = JSON.parse(manifest) as {
+      dataset?: string;
+      maxLength?: number;
+      window?: unknown;
+      model?: { name?: string };
+    };
+    if (m.dataset !== source || m.maxLength !== 128 || m.window !== undefined) continue;
+    if (m.model?.name !== 'all-minilm-l6-v2') continue;
+    const time = (await stat(join(dir, 'bank.json'))).mtimeMs;
+    if (best === undefined || time > best.time) best = { dir, time };
+  }
+  if (best === undefined)
+    throw new Error(
+      `scale: no encoded ${source} bank in ${root}: run \`pnpm bfe run ${ENCODED_BY[source]}\` first`,
+    );
+  return best.dir;
+}
 
 /** Reads token rows `[0, tokens)` of a streamed token file into one array. */
 async function readTokenRange(layout: VectorFileLayout, tokens: number): Promise<Float32Array> {
@@ -136,7 +164,10 @@ export async function loadPools(
   for (const source of ['locomo', 'longmemeval-s'] as const) {
     const want = source === 'locomo' ? Infinity : lmeMemories;
     if (want === 0) continue;
-    const bank = await openBank(bankDir(source), { verifyHashes: false, memoryTokens: 'file' });
+    const bank = await openBank(await bankDir(source), {
+      verifyHashes: false,
+      memoryTokens: 'file',
+    });
     model = bank.manifest.model.sha256;
     const rows = Math.min(want, bank.memories.ids.length);
     const vectors = await readTokenRange(
