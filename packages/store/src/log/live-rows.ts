@@ -63,16 +63,7 @@ export function gatherRows(refs: readonly RowRef[], bank: string, dim: number): 
   const texts: string[] = new Array<string>(n);
   const metas: SegmentRows['metas'][number][] = new Array<SegmentRows['metas'][number]>(n);
   const seqs = new Float64Array(n);
-  // Each source's rows read once (a segment's are read from its file on first use).
-  const wholes = new Map<SegmentRows, SegmentRows>();
-  const whole = (source: SegmentRows): SegmentRows => {
-    let w = wholes.get(source);
-    if (w === undefined) {
-      w = readRows(source);
-      wholes.set(source, w);
-    }
-    return w;
-  };
+  const whole = rowReader();
   let tok = 0;
   for (let i = 0; i < n; i++) {
     const { source, row, seq } = refs[i]!;
@@ -114,20 +105,52 @@ export function copyRow(
   if (e.truncated !== undefined) e.truncated[i] = s.truncated[row]!;
   const from = s.tokenOffsets[row]!;
   const to = s.tokenOffsets[row + 1]!;
-  const into = e.tokenVectors.subarray(tok * dim, (tok + to - from) * dim);
+  rowTokensInto(w, row, dim, e.tokenVectors, tok);
+  e.tokenIds.set(s.tokenIds.subarray(from, to), tok);
+  e.tokenPositions.set(s.tokenPositions.subarray(from, to), tok);
+  return to - from;
+}
+
+/**
+ * Writes row `row`'s token states of the read rows `w` into `into` from token `at` (decoded from
+ * the segment's codes when it has them: its float32 states are never made whole); returns the
+ * tokens written.
+ */
+export function rowTokensInto(
+  w: SegmentRows,
+  row: number,
+  dim: number,
+  into: Float32Array,
+  at: number,
+): number {
+  const s = w.encoded;
+  const from = s.tokenOffsets[row]!;
+  const to = s.tokenOffsets[row + 1]!;
+  const out = into.subarray(at * dim, (at + to - from) * dim);
   const codes = w.codes;
-  if (codes === undefined) into.set(s.tokenVectors.subarray(from * dim, to * dim));
+  if (codes === undefined) out.set(s.tokenVectors.subarray(from * dim, to * dim));
   else {
     const model = codes.models[codes.blocks[row]!];
     if (model === undefined) throw new Error(`row ${row} names codec block ${codes.blocks[row]}`);
-    decodeTokens(model, codes.codes, from, to, into);
+    decodeTokens(model, codes.codes, from, to, out);
   }
-  e.tokenIds.set(s.tokenIds.subarray(from, to), tok);
-  e.tokenPositions.set(s.tokenPositions.subarray(from, to), tok);
   return to - from;
 }
 
 /** A source's rows as read (a segment's read from its file on first use). */
 export function readRows(source: SegmentRows): SegmentRows {
   return source instanceof FileRows ? source.rows() : source;
+}
+
+/** {@link readRows}, each source read once per reader (a segment's from its file on first use). */
+export function rowReader(): (source: SegmentRows) => SegmentRows {
+  const wholes = new Map<SegmentRows, SegmentRows>();
+  return (source) => {
+    let w = wholes.get(source);
+    if (w === undefined) {
+      w = readRows(source);
+      wholes.set(source, w);
+    }
+    return w;
+  };
 }

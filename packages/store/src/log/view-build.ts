@@ -1,6 +1,4 @@
-import { decodeTokens } from '@bfe/index';
-import { readRows, type RowRef } from './live-rows.js';
-import type { SegmentRows } from './segment.js';
+import { readRows, rowReader, rowTokensInto, type RowRef } from './live-rows.js';
 import { PieceTokens } from '../view-tokens.js';
 import type { BankView } from '../types.js';
 
@@ -77,15 +75,7 @@ export function gatherView(refs: readonly RowRef[], bank: string, dim: number): 
   const tokenPositions = new Int32Array(tokens);
   const pieces: Float32Array[] = [];
   const made: boolean[] = [];
-  const wholes = new Map<SegmentRows, SegmentRows>();
-  const whole = (source: SegmentRows): SegmentRows => {
-    let w = wholes.get(source);
-    if (w === undefined) {
-      w = readRows(source);
-      wholes.set(source, w);
-    }
-    return w;
-  };
+  const whole = rowReader();
   // Short runs waiting to be gathered into one piece: [first ref, end ref).
   let pending: [number, number][] = [];
   let pendingTokens = 0;
@@ -152,32 +142,6 @@ export function gatherView(refs: readonly RowRef[], bank: string, dim: number): 
     pieces,
     made,
   };
-}
-
-/**
- * Writes row `row`'s token states of the read rows `w` into `into` from token `at` (decoded from
- * the segment's codes when it has them: its float32 states are never made whole); returns the
- * tokens written.
- */
-export function rowTokensInto(
-  w: SegmentRows,
-  row: number,
-  dim: number,
-  into: Float32Array,
-  at: number,
-): number {
-  const s = w.encoded;
-  const from = s.tokenOffsets[row]!;
-  const to = s.tokenOffsets[row + 1]!;
-  const out = into.subarray(at * dim, (at + to - from) * dim);
-  const codes = w.codes;
-  if (codes === undefined) out.set(s.tokenVectors.subarray(from * dim, to * dim));
-  else {
-    const model = codes.models[codes.blocks[row]!];
-    if (model === undefined) throw new Error(`row ${row} names codec block ${codes.blocks[row]}`);
-    decodeTokens(model, codes.codes, from, to, out);
-  }
-  return to - from;
 }
 
 /**

@@ -1,6 +1,6 @@
-import { readRows, type RowRef } from './live-rows.js';
+import { readRows, rowTokensInto, type RowRef } from './live-rows.js';
 import type { SegmentRows } from './segment.js';
-import { makeView, rowTokensInto } from './view-build.js';
+import { makeView } from './view-build.js';
 import { PieceTokens } from '../view-tokens.js';
 import type { BankView } from '../types.js';
 
