@@ -44,13 +44,9 @@ export function liveRows(
  */
 export function gatherRows(refs: readonly RowRef[], bank: string, dim: number): SegmentRows {
   const n = refs.length;
-  const only = refs[0]?.source;
-  if (
-    only !== undefined &&
-    only.ids.length === n &&
-    refs.every((r, i) => r.source === only && r.row === i)
-  ) {
-    const whole = only instanceof FileRows ? only.rows() : only;
+  const only = soleSource(refs);
+  if (only !== undefined) {
+    const whole = readRows(only);
     return { ...whole, bank, encoded: whole.encoded };
   }
   let tokens = 0;
@@ -135,6 +131,13 @@ export function rowTokensInto(
     decodeTokens(model, codes.codes, from, to, out);
   }
   return to - from;
+}
+
+/** The source `refs` are every row of, in order, if they are. */
+export function soleSource(refs: readonly RowRef[]): SegmentRows | undefined {
+  const only = refs[0]?.source;
+  if (only === undefined || only.ids.length !== refs.length) return undefined;
+  return refs.every((r, i) => r.source === only && r.row === i) ? only : undefined;
 }
 
 /** A source's rows as read (a segment's read from its file on first use). */

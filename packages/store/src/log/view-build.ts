@@ -1,4 +1,4 @@
-import { readRows, rowReader, rowTokensInto, type RowRef } from './live-rows.js';
+import { readRows, rowReader, rowTokensInto, soleSource, type RowRef } from './live-rows.js';
 import { PieceTokens } from '../view-tokens.js';
 import type { BankView } from '../types.js';
 
@@ -35,12 +35,8 @@ export interface ViewParts {
  */
 export function gatherView(refs: readonly RowRef[], bank: string, dim: number): ViewParts {
   const n = refs.length;
-  const only = refs[0]?.source;
-  if (
-    only !== undefined &&
-    only.ids.length === n &&
-    refs.every((r, i) => r.source === only && r.row === i)
-  ) {
+  const only = soleSource(refs);
+  if (only !== undefined) {
     const w = readRows(only);
     const e = w.encoded;
     const tokens = e.tokenOffsets[n]!;
