@@ -132,6 +132,7 @@ export function grownView(
       tokenPositions: into.tokenPositions.subarray(0, tok),
       seqs: into.seqs.subarray(0, rows),
       pieces: tailTokens > 0 ? [...into.base, into.tail.subarray(0, tailTokens * dim)] : into.base,
+      made: tailTokens > 0 ? [...into.baseMade, true] : into.baseMade,
     },
     old.model,
     version,

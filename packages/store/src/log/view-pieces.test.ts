@@ -114,6 +114,39 @@ describe('bank views in pieces', () => {
   });
 });
 
+describe('bank views grown by adds, in pieces', () => {
+  it('keep the pieces of the view before and add a tail piece of their own', async () => {
+    const store = await MemoryStore.open(tmpDir('bfe-view-pieces-grow-'), {
+      embedder: fakeEmbedder(),
+      codec: 'sq8',
+      compactSegments: 0,
+    });
+    try {
+      for (let s = 0; s < 2; s++) {
+        await store.add(texts(s * 1000, 1000));
+        await store.flush();
+      }
+      const before = store.snapshot();
+      const old = before.bank('a').tokens as PieceTokens;
+      await store.add(texts(2000, 3));
+      const after = store.snapshot();
+      const grown = after.bank('a');
+      const tokens = grown.tokens as PieceTokens;
+      expect(tokens.pieces.slice(0, old.pieces.length).every((p, i) => p === old.pieces[i])).toBe(
+        true,
+      );
+      expect(tokens.pieces).toHaveLength(old.pieces.length + 1);
+      const tail = (grown.tokenOffsets[grown.ids.length]! - old.size) * grown.dim * 4;
+      expect(tail).toBeGreaterThan(0);
+      expect(tokens.madeBytes).toBe(old.madeBytes + tail); // the tail is the view's own
+      await before.release();
+      await after.release();
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('RowCache entries that read another in place', () => {
   it('go when the entry they read goes, by eviction or deletion', async () => {
     const { RowCache } = await import('./row-cache.js');
