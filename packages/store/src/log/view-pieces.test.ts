@@ -20,6 +20,20 @@ const texts = (from: number, n: number) =>
     };
   });
 
+/** An sq8 store of bank `a`: `segments` flushed segments of 1,000 memories each. */
+async function segmentedStore(segments: number): Promise<MemoryStore> {
+  const store = await MemoryStore.open(tmpDir('bfe-view-pieces-'), {
+    embedder: fakeEmbedder(),
+    codec: 'sq8',
+    compactSegments: 0,
+  });
+  for (let s = 0; s < segments; s++) {
+    await store.add(texts(s * 1000, 1000));
+    await store.flush();
+  }
+  return store;
+}
+
 describe('PieceTokens', () => {
   it('reads within a piece as a view, across pieces as a copy, and rescores as one flat array', () => {
     const dim = 5;
@@ -62,18 +76,9 @@ describe('PieceTokens', () => {
 
 describe('bank views in pieces', () => {
   it('views several segments in place and searches them as one compacted segment', async () => {
-    const store = await MemoryStore.open(tmpDir('bfe-view-pieces-'), {
-      embedder: fakeEmbedder(),
-      codec: 'sq8',
-      compactSegments: 0,
-    });
+    const store = await segmentedStore(3);
     try {
-      const perSegment = 1000;
-      for (let s = 0; s < 3; s++) {
-        await store.add(texts(s * perSegment, perSegment));
-        await store.flush();
-      }
-      await store.add(texts(3 * perSegment, 4)); // a short segment: its run gathered
+      await store.add(texts(3000, 4)); // a short segment: its run gathered
       await store.flush();
       await store.delete(['m1500'], { bank: 'a' }); // splits the second segment's run in two
       const snap = store.snapshot();
@@ -116,16 +121,8 @@ describe('bank views in pieces', () => {
 
 describe('bank views grown by adds, in pieces', () => {
   it('keep the pieces of the view before and add a tail piece of their own', async () => {
-    const store = await MemoryStore.open(tmpDir('bfe-view-pieces-grow-'), {
-      embedder: fakeEmbedder(),
-      codec: 'sq8',
-      compactSegments: 0,
-    });
+    const store = await segmentedStore(2);
     try {
-      for (let s = 0; s < 2; s++) {
-        await store.add(texts(s * 1000, 1000));
-        await store.flush();
-      }
       const before = store.snapshot();
       const old = before.bank('a').tokens as PieceTokens;
       await store.add(texts(2000, 3));
