@@ -9,7 +9,6 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * of them ending up one after the other on one worker) and stretching the run.
  */
 export const SLOW_FILES: readonly string[] = [
-  'tests/team-cache.test.ts',
   'tests/store-locomo-equality.test.ts',
   'tests/run-faults.test.ts',
   'packages/index-milvus/src/milvus-server.integration.test.ts',
@@ -18,6 +17,7 @@ export const SLOW_FILES: readonly string[] = [
   'tests/data-real.test.ts',
   'tests/run-cache.test.ts',
   'tests/run-bad-input.test.ts',
+  'tests/team-cache.test.ts',
   'tests/score.test.ts',
   'apps/server/src/built.integration.test.ts',
 ];

@@ -6,6 +6,7 @@ import {
   mkdirSync,
   readFileSync,
   readdirSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -26,19 +27,22 @@ import { mirror, repoRoot, requireData, requireModel } from './helpers.ts';
 // from the remote tier (counted in `bfe run --json`); the three results.json are byte-identical.
 // The server is npm turborepo-remote-cache (tools/cache-serve.mjs) on 127.0.0.1, a free port.
 //
-// The experiment is the main job, configs/experiments/locomo-minilm.yaml (5,882 turn memories,
-// every stage; ≈ 72 s cold on a quiet machine): its 342 MiB bank travels to the server in parts
-// and back. Its cost in this test, measured against the lean preset it replaced
-// (locomo-minilm-smoke.yaml): apps/runner/README.md, "Team cache".
+// The experiment is configs/experiments/locomo-minilm-smoke.yaml: the main job's pipeline on the
+// same official LoCoMo file, model and split policy through every stage (dataset, encode, split,
+// adapt, score), small enough to run in seconds (272 session memories). Its artifacts travel in
+// 4 MiB parts (BFE_REMOTE_CACHE_CHUNK_BYTES), so the encoded bank (≈ 30 MB) goes to the server
+// and back in several requests, as the main job's 342 MiB bank does in 32 MiB parts.
 
 const hasModel = existsSync(join(resolveModelDir('all-minilm-l6-v2'), 'bfe-model.json'));
 /** The experiment both clones run: its config, its turbo task and its runs folder. */
 const PRESET = {
-  config: 'configs/experiments/locomo-minilm.yaml',
-  task: 'experiment:locomo',
-  runs: 'runs/locomo-minilm',
+  config: 'configs/experiments/locomo-minilm-smoke.yaml',
+  task: 'experiment:locomo-smoke',
+  runs: 'runs/locomo-minilm-smoke',
 };
 const EXPERIMENT = PRESET.config;
+/** Bytes per uploaded part of a bfe artifact. */
+const PART_BYTES = 4 * 1024 * 1024;
 
 /**
  * A fresh clone of the working tree (tracked and new files, as `git status` sees them) in
@@ -107,6 +111,7 @@ function runIn(dir: string, command: string, args: string[], env: Record<string,
     BFE_DATA_MIRROR: mirror ?? '',
     // The clone's node_modules is the checkout's: pnpm must never install through that link.
     npm_config_verify_deps_before_run: 'false',
+    BFE_REMOTE_CACHE_CHUNK_BYTES: String(PART_BYTES),
   });
   return new Promise<Ran>((resolve, reject) => {
     const child = spawn(command, args, { cwd: dir, env: childEnv });
@@ -134,6 +139,13 @@ const TURBO_ARGS = [
 interface TaskSummary {
   readonly taskId: string;
   readonly cache: { readonly status: string; readonly source?: string };
+}
+
+/** The sizes of every file the cache server stores. */
+function storedSizes(dir: string): number[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => statSync(join(e.parentPath, e.name)).size);
 }
 
 /** Tasks of the clone's (only) turbo run summary. */
@@ -176,6 +188,11 @@ describe.skipIf((mirror === undefined && !requireData) || (!hasModel && !require
       const tasksA = turboTasks(a);
       expect(tasksA.map((t) => t.taskId).sort()).toEqual([`//#${PRESET.task}`, '@bfe/core#build']);
       expect(tasksA.every((t) => t.cache.status === 'MISS')).toBe(true);
+      // The encoded bank went up in parts: no stored object is larger than a part, together
+      // they hold far more than one.
+      const sizes = storedSizes(join(root(), 'server'));
+      expect(Math.max(...sizes)).toBeLessThanOrEqual(PART_BYTES);
+      expect(sizes.reduce((a, b) => a + b, 0)).toBeGreaterThan(4 * PART_BYTES);
 
       const second = await runIn(b, process.execPath, TURBO_ARGS, server.env);
       expect(second.code, second.stderr + second.stdout).toBe(0);
