@@ -90,9 +90,21 @@ export type { CodecSide } from './codec-index.js';
 export { graphKindOf, HNSW_MARGIN, HnswTokenIndex, proposalsFor } from './hnsw-index.js';
 export type { HnswSide, HnswTokenIndexOptions } from './hnsw-index.js';
 export { IvfTokenIndex } from './ivf-index.js';
-export type { IvfParams, IvfScanStats, IvfSearchOptions } from './ivf-index.js';
+export type { IvfOpenOptions, IvfParams, IvfScanStats, IvfSearchOptions } from './ivf-index.js';
 export { IVF_SAMPLE_SEED, codeBytes, trainIvf } from './ivf/train.js';
-export type { IvfData, IvfTrainOptions, ResidualBits } from './ivf/train.js';
+export type {
+  IvfCodebook,
+  IvfData,
+  IvfResidualStats,
+  IvfTrainOptions,
+  IvfTrainParams,
+  ResidualBits,
+} from './ivf/train.js';
+export { layoutIvf } from './ivf/assign.js';
+export { IVF_DRIFT_THRESHOLD, driftOf } from './ivf/compact.js';
+export type { IvfCompactOptions } from './ivf/compact.js';
+export { DEFAULT_CACHE_BYTES } from './ivf/paged.js';
+export type { IvfAppended } from './ivf/state.js';
 export { ivfBytes, ivfFromBytes } from './ivf/bytes.js';
 export { WasmScanner, quantizeTables } from './ivf/wasm-scan.js';
 export { defaultScanThreads } from './ivf/scan-pool.js';

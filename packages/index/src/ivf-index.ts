@@ -3,80 +3,20 @@ import { CodecExactTokenIndex, codecTokenStore, type CodecSide } from './codec-i
 import { searchK } from './errors.js';
 import { proposalsFor } from './hnsw-options.js';
 import { ivfBytes, ivfFromBytes, openIvfFile } from './ivf/bytes.js';
-import { ScanPool, checkScanThreads, defaultScanThreads } from './ivf/scan-pool.js';
-import { scanJob, scanRows, type ScanIndex } from './ivf/scan-rows.js';
-import { WasmScanner } from './ivf/wasm-scan.js';
-import { trainIvf, type IvfData, type ResidualBits } from './ivf/train.js';
+import { compactIvf, driftOf, type IvfCompactOptions } from './ivf/compact.js';
+import { liveCandidates, toGivenMemories } from './ivf/live.js';
+import type { IvfOpenOptions, IvfParams, IvfScanStats, IvfSearchOptions } from './ivf/options.js';
+import { DEFAULT_CACHE_BYTES, pagedCodes, readFully } from './ivf/paged.js';
+import { checkScanThreads, defaultScanThreads } from './ivf/scan-pool.js';
+import { scanJob, scanRows } from './ivf/scan-rows.js';
+import { IvfState, makeBase, type IvfAppended } from './ivf/state.js';
+import { codeBytes, trainIvf, type IvfData, type IvfResidualStats } from './ivf/train.js';
 import type { SimilarityKernel } from './kernel.js';
 import { rescoreProposals } from './rescore-proposals.js';
 import { tieOrder } from './ties.js';
 import type { TokenHits, TokenIndex, TokenSearchOptions } from './token-index.js';
-import type { TokenStore } from './token-store.js';
 
-/** The clustered index's build parameters. */
-export interface IvfParams {
-  /** k-means centroids (clusters). */
-  readonly centroids: number;
-  /** Residual bits per dimension: 2 or 4. */
-  readonly residualBits: ResidualBits;
-  /** k-means sample size (default `64 · centroids`, at most the bank). */
-  readonly sample?: number;
-  /** Lloyd iterations (default 10). */
-  readonly iterations?: number;
-  /** The sample's seed (default `IVF_SAMPLE_SEED`, 42). */
-  readonly seed?: number;
-}
-
-/** Search options of {@link IvfTokenIndex}. */
-export interface IvfSearchOptions {
-  /** Clusters probed per query row at least (more when the probed ones hold too few candidates). */
-  readonly nprobe: number;
-  /** Proposals per query row: `ceil(overFetch · k) + margin` (as HNSW's; default 1). */
-  readonly overFetch?: number;
-  /** Default 16. */
-  readonly margin?: number;
-  /**
-   * Threads one search's scan runs on: the calling thread and `threads − 1` worker threads that
-   * share the codes, the query rows split between them as each claims the next (at most one
-   * thread a row). The results are the same whatever the count. Default
-   * {@link defaultScanThreads}: 2 on a machine of 2 cores or more, else 1.
-   */
-  readonly threads?: number;
-}
-
-/** What the indexes of one scanner share ({@link IvfTokenIndex.withSearch}). */
-interface IvfShared {
-  readonly scanner: WasmScanner;
-  /** What the scan threads read besides the codes. */
-  readonly scan: ScanIndex;
-  readonly pool: ScanPool;
-  /** `[tokens]` the memory row of each bank token. */
-  readonly tokenMemory: Int32Array;
-}
-
-/** What the last {@link IvfTokenIndex.search} scanned (a benchmark's roofline reads it). */
-export interface IvfScanStats {
-  /** Candidate tokens whose approximate similarity was computed, over all query rows. */
-  readonly tokensScored: number;
-  readonly clustersProbed: number;
-  /** Query rows the worker threads scanned (0 on one thread; the rest, the calling thread's). */
-  readonly workerRows: number;
-  /** Seconds in centroid scoring, in the scan, and in the float64 rescoring. */
-  readonly centroidSeconds: number;
-  readonly scanSeconds: number;
-  readonly rescoreSeconds: number;
-  /**
-   * This process's CPU seconds (user + system, every thread) over the scan: on a shared machine
-   * the scan's own cost where wall time counts other work's too (an upper bound: it includes
-   * any onnxruntime thread still spinning after the centroid product).
-   */
-  readonly scanCpuSeconds: number;
-  /**
-   * The candidate set held no more tokens than `nprobe` clusters do on average: it was searched
-   * whole, exactly over the stored codes, and nothing was probed.
-   */
-  readonly wholeSet: boolean;
-}
+export type { IvfOpenOptions, IvfParams, IvfScanStats, IvfSearchOptions } from './ivf/options.js';
 
 /**
  * The clustered residual backend (the WARP / PLAID design): tokens grouped by their nearest of
@@ -89,62 +29,45 @@ export interface IvfScanStats {
  * the worst proposal: that row searched exhaustively, `widenedRows`). A candidate set filters the
  * scan per token. The returned `values` are what the tail floor reads (METHOD.md §2).
  *
+ * Incremental: {@link append} assigns new memories' tokens to their best centroids and adds them
+ * to their clusters' tail lists (searched with the base layout), {@link delete} tombstones memory
+ * rows (never returned again), {@link compact} merges the tails into the contiguous layout and
+ * drops deleted tokens — re-training the centroids when {@link drift} passed a threshold.
+ *
  * @example
  * const index = await IvfTokenIndex.build(side, { centroids: 4096, residualBits: 2 }, kernel,
  *   { nprobe: 16 });
  * const hits = await index.search(q, rows, 64, { memories }); // memories ascending
+ * await index.append(grownSide); // the side with new memories after the old ones
+ * await index.delete([3, 17]); // memory rows
+ * await index.compact(); // { reclustered: index.drift > 1.25 }
  */
 export class IvfTokenIndex implements TokenIndex {
   readonly backend = 'ivf';
   readonly codec: string;
   readonly dim: number;
-  readonly size: number;
-  readonly data: IvfData;
   readonly probe: IvfSearchOptions;
   #stats: IvfScanStats | undefined;
-  readonly #side: CodecSide;
-  readonly #store: TokenStore;
   readonly #kernel: SimilarityKernel;
-  readonly #exhaustive: CodecExactTokenIndex;
-  readonly #shared: IvfShared;
+  readonly #state: IvfState;
   readonly #threads: number;
+  #exhaustive: { readonly version: number; readonly index: CodecExactTokenIndex } | undefined;
 
   /**
-   * With `scanner` (the index `data` came from, {@link withSearch}, or {@link open}'s, its codes
-   * read into it): its codes, and with `shared` its scan threads too.
+   * The index over laid-out `data` for `side` (its codes copied into the scanner's memory). With
+   * `state` ({@link withSearch}'s, {@link open}'s), that state instead: its side, layout, codes
+   * and scan threads.
    */
   constructor(
     side: CodecSide,
     data: IvfData,
     kernel: SimilarityKernel,
     options: IvfSearchOptions,
-    scanner?: WasmScanner,
-    shared?: IvfShared,
+    state?: IvfState,
   ) {
-    this.#side = side;
-    // The codes move into the scanner's memory; the other arrays are copied out of the bytes
-    // they may view, so those are not kept alive beside them.
-    const own = scanner ?? new WasmScanner(data);
-    this.data =
-      scanner !== undefined
-        ? data
-        : {
-            ...data,
-            centroids: data.centroids.slice(),
-            weights: data.weights.slice(),
-            clusterOffsets: data.clusterOffsets.slice(),
-            tokens: data.tokens.slice(),
-            codes: own.codes,
-          };
-    this.codec = side.model.name;
-    this.dim = side.model.dim;
-    this.#store = codecTokenStore(side.model, side.codes);
-    this.size = this.#store.size;
-    if (data.tokens.length !== this.size || data.dim !== side.model.codeDim) {
-      throw new Error(
-        `IVF index of ${data.tokens.length} × ${data.dim} for codes of ${this.size} × ${side.model.codeDim}`,
-      );
-    }
+    this.#state = state ?? new IvfState(side, data, undefined);
+    this.codec = this.#state.side.model.name;
+    this.dim = this.#state.side.model.dim;
     if (!Number.isInteger(options.nprobe) || options.nprobe < 1) {
       throw new Error(`nprobe must be an integer ≥ 1, got ${options.nprobe}`);
     }
@@ -152,26 +75,6 @@ export class IvfTokenIndex implements TokenIndex {
     this.#threads = checkScanThreads(options.threads ?? defaultScanThreads());
     this.probe = options;
     this.#kernel = kernel;
-    this.#shared = shared ?? IvfTokenIndex.#share(side, this.data, own);
-    this.#exhaustive = new CodecExactTokenIndex(side, kernel);
-  }
-
-  /** The token memories, the scan threads' view of the index, and their (unstarted) pool. */
-  static #share(side: CodecSide, data: IvfData, scanner: WasmScanner): IvfShared {
-    const offsets = side.tokenOffsets;
-    const tokens = data.tokens.length;
-    const tokenMemory = new Int32Array(tokens);
-    for (let m = 0; m < offsets.length - 1; m++) tokenMemory.fill(m, offsets[m]!, offsets[m + 1]!);
-    const placeMemory = new Int32Array(new SharedArrayBuffer(4 * tokens));
-    for (let p = 0; p < tokens; p++) placeMemory[p] = tokenMemory[data.tokens[p]!]!;
-    const scan: ScanIndex = {
-      dim: data.dim,
-      residualBits: data.residualBits,
-      weights: data.weights.slice(),
-      clusterOffsets: data.clusterOffsets.slice(),
-      placeMemory,
-    };
-    return { scanner, scan, pool: new ScanPool(scanner, scan), tokenMemory };
   }
 
   /** Trains and lays out the index over the codec's decoded codes ({@link trainIvf}). */
@@ -181,11 +84,11 @@ export class IvfTokenIndex implements TokenIndex {
     kernel: SimilarityKernel,
     options: IvfSearchOptions,
   ): Promise<IvfTokenIndex> {
-    const data = await trainIvf(codecTokenStore(side.model, side.codes), kernel, params);
-    return new IvfTokenIndex(side, data, kernel, options);
+    const state = new IvfState(side, await trainIvfOver(side, kernel, params), undefined);
+    return new IvfTokenIndex(side, state.base.data, kernel, options, state);
   }
 
-  /** The index over bytes {@link toBytes} wrote (views into them, not copies). */
+  /** The index over bytes {@link toBytes} wrote (the codes copied into the scanner's memory). */
   static fromBytes(
     bytes: Uint8Array,
     side: CodecSide,
@@ -196,51 +99,136 @@ export class IvfTokenIndex implements TokenIndex {
   }
 
   /**
-   * The index in an `ivf.bin` file ({@link toBytes}' output), read by position: its codes go
-   * straight into the scanner's memory, never read whole into another buffer.
+   * The index in an `ivf.bin` file ({@link toBytes}' output), never read whole: the centroids,
+   * buckets, cluster offsets and token ids are read into memory, the codes stay in the file and
+   * each scan thread reads its probed clusters' blocks by position into a cache of its own
+   * (`cacheBytes`, recently used whole clusters kept). The hits are those of the index in memory,
+   * byte for byte. A {@link compact}ion lays the index out in memory.
    */
   static open(
     path: string,
     side: CodecSide,
     kernel: SimilarityKernel,
     options: IvfSearchOptions,
+    open: IvfOpenOptions = {},
   ): IvfTokenIndex {
     const file = openIvfFile(path);
-    const scanner = new WasmScanner(file.data, (codes) => file.readCodes(codes));
-    return new IvfTokenIndex(
-      side,
-      { ...file.data, codes: scanner.codes },
-      kernel,
-      options,
-      scanner,
-    );
+    const bytes = codeBytes(file.data.dim, file.data.residualBits);
+    const cache = open.cacheBytes ?? DEFAULT_CACHE_BYTES;
+    const codes = pagedCodes(file.data.clusterOffsets, bytes, file, cache);
+    const data = { ...file.data, codes: new Uint8Array(0) };
+    const state = new IvfState(side, data, { path, codes, fd: -1 });
+    return new IvfTokenIndex(side, state.base.data, kernel, options, state);
   }
 
   /**
-   * The same index (codes and scan threads shared, not copied) with other search settings or
-   * kernel.
+   * The same index (state, codes and scan threads shared, not copied: a change through one is
+   * seen by all) with other search settings or kernel.
    */
   withSearch(options: IvfSearchOptions, kernel: SimilarityKernel = this.#kernel): IvfTokenIndex {
-    const shared = this.#shared;
-    return new IvfTokenIndex(this.#side, this.data, kernel, options, shared.scanner, shared);
+    const state = this.#state;
+    return new IvfTokenIndex(state.side, state.base.data, kernel, options, state);
   }
 
   /**
-   * Ends the scan's worker threads (shared with {@link withSearch}'s indexes; a later search
-   * starts them again). Idle workers never hold the process open, but tests and servers close.
+   * Ends the scan's worker threads and closes an opened index's file (shared with {@link
+   * withSearch}'s indexes; a later search starts and opens them again). Idle workers never hold
+   * the process open, but tests and servers close.
    */
   async close(): Promise<void> {
-    await this.#shared.pool.close();
+    await this.#state.base.pool.close();
+    this.#state.closeFile();
   }
 
   /** Scan worker threads running now (started by a search that runs on more than one thread). */
   get scanWorkers(): number {
-    return this.#shared.pool.workers;
+    return this.#state.base.pool.workers;
   }
 
-  /** The index's bytes (centroids, buckets, layout, codes; not the rescoring codes). */
+  /** Tokens of the bank (the side's codes), deleted ones included. */
+  get size(): number {
+    return this.#state.store.size;
+  }
+
+  /** The contiguous base layout (its codes empty when read by position: {@link open}). */
+  get data(): IvfData {
+    return this.#state.base.data;
+  }
+
+  /** Tokens appended since the last layout, in the clusters' tail lists. */
+  get tailTokens(): number {
+    return this.#state.base.tails.tokens;
+  }
+
+  /** Tokens of memories not deleted. */
+  get liveTokens(): number {
+    return this.#state.store.size - this.#state.deletedTokens;
+  }
+
+  /** The residual statistics the {@link drift} is computed from. */
+  get residuals(): IvfResidualStats {
+    return this.#state.residuals;
+  }
+
+  /**
+   * The mean squared residual `‖x − centroid‖²` of the tokens appended since the centroids were
+   * trained over that of the tokens they were trained on (1: nothing appended). Well above 1:
+   * the new tokens lie off the centroids (a new topic), and {@link compact} re-clusters.
+   */
+  get drift(): number {
+    return driftOf(this.#state.residuals);
+  }
+
+  /**
+   * The index's bytes (centroids, buckets, layout, codes, deleted memories; not the rescoring
+   * codes). An index with appended tokens or deletions not yet laid out is refused: {@link
+   * compact} it first.
+   */
   toBytes(): Uint8Array {
-    return ivfBytes(this.data);
+    const state = this.#state;
+    if (state.base.tails.tokens > 0 || state.pendingDeletes > 0) {
+      throw new Error('IVF index has appends or deletions not laid out: compact() it first');
+    }
+    const { data, paged } = state.base;
+    if (paged === undefined) return ivfBytes(data);
+    const codes = new Uint8Array(paged.codes.codesLength);
+    readFully(state.fd(), codes, 0, codes.length, paged.codes.fileAt);
+    return ivfBytes({ ...data, codes });
+  }
+
+  /**
+   * Appends the new memories of `grown` (this index's side with memories added after its own;
+   * their tokens after its tokens): each token assigned to its nearest centroid as a build
+   * assigns it, coded with the index's residual buckets and appended to its cluster's tail list,
+   * which searches scan after the cluster's base places. Waits for searches in flight.
+   */
+  append(grown: CodecSide): Promise<IvfAppended> {
+    const state = this.#state;
+    return state.write(() => state.append(grown, this.#kernel));
+  }
+
+  /**
+   * Deletes memory rows: their tokens are never returned again (filtered in the scan, so every
+   * row still gets its proposals from live tokens), and dropped from the layout by {@link
+   * compact}. Returns how many of them were live.
+   */
+  delete(memories: ArrayLike<number>): Promise<number> {
+    const state = this.#state;
+    return state.write(() => Promise.resolve(state.delete(memories)));
+  }
+
+  /**
+   * Lays the index out again in memory: each cluster's base and tail tokens contiguous, deleted
+   * memories' tokens dropped — re-training the centroids on the live tokens (the build's seeded
+   * k-means) when `recluster`, or when left out and {@link drift} exceeds `driftThreshold`.
+   */
+  compact(options: IvfCompactOptions = {}): Promise<{ reclustered: boolean }> {
+    const state = this.#state;
+    return state.write(async () => {
+      const { data, reclustered } = await compactIvf(state, this.#kernel, options);
+      await state.replace(makeBase(data, state.tokenMemory, undefined), data.residuals);
+      return { reclustered };
+    });
   }
 
   /** What the last search scanned. */
@@ -248,24 +236,52 @@ export class IvfTokenIndex implements TokenIndex {
     return this.#stats;
   }
 
-  async search(
+  search(
     queries: Float32Array,
     rows: number,
     k: number,
     options: TokenSearchOptions,
   ): Promise<TokenHits> {
+    return this.#state.read(async () => {
+      const given = options.memories;
+      const live = liveCandidates(given, this.#state.deleted);
+      if (live === given) return this.#search(queries, rows, k, options, false);
+      const hits = await this.#search(queries, rows, k, { ...options, memories: live }, true);
+      return toGivenMemories(hits, given, live);
+    });
+  }
+
+  /** The exhaustive backend over the current side (made again after a change). */
+  #exact(): CodecExactTokenIndex {
+    const state = this.#state;
+    if (this.#exhaustive?.version !== state.version) {
+      const index = new CodecExactTokenIndex(state.side, this.#kernel);
+      this.#exhaustive = { version: state.version, index };
+    }
+    return this.#exhaustive!.index;
+  }
+
+  /** The search over live candidate `memories` (`filtered`: some memories are deleted). */
+  async #search(
+    queries: Float32Array,
+    rows: number,
+    k: number,
+    options: TokenSearchOptions,
+    filtered: boolean,
+  ): Promise<TokenHits> {
+    const state = this.#state;
     const { memories } = options;
-    const offsets = this.#side.tokenOffsets;
-    const all = memories.length === offsets.length - 1;
+    const offsets = state.side.tokenOffsets;
+    const all = !filtered && memories.length === offsets.length - 1;
     let candidateTokens = 0;
     for (const m of memories) candidateTokens += offsets[m + 1]! - offsets[m]!;
     // A candidate set no larger than what `nprobe` clusters hold on average is searched whole
     // and exactly: probing would scan as many tokens and meet few of the set's own (a haystack
     // of a few thousand tokens is spread over most clusters).
-    const perCluster = this.size / (this.data.clusterOffsets.length - 1);
+    const perCluster = this.liveTokens / (this.data.clusterOffsets.length - 1);
     if (!all && candidateTokens <= this.probe.nprobe * perCluster) {
       const t0 = performance.now();
-      const whole = await this.#exhaustive.search(queries, rows, k, options);
+      const whole = await this.#exact().search(queries, rows, k, options);
       this.#stats = {
         tokensScored: candidateTokens * rows,
         clustersProbed: 0,
@@ -275,19 +291,20 @@ export class IvfTokenIndex implements TokenIndex {
         rescoreSeconds: 0,
         scanCpuSeconds: 0,
         wholeSet: true,
+        codeBytesRead: 0,
       };
       return whole;
     }
     const kk = searchK(k, candidateTokens, options.clampK);
-    const codeDim = this.#side.model.codeDim;
-    const q = prepareQuery(this.#side.model, queries, rows);
+    const codeDim = state.side.model.codeDim;
+    const q = prepareQuery(state.side.model, queries, rows);
     const { overFetch, margin } = this.probe;
     const fetch = Math.min(proposalsFor(kk, overFetch, margin), candidateTokens);
     const proposed = await this.#propose(q, rows, fetch, all ? undefined : memories);
     const t1 = performance.now();
 
     const hits = rescoreProposals({
-      store: this.#store,
+      store: state.store,
       q,
       codeDim,
       rows,
@@ -296,13 +313,13 @@ export class IvfTokenIndex implements TokenIndex {
       tokenOffsets: offsets,
       memories,
       candidateTokens,
-      tokenMemory: this.#shared.tokenMemory,
-      rank: this.#side.ids === undefined ? undefined : tieOrder(this.#side.ids).rank,
+      tokenMemory: state.tokenMemory,
+      rank: state.side.ids === undefined ? undefined : tieOrder(state.side.ids).rank,
     });
     this.#stats = { ...this.#stats!, rescoreSeconds: (performance.now() - t1) / 1000 };
     let best: Float32Array | undefined;
     if (options.bestPerMemory === true) {
-      best = (await this.#exhaustive.search(queries, rows, kk, { ...options, clampK: true })).best;
+      best = (await this.#exact().search(queries, rows, kk, { ...options, clampK: true })).best;
     }
     return best === undefined ? hits : { ...hits, best };
   }
@@ -318,7 +335,8 @@ export class IvfTokenIndex implements TokenIndex {
     fetch: number,
     memories: Int32Array | undefined,
   ): Promise<Int32Array> {
-    const data = this.data;
+    const state = this.#state;
+    const { data, scanner, scan, pool, tails } = state.base;
     const c = data.clusterOffsets.length - 1;
     const dim = data.dim;
     const t0 = performance.now();
@@ -327,19 +345,26 @@ export class IvfTokenIndex implements TokenIndex {
     const cpu0 = process.cpuUsage();
     let allowed: Uint8Array | undefined;
     if (memories !== undefined) {
-      allowed = new Uint8Array(this.#side.tokenOffsets.length - 1);
+      allowed = new Uint8Array(state.memories);
       for (const m of memories) allowed[m] = 1;
     }
     const nprobe = this.probe.nprobe;
     const workers = Math.max(0, Math.min(this.#threads, rows) - 1);
-    const job = scanJob({ rows, fetch, nprobe, scores: cs, q, allowed }, workers);
-    const { scanner, scan, pool } = this.#shared;
+    const input = {
+      rows,
+      fetch,
+      nprobe,
+      scores: cs,
+      q,
+      allowed,
+      tail: tails.view(),
+      fd: state.fd(),
+    };
+    const job = scanJob(input, workers);
     const count = workers > 0 ? await pool.run(job, workers) : scanRows(scan, scanner, job);
     const out = new Int32Array(rows * fetch);
-    for (let r = 0; r < rows; r++) {
-      const places = job.places.subarray(r * fetch, r * fetch + job.counts[r]!);
-      for (let i = 0; i < places.length; i++) out[r * fetch + i] = data.tokens[places[i]!]!;
-    }
+    for (let r = 0; r < rows; r++)
+      out.set(job.tokens.subarray(r * fetch, r * fetch + job.counts[r]!), r * fetch);
     const cpu = process.cpuUsage(cpu0);
     this.#stats = {
       scanCpuSeconds: (cpu.user + cpu.system) / 1e6,
@@ -350,7 +375,17 @@ export class IvfTokenIndex implements TokenIndex {
       scanSeconds: (performance.now() - t1) / 1000,
       rescoreSeconds: 0,
       wholeSet: false,
+      codeBytesRead: count.blocksRead * 16 * codeBytes(dim, data.residualBits),
     };
     return out;
   }
+}
+
+/** {@link trainIvf} over the side's decoded codes. */
+function trainIvfOver(
+  side: CodecSide,
+  kernel: SimilarityKernel,
+  params: IvfParams,
+): Promise<IvfData> {
+  return trainIvf(codecTokenStore(side.model, side.codes), kernel, params);
 }

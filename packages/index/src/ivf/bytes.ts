@@ -1,37 +1,76 @@
 // The clustered residual index as one byte string: a JSON header, then its arrays, 8-aligned.
-import { closeSync, openSync, readSync } from 'node:fs';
-import type { IvfData, ResidualBits } from './train.js';
+import { closeSync, openSync } from 'node:fs';
+import { z } from 'zod';
+import { readFully } from './paged.js';
+import type { IvfData, IvfResidualStats, IvfTrainParams } from './train.js';
 
-/** Version 2: codes in blocks of 16 places (`IvfData.codes`). */
-const MAGIC = 'BFEIVF02';
+/**
+ * Version 3: residual cutoffs, deleted memories, residual statistics and training parameters
+ * beside version 2's arrays (what appends, tombstones and re-clustering need). Version 2 files
+ * (no cutoffs) are still read: searched, not appended to.
+ */
+const MAGIC = 'BFEIVF03';
+const MAGIC_V2 = 'BFEIVF02';
 
-interface Header {
-  readonly dim: number;
-  readonly residualBits: ResidualBits;
-  readonly centroids: number;
-  readonly tokens: number;
-  readonly sections: readonly number[];
-}
+const headerSchema = z.object({
+  dim: z.number().int().positive(),
+  residualBits: z.union([z.literal(2), z.literal(4)]),
+  centroids: z.number().int().positive(),
+  tokens: z.number().int().nonnegative(),
+  sections: z.array(z.number().int().nonnegative()),
+  residuals: z
+    .object({
+      trainedMean: z.number(),
+      appendedSum: z.number(),
+      appendedTokens: z.number().int().nonnegative(),
+    })
+    .optional(),
+  params: z
+    .object({
+      centroids: z.number().int().positive(),
+      residualBits: z.union([z.literal(2), z.literal(4)]),
+      sample: z.number().int().positive().optional(),
+      iterations: z.number().int().nonnegative().optional(),
+      seed: z.number().int().optional(),
+    })
+    .optional(),
+});
+type Header = z.infer<typeof headerSchema>;
+
+/** Section order of a version 3 file (the codes last, so the small arrays come first). */
+const SECTIONS = ['centroids', 'weights', 'cutoffs', 'offsets', 'tokens', 'deleted', 'codes'];
+const SECTIONS_V2 = ['centroids', 'weights', 'offsets', 'tokens', 'codes'];
 
 const pad8 = (n: number): number => (n + 7) & ~7;
 
 /**
- * The index's bytes: `BFEIVF01`, a uint32 header length, the JSON header, then centroids,
- * weights (float32), cluster offsets, tokens (int32) and codes (uint8), each at an 8-byte
- * boundary. The same index gives the same bytes (the build's determinism is checked on them).
+ * The index's bytes: `BFEIVF03`, a uint32 header length, the JSON header (dims, residual
+ * statistics, training parameters), then centroids, weights, cutoffs (float32), cluster offsets,
+ * tokens, deleted memories (int32) and codes (uint8), each at an 8-byte boundary. The same index
+ * gives the same bytes (the build's determinism is checked on them).
  *
  * @example
  * const bytes = ivfBytes(data); // Uint8Array
  * ivfFromBytes(bytes).codes; // the same codes, a view into `bytes`
  */
 export function ivfBytes(data: IvfData): Uint8Array {
-  const arrays = [data.centroids, data.weights, data.clusterOffsets, data.tokens, data.codes];
+  const arrays = [
+    data.centroids,
+    data.weights,
+    data.cutoffs,
+    data.clusterOffsets,
+    data.tokens,
+    data.deleted,
+    data.codes,
+  ];
   const header: Header = {
     dim: data.dim,
     residualBits: data.residualBits,
     centroids: data.clusterOffsets.length - 1,
     tokens: data.tokens.length,
     sections: arrays.map((a) => a.byteLength),
+    residuals: { ...data.residuals },
+    ...(data.params === undefined ? {} : { params: { ...data.params } }),
   };
   const json = new TextEncoder().encode(JSON.stringify(header));
   let at = pad8(MAGIC.length + 4 + json.length);
@@ -47,122 +86,138 @@ export function ivfBytes(data: IvfData): Uint8Array {
   return out;
 }
 
-/** Reads {@link ivfBytes}' output; the arrays are views into `bytes` (8-aligned in it). */
-export function ivfFromBytes(bytes: Uint8Array): IvfData {
-  if (new TextDecoder().decode(bytes.subarray(0, MAGIC.length)) !== MAGIC) {
-    throw new Error('not a bfe IVF index (bad magic)');
-  }
-  if (bytes.byteOffset % 8 !== 0) throw new Error('IVF bytes must start 8-aligned');
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const len = view.getUint32(MAGIC.length, true);
-  const header = JSON.parse(
-    new TextDecoder().decode(bytes.subarray(MAGIC.length + 4, MAGIC.length + 4 + len)),
-  ) as Header;
-  let at = pad8(MAGIC.length + 4 + len);
-  let section = 0;
-  const take = (): { offset: number; length: number } => {
-    const length = header.sections[section++]!;
-    const offset = bytes.byteOffset + at;
+/** The magic's version (3 or 2), or a thrown error. */
+function versionOf(magic: string): 2 | 3 {
+  if (magic === MAGIC) return 3;
+  if (magic === MAGIC_V2) return 2;
+  throw new Error('not a bfe IVF index (bad magic)');
+}
+
+function parseHeader(json: string, version: 2 | 3): Header {
+  const parsed = headerSchema.safeParse(JSON.parse(json));
+  if (!parsed.success) throw new Error(`IVF header: ${z.prettifyError(parsed.error)}`);
+  const want = version === 3 ? SECTIONS.length : SECTIONS_V2.length;
+  if (parsed.data.sections.length !== want)
+    throw new Error(`IVF header: ${want} sections expected`);
+  return parsed.data;
+}
+
+/** Where each section starts, from the end of the header on. */
+function sectionStarts(header: Header, headerEnd: number): Map<string, [number, number]> {
+  const names = header.sections.length === SECTIONS.length ? SECTIONS : SECTIONS_V2;
+  let at = pad8(headerEnd);
+  const out = new Map<string, [number, number]>();
+  header.sections.forEach((length, i) => {
+    out.set(names[i]!, [at, length]);
     at = pad8(at + length);
-    if (offset + length > bytes.byteOffset + bytes.byteLength) {
-      throw new Error('IVF bytes are truncated');
-    }
-    return { offset, length };
+  });
+  return out;
+}
+
+/** A `BFEIVF02` file keeps no residual statistics (nor cutoffs: nothing is appended to it). */
+const NO_RESIDUALS: IvfResidualStats = {
+  trainedMean: 0,
+  appendedSum: 0,
+  appendedTokens: 0,
+};
+
+/** The header's training parameters without absent keys. */
+function trainParams(p: NonNullable<Header['params']>): IvfTrainParams {
+  return {
+    centroids: p.centroids,
+    residualBits: p.residualBits,
+    ...(p.sample === undefined ? {} : { sample: p.sample }),
+    ...(p.iterations === undefined ? {} : { iterations: p.iterations }),
+    ...(p.seed === undefined ? {} : { seed: p.seed }),
   };
-  const f32 = (): Float32Array => {
-    const s = take();
-    return new Float32Array(bytes.buffer, s.offset, s.length / 4);
-  };
-  const i32 = (): Int32Array => {
-    const s = take();
-    return new Int32Array(bytes.buffer, s.offset, s.length / 4);
-  };
-  const centroids = f32();
-  const weights = f32();
-  const clusterOffsets = i32();
-  const tokens = i32();
-  const c = take();
+}
+
+/** Every array but the codes, from a section reader (views or copies, as `f32`/`i32` make them). */
+function assemble(
+  header: Header,
+  f32: (name: string) => Float32Array,
+  i32: (name: string) => Int32Array,
+  has: (name: string) => boolean,
+): Omit<IvfData, 'codes'> {
   return {
     dim: header.dim,
     residualBits: header.residualBits,
-    centroids,
-    weights,
-    clusterOffsets,
-    tokens,
-    codes: new Uint8Array(bytes.buffer, c.offset, c.length),
+    centroids: f32('centroids'),
+    weights: f32('weights'),
+    cutoffs: has('cutoffs') ? f32('cutoffs') : new Float32Array(0),
+    clusterOffsets: i32('offsets'),
+    tokens: i32('tokens'),
+    deleted: has('deleted') ? i32('deleted') : new Int32Array(0),
+    residuals: header.residuals ?? NO_RESIDUALS,
+    params: header.params === undefined ? undefined : trainParams(header.params),
   };
+}
+
+/** Reads {@link ivfBytes}' output; the arrays are views into `bytes` (8-aligned in it). */
+export function ivfFromBytes(bytes: Uint8Array): IvfData {
+  const version = versionOf(new TextDecoder().decode(bytes.subarray(0, MAGIC.length)));
+  if (bytes.byteOffset % 8 !== 0) throw new Error('IVF bytes must start 8-aligned');
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const len = view.getUint32(MAGIC.length, true);
+  const text = new TextDecoder().decode(bytes.subarray(MAGIC.length + 4, MAGIC.length + 4 + len));
+  const header = parseHeader(text, version);
+  const starts = sectionStarts(header, MAGIC.length + 4 + len);
+  const take = (name: string): { offset: number; length: number } => {
+    const [at, length] = starts.get(name)!;
+    if (at + length > bytes.byteLength) throw new Error('IVF bytes are truncated');
+    return { offset: bytes.byteOffset + at, length };
+  };
+  const f32 = (name: string): Float32Array => {
+    const s = take(name);
+    return new Float32Array(bytes.buffer, s.offset, s.length / 4);
+  };
+  const i32 = (name: string): Int32Array => {
+    const s = take(name);
+    return new Int32Array(bytes.buffer, s.offset, s.length / 4);
+  };
+  const rest = assemble(header, f32, i32, (name) => starts.has(name));
+  const c = take('codes');
+  return { ...rest, codes: new Uint8Array(bytes.buffer, c.offset, c.length) };
 }
 
 /** An `ivf.bin` opened by position: every array but the codes, and where the codes are. */
 export interface IvfFile {
   readonly data: Omit<IvfData, 'codes'>;
-  /** Copies the codes into `target` (their length), read by position from the file. */
-  readCodes(target: Uint8Array): void;
+  /** The file's byte offset of the codes (blocked layout) and their length. */
+  readonly codesAt: number;
+  readonly codesLength: number;
 }
 
 /**
  * Opens {@link ivfBytes}' output in a file without reading it whole: the header and the small
- * arrays (centroids, buckets, offsets, token ids) read into their own arrays, the codes left
- * in the file until {@link IvfFile.readCodes} copies them (into the scanner's memory).
+ * arrays (centroids, buckets, cutoffs, offsets, token ids, deleted memories) read into their
+ * own arrays, the codes left in the file (a search reads its probed clusters' blocks by
+ * position). Checks that the file holds every byte the header names.
  */
 export function openIvfFile(path: string): IvfFile {
   const fd = openSync(path, 'r');
   try {
     const read = (at: number, length: number): Uint8Array<ArrayBuffer> => {
       const out = new Uint8Array(length);
-      let done = 0;
-      while (done < length) {
-        const n = readSync(fd, out, done, length - done, at + done);
-        if (n === 0) throw new Error('IVF file is truncated');
-        done += n;
-      }
+      readFully(fd, out, 0, length, at);
       return out;
     };
     const head = read(0, MAGIC.length + 4);
-    if (new TextDecoder().decode(head.subarray(0, MAGIC.length)) !== MAGIC) {
-      throw new Error('not a bfe IVF index (bad magic)');
-    }
+    const version = versionOf(new TextDecoder().decode(head.subarray(0, MAGIC.length)));
     const len = new DataView(head.buffer).getUint32(MAGIC.length, true);
-    const header = JSON.parse(new TextDecoder().decode(read(MAGIC.length + 4, len))) as Header;
-    let at = pad8(MAGIC.length + 4 + len);
-    const starts = header.sections.map((length) => {
-      const start = at;
-      at = pad8(at + length);
-      return start;
-    });
-    const section = (i: number): ArrayBuffer => read(starts[i]!, header.sections[i]!).buffer;
-    const data = {
-      dim: header.dim,
-      residualBits: header.residualBits,
-      centroids: new Float32Array(section(0)),
-      weights: new Float32Array(section(1)),
-      clusterOffsets: new Int32Array(section(2)),
-      tokens: new Int32Array(section(3)),
-    };
-    const codesAt = starts[4]!;
-    const codesLength = header.sections[4]!;
-    return {
-      data,
-      readCodes(target: Uint8Array): void {
-        if (target.length !== codesLength) throw new Error('IVF codes: wrong target length');
-        const codesFd = openSync(path, 'r');
-        try {
-          for (let done = 0; done < codesLength;) {
-            const n = readSync(
-              codesFd,
-              target,
-              done,
-              Math.min(1 << 26, codesLength - done),
-              codesAt + done,
-            );
-            if (n === 0) throw new Error('IVF file is truncated');
-            done += n;
-          }
-        } finally {
-          closeSync(codesFd);
-        }
-      },
-    };
+    const header = parseHeader(new TextDecoder().decode(read(MAGIC.length + 4, len)), version);
+    const starts = sectionStarts(header, MAGIC.length + 4 + len);
+    const section = (name: string): ArrayBuffer => read(...starts.get(name)!).buffer;
+    const data = assemble(
+      header,
+      (name) => new Float32Array(section(name)),
+      (name) => new Int32Array(section(name)),
+      (name) => starts.has(name),
+    );
+    const [codesAt, codesLength] = starts.get('codes')!;
+    // The last code byte is there (a truncated file fails here, not in a search).
+    if (codesLength > 0) read(codesAt + codesLength - 1, 1);
+    return { data, codesAt, codesLength };
   } finally {
     closeSync(fd);
   }

@@ -79,12 +79,13 @@ export class ScanPool {
       answer.catch(() => undefined);
       return answer;
     });
-    const total: ScanCount = { scored: 0, probed: 0, rows: 0 };
+    const total: ScanCount = { scored: 0, probed: 0, rows: 0, blocksRead: 0 };
     let failed: unknown;
     try {
       const own = scanRows(this.#index, this.#scanner, job);
       total.scored += own.scored;
       total.probed += own.probed;
+      total.blocksRead += own.blocksRead;
     } catch (error) {
       failed = error;
     }
@@ -100,6 +101,7 @@ export class ScanPool {
         total.scored += count.scored;
         total.probed += count.probed;
         total.rows += count.rows;
+        total.blocksRead += count.blocksRead;
       } catch (error) {
         failed ??= error;
       }

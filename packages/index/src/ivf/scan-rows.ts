@@ -2,8 +2,11 @@
 // at a time from a shared counter, each row's tables, probe order, cluster scans and running top
 // computed from that row's inputs alone, so which thread takes a row never changes its result.
 import type { ResidualBits } from './layout.js';
+import { codeBytes } from './layout.js';
+import { blockCache, type PagedCodes } from './paged.js';
 import { ApproxTop, probeOrder } from './scan.js';
-import { scanCluster } from './scan-cluster.js';
+import { scanCluster, scanTail, type BaseCodes } from './scan-cluster.js';
+import type { TailView } from './tails.js';
 import { quantizeTables, type ScanLane } from './wasm-scan.js';
 
 /** What every scan thread reads of an open index (constant while it is open). */
@@ -16,6 +19,10 @@ export interface ScanIndex {
   readonly clusterOffsets: Int32Array;
   /** `[places]` the memory row of the token at each layout place (the candidate filter's key). */
   readonly placeMemory: Int32Array;
+  /** `[places]` the bank token at each layout place (the running top's key). */
+  readonly placeToken: Int32Array;
+  /** The base codes read by position from the index file (undefined: resident). */
+  readonly paged: PagedCodes | undefined;
 }
 
 /** `control[NEXT_ROW]`: the next query row to claim. */
@@ -37,10 +44,14 @@ export interface ScanJob {
   readonly scores: Float32Array;
   /** `[rows × dim]` the prepared query rows. */
   readonly q: Float32Array;
-  /** `[memories]` 1 for a candidate memory; undefined: every memory. */
+  /** `[memories]` 1 for a candidate (and live) memory; undefined: every memory. */
   readonly allowed: Uint8Array | undefined;
-  /** `[rows × fetch]` out: each row's proposed layout places (its top's heap order). */
-  readonly places: Int32Array;
+  /** The appended tokens' tail lists (their state when the search began). */
+  readonly tail: TailView;
+  /** The index file's descriptor when its codes are read by position (else −1). */
+  readonly fd: number;
+  /** `[rows × fetch]` out: each row's proposed bank tokens (its top's heap order). */
+  readonly tokens: Int32Array;
   /** `[rows]` out: how many of the row's `fetch` places were filled. */
   readonly counts: Int32Array;
   readonly control: Int32Array;
@@ -53,6 +64,8 @@ export interface ScanCount {
   probed: number;
   /** Query rows scanned. */
   rows: number;
+  /** Code blocks read from the index file (codes read by position). */
+  blocksRead: number;
 }
 
 /**
@@ -60,7 +73,7 @@ export interface ScanCount {
  * copied there, so worker threads see them).
  */
 export function scanJob(
-  input: Pick<ScanJob, 'rows' | 'fetch' | 'nprobe' | 'scores' | 'q' | 'allowed'>,
+  input: Pick<ScanJob, 'rows' | 'fetch' | 'nprobe' | 'scores' | 'q' | 'allowed' | 'tail' | 'fd'>,
   workers: number,
 ): ScanJob {
   const { rows, fetch } = input;
@@ -86,7 +99,9 @@ export function scanJob(
     scores: copy(input.scores, Float32Array),
     q: copy(input.q, Float32Array),
     allowed: input.allowed === undefined ? undefined : copy(input.allowed, Uint8Array),
-    places: make(Int32Array, rows * fetch, 4),
+    tail: input.tail,
+    fd: input.fd,
+    tokens: make(Int32Array, rows * fetch, 4),
     counts: make(Int32Array, rows, 4),
     control: make(Int32Array, JOINED + workers, 4),
   };
@@ -95,18 +110,30 @@ export function scanJob(
 /**
  * Claims rows of `job` until none is left and scans each with `lane`: the row's quantised
  * tables, then its clusters in probe order (the `nprobe` best, and more while the probed ones
- * held fewer than `fetch` candidates) into a running top of `fetch` approximate similarities.
+ * held fewer than `fetch` candidates) into a running top of `fetch` approximate similarities,
+ * each cluster's base places and then its tail list. Keyed by bank token, the top is the same
+ * whichever layout (base or tail, any compaction) holds a token.
  */
 export function scanRows(index: ScanIndex, lane: ScanLane, job: ScanJob): ScanCount {
-  const { dim, clusterOffsets: bounds, placeMemory } = index;
-  const { fetch, scores: cs, q, allowed } = job;
+  const { dim, clusterOffsets: bounds, placeMemory, placeToken, paged } = index;
+  const { fetch, scores: cs, q, allowed, tail } = job;
   const c = bounds.length - 1;
   const nprobe = Math.min(job.nprobe, c);
   const top = new ApproxTop(fetch);
-  const count: ScanCount = { scored: 0, probed: 0, rows: 0 };
+  const count: ScanCount = { scored: 0, probed: 0, rows: 0, blocksRead: 0 };
+  let codes: BaseCodes | undefined;
+  const cache = paged && blockCache(lane, paged, codeBytes(dim, index.residualBits));
+  const read0 = cache?.blocksRead ?? 0;
+  if (cache !== undefined) {
+    const fd = job.fd;
+    codes = (cluster, first, end, b) => cache.region(fd, cluster, first, end, b);
+  }
   for (;;) {
     const r = Atomics.add(job.control, NEXT_ROW, 1);
-    if (r >= job.rows) return count;
+    if (r >= job.rows) {
+      count.blocksRead = (cache?.blocksRead ?? 0) - read0;
+      return count;
+    }
     const row = quantizeTables(index, q, r * dim, lane.tables);
     top.reset();
     let order = probeOrder(cs, r * c, c, nprobe);
@@ -117,12 +144,26 @@ export function scanRows(index: ScanIndex, lane: ScanLane, job: ScanJob): ScanCo
       if (i === order.length) order = probeOrder(cs, r * c, c, c);
       const cl = order[i]!;
       const base = cs[r * c + cl]!;
-      seen += scanCluster(lane, row, base, bounds[cl]!, bounds[cl + 1]!, top, allowed, placeMemory);
+      const [from, to] = [bounds[cl]!, bounds[cl + 1]!];
+      seen += scanCluster(
+        lane,
+        row,
+        base,
+        from,
+        to,
+        top,
+        allowed,
+        placeMemory,
+        placeToken,
+        codes,
+        cl,
+      );
+      seen += scanTail(lane, row, base, cl, tail, top, allowed);
       count.probed++;
     }
     count.scored += seen;
     count.rows++;
     job.counts[r] = top.count;
-    job.places.set(top.places.subarray(0, top.count), r * fetch);
+    job.tokens.set(top.places.subarray(0, top.count), r * fetch);
   }
 }

@@ -26,6 +26,7 @@ export interface ScanAnswer {
   readonly scored: number;
   readonly probed: number;
   readonly rows: number;
+  readonly blocksRead: number;
 }
 
 const init = workerData as ScanWorkerData;
@@ -35,9 +36,9 @@ const port = parentPort!;
 port.on('message', ({ id, slot, job }: ScanRequest) => {
   const word = JOINED + slot;
   if (Atomics.compareExchange(job.control, word, 0, 1) !== 0) return;
-  const { scored, probed, rows } = scanRows(init.index, lane, job);
+  const { scored, probed, rows, blocksRead } = scanRows(init.index, lane, job);
   // Publishes this thread's writes to the job before the caller reads them.
   Atomics.store(job.control, word, 2);
-  port.postMessage({ id, scored, probed, rows } satisfies ScanAnswer);
+  port.postMessage({ id, scored, probed, rows, blocksRead } satisfies ScanAnswer);
 });
 port.postMessage('ready');

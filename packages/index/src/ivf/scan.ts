@@ -31,8 +31,9 @@ export function probeOrder(scores: Float32Array, at: number, count: number, n: n
 }
 
 /**
- * The best `size` (approximate score, layout place) pairs seen: a binary min-heap on
- * (score, then larger place first out), so equal scores keep the smaller place.
+ * The best `size` (approximate score, key) pairs seen — the key a bank token (or a layout
+ * place): a binary min-heap on (score, then larger key first out), so equal scores keep the
+ * smaller key.
  */
 export class ApproxTop {
   readonly places: Int32Array;

@@ -3,29 +3,54 @@
 import { seededPermutation } from '@bfe/core';
 import type { SimilarityKernel } from '../kernel.js';
 import type { TokenStore } from '../token-store.js';
-import {
-  IVF_BLOCK,
-  blockedCodeAt,
-  blockedCodeBytes,
-  codeBytes,
-  type ResidualBits,
-} from './layout.js';
+import { ASSIGN_CHUNK, assignRows, layoutIvf } from './assign.js';
+import type { ResidualBits } from './layout.js';
 
 export { IVF_BLOCK, blockedCodeAt, blockedCodeBytes, codeBytes } from './layout.js';
+export { packResidual } from './assign.js';
 
 export type { ResidualBits } from './layout.js';
 
 /** The seed of the k-means sample (a seeded permutation of the bank's rows). */
 export const IVF_SAMPLE_SEED = 42;
 
-/** The trained and laid-out index: everything a search reads besides the rescoring codes. */
-export interface IvfData {
+/** The training parameters an index keeps for re-clustering ({@link IvfTrainOptions}). */
+export interface IvfTrainParams {
+  readonly centroids: number;
+  readonly residualBits: ResidualBits;
+  readonly sample?: number;
+  readonly iterations?: number;
+  readonly seed?: number;
+}
+
+/**
+ * The residual norms the drift is measured on: the mean `‖x − centroid‖²` of the tokens the
+ * centroids were laid out over when trained, and the sum and count of it over the tokens
+ * appended since (kept through a compaction that does not re-cluster).
+ */
+export interface IvfResidualStats {
+  readonly trainedMean: number;
+  readonly appendedSum: number;
+  readonly appendedTokens: number;
+}
+
+/** What assigns and codes a token: centroids, residual cutoffs and decoded buckets. */
+export interface IvfCodebook {
   readonly dim: number;
   readonly residualBits: ResidualBits;
   /** `[centroids × dim]` unit-norm centroids. */
   readonly centroids: Float32Array;
   /** `[dim × buckets]` the decoded residual of bucket `b` in dimension `d`. */
   readonly weights: Float32Array;
+  /**
+   * `[dim × (buckets − 1)]` the residual cutoffs of dimension `d` (ascending); empty in an index
+   * read from a `BFEIVF02` file, which can be searched but not appended to.
+   */
+  readonly cutoffs: Float32Array;
+}
+
+/** The trained and laid-out index: everything a search reads besides the rescoring codes. */
+export interface IvfData extends IvfCodebook {
   /** `[centroids + 1]`: cluster `c` holds layout places `clusterOffsets[c]..[c+1]-1`. */
   readonly clusterOffsets: Int32Array;
   /** `[tokens]` the bank token at each layout place (ascending within a cluster). */
@@ -36,35 +61,20 @@ export interface IvfData {
    * looks up 16 tokens at once; the last block is zero-padded).
    */
   readonly codes: Uint8Array;
+  /**
+   * Memory rows deleted (ascending): their tokens are not in the layout, and a search never
+   * returns them (the rescoring codes beside the index still hold them).
+   */
+  readonly deleted: Int32Array;
+  readonly residuals: IvfResidualStats;
+  /** How the centroids were trained (undefined: a `BFEIVF02` file). */
+  readonly params: IvfTrainParams | undefined;
 }
 
 /** How {@link trainIvf} trains. */
-export interface IvfTrainOptions {
-  readonly centroids: number;
-  readonly residualBits: ResidualBits;
-  /** k-means sample: at most this many tokens (default `64 · centroids`). */
-  readonly sample?: number;
-  /** Lloyd iterations (default 10). */
-  readonly iterations?: number;
-  /** The sample's seed (default {@link IVF_SAMPLE_SEED}). */
-  readonly seed?: number;
+export interface IvfTrainOptions extends IvfTrainParams {
   /** Tokens per kernel call when assigning (default 4096). */
   readonly chunk?: number;
-}
-
-/** Per row of `x [n × dim]`: the centroid of largest inner product (the kernel's top-1). */
-async function assign(
-  kernel: SimilarityKernel,
-  x: Float32Array,
-  n: number,
-  centroids: Float32Array,
-  c: number,
-  dim: number,
-  out: Int32Array,
-  at: number,
-): Promise<void> {
-  const top = await kernel.topK(x, n, centroids, c, dim, 1);
-  for (let i = 0; i < n; i++) out[at + i] = top.indices[i]!;
 }
 
 /** Unit-normalises row `r` of `x` in place (a zero row stays zero). */
@@ -82,13 +92,15 @@ function normaliseRow(x: Float32Array, at: number, dim: number): void {
  * kernel's top-1 as the assignment, float64 means, an empty cluster keeps its centroid), every
  * token assigned to its best centroid, residual buckets per dimension at the sample residuals'
  * quantiles (cutoffs at `i / 2^b`, decoded values at `(i + ½) / 2^b`, PLAID's rule per dimension),
- * then the tokens counting-sorted by cluster and their residuals packed. Deterministic: the same
- * store, options and kernel give the same bytes.
+ * then the tokens counting-sorted by cluster and their residuals packed ({@link layoutIvf}). With
+ * `tokens`, store row `i` is bank token `tokens[i]` (ascending). Deterministic: the same store,
+ * options and kernel give the same bytes.
  */
 export async function trainIvf(
   store: TokenStore,
   kernel: SimilarityKernel,
   options: IvfTrainOptions,
+  tokens?: Int32Array,
 ): Promise<IvfData> {
   const { size: n, dim } = store;
   const bits = options.residualBits;
@@ -98,7 +110,7 @@ export async function trainIvf(
   if (!Number.isInteger(c) || c < 1 || c > n) {
     throw new Error(`centroids must be an integer in [1, ${n}], got ${c}`);
   }
-  const chunk = options.chunk ?? 4096;
+  const chunk = options.chunk ?? ASSIGN_CHUNK;
   const s = Math.min(n, Math.max(c, options.sample ?? 64 * c));
   const order = seededPermutation(n, options.seed ?? IVF_SAMPLE_SEED).subarray(0, s);
   const sample = new Float32Array(s * dim);
@@ -108,11 +120,15 @@ export async function trainIvf(
   const owner = new Int32Array(s);
   const sums = new Float64Array(c * dim);
   const counts = new Int32Array(c);
-  for (let it = 0; it < (options.iterations ?? 10); it++) {
+  const assignSample = async (): Promise<void> => {
     for (let a = 0; a < s; a += chunk) {
       const m = Math.min(chunk, s - a);
-      await assign(kernel, sample.subarray(a * dim, (a + m) * dim), m, centroids, c, dim, owner, a);
+      const x = sample.subarray(a * dim, (a + m) * dim);
+      await assignRows(kernel, x, m, centroids, c, dim, owner, a);
     }
+  };
+  for (let it = 0; it < (options.iterations ?? 10); it++) {
+    await assignSample();
     sums.fill(0);
     counts.fill(0);
     for (let i = 0; i < s; i++) {
@@ -126,47 +142,21 @@ export async function trainIvf(
       normaliseRow(centroids, k * dim, dim);
     }
   }
-  for (let a = 0; a < s; a += chunk) {
-    const m = Math.min(chunk, s - a);
-    await assign(kernel, sample.subarray(a * dim, (a + m) * dim), m, centroids, c, dim, owner, a);
-  }
+  await assignSample();
   const { cutoffs, weights } = residualBuckets(sample, owner, s, centroids, dim, bits);
-
-  const cluster = new Int32Array(n);
-  for (let a = 0; a < n; a += chunk) {
-    const m = Math.min(chunk, n - a);
-    await assign(kernel, store.read(a, a + m), m, centroids, c, dim, cluster, a);
-  }
-  const clusterOffsets = new Int32Array(c + 1);
-  for (let t = 0; t < n; t++) clusterOffsets[cluster[t]! + 1]!++;
-  for (let k = 0; k < c; k++) clusterOffsets[k + 1]! += clusterOffsets[k]!;
-  const place = clusterOffsets.slice(0, c);
-  const tokens = new Int32Array(n);
-  const bpt = codeBytes(dim, bits);
-  const codes = new Uint8Array(blockedCodeBytes(n, dim, bits));
-  for (let a = 0; a < n; a += chunk) {
-    const m = Math.min(chunk, n - a);
-    const x = store.read(a, a + m);
-    for (let i = 0; i < m; i++) {
-      const t = a + i;
-      const p = place[cluster[t]!]!++;
-      tokens[p] = t;
-      const at = blockedCodeAt(p, bpt);
-      packResidual(
-        x,
-        i * dim,
-        centroids,
-        cluster[t]! * dim,
-        cutoffs,
-        dim,
-        bits,
-        codes,
-        at,
-        IVF_BLOCK,
-      );
-    }
-  }
-  return { dim, residualBits: bits, centroids, weights, clusterOffsets, tokens, codes };
+  const book = { dim, residualBits: bits, centroids, weights, cutoffs };
+  const laid = await layoutIvf(store, kernel, book, {
+    chunk,
+    ...(tokens === undefined ? {} : { tokens }),
+  });
+  const params: IvfTrainParams = {
+    centroids: c,
+    residualBits: bits,
+    ...(options.sample === undefined ? {} : { sample: options.sample }),
+    ...(options.iterations === undefined ? {} : { iterations: options.iterations }),
+    ...(options.seed === undefined ? {} : { seed: options.seed }),
+  };
+  return { ...laid, deleted: new Int32Array(0), params };
 }
 
 /**
@@ -193,42 +183,4 @@ function residualBuckets(
     for (let b = 0; b < buckets; b++) weights[j * buckets + b] = quantile((b + 0.5) / buckets);
   }
   return { cutoffs, weights };
-}
-
-/**
- * Packs the residual of row `x[at..]` against the centroid at `centroids[cAt..]`: dimension `d`'s
- * bucket (the count of its cutoffs ≤ the residual; they ascend) at bits `(d mod 8/b) · b` of byte
- * `d / (8/b)`, byte `j` written at `out[outAt + j · step]`.
- */
-export function packResidual(
-  x: Float32Array,
-  at: number,
-  centroids: Float32Array,
-  cAt: number,
-  cutoffs: Float32Array,
-  dim: number,
-  bits: ResidualBits,
-  out: Uint8Array,
-  outAt: number,
-  step = 1,
-): void {
-  const cuts = (1 << bits) - 1;
-  const perByte = 8 / bits;
-  for (let byte = 0; byte < dim / perByte; byte++) {
-    let v = 0;
-    for (let i = 0; i < perByte; i++) {
-      const d = byte * perByte + i;
-      const r = x[at + d]! - centroids[cAt + d]!;
-      // The count of cutoffs ≤ r (they ascend): a binary search, 2 or 4 comparisons.
-      let lo = 0;
-      let hi = cuts;
-      while (lo < hi) {
-        const mid = (lo + hi) >> 1;
-        if (cutoffs[d * cuts + mid]! <= r) lo = mid + 1;
-        else hi = mid;
-      }
-      v |= lo << (i * bits);
-    }
-    out[outAt + byte * step] = v;
-  }
 }

@@ -3,10 +3,13 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { rng } from '../testing/random.js';
 import type { IvfData } from './train.js';
+
+/** What the scan reads of an index. */
+type ScanData = Omit<IvfData, 'cutoffs' | 'deleted' | 'residuals' | 'params'>;
 import { WasmScanner, quantizeTables } from './wasm-scan.js';
 
 /** An index of `tokens` random codes (no training: the scan only reads codes and weights). */
-function randomData(tokens: number, dim: number, bits: 2 | 4, seed: number): IvfData {
+function randomData(tokens: number, dim: number, bits: 2 | 4, seed: number): ScanData {
   const random = rng(seed);
   const bytes = (dim * bits) / 8;
   const blocks = Math.ceil(tokens / 16);
@@ -29,7 +32,7 @@ function randomData(tokens: number, dim: number, bits: 2 | 4, seed: number): Ivf
 }
 
 /** Place `p`'s residual dot product from the float weights, read straight from the layout. */
-function exactResidual(data: IvfData, q: Float32Array, p: number): number {
+function exactResidual(data: ScanData, q: Float32Array, p: number): number {
   const { dim, residualBits: bits, weights, codes } = data;
   const bytes = (dim * bits) / 8;
   const perByte = 8 / bits;
@@ -44,7 +47,7 @@ function exactResidual(data: IvfData, q: Float32Array, p: number): number {
 }
 
 /** Place `p`'s uint8 lookups summed one nibble at a time (what the module must return). */
-function tableSum(tables: Uint8Array, data: IvfData, p: number): number {
+function tableSum(tables: Uint8Array, data: ScanData, p: number): number {
   const bytes = (data.dim * data.residualBits) / 8;
   let s = 0;
   for (let j = 0; j < bytes; j++) {

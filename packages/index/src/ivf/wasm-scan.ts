@@ -1,7 +1,8 @@
 /**
  * The clustered index's fast scan in WebAssembly SIMD (`assembly/ivf-scan.ts`): the codes held
- * in a shared linear memory (copied in once; every scan thread instantiates the module on it
- * and works in a lane of its own), per query row a table of 16 uint8 entries per code nibble
+ * in a shared linear memory (copied in once, or read into a lane's cache by position; appended
+ * tokens' tail blocks grown onto it; every scan thread instantiates the module on it and works
+ * in a lane of its own), per query row a table of 16 uint8 entries per code nibble
  * (one dimension at 4 bits, two at 2 bits; {@link quantizeTables}), then 16 tokens scored per
  * `i8x16.swizzle` and only those reaching a threshold handed back.
  */
@@ -41,7 +42,7 @@ const CHUNK_BLOCKS = 4096;
 const LANE0 = 1024;
 /** The sums of a token fit a uint16. */
 export const MAX_SUM = 65535;
-/** Scan threads one index's memory can hold lanes for (the memory's maximum counts them). */
+/** Scan threads one index's memory holds lanes for at most. */
 export const MAX_SCAN_LANES = 64;
 
 let compiled: object | undefined;
@@ -50,9 +51,12 @@ const scanModule = (): object =>
 
 const align64 = (n: number): number => Math.ceil(n / 64) * 64;
 
-/** One thread's working bytes: scratch, its row's tables, the scan's places and sums. */
-function laneBytes(bytes: number): number {
-  return 64 + align64(2 * bytes * 16) + 2 * CHUNK_BLOCKS * IVF_BLOCK * 4;
+/**
+ * One thread's working bytes: scratch, its row's tables, the scan's places and sums, and (an
+ * index read by position) its cache of code blocks.
+ */
+function laneBytes(bytes: number, cacheBytes: number): number {
+  return 64 + align64(2 * bytes * 16) + 2 * CHUNK_BLOCKS * IVF_BLOCK * 4 + align64(cacheBytes);
 }
 
 /**
@@ -65,6 +69,8 @@ export interface ScanShare {
   readonly codesAt: number;
   /** Code bytes per token. */
   readonly bytes: number;
+  /** Bytes of each lane's cache of code blocks (0: the codes are resident at `codesAt`). */
+  readonly cacheBytes: number;
 }
 
 /**
@@ -84,6 +90,10 @@ export class ScanLane {
   /** The last {@link scan}'s places and sums. */
   readonly places: Int32Array;
   readonly sums: Int32Array;
+  /** Where this lane's cache of code blocks starts ({@link ScanShare.cacheBytes} long). */
+  readonly cacheAt: number;
+  /** The shared memory (its `buffer` grows: take a view when needed, not once). */
+  readonly memory: WasmMemory;
 
   constructor(share: ScanShare, at: number) {
     const { memory, bytes } = share;
@@ -96,6 +106,8 @@ export class ScanLane {
     this.#tablesAt = at + 64;
     this.#placesAt = this.#tablesAt + align64(2 * bytes * 16);
     this.#sumsAt = this.#placesAt + out;
+    this.cacheAt = this.#sumsAt + out;
+    this.memory = memory;
     const buffer = memory.buffer;
     this.tables = new Uint8Array(buffer, this.#tablesAt, 2 * bytes * 16);
     this.places = new Int32Array(buffer, this.#placesAt, out / 4);
@@ -103,14 +115,15 @@ export class ScanLane {
   }
 
   /**
-   * Scores every place of blocks `blockFrom .. blockTo-1` (at most {@link CHUNK_BLOCKS}) with
-   * the current tables; returns how many reached `threshold` (their places and sums are the
-   * first entries of {@link places} and {@link sums}, in place order).
+   * Scores every place of blocks `blockFrom .. blockTo-1` (at most {@link CHUNK_BLOCKS}) of the
+   * blocked codes at byte `codesAt` (default: the index's resident codes) with the current
+   * tables; returns how many reached `threshold` (their places, `16 · block + lane` counted from
+   * `codesAt`, and sums are the first entries of {@link places} and {@link sums}, in place order).
    */
-  scan(blockFrom: number, blockTo: number, threshold: number): number {
+  scan(blockFrom: number, blockTo: number, threshold: number, codesAt = this.#codesAt): number {
     if (blockTo - blockFrom > CHUNK_BLOCKS) throw new RangeError('WasmScanner: too many blocks');
     return this.#exports.scanBlocks(
-      this.#codesAt,
+      codesAt,
       this.#tablesAt,
       this.#bytes,
       blockFrom,
@@ -123,15 +136,17 @@ export class ScanLane {
   }
 }
 
-/** The shared memory for `length` bytes of codes after the first lane. */
-function allocate(bytes: number, length: number): ScanShare {
-  const codesAt = align64(LANE0 + laneBytes(bytes));
+/**
+ * The shared memory for `length` bytes of codes after the first lane. Its maximum is wasm32's
+ * 4 GiB (an address-space reservation, not memory): it grows for more lanes and for appended
+ * tokens' code blocks.
+ */
+function allocate(bytes: number, length: number, cacheBytes: number): ScanShare {
+  const codesAt = align64(LANE0 + laneBytes(bytes, cacheBytes));
   const pages = Math.ceil((codesAt + length) / PAGE);
-  const lanePages = Math.ceil(laneBytes(bytes) / PAGE);
   if (pages > 65536) throw new RangeError(`IVF codes of ${length} bytes exceed wasm32's 4 GiB`);
-  const maximum = Math.min(65536, pages + (MAX_SCAN_LANES - 1) * lanePages);
-  const memory = new wasm.Memory({ initial: pages, maximum, shared: true });
-  return { memory, module: scanModule(), codesAt, bytes };
+  const memory = new wasm.Memory({ initial: pages, maximum: 65536, shared: true });
+  return { memory, module: scanModule(), codesAt, bytes, cacheBytes };
 }
 
 /** A row's quantised tables: approximate similarity = `base + bias + sum / scale`. */
@@ -188,48 +203,53 @@ export function quantizeTables(
 
 /**
  * One index's scanner: its codes in a shared WebAssembly memory of their own, with the calling
- * thread's lane; {@link addLane} makes room for another thread's ({@link ScanLane}).
+ * thread's lane; {@link addLane} makes room for another thread's ({@link ScanLane}), {@link grow}
+ * for appended code blocks.
  */
 export class WasmScanner extends ScanLane {
-  /** The codes (blocked layout), a view into the shared memory. */
+  /** The resident codes (blocked layout), a view into the shared memory (empty: read by position). */
   readonly codes: Uint8Array;
   /** The memory, module and code offset another thread's {@link ScanLane} needs. */
   readonly share: ScanShare;
 
   /**
-   * The codes copied from `data.codes`, or written by `fill` straight into the shared memory
-   * (read by position from a file: no other copy of them is made).
+   * With `data.codes`: the codes copied into the shared memory (resident). Without: none
+   * resident, and each lane holds a cache of `cacheBytes` for code blocks read by position.
    */
   constructor(
-    data: Omit<IvfData, 'codes'> & { readonly codes?: Uint8Array },
-    fill?: (codes: Uint8Array) => void,
+    data: Pick<IvfData, 'dim' | 'residualBits' | 'tokens'> & { readonly codes?: Uint8Array },
+    cacheBytes = 0,
   ) {
     const tokens = data.tokens.length;
     const length = blockedCodeBytes(tokens, data.dim, data.residualBits);
     if (data.codes !== undefined && data.codes.length !== length) {
       throw new Error(`IVF codes of ${data.codes.length} bytes, expected ${length} (blocked)`);
     }
-    if ((data.codes === undefined) === (fill === undefined)) {
-      throw new Error('WasmScanner: the codes, or a fill, not both');
+    if ((data.codes === undefined) === (cacheBytes === 0)) {
+      throw new Error('WasmScanner: resident codes, or a cache for codes read by position');
     }
-    const share = allocate(codeBytes(data.dim, data.residualBits), length);
+    const resident = data.codes === undefined ? 0 : length;
+    const share = allocate(codeBytes(data.dim, data.residualBits), resident, cacheBytes);
     super(share, LANE0);
     this.share = share;
-    this.codes = new Uint8Array(share.memory.buffer, share.codesAt, length);
+    this.codes = new Uint8Array(share.memory.buffer, share.codesAt, resident);
     if (data.codes !== undefined) this.codes.set(data.codes);
-    else fill!(this.codes);
   }
 
   /** Grows the shared memory by one lane for another thread; returns where it starts. */
   addLane(): number {
-    const { memory, bytes } = this.share;
+    const { bytes, cacheBytes } = this.share;
+    return this.grow(laneBytes(bytes, cacheBytes), "another thread's lane");
+  }
+
+  /** Grows the shared memory by at least `bytes` (whole pages); returns where they start. */
+  grow(bytes: number, what = 'appended codes'): number {
+    const { memory } = this.share;
     const at = memory.buffer.byteLength;
     try {
-      memory.grow(Math.ceil(laneBytes(bytes) / PAGE));
+      memory.grow(Math.ceil(bytes / PAGE));
     } catch (cause) {
-      throw new RangeError(`IVF scan: no room for another thread's lane (${at} bytes held)`, {
-        cause,
-      });
+      throw new RangeError(`IVF scan: no room for ${what} (${at} bytes held)`, { cause });
     }
     return at;
   }

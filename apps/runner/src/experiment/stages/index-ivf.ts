@@ -73,9 +73,10 @@ export async function buildIvfFile(dir: string, c: IndexConfig, side: Side): Pro
 }
 
 /**
- * The index over `dir/ivf.bin`, read by position (its codes straight into the scanner's shared
- * memory), searching on `searchThreads` threads (not in {@link ivfSearch}: it changes no result,
- * so no key). Close it to end its scan workers.
+ * The index over `dir/ivf.bin`, read by position (centroids and offsets resident, each probed
+ * cluster's codes read from the file into a scan thread's cache), searching on `searchThreads`
+ * threads (not in {@link ivfSearch}: it changes no result, so no key). Close it to end its scan
+ * workers and release the file.
  */
 export async function openIvf(
   dir: string,
