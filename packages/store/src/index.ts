@@ -100,10 +100,14 @@ export type { ResidentIndexFactory, ResidentIndexOptions } from './index/residen
 export { storeIndexFactory, storeIndexOptionsSchema } from './index/store-index.js';
 export type {
   GraphStats,
+  IvfStats,
   ResolvedStoreIndexOptions,
   StoreIndexFactory,
   StoreIndexOptions,
 } from './index/store-index.js';
+export { storeIvfOptionsSchema } from './index/ivf/ivf-options.js';
+export type { StoreIvfOptions } from './index/ivf/ivf-options.js';
+export { ivfCentroids } from './index/ivf/ivf-bank.js';
 export type { IndexLink, IndexedStore, StoreChange } from './index/graph/keeper.js';
 export { BankGraph } from './index/graph/bank-graph.js';
 export type {

@@ -5,6 +5,9 @@ import type { BankGraph, GraphParams } from './graph/bank-graph.js';
 import { GraphTokenIndex, type GraphSearchOutcome } from './graph/graph-search.js';
 import { graphWorkerHost, localHnswMaker, type GraphHnswMaker } from './graph/graph-hnsw.js';
 import { GraphKeeper, type IndexLink, type IndexedStore } from './graph/keeper.js';
+import { IvfKeeper, type IvfKeeperStats } from './ivf/ivf-keeper.js';
+import { storeIvfOptionsSchema } from './ivf/ivf-options.js';
+import { IvfViewIndex, type IvfSearchOutcome } from './ivf/ivf-search.js';
 import {
   DEFAULT_MAX_RESIDENT_TOKENS,
   residentIndexFactory,
@@ -23,7 +26,8 @@ export const DEFAULT_MAX_GRAPH_BYTES = 2 ** 30;
  * conversation); a bank of more than `hnswMinTokens` (default: the same 65,536) gets one HNSW
  * graph, built in the background at its first search (searched exactly until then) and
  * maintained on every write; `exact: true` searches every bank exactly (the store before
- * graphs).
+ * graphs). `large: 'ivf'` gives large banks a clustered residual index (`IvfTokenIndex`)
+ * instead of a graph, kept the same way (README "Token index for large banks (IVF)").
  */
 export const storeIndexOptionsSchema = z.strictObject({
   /** Exact search for every bank: resident up to `maxResidentTokens`, streamed above. */
@@ -31,6 +35,14 @@ export const storeIndexOptionsSchema = z.strictObject({
   maxResidentTokens: z.number().int().nonnegative().default(DEFAULT_MAX_RESIDENT_TOKENS),
   /** Banks with more content tokens than this get an HNSW graph (default `maxResidentTokens`). */
   hnswMinTokens: z.number().int().nonnegative().optional(),
+  /**
+   * The index of banks above the threshold: `hnsw` graphs (the default, measured against exact
+   * on LoCoMo-derived banks in the store's benchmark) or `ivf` clustered residual indexes.
+   */
+  large: z.enum(['hnsw', 'ivf']).default('hnsw'),
+  /** With `large: 'ivf'`: banks with more content tokens than this get one (default `maxResidentTokens`). */
+  ivfMinTokens: z.number().int().nonnegative().optional(),
+  ivf: storeIvfOptionsSchema.prefault({}),
   /** onnxruntime intra-op threads of the resident kernels. */
   threads: z.number().int().positive().optional(),
   hnsw: z
@@ -116,9 +128,18 @@ export interface StoreIndexFactory extends ResidentIndexFactory {
    * store at a time; after that store closes, another may attach.
    */
   readonly attach: (store: IndexedStore) => Promise<IndexLink>;
-  /** Resolves when the graph builds and loads under way are done. */
+  /** Resolves when the graph (or IVF) builds and loads under way are done. */
   readonly graphsSettled: () => Promise<void>;
   readonly graphStats: () => GraphStats;
+  /** The IVF indexes' counters (`large: 'ivf'`). */
+  readonly ivfStats: () => IvfStats;
+}
+
+/** Counters of the IVF indexes' work (`large: 'ivf'`). */
+export interface IvfStats extends IvfKeeperStats {
+  /** Searches the IVF indexes served, and those that ran exactly instead. */
+  readonly ivfSearches: number;
+  readonly exactSearches: number;
 }
 
 /** Whether a token index factory is a {@link StoreIndexFactory} (the store attaches those). */
@@ -148,7 +169,8 @@ export function storeIndexFactory(
   const parsed = storeIndexOptionsSchema.safeParse(options);
   if (!parsed.success) throw new ConfigError(`storeIndexFactory: ${z.prettifyError(parsed.error)}`);
   const opts = parsed.data;
-  const minTokens = opts.hnswMinTokens ?? opts.maxResidentTokens;
+  const ivf = opts.large === 'ivf';
+  const minTokens = (ivf ? opts.ivfMinTokens : opts.hnswMinTokens) ?? opts.maxResidentTokens;
   const resident = residentIndexFactory({
     maxResidentTokens: opts.maxResidentTokens,
     ...(opts.threads === undefined ? {} : { threads: opts.threads }),
@@ -158,19 +180,46 @@ export function storeIndexFactory(
   const params: GraphParams = hnsw;
   const counts = { graph: 0, exact: 0 };
   const count = (outcome: GraphSearchOutcome): void => void counts[outcome]++;
+  const ivfCounts = { ivf: 0, exact: 0 };
+  const ivfCount = (outcome: IvfSearchOutcome): void => void ivfCounts[outcome]++;
   let keeper: GraphKeeper | undefined;
-  let perView = new WeakMap<BankView, Map<SimilarityKernel, GraphTokenIndex>>();
+  let ivfKeeper: IvfKeeper | undefined;
+  let perView = new WeakMap<BankView, Map<SimilarityKernel, GraphTokenIndex | IvfViewIndex>>();
+  const { centroids, residualBits, nprobe, overFetch, margin, threads } = opts.ivf;
+  const ivfPolicy = {
+    ...opts.ivf,
+    minTokens,
+    ...(centroids === undefined ? {} : { centroids }),
+    residualBits,
+    search: { nprobe, overFetch, margin, threads },
+  };
+
+  /** The IVF index of a large view's bank once it is built (else resident, exact). */
+  const ivfIndex = (view: BankView, kernel: SimilarityKernel): TokenIndex | Promise<TokenIndex> => {
+    const bank = ivfKeeper?.bank(view.bank, kernel);
+    if (bank === undefined) return resident(view, kernel); // being built
+    let byKernel = perView.get(view);
+    if (byKernel === undefined) perView.set(view, (byKernel = new Map()));
+    let index = byKernel.get(kernel);
+    if (!(index instanceof IvfViewIndex) || index.bank !== bank) {
+      const exact = resident(view, kernel) as TokenIndex;
+      index = new IvfViewIndex(view, bank, exact, opts.maxMissingTokens, ivfCount);
+      byKernel.set(kernel, index);
+    }
+    return index;
+  };
 
   const factory = (view: BankView, kernel: SimilarityKernel): TokenIndex | Promise<TokenIndex> => {
     const tokens = view.tokenOffsets[view.ids.length] ?? 0;
-    if (opts.exact || keeper === undefined || view.seqs === undefined || tokens <= minTokens)
-      return resident(view, kernel);
+    if (opts.exact || view.seqs === undefined || tokens <= minTokens) return resident(view, kernel);
+    if (ivf) return ivfIndex(view, kernel);
+    if (keeper === undefined) return resident(view, kernel);
     const graph: BankGraph | undefined = keeper.graph(view.bank);
     if (graph === undefined) return resident(view, kernel); // being built or loaded
     let byKernel = perView.get(view);
     if (byKernel === undefined) perView.set(view, (byKernel = new Map()));
     let index = byKernel.get(kernel);
-    if (index === undefined || index.graph !== graph) {
+    if (!(index instanceof GraphTokenIndex) || index.graph !== graph) {
       index = new GraphTokenIndex(
         view,
         graph,
@@ -187,9 +236,16 @@ export function storeIndexFactory(
     resident: resident.resident,
     settled: resident.settled,
     attach: async (store: IndexedStore): Promise<IndexLink> => {
-      if (keeper !== undefined && !keeper.closed)
+      if (
+        (keeper !== undefined && !keeper.closed) ||
+        (ivfKeeper !== undefined && !ivfKeeper.closed)
+      )
         throw new Error('storeIndexFactory: attached to a store that is still open');
       perView = new WeakMap();
+      if (ivf && !opts.exact) {
+        keeper = undefined;
+        return (ivfKeeper = new IvfKeeper(store, ivfPolicy));
+      }
       const maker =
         make.graphs?.() ??
         (worker && !opts.exact ? graphWorkerHost({ nice: workerNice }) : localHnswMaker());
@@ -206,7 +262,15 @@ export function storeIndexFactory(
       await keeper.open();
       return keeper;
     },
-    graphsSettled: () => keeper?.settled() ?? Promise.resolve(),
+    graphsSettled: async () => {
+      await keeper?.settled();
+      await ivfKeeper?.settled();
+    },
+    ivfStats: (): IvfStats => ({
+      ...(ivfKeeper?.stats() ?? { banks: {}, builds: 0, rebuilds: 0, failures: [] }),
+      ivfSearches: ivfCounts.ivf,
+      exactSearches: ivfCounts.exact,
+    }),
     graphStats: (): GraphStats => ({
       ...(keeper?.stats() ?? {
         banks: {},

@@ -367,12 +367,12 @@ export class Writer {
       await seg.retire();
       await seg.release();
     }
-    const rowsIn = plan.segments.reduce((a, seg) => a + seg.entry.rows, 0);
+    await this.listener?.compacted?.(bank);
     return {
       bank,
       segmentsIn: plan.segments.length,
       segmentsOut: merged === undefined ? 0 : 1,
-      rowsIn,
+      rowsIn: plan.segments.reduce((a, seg) => a + seg.entry.rows, 0),
       rowsOut: merged?.entry.rows ?? 0,
       tombstonesDropped: plan.tombstones.size,
     };

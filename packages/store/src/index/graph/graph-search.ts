@@ -9,6 +9,7 @@ import {
 } from '@bfe/index';
 import type { BankView } from '../../types.js';
 import { viewTokens } from '../../view-tokens.js';
+import { isEveryRow, memoryOfToken, rankViewProposals } from '../view-proposals.js';
 import type { BankGraph } from './bank-graph.js';
 
 /** Proposals per query token beyond `k` taken from the graph, all rescored in float64. */
@@ -103,34 +104,22 @@ export class GraphTokenIndex implements TokenIndex {
     if (seen === undefined) return this.#exact(queries, rows, k, options);
     const { proposed, reading } = seen;
 
-    const { dim } = this;
     const { missing } = reading;
     const rank = (this.#rank ??= tieOrder(view.ids).rank);
     const tokenMemory = (this.#tokenMemory ??= memoryOfToken(view.tokenOffsets, n));
-    const values = new Float64Array(rows * kk);
-    const tokens = new Int32Array(rows * kk);
-    const most = Math.max(...proposed.map((p) => p.length));
-    const list = new Int32Array(most + missing.length);
-    const scores = new Float64Array(most + missing.length);
-    for (let r = 0; r < rows; r++) {
-      const own = proposed[r]!;
-      list.set(own, 0);
-      list.set(missing, own.length);
-      const c = own.length + missing.length;
-      if (c < kk) return this.#exact(queries, rows, k, options);
-      this.#store.dots(list, c, queries, r * dim, scores);
-      const order = Array.from({ length: c }, (_, i) => i).sort((a, b) => {
-        const d = scores[b]! - scores[a]!;
-        if (d !== 0) return d;
-        const ta = list[a]!;
-        const tb = list[b]!;
-        return rank[tokenMemory[ta]!]! - rank[tokenMemory[tb]!]! || ta - tb;
-      });
-      for (let h = 0; h < kk; h++) {
-        values[r * kk + h] = scores[order[h]!]!;
-        tokens[r * kk + h] = list[order[h]!]!;
-      }
-    }
+    const ranked = rankViewProposals(
+      this.#store,
+      queries,
+      rows,
+      this.dim,
+      kk,
+      (r) => proposed[r]!,
+      missing,
+      rank,
+      tokenMemory,
+    );
+    if (ranked === undefined) return this.#exact(queries, rows, k, options);
+    const { values, tokens } = ranked;
     this.onSearch('graph');
     const memories = tokens.map((t) => tokenMemory[t]!);
     return {
@@ -248,16 +237,4 @@ function ownTokens(res: KeyProposals, rows: number, reading: Reading): Int32Arra
     }
     return Int32Array.from(kept);
   });
-}
-
-function isEveryRow(memories: Int32Array, n: number): boolean {
-  if (memories.length !== n) return false;
-  for (let i = 0; i < n; i++) if (memories[i] !== i) return false;
-  return true;
-}
-
-function memoryOfToken(offsets: Int32Array, n: number): Int32Array {
-  const out = new Int32Array(offsets[n]!);
-  for (let m = 0; m < n; m++) out.fill(m, offsets[m]!, offsets[m + 1]!);
-  return out;
 }

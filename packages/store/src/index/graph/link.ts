@@ -20,6 +20,8 @@ export interface IndexLink {
   applied(change: StoreChange): Promise<void>;
   /** After a flush (graphs that changed enough are saved). */
   flushed(): Promise<void>;
+  /** After a compaction of `bank`'s segments (the IVF indexes lay themselves out again). */
+  compacted?(bank: string): Promise<void>;
   /** Before the store releases its lock: builds stop, changed graphs are saved. */
   close(): Promise<void>;
 }
