@@ -4,7 +4,7 @@
 import type { SimilarityKernel } from '../kernel.js';
 import type { TokenStore } from '../token-store.js';
 import { IVF_BLOCK, blockedCodeAt, blockedCodeBytes, codeBytes } from './layout.js';
-import type { IvfCodebook, IvfData, IvfResidualStats } from './train.js';
+import type { IvfCodebook, IvfData, IvfResidualStats } from './data.js';
 
 /** Tokens per kernel call when assigning (the default of `chunk` options). */
 export const ASSIGN_CHUNK = 4096;

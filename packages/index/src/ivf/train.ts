@@ -4,72 +4,17 @@ import { seededPermutation } from '@bfe/core';
 import type { SimilarityKernel } from '../kernel.js';
 import type { TokenStore } from '../token-store.js';
 import { ASSIGN_CHUNK, assignRows, layoutIvf } from './assign.js';
+import type { IvfData, IvfTrainParams } from './data.js';
 import type { ResidualBits } from './layout.js';
 
 export { IVF_BLOCK, blockedCodeAt, blockedCodeBytes, codeBytes } from './layout.js';
 export { packResidual } from './assign.js';
 
 export type { ResidualBits } from './layout.js';
+export type { IvfCodebook, IvfData, IvfResidualStats, IvfTrainParams } from './data.js';
 
 /** The seed of the k-means sample (a seeded permutation of the bank's rows). */
 export const IVF_SAMPLE_SEED = 42;
-
-/** The training parameters an index keeps for re-clustering ({@link IvfTrainOptions}). */
-export interface IvfTrainParams {
-  readonly centroids: number;
-  readonly residualBits: ResidualBits;
-  readonly sample?: number;
-  readonly iterations?: number;
-  readonly seed?: number;
-}
-
-/**
- * The residual norms the drift is measured on: the mean `‖x − centroid‖²` of the tokens the
- * centroids were laid out over when trained, and the sum and count of it over the tokens
- * appended since (kept through a compaction that does not re-cluster).
- */
-export interface IvfResidualStats {
-  readonly trainedMean: number;
-  readonly appendedSum: number;
-  readonly appendedTokens: number;
-}
-
-/** What assigns and codes a token: centroids, residual cutoffs and decoded buckets. */
-export interface IvfCodebook {
-  readonly dim: number;
-  readonly residualBits: ResidualBits;
-  /** `[centroids × dim]` unit-norm centroids. */
-  readonly centroids: Float32Array;
-  /** `[dim × buckets]` the decoded residual of bucket `b` in dimension `d`. */
-  readonly weights: Float32Array;
-  /**
-   * `[dim × (buckets − 1)]` the residual cutoffs of dimension `d` (ascending); empty in an index
-   * read from a `BFEIVF02` file, which can be searched but not appended to.
-   */
-  readonly cutoffs: Float32Array;
-}
-
-/** The trained and laid-out index: everything a search reads besides the rescoring codes. */
-export interface IvfData extends IvfCodebook {
-  /** `[centroids + 1]`: cluster `c` holds layout places `clusterOffsets[c]..[c+1]-1`. */
-  readonly clusterOffsets: Int32Array;
-  /** `[tokens]` the bank token at each layout place (ascending within a cluster). */
-  readonly tokens: Int32Array;
-  /**
-   * Packed residual codes, `dim·bits/8` bytes a token, in blocks of {@link IVF_BLOCK} layout
-   * places: byte `j` of place `p` at `((p >> 4) · bytes + j) · 16 + (p & 15)` (the fast scan
-   * looks up 16 tokens at once; the last block is zero-padded).
-   */
-  readonly codes: Uint8Array;
-  /**
-   * Memory rows deleted (ascending): their tokens are not in the layout, and a search never
-   * returns them (the rescoring codes beside the index still hold them).
-   */
-  readonly deleted: Int32Array;
-  readonly residuals: IvfResidualStats;
-  /** How the centroids were trained (undefined: a `BFEIVF02` file). */
-  readonly params: IvfTrainParams | undefined;
-}
 
 /** How {@link trainIvf} trains. */
 export interface IvfTrainOptions extends IvfTrainParams {
