@@ -1,4 +1,4 @@
-import type { TokenStore } from '@bfe/index';
+import type { TokenHits, TokenStore } from '@bfe/index';
 
 /** Per query row, the ranked top `k` of a maintained index's proposals over a bank view. */
 export interface RankedProposals {
@@ -77,4 +77,18 @@ export function memoryOfToken(offsets: Int32Array, n: number): Int32Array {
   const out = new Int32Array(offsets[n]!);
   for (let m = 0; m < n; m++) out.fill(m, offsets[m]!, offsets[m + 1]!);
   return out;
+}
+
+/**
+ * The hits of ranked proposals over every memory of a view (`slots` are the memory rows): what a
+ * maintained index returns for a whole-bank search.
+ */
+export function viewHits(
+  rows: number,
+  k: number,
+  { values, tokens }: Pick<RankedProposals, 'values' | 'tokens'>,
+  tokenMemory: Int32Array,
+): TokenHits {
+  const memories = tokens.map((t) => tokenMemory[t]!);
+  return { rows, k, values, tokens, memories, slots: memories.slice(), passes: 1, widenedRows: 0 };
 }

@@ -9,7 +9,7 @@ import {
 } from '@bfe/index';
 import type { BankView } from '../../types.js';
 import { viewTokens } from '../../view-tokens.js';
-import { isEveryRow, memoryOfToken, rankViewProposals } from '../view-proposals.js';
+import { isEveryRow, memoryOfToken, rankViewProposals, viewHits } from '../view-proposals.js';
 import type { BankGraph } from './bank-graph.js';
 
 /** Proposals per query token beyond `k` taken from the graph, all rescored in float64. */
@@ -119,19 +119,8 @@ export class GraphTokenIndex implements TokenIndex {
       tokenMemory,
     );
     if (ranked === undefined) return this.#exact(queries, rows, k, options);
-    const { values, tokens } = ranked;
     this.onSearch('graph');
-    const memories = tokens.map((t) => tokenMemory[t]!);
-    return {
-      rows,
-      k: kk,
-      values,
-      tokens,
-      memories,
-      slots: memories.slice(),
-      passes: 1,
-      widenedRows: 0,
-    };
+    return viewHits(rows, kk, ranked, tokenMemory);
   }
 
   /**

@@ -8,7 +8,7 @@ import {
 } from '@bfe/index';
 import type { BankView } from '../../types.js';
 import { viewTokens } from '../../view-tokens.js';
-import { isEveryRow, memoryOfToken, rankViewProposals } from '../view-proposals.js';
+import { isEveryRow, memoryOfToken, rankViewProposals, viewHits } from '../view-proposals.js';
 import type { IvfBank } from './ivf-bank.js';
 
 /** Hits per query token beyond `k` asked of the IVF index, all rescored from the view. */
@@ -105,24 +105,14 @@ export class IvfViewIndex implements TokenIndex {
       tokenMemory,
     );
     if (ranked === undefined) return this.#exact(queries, rows, k, options);
-    const { values, tokens, ownWorst } = ranked;
+    const { values, ownWorst } = ranked;
     // Tokens the index did not return score at most its last proposal: a tie there at the
     // k-th place could have been cut by the index's order rather than the memories' tie order.
     if (ask < reading.candidateTokens)
       for (let r = 0; r < rows; r++)
         if (values[r * kk + kk - 1] === ownWorst[r]) return this.#exact(queries, rows, k, options);
     this.onSearch('ivf');
-    const memories = tokens.map((t) => tokenMemory[t]!);
-    return {
-      rows,
-      k: kk,
-      values,
-      tokens,
-      memories,
-      slots: memories.slice(),
-      passes: 1,
-      widenedRows: 0,
-    };
+    return viewHits(rows, kk, ranked, tokenMemory);
   }
 
   /** Per query row, the view tokens of the index's top `ask` among the view's live versions. */
