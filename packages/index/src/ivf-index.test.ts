@@ -1,7 +1,7 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { tmpDir } from '@bfe/core/testing';
 import { encodeTokens, trainCodec } from './codecs/codec.js';
 import type { CodecName } from './codecs/model.js';
 import { IvfTokenIndex, type IvfSearchOptions } from './ivf-index.js';
@@ -213,7 +213,7 @@ describe('IvfTokenIndex', () => {
     expect(Buffer.from(other.toBytes()).equals(Buffer.from(a.toBytes()))).toBe(false);
     const read = kept(IvfTokenIndex.fromBytes(a.toBytes(), s, js, { nprobe: 4 }));
     // And from a file by position: the same bytes back, the same hits.
-    const file = join(mkdtempSync(join(tmpdir(), 'bfe-ivf-')), 'ivf.bin');
+    const file = join(tmpDir('bfe-ivf-'), 'ivf.bin');
     writeFileSync(file, a.toBytes());
     const fromFile = kept(IvfTokenIndex.open(file, s, js, { nprobe: 4 }));
     expect(Buffer.from(fromFile.toBytes()).equals(readFileSync(file))).toBe(true);

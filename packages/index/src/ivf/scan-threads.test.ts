@@ -1,7 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { tmpDir } from '@bfe/core/testing';
 import { encodeTokens, trainCodec } from '../codecs/codec.js';
 import { IvfTokenIndex } from '../ivf-index.js';
 import { JsSimilarityKernel } from '../js-kernel.js';
@@ -213,7 +213,7 @@ describe('IvfTokenIndex on several scan threads', () => {
         threads: 1,
       }),
     );
-    const file = join(mkdtempSync(join(tmpdir(), 'bfe-ivf-threads-')), 'ivf.bin');
+    const file = join(tmpDir('bfe-ivf-threads-'), 'ivf.bin');
     writeFileSync(file, built.toBytes());
     const index = kept(IvfTokenIndex.open(file, side, js, { nprobe: 2, threads: 2 }));
     // A fifth of the memories: more than 2 of 16 clusters hold, so the set is probed, not
