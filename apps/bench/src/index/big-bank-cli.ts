@@ -84,6 +84,10 @@ export interface BigBankOptions {
   ivfPeers?: boolean;
   /** ivf: scan threads of one search, each measured, interleaved query by query. */
   ivfThreads: number[];
+  /** The clustered index grown by appends, then deleted from and compacted (ivf-grow.ts). */
+  ivfGrow?: boolean;
+  /** ivf-grow: memories a batch of appends. */
+  growBatch: number;
 }
 
 /** `--bank`, where a mode reads an encoded bank. */
@@ -103,6 +107,8 @@ const command = benchCommand(
   .option('--segmented-build', 'segmented i8 graphs over sq8 / sq4 codes under --index')
   .option('--segmented-search', 'search the segmented graphs of --index')
   .option('--ivf', 'the clustered residual backend beside exact on real --bank tokens')
+  .option('--ivf-grow', 'the clustered index built on half the tokens, grown by appends, compacted')
+  .addOption(flag('--grow-batch <n>', 'ivf-grow: memories a batch of appends', positive, '1000'))
   .addOption(flag('--centroids <list>', 'ivf: k-means centroids', intList, '4096'))
   .addOption(
     flag(

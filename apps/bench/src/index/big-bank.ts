@@ -17,7 +17,8 @@
  * `--hnsw-build` / `--peer-sweep` / `--filtering`: the HNSW scale bench of `scale-cli.ts`
  * instead; `--milvus --checkpoints 100000,1000000`: Milvus Lite beside them (`milvus-bench.ts`;
  * `--milvus-reindex`: one insert, the index replaced per type; `--milvus-warmup N` queries).
- * `--ivf`: the clustered residual backend beside exact on real tokens (`ivf-bench.ts`).
+ * `--ivf`: the clustered residual backend beside exact on real tokens (`ivf-bench.ts`);
+ * `--ivf-grow`: the same index grown by appends, deleted from and compacted (`ivf-grow.ts`).
  * `--segmented-build` / `--segmented-search`: the large HNSW point as segmented i8 graphs over
  * sq8 / sq4 codes, memory-mapped and rescored from the codes (`segmented.ts`).
  */
@@ -50,6 +51,7 @@ import { runMilvusBench } from './milvus-bench.js';
 import { runScale } from './scale-cli.js';
 import { runSegmented } from './segmented-cli.js';
 import { runIvfBench } from './ivf-bench.js';
+import { runIvfGrowBench } from './ivf-grow.js';
 
 const values = parseBigBank();
 const N = values.tokens;
@@ -256,7 +258,9 @@ function child(phase: string): Record<string, number> {
   return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, number>;
 }
 
-if (values.ivf === true) {
+if (values.ivfGrow === true) {
+  await runIvfGrowBench(values);
+} else if (values.ivf === true) {
   await runIvfBench(values);
 } else if (values.segmentedBuild === true || values.segmentedSearch === true) {
   await runSegmented(values);

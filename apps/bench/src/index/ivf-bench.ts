@@ -46,7 +46,8 @@ const MEMORY_TOKENS = 128;
 const PEAK_GFLOPS = 78;
 const PEAK_GBS = 15.7;
 
-function recallOf(got: TokenHits, want: TokenHits): number {
+/** Token recall@64 of `got` against the exact top-64 `want`. */
+export function recallOf(got: TokenHits, want: TokenHits): number {
   let found = 0;
   for (let r = 0; r < want.rows; r++) {
     const truth = new Set(want.tokens.subarray(r * K, (r + 1) * K));
@@ -112,7 +113,8 @@ function scanKernelLine(index: IvfTokenIndex, bits: 2 | 4, q: Float32Array, dim:
   );
 }
 
-export async function runIvfBench(o: BigBankOptions): Promise<void> {
+/** The first `--tokens` real token states of `--bank`, as memories of 128 tokens, and the queries. */
+export async function realTokens(o: BigBankOptions) {
   const banks = (o.bank ?? '').split(',').filter((b) => b !== '');
   const source = await openTokenSource({
     banks,
@@ -129,19 +131,35 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
     const m = Math.min(65_536, n - a);
     source.fill(vectors.subarray(a * dim, (a + m) * dim), a, m);
   }
-  note(`ivf bench: ${n} tokens × ${dim} (${source.describe})`);
   const memories = Math.ceil(n / MEMORY_TOKENS);
   const tokenOffsets = Int32Array.from({ length: memories + 1 }, (_, m) =>
     Math.min(n, m * MEMORY_TOKENS),
   );
+  const rows = o.rows;
+  const query = (i: number): Float32Array =>
+    source.queries.subarray(i * rows * dim, (i + 1) * rows * dim);
+  return {
+    n,
+    dim,
+    vectors,
+    memories,
+    tokenOffsets,
+    rows,
+    query,
+    queries: source.queries,
+    describe: source.describe,
+  };
+}
+
+export async function runIvfBench(o: BigBankOptions): Promise<void> {
+  const { n, dim, vectors, memories, tokenOffsets, rows, query, queries, describe } =
+    await realTokens(o);
+  note(`ivf bench: ${n} tokens × ${dim} (${describe})`);
   const all = Int32Array.from({ length: memories }, (_, m) => m);
   const kernel = new OrtSimilarityKernel();
   // The ivf search's centroid product: onnxruntime's idle threads not spinning, so they leave
   // the cores to the JavaScript scan that follows (2 cores here).
   const ivfKernel = new OrtSimilarityKernel({ spin: false });
-  const rows = o.rows;
-  const query = (i: number): Float32Array =>
-    source.queries.subarray(i * rows * dim, (i + 1) * rows * dim);
 
   const exact = new ExactTokenIndex({ tokens: flatTokenStore(vectors, dim), tokenOffsets }, kernel);
   const truth: TokenHits[] = [];
@@ -313,7 +331,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
   await kernel.dispose();
   await ivfKernel.dispose();
   if (o.ivfPeers === true) {
-    const peers = runFaissPeers(o, vectors, source.queries, truth, dim);
+    const peers = runFaissPeers(o, vectors, queries, truth, dim);
     for (const p of peers.indexes) {
       table.push([
         `faiss ${p.name}`,
