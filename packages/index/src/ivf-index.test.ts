@@ -9,7 +9,7 @@ import { JsSimilarityKernel } from './js-kernel.js';
 import { ApproxTop } from './ivf/scan.js';
 import { scanCluster } from './ivf/scan-cluster.js';
 import { WasmScanner, quantizeTables } from './ivf/wasm-scan.js';
-import { rng, unitVectors } from './testing/random.js';
+import { clusteredTokens, rng, unitVectors } from './testing/random.js';
 import { ExactTokenIndex, type TokenHits } from './token-index.js';
 import { flatTokenStore } from './token-store.js';
 
@@ -26,25 +26,9 @@ afterAll(() => Promise.all(opened.map((i) => i.close())));
  */
 function clusteredBank(seed: number, memories = 120, centers = 12) {
   const random = rng(seed);
-  const tokenOffsets = new Int32Array(memories + 1);
-  for (let m = 0; m < memories; m++) {
-    tokenOffsets[m + 1] = tokenOffsets[m]! + (m < 2 ? 4 : 3 + Math.floor(random() * 5));
-  }
-  const n = tokenOffsets[memories]!;
-  const hubs = unitVectors(centers, DIM, random);
-  const noise = unitVectors(n, DIM, random);
-  const vectors = new Float32Array(n * DIM);
-  for (let t = 0; t < n; t++) {
-    const h = Math.floor(random() * centers);
-    let ss = 0;
-    for (let j = 0; j < DIM; j++) {
-      const v = hubs[h * DIM + j]! + 0.6 * noise[t * DIM + j]!;
-      vectors[t * DIM + j] = v;
-      ss += v * v;
-    }
-    for (let j = 0; j < DIM; j++) vectors[t * DIM + j]! /= Math.sqrt(ss);
-  }
-  vectors.copyWithin(4 * DIM, 0, 4 * DIM);
+  const { vectors, tokenOffsets, n } = clusteredTokens(random, memories, DIM, (r) =>
+    unitVectors(centers, DIM, r),
+  );
   const ids = Array.from({ length: memories }, (_, m) => `conv-${m % 4}:D${m}`);
   return { vectors, tokenOffsets, ids, n, queries: unitVectors(6, DIM, random) };
 }

@@ -4,7 +4,7 @@ import { encodeTokens, trainCodec } from '../codecs/codec.js';
 import { tokensOf } from '../hnsw/layout.js';
 import { IvfTokenIndex, type IvfSearchOptions } from '../ivf-index.js';
 import { JsSimilarityKernel } from '../js-kernel.js';
-import { rng, unitVectors } from '../testing/random.js';
+import { clusteredTokens, rng, unitVectors } from '../testing/random.js';
 import { ExactTokenIndex, type TokenHits } from '../token-index.js';
 import { flatTokenStore } from '../token-store.js';
 import { layoutIvf } from './assign.js';
@@ -28,26 +28,7 @@ interface Bank {
  * clusters), memory 1 a copy of memory 0 (equal scores).
  */
 function bank(seed: number, memories: number, hubs: Float32Array, prefix = 'm'): Bank {
-  const random = rng(seed);
-  const tokenOffsets = new Int32Array(memories + 1);
-  for (let m = 0; m < memories; m++) {
-    tokenOffsets[m + 1] = tokenOffsets[m]! + (m < 2 ? 4 : 3 + Math.floor(random() * 5));
-  }
-  const n = tokenOffsets[memories]!;
-  const centers = hubs.length / DIM;
-  const noise = unitVectors(n, DIM, random);
-  const vectors = new Float32Array(n * DIM);
-  for (let t = 0; t < n; t++) {
-    const h = Math.floor(random() * centers);
-    let ss = 0;
-    for (let j = 0; j < DIM; j++) {
-      const v = hubs[h * DIM + j]! + 0.6 * noise[t * DIM + j]!;
-      vectors[t * DIM + j] = v;
-      ss += v * v;
-    }
-    for (let j = 0; j < DIM; j++) vectors[t * DIM + j]! /= Math.sqrt(ss);
-  }
-  vectors.copyWithin(4 * DIM, 0, 4 * DIM);
+  const { vectors, tokenOffsets, n } = clusteredTokens(rng(seed), memories, DIM, () => hubs);
   const ids = Array.from({ length: memories }, (_, m) => `${prefix}-${m % 5}:${m}`);
   return { vectors, tokenOffsets, ids, n };
 }

@@ -48,3 +48,36 @@ export function randomBank(
     pooled: unitVectors(rows, dim, random),
   };
 }
+
+/**
+ * A clustered bank for the clustered index's tests: `memories` memories of 4 tokens (the first
+ * two) or 3–7, each token a hub (`hubs(random)`, drawn after the token counts) plus 0.6 of a
+ * random unit vector, normalised; memory 1's tokens copy memory 0's (exact ties).
+ */
+export function clusteredTokens(
+  random: () => number,
+  memories: number,
+  dim: number,
+  hubs: (random: () => number) => Float32Array,
+): { vectors: Float32Array; tokenOffsets: Int32Array; n: number } {
+  const tokenOffsets = new Int32Array(memories + 1);
+  for (let m = 0; m < memories; m++) {
+    tokenOffsets[m + 1] = tokenOffsets[m]! + (m < 2 ? 4 : 3 + Math.floor(random() * 5));
+  }
+  const n = tokenOffsets[memories]!;
+  const centers = hubs(random);
+  const noise = unitVectors(n, dim, random);
+  const vectors = new Float32Array(n * dim);
+  for (let t = 0; t < n; t++) {
+    const h = Math.floor(random() * (centers.length / dim));
+    let ss = 0;
+    for (let j = 0; j < dim; j++) {
+      const v = centers[h * dim + j]! + 0.6 * noise[t * dim + j]!;
+      vectors[t * dim + j] = v;
+      ss += v * v;
+    }
+    for (let j = 0; j < dim; j++) vectors[t * dim + j]! /= Math.sqrt(ss);
+  }
+  vectors.copyWithin(4 * dim, 0, 4 * dim);
+  return { vectors, tokenOffsets, n };
+}
