@@ -5,6 +5,7 @@ import type { BankGraph, GraphParams } from './graph/bank-graph.js';
 import { GraphTokenIndex, type GraphSearchOutcome } from './graph/graph-search.js';
 import { graphWorkerHost, localHnswMaker, type GraphHnswMaker } from './graph/graph-hnsw.js';
 import { GraphKeeper, type IndexLink, type IndexedStore } from './graph/keeper.js';
+import type { IvfBank } from './ivf/ivf-bank.js';
 import { IvfKeeper, type IvfKeeperStats } from './ivf/ivf-keeper.js';
 import { storeIvfOptionsSchema } from './ivf/ivf-options.js';
 import { IvfViewIndex, type IvfSearchOutcome } from './ivf/ivf-search.js';
@@ -184,7 +185,10 @@ export function storeIndexFactory(
   const ivfCount = (outcome: IvfSearchOutcome): void => void ivfCounts[outcome]++;
   let keeper: GraphKeeper | undefined;
   let ivfKeeper: IvfKeeper | undefined;
-  let perView = new WeakMap<BankView, Map<SimilarityKernel, GraphTokenIndex | IvfViewIndex>>();
+  let perView = new WeakMap<
+    BankView,
+    Map<SimilarityKernel, { over: BankGraph | IvfBank; index: TokenIndex }>
+  >();
   const { centroids, residualBits, nprobe, overFetch, margin, threads } = opts.ivf;
   const ivfPolicy = {
     ...opts.ivf,
@@ -194,19 +198,35 @@ export function storeIndexFactory(
     search: { nprobe, overFetch, margin, threads },
   };
 
+  /**
+   * The view's index over `over` (its bank's graph or IVF index) for `kernel`: made once per view,
+   * kernel and maintained structure, and again when the bank's structure is replaced.
+   */
+  const viewIndex = (
+    view: BankView,
+    kernel: SimilarityKernel,
+    over: BankGraph | IvfBank,
+    make: (exact: TokenIndex) => TokenIndex,
+  ): TokenIndex => {
+    let byKernel = perView.get(view);
+    if (byKernel === undefined) perView.set(view, (byKernel = new Map()));
+    const kept = byKernel.get(kernel);
+    if (kept?.over === over) return kept.index;
+    const index = make(resident(view, kernel) as TokenIndex);
+    byKernel.set(kernel, { over, index });
+    return index;
+  };
+
   /** The IVF index of a large view's bank once it is built (else resident, exact). */
   const ivfIndex = (view: BankView, kernel: SimilarityKernel): TokenIndex | Promise<TokenIndex> => {
     const bank = ivfKeeper?.bank(view.bank, kernel);
     if (bank === undefined) return resident(view, kernel); // being built
-    let byKernel = perView.get(view);
-    if (byKernel === undefined) perView.set(view, (byKernel = new Map()));
-    let index = byKernel.get(kernel);
-    if (!(index instanceof IvfViewIndex) || index.bank !== bank) {
-      const exact = resident(view, kernel) as TokenIndex;
-      index = new IvfViewIndex(view, bank, exact, opts.maxMissingTokens, ivfCount);
-      byKernel.set(kernel, index);
-    }
-    return index;
+    return viewIndex(
+      view,
+      kernel,
+      bank,
+      (exact) => new IvfViewIndex(view, bank, exact, opts.maxMissingTokens, ivfCount),
+    );
   };
 
   const factory = (view: BankView, kernel: SimilarityKernel): TokenIndex | Promise<TokenIndex> => {
@@ -216,20 +236,19 @@ export function storeIndexFactory(
     if (keeper === undefined) return resident(view, kernel);
     const graph: BankGraph | undefined = keeper.graph(view.bank);
     if (graph === undefined) return resident(view, kernel); // being built or loaded
-    let byKernel = perView.get(view);
-    if (byKernel === undefined) perView.set(view, (byKernel = new Map()));
-    let index = byKernel.get(kernel);
-    if (!(index instanceof GraphTokenIndex) || index.graph !== graph) {
-      index = new GraphTokenIndex(
-        view,
-        graph,
-        resident(view, kernel) as TokenIndex,
-        { maxMissing: opts.maxMissingTokens, maxForeign: opts.maxForeignTokens },
-        count,
-      );
-      byKernel.set(kernel, index);
-    }
-    return index;
+    return viewIndex(
+      view,
+      kernel,
+      graph,
+      (exact) =>
+        new GraphTokenIndex(
+          view,
+          graph,
+          exact,
+          { maxMissing: opts.maxMissingTokens, maxForeign: opts.maxForeignTokens },
+          count,
+        ),
+    );
   };
   return Object.assign(factory, {
     options: opts,

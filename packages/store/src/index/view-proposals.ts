@@ -1,4 +1,6 @@
-import type { TokenHits, TokenStore } from '@bfe/index';
+import { tieOrder, type TokenHits, type TokenStore } from '@bfe/index';
+import type { BankView } from '../types.js';
+import { viewTokens } from '../view-tokens.js';
 
 /** Per query row, the ranked top `k` of a maintained index's proposals over a bank view. */
 export interface RankedProposals {
@@ -24,7 +26,7 @@ export interface RankedProposals {
  * const r = rankViewProposals(store, q, 2, 16, 64, (row) => proposed[row]!, missing, rank, tokenMemory);
  * r?.values; // Float64Array [2 × 64]
  */
-export function rankViewProposals(
+function rankViewProposals(
   store: TokenStore,
   queries: Float32Array,
   rows: number,
@@ -66,14 +68,14 @@ export function rankViewProposals(
 }
 
 /** Whether `memories` is every row `0..n-1` in order (a whole-bank search). */
-export function isEveryRow(memories: Int32Array, n: number): boolean {
+function isEveryRow(memories: Int32Array, n: number): boolean {
   if (memories.length !== n) return false;
   for (let i = 0; i < n; i++) if (memories[i] !== i) return false;
   return true;
 }
 
 /** `[tokens]` the memory row of each token of a view with these offsets. */
-export function memoryOfToken(offsets: Int32Array, n: number): Int32Array {
+function memoryOfToken(offsets: Int32Array, n: number): Int32Array {
   const out = new Int32Array(offsets[n]!);
   for (let m = 0; m < n; m++) out.fill(m, offsets[m]!, offsets[m + 1]!);
   return out;
@@ -83,7 +85,7 @@ export function memoryOfToken(offsets: Int32Array, n: number): Int32Array {
  * The hits of ranked proposals over every memory of a view (`slots` are the memory rows): what a
  * maintained index returns for a whole-bank search.
  */
-export function viewHits(
+function viewHits(
   rows: number,
   k: number,
   { values, tokens }: Pick<RankedProposals, 'values' | 'tokens'>,
@@ -91,4 +93,61 @@ export function viewHits(
 ): TokenHits {
   const memories = tokens.map((t) => tokenMemory[t]!);
   return { rows, k, values, tokens, memories, slots: memories.slice(), passes: 1, widenedRows: 0 };
+}
+
+/**
+ * One view's side of a maintained index's search (HNSW graphs, IVF): whether a search covers
+ * the whole view, the rescoring and ranking of proposals ({@link rankViewProposals}) and the hits
+ * they make. The view's tie order and token-to-memory map are made at the first ranking.
+ */
+export class ViewRanker {
+  readonly store: TokenStore;
+  readonly dim: number;
+  /** Tokens in the view. */
+  readonly size: number;
+  #rank: Int32Array | undefined;
+  #tokenMemory: Int32Array | undefined;
+
+  constructor(readonly view: BankView) {
+    this.store = viewTokens(view);
+    this.dim = view.dim;
+    this.size = view.tokenOffsets[view.ids.length]!;
+  }
+
+  /** Whether a search over the candidate rows `memories` covers every memory of the view. */
+  wholeView(memories: Int32Array): boolean {
+    return isEveryRow(memories, this.view.ids.length);
+  }
+
+  /** {@link rankViewProposals} over this view; undefined when a row has fewer than `k`. */
+  rank(
+    queries: Float32Array,
+    rows: number,
+    k: number,
+    proposed: (row: number) => Int32Array,
+    extra: Int32Array,
+  ): RankedProposals | undefined {
+    const { view } = this;
+    const rank = (this.#rank ??= tieOrder(view.ids).rank);
+    return rankViewProposals(
+      this.store,
+      queries,
+      rows,
+      this.dim,
+      k,
+      proposed,
+      extra,
+      rank,
+      this.#memories(),
+    );
+  }
+
+  /** The hits of ranked proposals ({@link viewHits}). */
+  hits(rows: number, k: number, ranked: RankedProposals): TokenHits {
+    return viewHits(rows, k, ranked, this.#memories());
+  }
+
+  #memories(): Int32Array {
+    return (this.#tokenMemory ??= memoryOfToken(this.view.tokenOffsets, this.view.ids.length));
+  }
 }

@@ -1,15 +1,12 @@
 import {
   searchK,
-  tieOrder,
   type TokenHits,
   type TokenIndex,
   type TokenSearchOptions,
   type KeyProposals,
-  type TokenStore,
 } from '@bfe/index';
 import type { BankView } from '../../types.js';
-import { viewTokens } from '../../view-tokens.js';
-import { isEveryRow, memoryOfToken, rankViewProposals, viewHits } from '../view-proposals.js';
+import { ViewRanker } from '../view-proposals.js';
 import type { BankGraph } from './bank-graph.js';
 
 /** Proposals per query token beyond `k` taken from the graph, all rescored in float64. */
@@ -62,10 +59,8 @@ export class GraphTokenIndex implements TokenIndex {
   readonly codec = 'fp32';
   readonly dim: number;
   readonly size: number;
-  readonly #store: TokenStore;
+  readonly #ranker: ViewRanker;
   #reading: Reading | undefined;
-  #rank: Int32Array | undefined;
-  #tokenMemory: Int32Array | undefined;
 
   constructor(
     readonly view: BankView,
@@ -74,9 +69,9 @@ export class GraphTokenIndex implements TokenIndex {
     readonly limits: GraphSearchLimits,
     readonly onSearch: (outcome: GraphSearchOutcome) => void = () => {},
   ) {
-    this.dim = view.dim;
-    this.size = view.tokenOffsets[view.ids.length]!;
-    this.#store = viewTokens(view);
+    this.#ranker = new ViewRanker(view);
+    this.dim = this.#ranker.dim;
+    this.size = this.#ranker.size;
   }
 
   async search(
@@ -85,12 +80,10 @@ export class GraphTokenIndex implements TokenIndex {
     k: number,
     options: TokenSearchOptions,
   ): Promise<TokenHits> {
-    const { view } = this;
-    const n = view.ids.length;
     const total = this.size;
     if (
       options.bestPerMemory === true ||
-      !isEveryRow(options.memories, n) ||
+      !this.#ranker.wholeView(options.memories) ||
       this.graph.disposed // replaced (a compaction) or dropped since this index was made
     )
       return this.#exact(queries, rows, k, options);
@@ -105,22 +98,10 @@ export class GraphTokenIndex implements TokenIndex {
     const { proposed, reading } = seen;
 
     const { missing } = reading;
-    const rank = (this.#rank ??= tieOrder(view.ids).rank);
-    const tokenMemory = (this.#tokenMemory ??= memoryOfToken(view.tokenOffsets, n));
-    const ranked = rankViewProposals(
-      this.#store,
-      queries,
-      rows,
-      this.dim,
-      kk,
-      (r) => proposed[r]!,
-      missing,
-      rank,
-      tokenMemory,
-    );
+    const ranked = this.#ranker.rank(queries, rows, kk, (r) => proposed[r]!, missing);
     if (ranked === undefined) return this.#exact(queries, rows, k, options);
     this.onSearch('graph');
-    return viewHits(rows, kk, ranked, tokenMemory);
+    return this.#ranker.hits(rows, kk, ranked);
   }
 
   /**

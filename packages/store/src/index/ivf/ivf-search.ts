@@ -1,14 +1,6 @@
-import {
-  searchK,
-  tieOrder,
-  type TokenHits,
-  type TokenIndex,
-  type TokenSearchOptions,
-  type TokenStore,
-} from '@bfe/index';
+import { searchK, type TokenHits, type TokenIndex, type TokenSearchOptions } from '@bfe/index';
 import type { BankView } from '../../types.js';
-import { viewTokens } from '../../view-tokens.js';
-import { isEveryRow, memoryOfToken, rankViewProposals, viewHits } from '../view-proposals.js';
+import { ViewRanker } from '../view-proposals.js';
 import type { IvfBank } from './ivf-bank.js';
 
 /** Hits per query token beyond `k` asked of the IVF index, all rescored from the view. */
@@ -38,7 +30,7 @@ interface Reading {
  * proposed); the view's versions the index does not hold live — written after the index last
  * caught up, or tombstoned by a later delete or update — are scored one by one and join the
  * proposals. Everything is rescored in float64 from the view's float32 states and ranked as the
- * exact backend ranks (`rankViewProposals`), so where the index proposes the true top `k` the
+ * exact backend ranks (`ViewRanker`), so where the index proposes the true top `k` the
  * hits equal the exact search's bit for bit. Runs on `exact` instead for MaxSim's per-memory
  * best, a candidate subset, more than `maxMissing` missing tokens, a bank being compacted or
  * replaced, or a row whose `k`-th similarity equals the index's last proposal (a tie the index
@@ -49,10 +41,8 @@ export class IvfViewIndex implements TokenIndex {
   readonly codec = 'fp32';
   readonly dim: number;
   readonly size: number;
-  readonly #store: TokenStore;
+  readonly #ranker: ViewRanker;
   #reading: Reading | undefined;
-  #rank: Int32Array | undefined;
-  #tokenMemory: Int32Array | undefined;
 
   constructor(
     readonly view: BankView,
@@ -61,9 +51,9 @@ export class IvfViewIndex implements TokenIndex {
     readonly maxMissing: number,
     readonly onSearch: (outcome: IvfSearchOutcome) => void = () => {},
   ) {
-    this.dim = view.dim;
-    this.size = view.tokenOffsets[view.ids.length]!;
-    this.#store = viewTokens(view);
+    this.#ranker = new ViewRanker(view);
+    this.dim = this.#ranker.dim;
+    this.size = this.#ranker.size;
   }
 
   async search(
@@ -72,11 +62,10 @@ export class IvfViewIndex implements TokenIndex {
     k: number,
     options: TokenSearchOptions,
   ): Promise<TokenHits> {
-    const { view, bank } = this;
-    const n = view.ids.length;
+    const { bank } = this;
     if (
       options.bestPerMemory === true ||
-      !isEveryRow(options.memories, n) ||
+      !this.#ranker.wholeView(options.memories) ||
       bank.disposed ||
       bank.busy
     )
@@ -91,19 +80,7 @@ export class IvfViewIndex implements TokenIndex {
     } catch {
       return this.#exact(queries, rows, k, options); // the index was closed meanwhile
     }
-    const rank = (this.#rank ??= tieOrder(view.ids).rank);
-    const tokenMemory = (this.#tokenMemory ??= memoryOfToken(view.tokenOffsets, n));
-    const ranked = rankViewProposals(
-      this.#store,
-      queries,
-      rows,
-      this.dim,
-      kk,
-      (r) => proposed[r]!,
-      reading.missing,
-      rank,
-      tokenMemory,
-    );
+    const ranked = this.#ranker.rank(queries, rows, kk, (r) => proposed[r]!, reading.missing);
     if (ranked === undefined) return this.#exact(queries, rows, k, options);
     const { values, ownWorst } = ranked;
     // Tokens the index did not return score at most its last proposal: a tie there at the
@@ -112,7 +89,7 @@ export class IvfViewIndex implements TokenIndex {
       for (let r = 0; r < rows; r++)
         if (values[r * kk + kk - 1] === ownWorst[r]) return this.#exact(queries, rows, k, options);
     this.onSearch('ivf');
-    return viewHits(rows, kk, ranked, tokenMemory);
+    return this.#ranker.hits(rows, kk, ranked);
   }
 
   /** Per query row, the view tokens of the index's top `ask` among the view's live versions. */
