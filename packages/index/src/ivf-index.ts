@@ -7,12 +7,12 @@ import { compactIvf, driftOf, type IvfCompactOptions } from './ivf/compact.js';
 import { liveCandidates, toGivenMemories } from './ivf/live.js';
 import type { IvfOpenOptions, IvfParams, IvfScanStats, IvfSearchOptions } from './ivf/options.js';
 import { DEFAULT_CACHE_BYTES, pagedCodes, readFully } from './ivf/paged.js';
-import { checkScanThreads, defaultScanThreads } from './ivf/scan-pool.js';
+import { checkScanThreads, defaultScanThreads, finishedRows } from './ivf/scan-pool.js';
 import { scanJob, scanRows } from './ivf/scan-rows.js';
 import { IvfState, makeBase, type IvfAppended } from './ivf/state.js';
 import { codeBytes, trainIvf, type IvfData, type IvfResidualStats } from './ivf/train.js';
 import type { SimilarityKernel } from './kernel.js';
-import { rescoreProposals } from './rescore-proposals.js';
+import { ProposalRescorer } from './rescore-proposals.js';
 import { tieOrder } from './ties.js';
 import type { TokenHits, TokenIndex, TokenSearchOptions } from './token-index.js';
 
@@ -300,23 +300,28 @@ export class IvfTokenIndex implements TokenIndex {
     const q = prepareQuery(state.side.model, queries, rows);
     const { overFetch, margin } = this.probe;
     const fetch = Math.min(proposalsFor(kk, overFetch, margin), candidateTokens);
-    const proposed = await this.#propose(q, rows, fetch, all ? undefined : memories);
-    const t1 = performance.now();
-
-    const hits = rescoreProposals({
+    const rescore = new ProposalRescorer({
       store: state.store,
       q,
       codeDim,
       rows,
       k: kk,
-      proposals: (r) => proposed.subarray(r * fetch, (r + 1) * fetch),
       tokenOffsets: offsets,
       memories,
       candidateTokens,
       tokenMemory: state.tokenMemory,
       rank: state.side.ids === undefined ? undefined : tieOrder(state.side.ids).rank,
     });
-    this.#stats = { ...this.#stats!, rescoreSeconds: (performance.now() - t1) / 1000 };
+    // Each row rescored as soon as its proposals are in, between the calling thread's scans.
+    await this.#propose(q, rows, fetch, all ? undefined : memories, (r, found) =>
+      rescore.row(r, found),
+    );
+    const hits = rescore.hits();
+    this.#stats = {
+      ...this.#stats!,
+      scanSeconds: this.#stats!.scanSeconds - rescore.seconds,
+      rescoreSeconds: rescore.seconds,
+    };
     let best: Float32Array | undefined;
     if (options.bestPerMemory === true) {
       best = (await this.#exact().search(queries, rows, kk, { ...options, clampK: true })).best;
@@ -325,16 +330,17 @@ export class IvfTokenIndex implements TokenIndex {
   }
 
   /**
-   * `[rows × fetch]` proposed bank tokens: per row the best `fetch` candidate tokens by
-   * approximate similarity over the probed clusters (every row gets `fetch`: probing continues
-   * past `nprobe` clusters until the probed ones held that many candidates).
+   * Per row, the best `fetch` candidate tokens by approximate similarity over the probed clusters
+   * (every row gets `fetch`: probing continues past `nprobe` clusters until the probed ones held
+   * that many candidates), handed to `onRow` on the calling thread as each row is scanned.
    */
   async #propose(
     q: Float32Array,
     rows: number,
     fetch: number,
     memories: Int32Array | undefined,
-  ): Promise<Int32Array> {
+    onRow: (row: number, found: Int32Array) => void,
+  ): Promise<void> {
     const state = this.#state;
     const { data, scanner, scan, pool, tails } = state.base;
     const c = data.clusterOffsets.length - 1;
@@ -361,10 +367,11 @@ export class IvfTokenIndex implements TokenIndex {
       fd: state.fd(),
     };
     const job = scanJob(input, workers);
-    const count = workers > 0 ? await pool.run(job, workers) : scanRows(scan, scanner, job);
-    const out = new Int32Array(rows * fetch);
-    for (let r = 0; r < rows; r++)
-      out.set(job.tokens.subarray(r * fetch, r * fetch + job.counts[r]!), r * fetch);
+    const consume = (r: number): void => onRow(r, job.tokens.subarray(r * fetch, (r + 1) * fetch));
+    const count =
+      workers > 0
+        ? await pool.run(job, workers, consume)
+        : scanRows(scan, scanner, job, finishedRows(job, consume));
     const cpu = process.cpuUsage(cpu0);
     this.#stats = {
       scanCpuSeconds: (cpu.user + cpu.system) / 1e6,
@@ -377,7 +384,6 @@ export class IvfTokenIndex implements TokenIndex {
       wholeSet: false,
       codeBytesRead: count.blocksRead * 16 * codeBytes(dim, data.residualBits),
     };
-    return out;
   }
 }
 

@@ -35,17 +35,42 @@ export interface ProposalRescore {
  * choose among all of it), is searched over every candidate token instead: exhaustive.
  */
 export function rescoreProposals(p: ProposalRescore): TokenHits {
-  const { store, q, codeDim, rows, k, tokenMemory, rank } = p;
-  const values = new Float64Array(rows * k);
-  const tokens = new Int32Array(rows * k);
-  let widened = 0;
-  let all: Int32Array | undefined;
-  let scores = new Float64Array(0);
-  for (let r = 0; r < rows; r++) {
-    let found = p.proposals(r);
+  const rescore = new ProposalRescorer(p);
+  for (let r = 0; r < p.rows; r++) rescore.row(r, p.proposals(r));
+  return rescore.hits();
+}
+
+/**
+ * {@link rescoreProposals} a row at a time, in any order (each row's result depends on its
+ * proposals alone): a caller rescores rows as their proposals arrive, then takes {@link hits}.
+ */
+export class ProposalRescorer {
+  readonly #p: Omit<ProposalRescore, 'proposals'>;
+  readonly #values: Float64Array;
+  readonly #tokens: Int32Array;
+  #widened = 0;
+  #all: Int32Array | undefined;
+  #scores = new Float64Array(0);
+  /** Seconds spent in {@link row}. */
+  seconds = 0;
+
+  constructor(p: Omit<ProposalRescore, 'proposals'>) {
+    this.#p = p;
+    this.#values = new Float64Array(p.rows * p.k);
+    this.#tokens = new Int32Array(p.rows * p.k);
+  }
+
+  /** Rescores row `r`'s proposed bank tokens `found` (distinct; once per row). */
+  row(r: number, found: Int32Array): void {
+    const t0 = performance.now();
+    const p = this.#p;
+    const { store, q, codeDim, k, tokenMemory, rank } = p;
+    const values = this.#values;
+    const tokens = this.#tokens;
     let exhaustive = found.length < k;
     if (!exhaustive) {
-      if (scores.length < found.length) scores = new Float64Array(found.length);
+      if (this.#scores.length < found.length) this.#scores = new Float64Array(found.length);
+      const scores = this.#scores;
       store.dots(found, found.length, q, r * codeDim, scores);
       topInto(values, tokens, r * k, k, found, scores, tokenMemory, rank);
       if (found.length < p.candidateTokens) {
@@ -55,20 +80,29 @@ export function rescoreProposals(p: ProposalRescore): TokenHits {
       }
     }
     if (exhaustive) {
-      all ??= tokensOf(p.tokenOffsets, p.memories);
-      found = all;
-      if (scores.length < found.length) scores = new Float64Array(found.length);
-      store.dots(found, found.length, q, r * codeDim, scores);
-      topInto(values, tokens, r * k, k, found, scores, tokenMemory, rank);
-      widened++;
+      this.#all ??= tokensOf(p.tokenOffsets, p.memories);
+      found = this.#all;
+      if (this.#scores.length < found.length) this.#scores = new Float64Array(found.length);
+      store.dots(found, found.length, q, r * codeDim, this.#scores);
+      topInto(values, tokens, r * k, k, found, this.#scores, tokenMemory, rank);
+      this.#widened++;
     }
+    this.seconds += (performance.now() - t0) / 1000;
   }
-  const memories = new Int32Array(rows * k);
-  const slots = new Int32Array(rows * k);
-  for (let i = 0; i < rows * k; i++) {
-    const m = tokenMemory[tokens[i]!]!;
-    memories[i] = m;
-    slots[i] = positionOf(p.memories, m);
+
+  /** The hits of every row (each rescored by {@link row} first). */
+  hits(): TokenHits {
+    const p = this.#p;
+    const { rows, k, tokenMemory } = p;
+    const tokens = this.#tokens;
+    const memories = new Int32Array(rows * k);
+    const slots = new Int32Array(rows * k);
+    for (let i = 0; i < rows * k; i++) {
+      const m = tokenMemory[tokens[i]!]!;
+      memories[i] = m;
+      slots[i] = positionOf(p.memories, m);
+    }
+    const values = this.#values;
+    return { rows, k, values, tokens, memories, slots, passes: 1, widenedRows: this.#widened };
   }
-  return { rows, k, values, tokens, memories, slots, passes: 1, widenedRows: widened };
 }

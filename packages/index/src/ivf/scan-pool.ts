@@ -26,6 +26,23 @@ export function checkScanThreads(threads: number): number {
   return threads;
 }
 
+/**
+ * A drain of `job`'s finished rows: each call hands every row whose `done` word is set and that
+ * it has not handed before to `consume`.
+ */
+export function finishedRows(job: ScanJob, consume: (row: number) => void): () => void {
+  const handed = new Uint8Array(job.rows);
+  let from = 0;
+  return () => {
+    for (let r = from; r < job.rows; r++) {
+      if (handed[r] === 1 || Atomics.load(job.done, r) !== 1) continue;
+      handed[r] = 1;
+      consume(r);
+    }
+    while (from < job.rows && handed[from] === 1) from++;
+  };
+}
+
 interface Pending {
   readonly resolve: (count: ScanCount) => void;
   readonly reject: (error: Error) => void;
@@ -64,9 +81,11 @@ export class ScanPool {
 
   /**
    * Scans `job` on the calling thread (the scanner's lane) and `workers` worker threads; returns
-   * what all of them scanned once every joined worker is done (`rows`: the workers' rows).
+   * what all of them scanned once every joined worker is done (`rows`: the workers' rows). With
+   * `consume`, the calling thread hands each finished row (its own or a worker's) to it once,
+   * between the rows it scans and after, so the rows' next step overlaps the workers' scan.
    */
-  async run(job: ScanJob, workers: number): Promise<ScanCount> {
+  async run(job: ScanJob, workers: number, consume?: (row: number) => void): Promise<ScanCount> {
     const slots = await this.#start(workers);
     const id = ++this.#seq;
     const answers = slots.map((slot, w) => {
@@ -80,9 +99,11 @@ export class ScanPool {
       return answer;
     });
     const total: ScanCount = { scored: 0, probed: 0, rows: 0, blocksRead: 0 };
+    const drain = consume === undefined ? undefined : finishedRows(job, consume);
     let failed: unknown;
     try {
-      const own = scanRows(this.#index, this.#scanner, job);
+      const own = scanRows(this.#index, this.#scanner, job, drain);
+      drain?.();
       total.scored += own.scored;
       total.probed += own.probed;
       total.blocksRead += own.blocksRead;
@@ -110,6 +131,7 @@ export class ScanPool {
         failed ??= new Error('IVF scan worker failed');
     }
     if (failed !== undefined) throw failed;
+    drain?.();
     return total;
   }
 

@@ -54,6 +54,8 @@ export interface ScanJob {
   readonly tokens: Int32Array;
   /** `[rows]` out: how many of the row's `fetch` places were filled. */
   readonly counts: Int32Array;
+  /** `[rows]` out: 1 once the row's `tokens` and `counts` are written (stored atomically). */
+  readonly done: Int32Array;
   readonly control: Int32Array;
 }
 
@@ -103,6 +105,7 @@ export function scanJob(
     fd: input.fd,
     tokens: make(Int32Array, rows * fetch, 4),
     counts: make(Int32Array, rows, 4),
+    done: make(Int32Array, rows, 4),
     control: make(Int32Array, JOINED + workers, 4),
   };
 }
@@ -112,9 +115,15 @@ export function scanJob(
  * tables, then its clusters in probe order (the `nprobe` best, and more while the probed ones
  * held fewer than `fetch` candidates) into a running top of `fetch` approximate similarities,
  * each cluster's base places and then its tail list. Keyed by bank token, the top is the same
- * whichever layout (base or tail, any compaction) holds a token.
+ * whichever layout (base or tail, any compaction) holds a token. `between` (the calling
+ * thread's) runs after each row this thread scans, before it claims the next.
  */
-export function scanRows(index: ScanIndex, lane: ScanLane, job: ScanJob): ScanCount {
+export function scanRows(
+  index: ScanIndex,
+  lane: ScanLane,
+  job: ScanJob,
+  between?: () => void,
+): ScanCount {
   const { dim, clusterOffsets: bounds, placeMemory, placeToken, paged } = index;
   const { fetch, scores: cs, q, allowed, tail } = job;
   const c = bounds.length - 1;
@@ -165,5 +174,8 @@ export function scanRows(index: ScanIndex, lane: ScanLane, job: ScanJob): ScanCo
     count.rows++;
     job.counts[r] = top.count;
     job.tokens.set(top.places.subarray(0, top.count), r * fetch);
+    // Publishes the row's outputs to a thread that sees `done[r]` = 1.
+    Atomics.store(job.done, r, 1);
+    between?.();
   }
 }

@@ -18,14 +18,18 @@ export function probeOrder(scores: Float32Array, at: number, count: number, n: n
   }
   const out = new Int32Array(n);
   let kept = 0;
+  // The last kept cluster's score, so that most clusters are passed over by one comparison.
+  let worst = -Infinity;
   for (let c = 0; c < count; c++) {
-    if (kept === n && !before(c, out[n - 1]!)) continue;
+    const sc = scores[at + c]!;
+    if (kept === n && !(sc > worst)) continue; // equal: the kept one has the smaller id
     let p = kept === n ? n - 1 : kept++;
     while (p > 0 && before(c, out[p - 1]!)) {
       out[p] = out[p - 1]!;
       p--;
     }
     out[p] = c;
+    worst = scores[at + out[kept - 1]!]!;
   }
   return out;
 }

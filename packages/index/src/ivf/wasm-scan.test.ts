@@ -111,6 +111,54 @@ describe('the WebAssembly fast scan', () => {
     });
   }
 
+  it('fills the tables of the definition: each entry its nibble value less the least, scaled, rounded half up', () => {
+    // The definition, written out: every one of a nibble's 16 values computed, its least found
+    // by comparing them all, `Math.round` for the rounding (the code under test derives the
+    // least from each dimension's bucket range and rounds by truncation).
+    for (const bits of [2, 4] as const) {
+      const dim = 96;
+      const data = randomData(16, dim, bits, 21 + bits);
+      const scanner = new WasmScanner(data);
+      const random = rng(9);
+      const buckets = 1 << bits;
+      const perNibble = 4 / bits;
+      const tables = (2 * dim * bits) / 8;
+      for (let trial = 0; trial < 20; trial++) {
+        // Zeros and negative zeros among the query values, and a table all of one value.
+        const q = Float32Array.from({ length: dim }, (_, d) =>
+          d % 17 === 0 ? 0 : d % 19 === 0 ? -0 : (random() - 0.5) * (trial + 1),
+        );
+        const entries: number[] = [];
+        let bias = 0;
+        let widest = 0;
+        let total = 0;
+        for (let t = 0; t < tables; t++) {
+          const values = Array.from({ length: 16 }, (_, v) => {
+            let s = 0;
+            for (let i = 0; i < perNibble; i++) {
+              const d = t * perNibble + i;
+              s += q[d]! * data.weights[d * buckets + ((v >> (i * bits)) & (buckets - 1))]!;
+            }
+            return s;
+          });
+          const lo = Math.min(...values);
+          const hi = Math.max(...values);
+          bias += lo;
+          widest = Math.max(widest, hi - lo);
+          total += hi - lo;
+          entries.push(...values.map((v) => v - lo));
+        }
+        const scale = Math.min(127 / widest, (65535 - tables / 2) / total);
+        const row = quantizeTables(data, q, 0, scanner.tables);
+        expect(row.bias).toBe(bias);
+        expect(row.scale).toBe(scale);
+        expect(Array.from(scanner.tables.subarray(0, tables * 16))).toEqual(
+          entries.map((e) => Math.round(e * scale)),
+        );
+      }
+    }
+  });
+
   it('is the binary its AssemblyScript source builds (scripts/build-wasm.mjs --check)', () => {
     const script = fileURLToPath(new URL('../../scripts/build-wasm.mjs', import.meta.url));
     const run = spawnSync(process.execPath, [script, '--check'], { encoding: 'utf8' });
