@@ -286,7 +286,14 @@ export function storeIndexFactory(
       await ivfKeeper?.settled();
     },
     ivfStats: (): IvfStats => ({
-      ...(ivfKeeper?.stats() ?? { banks: {}, builds: 0, rebuilds: 0, failures: [] }),
+      ...(ivfKeeper?.stats() ?? {
+        banks: {},
+        builds: 0,
+        loads: 0,
+        saves: 0,
+        rebuilds: 0,
+        failures: [],
+      }),
       ivfSearches: ivfCounts.ivf,
       exactSearches: ivfCounts.exact,
     }),

@@ -1,3 +1,5 @@
+import { existsSync, readdirSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tmpDir } from '@bfe/core/testing';
 import { ExactTokenIndex, flatTokenStore } from '@bfe/index';
@@ -260,5 +262,92 @@ describe("storeIndexFactory({ large: 'ivf' }): clustered indexes for large banks
       await expectExact(index, store.snapshot().bank('b'), await queriesOf(14, 4, words));
       await store.close();
     }
+  });
+});
+
+describe('a large bank’s IVF index on disk', () => {
+  it('is saved when trained and compacted, and a reopened store reads it instead of training again', async () => {
+    const dir = tmpDir();
+    const open = async () => {
+      const index = storeIndexFactory(ALL_PROBED);
+      const store = await MemoryStore.open(dir, {
+        embedder,
+        index,
+        compactSegments: 0,
+        flushBytes: 1 << 30,
+      });
+      return { store, index };
+    };
+    const first = await open();
+    await addTexts(first.store, 'a', texts(1, 300));
+    await first.store.search({ bank: 'b', query: 'w1 w2', k: 3 });
+    await first.index.graphsSettled();
+    expect(first.index.ivfStats()).toMatchObject({ builds: 1, loads: 0, saves: 1 });
+    // Writes after the save: a delete and an update (tombstones), adds (tails); a flush past
+    // the tombstone share compacts the index, and the compacted index is saved again.
+    await first.store.delete(
+      Array.from({ length: 80 }, (_, i) => `a${i * 3}`),
+      { bank: 'b' },
+    );
+    await first.store.update([{ id: 'a1', bank: 'b', text: texts(21, 1, TOPIC_B)[0]! }]);
+    await addTexts(first.store, 'n', texts(7, 40));
+    await first.store.flush();
+    await first.index.graphsSettled();
+    expect(first.index.ivfStats()).toMatchObject({ builds: 1, saves: 2 });
+    // Written after the last save: caught up from the live rows at the next open.
+    await first.store.delete(['a2', 'n5'], { bank: 'b' });
+    await addTexts(first.store, 'm', texts(23, 20));
+    const files = readdirSync(join(dir, 'ivf')).sort();
+    expect(files).toEqual([`${Buffer.from('b').toString('hex')}-000002.ivf`, '62.json']);
+    await first.store.close();
+
+    const second = await open();
+    await second.store.search({ bank: 'b', query: 'w1 w2', k: 3 });
+    await second.index.graphsSettled();
+    expect(second.index.ivfStats()).toMatchObject({ builds: 0, loads: 1, failures: [] });
+    const view = second.store.snapshot().bank('b');
+    const { bank } = await ivfOf(second.index, view);
+    // Every live version once, nothing deleted or superseded proposed.
+    expect(bank.liveVersions).toBe(view.ids.length);
+    expect(bank.liveEntry('a2')).toBeUndefined();
+    expect(bank.liveEntry('a0')).toBeUndefined();
+    expect(bank.liveEntry('m19')).toBeDefined();
+    await expectExact(second.index, view, await queriesOf(31, 8));
+    const hit = await second.store.search({ bank: 'b', query: texts(23, 20)[7]!, k: 1 });
+    expect(hit[0]!.id).toBe('m7');
+    await second.store.close();
+  });
+
+  it('is trained again when its file is damaged or its settings differ, and leaves no stray files', async () => {
+    const dir = tmpDir();
+    const open = async (options: StoreIndexOptions) => {
+      const index = storeIndexFactory(options);
+      const store = await MemoryStore.open(dir, { embedder, index, compactSegments: 0 });
+      return { store, index };
+    };
+    const first = await open(ALL_PROBED);
+    await addTexts(first.store, 'a', texts(1, 300));
+    await first.store.search({ bank: 'b', query: 'w1 w2', k: 3 });
+    await first.index.graphsSettled();
+    await first.store.close();
+    const ivfDir = join(dir, 'ivf');
+    const [file] = readdirSync(ivfDir).filter((n) => n.endsWith('.ivf'));
+    // An interrupted save's file (no meta names it) and a truncated index file.
+    writeFileSync(join(ivfDir, '62-000009.ivf'), 'partial');
+    truncateSync(join(ivfDir, file!), 100);
+    const second = await open(ALL_PROBED);
+    await second.store.search({ bank: 'b', query: 'w1 w2', k: 3 });
+    await second.index.graphsSettled();
+    expect(second.index.ivfStats()).toMatchObject({ builds: 1, loads: 0, saves: 1 });
+    expect(existsSync(join(ivfDir, '62-000009.ivf'))).toBe(false);
+    await expectExact(second.index, second.store.snapshot().bank('b'), await queriesOf(32, 4));
+    await second.store.close();
+    // Other centroids asked for: the saved index is not used.
+    const third = await open({ ...ALL_PROBED, ivf: { ...ALL_PROBED.ivf, centroids: 8 } });
+    await third.store.search({ bank: 'b', query: 'w1 w2', k: 3 });
+    await third.index.graphsSettled();
+    expect(third.index.ivfStats()).toMatchObject({ builds: 1, loads: 0 });
+    expect(third.index.ivfStats().banks.b).toMatchObject({ centroids: 8 });
+    await third.store.close();
   });
 });

@@ -12,6 +12,9 @@
 //   `compact-manifest`     a compaction swapped the manifest, old segments not yet removed;
 //   `graph-file`           an HNSW graph's usearch file is written and fsynced, its meta not yet;
 //   `graph-meta`           a graph's meta is swapped, the previous generation's file not yet removed;
+//   `ivf-file`             a bank's IVF index file is written and fsynced, its meta not yet;
+//   `ivf-meta`             an IVF index's meta is swapped, the previous generation's file not yet
+//                          removed;
 //   `graph-apply`          a graph applied an acknowledged write in the background, later
 //                          acknowledged writes still queued for the graphs.
 

@@ -7,6 +7,7 @@ import {
   type SimilarityKernel,
 } from '@bfe/index';
 import type { RowRef } from '../../log/live-rows.js';
+import type { IvfSnapshot, SavedRow } from './ivf-files.js';
 
 /** One row version in a bank's IVF index: its tokens are index tokens `first..first+count-1`. */
 export interface IvfEntry {
@@ -91,14 +92,22 @@ export class IvfBank {
     readonly index: IvfTokenIndex,
     readonly centroids: number,
     readonly residualBits: 2 | 4,
-    refs: readonly RowRef[],
+    rows: readonly { readonly id: string; readonly seq: number; readonly dead?: boolean }[],
     codes: Float32Array,
     offsets: Int32Array,
   ) {
     this.#codes = codes;
     this.#offsets = offsets;
-    this.#tokens = offsets[refs.length]!;
-    for (const ref of refs) this.#record(ref.source.ids[ref.row]!, ref.seq, offsets);
+    this.#tokens = offsets[rows.length]!;
+    for (const row of rows) {
+      const e = this.#record(row.id, row.seq, offsets);
+      if (row.dead === true) {
+        // Tombstoned in the index it was saved from, and dropped from its layout.
+        e.dead = true;
+        this.#live.delete(row.id);
+        this.#deadTokens += e.count;
+      }
+    }
   }
 
   /** Trains an index over `refs` (ascending write sequence). */
@@ -123,7 +132,56 @@ export class IvfBank {
     const train = { centroids, residualBits: params.residualBits };
     const index = await IvfTokenIndex.build(side, train, kernel, params.search);
     const bits = params.residualBits;
-    return new IvfBank(bank, dim, model, index, centroids, bits, refs, codes, offsets);
+    const rows = refs.map((ref) => ({ id: ref.source.ids[ref.row]!, seq: ref.seq }));
+    return new IvfBank(bank, dim, model, index, centroids, bits, rows, codes, offsets);
+  }
+
+  /**
+   * The index saved at `path` ({@link snapshot}'s bytes) over its `rows`, read by position: each
+   * row that is not tombstoned takes its vectors from the store's live version of the same
+   * write sequence (`live`); a row whose version is gone gets zeros (the caller tombstones it
+   * before any search). Undefined when a version differs from the saved row (id or token count).
+   */
+  static restore(
+    bank: string,
+    dim: number,
+    path: string,
+    saved: { readonly rows: readonly SavedRow[]; readonly centroids: number },
+    live: ReadonlyMap<number, RowRef>,
+    params: IvfBankParams,
+    kernel: SimilarityKernel,
+  ): IvfBank | undefined {
+    const { rows } = saved;
+    const offsets = new Int32Array(rows.length + 1);
+    rows.forEach((r, i) => (offsets[i + 1] = offsets[i]! + r.count));
+    const tokens = offsets[rows.length]!;
+    const codes = new Float32Array(tokens * dim);
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i]!;
+      const ref = r.dead ? undefined : live.get(r.seq);
+      if (ref === undefined) continue;
+      const v = rowVectors(ref, dim);
+      if (ref.source.ids[ref.row] !== r.id || v.length !== r.count * dim) return undefined;
+      codes.set(v, offsets[i]! * dim);
+    }
+    const model = trainCodec('fp32', codes, 0, dim);
+    const side = sideOf(model, codes, offsets, rows.length, tokens, dim);
+    const index = IvfTokenIndex.open(path, side, kernel, params.search);
+    const bits = params.residualBits;
+    return new IvfBank(bank, dim, model, index, saved.centroids, bits, rows, codes, offsets);
+  }
+
+  /**
+   * What {@link saveIvf} writes: the index's bytes and its rows in order (tombstoned ones
+   * marked). Only for an index laid out (no tails, no pending deletions): just built or compacted.
+   */
+  snapshot(): IvfSnapshot {
+    const rows: SavedRow[] = [];
+    for (const e of [...this.#bySeq.values()].sort((a, b) => a.row - b.row))
+      rows.push({ id: e.id, seq: e.seq, count: e.count, dead: e.dead });
+    const { bank, dim, residualBits } = this;
+    const centroids = this.index.data.clusterOffsets.length - 1;
+    return { bank, dim, residualBits, centroids, bytes: this.index.toBytes(), rows };
   }
 
   /** The entry of the row version with write sequence `seq`, dead or not. */
@@ -246,13 +304,14 @@ export class IvfBank {
     return this.index.close();
   }
 
-  #record(id: string, seq: number, offsets: Int32Array): void {
+  #record(id: string, seq: number, offsets: Int32Array): IvfEntry {
     const row = this.#rows++;
     const first = offsets[row]!;
     const e: IvfEntry = { id, seq, row, first, count: offsets[row + 1]! - first, dead: false };
     this.#bySeq.set(seq, e);
     this.#live.set(id, e);
     this.#maxSeq = Math.max(this.#maxSeq, seq);
+    return e;
   }
 }
 

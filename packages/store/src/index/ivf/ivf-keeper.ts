@@ -4,6 +4,7 @@ import { Gate, MAX_BUILDS } from '../graph/budget.js';
 import type { IndexLink, IndexedStore, StoreChange } from '../graph/link.js';
 import { liveTokens } from '../graph/version-rows.js';
 import { IvfBank, type IvfBankParams } from './ivf-bank.js';
+import { findIvf, removeIvfGarbage, saveIvf } from './ivf-files.js';
 
 /** The predeclared policy an {@link IvfKeeper} keeps its banks' indexes by. */
 export interface IvfPolicy extends IvfBankParams {
@@ -22,6 +23,8 @@ interface Slot {
   bank: IvfBank | undefined;
   /** A build or rebuild under way (the current index, if any, serves meanwhile). */
   building: Promise<void> | undefined;
+  /** The generation of the bank's saved index (0: none saved yet). */
+  generation: number;
 }
 
 /** Counters of the IVF indexes' work. */
@@ -45,6 +48,10 @@ export interface IvfKeeperStats {
   >;
   /** Indexes trained from live rows (first builds and rebuilds for dead rows). */
   readonly builds: number;
+  /** Indexes read from their saved files at a reopened store's first search (not trained). */
+  readonly loads: number;
+  /** Index files written (after a build and after a compaction). */
+  readonly saves: number;
   readonly rebuilds: number;
   readonly failures: readonly string[];
 }
@@ -57,16 +64,20 @@ export interface IvfKeeperStats {
  * old version and appends the new, a delete tombstones. After a flush an index whose tails and
  * tombstones passed `compactShare` is compacted (re-clustered past the drift threshold), and
  * one whose dead rows passed `rebuildDead` is trained again from the live rows in the background
- * (the old one serving meanwhile); a store compaction compacts the bank's index. Not persisted:
- * a reopened store trains again at a bank's first search. A failure drops the bank's index
- * (searched exactly), never a write.
+ * (the old one serving meanwhile); a store compaction compacts the bank's index. Each index is
+ * saved when laid out (trained, or compacted: `ivf-files.ts`); a reopened store reads a bank's
+ * saved index by position at its first search and catches it up from the live rows instead of
+ * training again. A failure drops the bank's index (searched exactly), never a write.
  */
 export class IvfKeeper implements IndexLink {
   readonly #slots = new Map<string, Slot>();
   readonly #failures: string[] = [];
   readonly #gate = new Gate(MAX_BUILDS);
   #builds = 0;
+  #loads = 0;
+  #saves = 0;
   #rebuilds = 0;
+  #garbage: Promise<unknown> | undefined;
   #closing = false;
   #queue: Promise<void> = Promise.resolve();
 
@@ -88,7 +99,7 @@ export class IvfKeeper implements IndexLink {
     this.kernel ??= kernel;
     const slot = this.#slots.get(bank);
     if (slot === undefined) {
-      const fresh: Slot = { bank: undefined, building: undefined };
+      const fresh: Slot = { bank: undefined, building: undefined, generation: 0 };
       this.#slots.set(bank, fresh);
       this.#build(bank, fresh);
       return undefined;
@@ -153,7 +164,13 @@ export class IvfKeeper implements IndexLink {
       };
     }
     const failures = [...this.#failures];
-    return { banks, builds: this.#builds, rebuilds: this.#rebuilds, failures };
+    const [builds, loads, saves, rebuilds] = [
+      this.#builds,
+      this.#loads,
+      this.#saves,
+      this.#rebuilds,
+    ];
+    return { banks, builds, loads, saves, rebuilds, failures };
   }
 
   /** Runs `step` after the steps queued before it; the queue goes on whatever it does. */
@@ -202,6 +219,8 @@ export class IvfKeeper implements IndexLink {
   async #compact(name: string, slot: Slot, bank: IvfBank): Promise<void> {
     try {
       await bank.compact(this.policy.driftThreshold, this.policy);
+      // Laid out: saved, so a reopened store reads it rather than training again.
+      if (!this.#closing) await this.#save(slot, bank);
     } catch (error) {
       if (slot.bank === bank) await this.#fail(name, slot, error);
     }
@@ -221,10 +240,9 @@ export class IvfKeeper implements IndexLink {
         if (this.#closing || this.kernel === undefined || live === undefined) return;
         if (liveTokens(live) <= this.policy.minTokens && slot.bank === undefined)
           return void this.#slots.delete(name); // asked again at a later search
-        const refs = [...live.values()].sort((a, b) => a.seq - b.seq);
-        const dim = this.store.dim;
-        const fresh = await IvfBank.build(name, dim, refs, this.policy, this.kernel);
-        this.#builds++;
+        const fresh =
+          (slot.bank === undefined ? await this.#load(name, slot, live) : undefined) ??
+          (await this.#train(name, slot, live));
         await this.#enqueue(async () => {
           if (this.#closing) return void (await fresh.dispose());
           const now = this.store.liveRows(name) ?? new Map<string, RowRef>();
@@ -243,6 +261,53 @@ export class IvfKeeper implements IndexLink {
     })()
       .catch((error: unknown) => this.#fail(name, slot, error))
       .finally(() => (slot.building = undefined));
+  }
+
+  /** Trains an index over `live` and saves it (laid out, before any catch-up). */
+  async #train(name: string, slot: Slot, live: ReadonlyMap<string, RowRef>): Promise<IvfBank> {
+    const refs = [...live.values()].sort((a, b) => a.seq - b.seq);
+    const dim = this.store.dim;
+    const fresh = await IvfBank.build(name, dim, refs, this.policy, this.kernel!);
+    this.#builds++;
+    try {
+      await this.#save(slot, fresh);
+    } catch (error) {
+      // Derived data: an index that could not be saved still serves (trained again next time).
+      this.#failures.push(`${name}: saving the index: ${String(error)}`);
+    }
+    return fresh;
+  }
+
+  /** The bank's saved index when it matches the store and the policy (else undefined). */
+  async #load(
+    name: string,
+    slot: Slot,
+    live: ReadonlyMap<string, RowRef>,
+  ): Promise<IvfBank | undefined> {
+    const { dir, model, dim } = this.store;
+    const { residualBits, centroids } = this.policy;
+    // Files of interrupted saves go once, before the first bank's index is looked for.
+    await (this.#garbage ??= removeIvfGarbage(dir).catch(() => []));
+    const found = await findIvf(dir, name, { model, dim, residualBits, centroids });
+    slot.generation = Math.max(slot.generation, found.generation);
+    if (found.path === undefined) return undefined;
+    const bySeq = new Map<number, RowRef>();
+    for (const ref of live.values()) bySeq.set(ref.seq, ref);
+    try {
+      const bank = IvfBank.restore(name, dim, found.path, found, bySeq, this.policy, this.kernel!);
+      if (bank !== undefined) this.#loads++;
+      return bank;
+    } catch {
+      return undefined; // unreadable: trained again
+    }
+  }
+
+  /** Writes `bank` (laid out) as the slot's next generation. */
+  async #save(slot: Slot, bank: IvfBank): Promise<void> {
+    const { dir, model } = this.store;
+    await saveIvf(dir, bank.snapshot(), model, slot.generation + 1);
+    slot.generation++;
+    this.#saves++;
   }
 
   async #fail(name: string, slot: Slot, error: unknown): Promise<void> {
