@@ -121,6 +121,7 @@ export type { GraphHnsw, GraphHnswMaker } from './index/graph/graph-hnsw.js';
 export { GRAPH_MARGIN, GraphTokenIndex } from './index/graph/graph-search.js';
 export type { GraphSearchLimits, GraphSearchOutcome } from './index/graph/graph-search.js';
 export { GRAPHS_DIR, graphMetaSchema } from './index/graph/graph-files.js';
+export { IVF_DIR, ivfMetaSchema } from './index/ivf/ivf-files.js';
 export type { GraphMeta } from './index/graph/graph-files.js';
 export { milvusIndexFactory } from './index/milvus-index.js';
 export type { MilvusFactoryOptions, MilvusIndexFactory } from './index/milvus-index.js';

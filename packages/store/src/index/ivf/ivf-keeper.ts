@@ -23,8 +23,10 @@ interface Slot {
   bank: IvfBank | undefined;
   /** A build or rebuild under way (the current index, if any, serves meanwhile). */
   building: Promise<void> | undefined;
-  /** The generation of the bank's saved index (0: none saved yet). */
+  /** The generation of the bank's last saved index (0: none saved yet). */
   generation: number;
+  /** The slot's saves in call order (each waits for the one before). */
+  saving: Promise<void>;
 }
 
 /** Counters of the IVF indexes' work. */
@@ -99,7 +101,12 @@ export class IvfKeeper implements IndexLink {
     this.kernel ??= kernel;
     const slot = this.#slots.get(bank);
     if (slot === undefined) {
-      const fresh: Slot = { bank: undefined, building: undefined, generation: 0 };
+      const fresh: Slot = {
+        bank: undefined,
+        building: undefined,
+        generation: 0,
+        saving: Promise.resolve(),
+      };
       this.#slots.set(bank, fresh);
       this.#build(bank, fresh);
       return undefined;
@@ -302,11 +309,17 @@ export class IvfKeeper implements IndexLink {
     }
   }
 
-  /** Writes `bank` (laid out) as the slot's next generation. */
+  /**
+   * Writes `bank` (laid out now: its bytes are taken before any await) as the slot's next
+   * generation, after the slot's earlier saves (a rebuild's save may meet a compaction's).
+   */
   async #save(slot: Slot, bank: IvfBank): Promise<void> {
     const { dir, model } = this.store;
-    await saveIvf(dir, bank.snapshot(), model, slot.generation + 1);
-    slot.generation++;
+    const snap = bank.snapshot();
+    const generation = ++slot.generation;
+    const write = slot.saving.then(() => saveIvf(dir, snap, model, generation));
+    slot.saving = write.catch(() => undefined);
+    await write;
     this.#saves++;
   }
 
