@@ -318,6 +318,23 @@ describe('a large bank’s IVF index on disk', () => {
     await second.store.close();
   });
 
+  it('still serves when it cannot be saved, the failure counted', async () => {
+    const dir = tmpDir();
+    // A file where the folder of indexes would go: every save fails.
+    const index = storeIndexFactory(ALL_PROBED);
+    const store = await MemoryStore.open(dir, { embedder, index, compactSegments: 0 });
+    writeFileSync(join(dir, 'ivf'), 'not a folder');
+    await addTexts(store, 'a', texts(1, 300));
+    await store.search({ bank: 'b', query: 'w1 w2', k: 3 });
+    await index.graphsSettled();
+    const stats = index.ivfStats();
+    expect(stats).toMatchObject({ builds: 1, saves: 0 });
+    expect(stats.failures).toHaveLength(1);
+    expect(stats.failures[0]).toMatch(/^b: saving the index: /);
+    await expectExact(index, store.snapshot().bank('b'), await queriesOf(33, 3));
+    await store.close();
+  });
+
   it('is trained again when its file is damaged or its settings differ, and leaves no stray files', async () => {
     const dir = tmpDir();
     const open = async (options: StoreIndexOptions) => {

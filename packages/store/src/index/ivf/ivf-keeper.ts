@@ -227,7 +227,7 @@ export class IvfKeeper implements IndexLink {
     try {
       await bank.compact(this.policy.driftThreshold, this.policy);
       // Laid out: saved, so a reopened store reads it rather than training again.
-      if (!this.#closing) await this.#save(slot, bank);
+      if (!this.#closing) await this.#save(name, slot, bank);
     } catch (error) {
       if (slot.bank === bank) await this.#fail(name, slot, error);
     }
@@ -276,12 +276,7 @@ export class IvfKeeper implements IndexLink {
     const dim = this.store.dim;
     const fresh = await IvfBank.build(name, dim, refs, this.policy, this.kernel!);
     this.#builds++;
-    try {
-      await this.#save(slot, fresh);
-    } catch (error) {
-      // Derived data: an index that could not be saved still serves (trained again next time).
-      this.#failures.push(`${name}: saving the index: ${String(error)}`);
-    }
+    await this.#save(name, slot, fresh);
     return fresh;
   }
 
@@ -311,16 +306,22 @@ export class IvfKeeper implements IndexLink {
 
   /**
    * Writes `bank` (laid out now: its bytes are taken before any await) as the slot's next
-   * generation, after the slot's earlier saves (a rebuild's save may meet a compaction's).
+   * generation, after the slot's earlier saves (a rebuild's save may meet a compaction's). A
+   * failed save is counted among the failures and changes nothing else: the index is derived
+   * data, it still serves, and a later reopen trains it again.
    */
-  async #save(slot: Slot, bank: IvfBank): Promise<void> {
+  async #save(name: string, slot: Slot, bank: IvfBank): Promise<void> {
     const { dir, model } = this.store;
-    const snap = bank.snapshot();
-    const generation = ++slot.generation;
-    const write = slot.saving.then(() => saveIvf(dir, snap, model, generation));
-    slot.saving = write.catch(() => undefined);
-    await write;
-    this.#saves++;
+    try {
+      const snap = bank.snapshot();
+      const generation = ++slot.generation;
+      const write = slot.saving.then(() => saveIvf(dir, snap, model, generation));
+      slot.saving = write.catch(() => undefined);
+      await write;
+      this.#saves++;
+    } catch (error) {
+      this.#failures.push(`${name}: saving the index: ${String(error)}`);
+    }
   }
 
   async #fail(name: string, slot: Slot, error: unknown): Promise<void> {
