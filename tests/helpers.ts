@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { jsTree } from '@bfe/core/testing';
 
 export const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 
@@ -24,8 +25,18 @@ export interface CliResult {
 }
 
 /**
- * Runs the `bfe` CLI from source, as `pnpm bfe` does, with a controlled environment; `wrapper`
- * is a command line that the node command line is appended to (e.g. `unshare … sh -c SCRIPT sh`).
+ * The `bfe` CLI's entry in the workspace's sources transpiled to JavaScript (`jsTree`: the
+ * transform tsx applies, done once, so a child starts without a loader hook — ≈ 0.5 s of CPU
+ * instead of ≈ 1 s under tsx).
+ */
+export function bfeEntry(): string {
+  return join(jsTree(repoRoot), 'apps/runner/src/bin.js');
+}
+
+/**
+ * Runs the `bfe` CLI from the workspace's sources ({@link bfeEntry}) with a controlled
+ * environment; `wrapper` is a command line that the node command line is appended to (e.g.
+ * `unshare … sh -c SCRIPT sh`).
  */
 export function runBfe(
   args: readonly string[],
@@ -37,15 +48,7 @@ export function runBfe(
     if (v !== undefined) childEnv[k] = v;
   if (env.BFE_DATA_MIRROR === undefined) delete childEnv.BFE_DATA_MIRROR;
   return new Promise((resolvePromise, reject) => {
-    const command = [
-      ...wrapper,
-      process.execPath,
-      '--conditions=@bfe/source',
-      '--import',
-      'tsx',
-      join(repoRoot, 'apps/runner/src/bin.ts'),
-      ...args,
-    ];
+    const command = [...wrapper, process.execPath, bfeEntry(), ...args];
     const child = spawn(command[0]!, command.slice(1), { cwd: repoRoot, env: childEnv });
     let stdout = '';
     let stderr = '';

@@ -6,16 +6,18 @@ import { Command } from 'commander';
 /**
  * An entry point of apps/server in this workspace (`bin`: `bfe serve`; `mcp/bin`: `bfe mcp`). Apps never import each other, so `bfe serve`
  * runs apps/server's own bin as a child process: its TypeScript source when the runner runs
- * from source (through tsx, with the workspace's source condition), its build otherwise.
+ * from source (through tsx, with the workspace's source condition), its build otherwise (or,
+ * where the runner itself runs as transpiled sources, the server's beside it).
  */
 export function serverEntry(entry = 'bin'): { script: string; execArgv: string[] } {
   const fromSource = import.meta.url.endsWith('.ts');
-  const script = fileURLToPath(
-    new URL(
-      fromSource ? `../../../server/src/${entry}.ts` : `../../../server/dist/${entry}.js`,
-      import.meta.url,
-    ),
-  );
+  const at = (path: string): string =>
+    fileURLToPath(new URL(`../../../server/${path}`, import.meta.url));
+  // Built: the server's build, or (a tree of transpiled sources, as tests run) its `src` beside.
+  const script = fromSource
+    ? at(`src/${entry}.ts`)
+    : ([at(`dist/${entry}.js`), at(`src/${entry}.js`)].find((p) => existsSync(p)) ??
+      at(`dist/${entry}.js`));
   if (!existsSync(script)) throw new Error(`bfe: the server's entry point ${script} is missing`);
   const execArgv = fromSource
     ? ['--conditions=@bfe/source', '--import', import.meta.resolve('tsx')]

@@ -1,9 +1,9 @@
-// A writer process for the crash tests (src/crash.integration.test.ts), run with
-// `node --conditions=@bfe/source --import tsx crash-worker.ts '<json args>'`. It writes until it
-// is killed, printing one line per operation: `BEGIN <n> <json>` before call `n` and `ACK <n>`
-// once it resolved (acknowledged: durable). With `writers` > 1, that many loops write at once,
-// each to its own ids (group commit makes their calls share fsyncs). The parent kills it with
-// SIGKILL and checks the store.
+// A writer process for the crash tests (src/crash.integration.test.ts), run from the transpiled
+// sources (`node <jsTree>/packages/store/src/testing/crash-worker.js '<json args>'`, see
+// crash-harness.ts). It writes until it is killed, printing one line per operation:
+// `BEGIN <n> <json>` before call `n` and `ACK <n>` once it resolved (acknowledged: durable). With
+// `writers` > 1, that many loops write at once, each to its own ids (group commit makes their
+// calls share fsyncs). The parent kills it with SIGKILL and checks the store.
 import { MemoryStore } from '../store.js';
 import { storeIndexFactory } from '../index/store-index.js';
 import { fakeEmbedder } from './fake-embedder.js';
