@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { fileSha256, fsyncPath, writeFileAtomic } from '@bfe/core';
 import { failpoint } from '../../log/faults.js';
+import { removeUnnamed } from '../derived-files.js';
 import { BankGraph, type GraphEntry, type GraphParams } from './bank-graph.js';
 import type { GraphHnswMaker } from './graph-hnsw.js';
 
@@ -173,22 +174,11 @@ export async function loadGraph(
  * Removes from `graphs/` what no meta names (usearch files of interrupted saves, temporary
  * files); returns the names removed.
  */
-export async function removeGraphGarbage(storeDir: string): Promise<string[]> {
-  const dir = join(storeDir, GRAPHS_DIR);
-  const names = await readdir(dir).catch(() => [] as string[]);
-  const named = new Set<string>();
-  for (const name of names) {
-    if (!name.endsWith('.json') || name.startsWith('.')) continue;
-    try {
-      const raw = graphMetaSchema.safeParse(JSON.parse(await readFile(join(dir, name), 'utf8')));
-      if (raw.success) named.add(raw.data.file);
-    } catch {
-      // an unreadable meta names nothing; its bank's graph is rebuilt
-    }
-  }
-  const removed = names.filter((n) => (n.endsWith('.usearch') ? !named.has(n) : n.startsWith('.')));
-  for (const n of removed) await rm(join(dir, n), { force: true });
-  return removed.map((n) => `${GRAPHS_DIR}/${n}`);
+export function removeGraphGarbage(storeDir: string): Promise<string[]> {
+  return removeUnnamed(storeDir, GRAPHS_DIR, '.usearch', (meta) => {
+    const parsed = graphMetaSchema.safeParse(meta);
+    return parsed.success ? parsed.data.file : undefined;
+  });
 }
 
 /** The banks that have a graph meta file in `graphs/`. */

@@ -1,11 +1,12 @@
 // A large bank's clustered index on disk: `ivf/<bank hex>-<generation>.ivf` (the index's
 // `toBytes`, laid out: no tails, no pending deletions) and `ivf/<bank hex>.json` naming it with
 // the row versions it holds, so a reopened store reads it by position instead of training again.
-import { mkdir, open, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { fsyncPath, writeFileAtomic } from '@bfe/core';
 import { failpoint } from '../../log/faults.js';
+import { removeUnnamed } from '../derived-files.js';
 import { graphStem } from '../graph/graph-files.js';
 
 /** The folder of a store that holds its IVF indexes (derived data: removable at any time). */
@@ -159,20 +160,9 @@ export async function findIvf(
 }
 
 /** Removes from `ivf/` the index files no meta names and temporary files; returns them. */
-export async function removeIvfGarbage(storeDir: string): Promise<string[]> {
-  const dir = join(storeDir, IVF_DIR);
-  const names = await readdir(dir).catch(() => [] as string[]);
-  const named = new Set<string>();
-  for (const name of names) {
-    if (!name.endsWith('.json') || name.startsWith('.')) continue;
-    try {
-      const meta = ivfMetaSchema.safeParse(JSON.parse(await readFile(join(dir, name), 'utf8')));
-      if (meta.success) named.add(meta.data.file);
-    } catch {
-      // an unreadable meta names nothing; its bank's index is trained again
-    }
-  }
-  const removed = names.filter((n) => (n.endsWith('.ivf') ? !named.has(n) : n.startsWith('.')));
-  for (const n of removed) await rm(join(dir, n), { force: true });
-  return removed.map((n) => `${IVF_DIR}/${n}`);
+export function removeIvfGarbage(storeDir: string): Promise<string[]> {
+  return removeUnnamed(storeDir, IVF_DIR, '.ivf', (meta) => {
+    const parsed = ivfMetaSchema.safeParse(meta);
+    return parsed.success ? parsed.data.file : undefined;
+  });
 }
