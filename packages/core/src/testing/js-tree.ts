@@ -13,6 +13,7 @@ import {
   realpathSync,
   renameSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -76,6 +77,7 @@ export function jsTree(root: string): string {
   const cache = join(root, 'node_modules', '.cache', 'bfe-js-tree');
   const tree = join(cache, hash.digest('hex').slice(0, 16));
   if (!existsSync(tree)) {
+    prune(cache);
     const building = `${tree}.${process.pid}.tmp`;
     rmSync(building, { recursive: true, force: true });
     build(root, pkgs, sources, building, tree);
@@ -89,6 +91,19 @@ export function jsTree(root: string): string {
   }
   trees.set(root, tree);
   return tree;
+}
+
+/** Trees (and unfinished builds) last changed a day ago or more: another source state's, gone. */
+const STALE_MS = 24 * 3600 * 1000;
+
+/** Removes the stale entries of `cache` (a run on another source state uses a fresh tree). */
+function prune(cache: string): void {
+  if (!existsSync(cache)) return;
+  const now = Date.now();
+  for (const e of readdirSync(cache)) {
+    const p = join(cache, e);
+    if (now - statSync(p).mtimeMs >= STALE_MS) rmSync(p, { recursive: true, force: true });
+  }
 }
 
 function build(
