@@ -42,16 +42,12 @@ function packagesOf(root: string): Pkg[] {
   return out;
 }
 
-/** Every file under `dir` (relative paths), `node_modules` and `dist` left out. */
-function filesUnder(dir: string, base = dir): string[] {
+/** Every file under `dir` (a package's `src`), as paths relative to it. */
+function filesUnder(dir: string): string[] {
   if (!existsSync(dir)) return [];
-  const out: string[] = [];
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) out.push(...filesUnder(p, base));
-    else if (e.isFile()) out.push(relative(base, p));
-  }
-  return out;
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => relative(dir, join(e.parentPath, e.name)));
 }
 
 /**
