@@ -105,6 +105,6 @@ export { IVF_DRIFT_THRESHOLD, driftOf } from './ivf/compact.js';
 export type { IvfCompactOptions } from './ivf/compact.js';
 export { DEFAULT_CACHE_BYTES } from './ivf/paged.js';
 export type { IvfAppended } from './ivf/state.js';
-export { ivfBytes, ivfFromBytes } from './ivf/bytes.js';
+export { ivfBytes, ivfFromBytes, writeIvfFile } from './ivf/bytes.js';
 export { WasmScanner, quantizeTables } from './ivf/wasm-scan.js';
 export { defaultScanThreads } from './ivf/scan-pool.js';

@@ -2,11 +2,12 @@ import { prepareQuery } from './codecs/codec.js';
 import { CodecExactTokenIndex, codecTokenStore, type CodecSide } from './codec-index.js';
 import { searchK } from './errors.js';
 import { proposalsFor } from './hnsw-options.js';
-import { ivfBytes, ivfFromBytes, openIvfFile } from './ivf/bytes.js';
+import { writeFileSync } from 'node:fs';
+import { ivfBytes, ivfFromBytes, openIvfFile, writeIvfFile } from './ivf/bytes.js';
 import { compactIvf, driftOf, type IvfCompactOptions } from './ivf/compact.js';
 import { liveCandidates, toGivenMemories } from './ivf/live.js';
 import type { IvfOpenOptions, IvfParams, IvfScanStats, IvfSearchOptions } from './ivf/options.js';
-import { DEFAULT_CACHE_BYTES, pagedCodes, readFully } from './ivf/paged.js';
+import { DEFAULT_CACHE_BYTES, pagedCodes, readFileRange, readFully } from './ivf/paged.js';
 import { checkScanThreads, defaultScanThreads, finishedRows } from './ivf/scan-pool.js';
 import { scanJob, scanRows } from './ivf/scan-rows.js';
 import { IvfState, makeBase, type IvfAppended } from './ivf/state.js';
@@ -88,6 +89,20 @@ export class IvfTokenIndex implements TokenIndex {
     return new IvfTokenIndex(side, state.base.data, kernel, options, state);
   }
 
+  /**
+   * Trains and lays out the index as {@link build} does and writes it to `path` ({@link save}'s
+   * bytes) with no scanner made: the codes are held once, not also copied into a scan memory —
+   * how an index too large to hold twice is built, then {@link open}ed.
+   */
+  static async buildFile(
+    side: CodecSide,
+    params: IvfParams,
+    kernel: SimilarityKernel,
+    path: string,
+  ): Promise<void> {
+    writeIvfFile(path, await trainIvfOver(side, kernel, params));
+  }
+
   /** The index over bytes {@link toBytes} wrote (the codes copied into the scanner's memory). */
   static fromBytes(
     bytes: Uint8Array,
@@ -103,7 +118,8 @@ export class IvfTokenIndex implements TokenIndex {
    * buckets, cluster offsets and token ids are read into memory, the codes stay in the file and
    * each scan thread reads its probed clusters' blocks by position into a cache of its own
    * (`cacheBytes`, recently used whole clusters kept). The hits are those of the index in memory,
-   * byte for byte. A {@link compact}ion lays the index out in memory.
+   * byte for byte. A {@link compact}ion lays the index out in memory. With `resident`, the
+   * codes are read whole into the scan's memory at the open instead (straight from the file).
    */
   static open(
     path: string,
@@ -113,6 +129,12 @@ export class IvfTokenIndex implements TokenIndex {
     open: IvfOpenOptions = {},
   ): IvfTokenIndex {
     const file = openIvfFile(path);
+    if (open.resident === true) {
+      const data = { ...file.data, codes: new Uint8Array(0) };
+      const fill = (into: Uint8Array): void => readFileRange(path, into, file.codesAt);
+      const state = new IvfState(side, data, undefined, fill);
+      return new IvfTokenIndex(side, state.base.data, kernel, options, state);
+    }
     const bytes = codeBytes(file.data.dim, file.data.residualBits);
     const cache = open.cacheBytes ?? DEFAULT_CACHE_BYTES;
     const codes = pagedCodes(file.data.clusterOffsets, bytes, file, cache);
@@ -194,6 +216,22 @@ export class IvfTokenIndex implements TokenIndex {
     const codes = new Uint8Array(paged.codes.codesLength);
     readFully(state.fd(), codes, 0, codes.length, paged.codes.fileAt);
     return ivfBytes({ ...data, codes });
+  }
+
+  /**
+   * Writes {@link toBytes}' bytes to `path` (fsynced) without concatenating them first: what
+   * {@link open} reads. The same refusal as {@link toBytes}.
+   */
+  save(path: string): void {
+    const state = this.#state;
+    if (state.base.paged !== undefined) {
+      writeFileSync(path, this.toBytes());
+      return;
+    }
+    if (state.base.tails.tokens > 0 || state.pendingDeletes > 0) {
+      throw new Error('IVF index has appends or deletions not laid out: compact() it first');
+    }
+    writeIvfFile(path, state.base.data);
   }
 
   /**

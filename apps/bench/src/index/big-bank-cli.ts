@@ -86,6 +86,9 @@ export interface BigBankOptions {
   ivfThreads: number[];
   /** The clustered index grown by appends, then deleted from and compacted (ivf-grow.ts). */
   ivfGrow?: boolean;
+  ivfLarge?: boolean;
+  /** ivf-large: the `<centroids>-<bits>` a child phase builds or searches (set by the parent). */
+  ivfSetting?: string;
   /** ivf-grow: memories a batch of appends. */
   growBatch: number;
 }
@@ -108,6 +111,11 @@ const command = benchCommand(
   .option('--segmented-search', 'search the segmented graphs of --index')
   .option('--ivf', 'the clustered residual backend beside exact on real --bank tokens')
   .option('--ivf-grow', 'the clustered index built on half the tokens, grown by appends, compacted')
+  .option(
+    '--ivf-large',
+    'the clustered backend on a tiled bank never held whole (up to 2e7 tokens)',
+  )
+  .addOption(new Option('--ivf-setting <c-bits>').hideHelp())
   .addOption(flag('--grow-batch <n>', 'ivf-grow: memories a batch of appends', positive, '1000'))
   .addOption(flag('--centroids <list>', 'ivf: k-means centroids', intList, '4096'))
   .addOption(

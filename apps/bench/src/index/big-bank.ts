@@ -19,10 +19,10 @@
  * `--milvus-reindex`: one insert, the index replaced per type; `--milvus-warmup N` queries).
  * `--ivf`: the clustered residual backend beside exact on real tokens (`ivf-bench.ts`);
  * `--ivf-grow`: the same index grown by appends, deleted from and compacted (`ivf-grow.ts`).
+ * `--ivf-large`: the clustered backend on a bank never held whole, up to 2e7 tokens (`ivf-large.ts`).
  * `--segmented-build` / `--segmented-search`: the large HNSW point as segmented i8 graphs over
  * sq8 / sq4 codes, memory-mapped and rescored from the codes (`segmented.ts`).
  */
-import { spawnSync } from 'node:child_process';
 import {
   closeSync,
   mkdirSync,
@@ -33,7 +33,6 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   OrtSimilarityKernel,
   decodeTokens,
@@ -52,6 +51,8 @@ import { runScale } from './scale-cli.js';
 import { runSegmented } from './segmented-cli.js';
 import { runIvfBench } from './ivf-bench.js';
 import { runIvfGrowBench } from './ivf-grow.js';
+import { runIvfLarge } from './ivf-large.js';
+import { runPhase } from './phase.js';
 
 const values = parseBigBank();
 const N = values.tokens;
@@ -244,21 +245,11 @@ async function searchSq4(): Promise<Record<string, number>> {
 }
 
 /** Runs one phase in a child process (its own peak RSS) and returns its JSON line. */
-function child(phase: string): Record<string, number> {
-  const script = fileURLToPath(import.meta.url);
-  const args = process.argv
-    .slice(2)
-    .filter((a, i, all) => a !== '--phase' && all[i - 1] !== '--phase');
-  const r = spawnSync(process.execPath, [...process.execArgv, script, ...args, '--phase', phase], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-    maxBuffer: 1 << 20,
-  });
-  if (r.status !== 0) throw new Error(`phase ${phase} failed (${r.status}): ${r.stdout}`);
-  return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, number>;
-}
+const child = (phase: string): Record<string, number> => runPhase(phase) as Record<string, number>;
 
-if (values.ivfGrow === true) {
+if (values.ivfLarge === true) {
+  await runIvfLarge(values);
+} else if (values.ivfGrow === true) {
   await runIvfGrowBench(values);
 } else if (values.ivf === true) {
   await runIvfBench(values);

@@ -1,5 +1,5 @@
 // The clustered residual index as one byte string: a JSON header, then its arrays, 8-aligned.
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
 import { z } from 'zod';
 import { readFully } from './paged.js';
 import type { IvfData, IvfResidualStats, IvfTrainParams } from './train.js';
@@ -41,7 +41,10 @@ type Header = z.infer<typeof headerSchema>;
 const SECTIONS = ['centroids', 'weights', 'cutoffs', 'offsets', 'tokens', 'deleted', 'codes'];
 const SECTIONS_V2 = ['centroids', 'weights', 'offsets', 'tokens', 'codes'];
 
-const pad8 = (n: number): number => (n + 7) & ~7;
+const pad8 = (n: number): number => n + ((8 - (n % 8)) % 8);
+
+/** Bytes a `write` call is given at most (the file system's calls take under 2 GiB). */
+const WRITE_BYTES = 1 << 30;
 
 /**
  * The index's bytes: `BFEIVF03`, a uint32 header length, the JSON header (dims, residual
@@ -54,6 +57,21 @@ const pad8 = (n: number): number => (n + 7) & ~7;
  * ivfFromBytes(bytes).codes; // the same codes, a view into `bytes`
  */
 export function ivfBytes(data: IvfData): Uint8Array {
+  const parts = ivfParts(data);
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/**
+ * {@link ivfBytes}' bytes in pieces (magic and header, then each array and its padding), views
+ * of the arrays rather than copies: what {@link writeIvfFile} writes one after another.
+ */
+function ivfParts(data: IvfData): Uint8Array[] {
   const arrays = [
     data.centroids,
     data.weights,
@@ -73,17 +91,36 @@ export function ivfBytes(data: IvfData): Uint8Array {
     ...(data.params === undefined ? {} : { params: { ...data.params } }),
   };
   const json = new TextEncoder().encode(JSON.stringify(header));
-  let at = pad8(MAGIC.length + 4 + json.length);
-  const total = arrays.reduce((n, a) => pad8(n + a.byteLength), at);
-  const out = new Uint8Array(total);
-  out.set(new TextEncoder().encode(MAGIC), 0);
-  new DataView(out.buffer).setUint32(MAGIC.length, json.length, true);
-  out.set(json, MAGIC.length + 4);
+  const head = new Uint8Array(pad8(MAGIC.length + 4 + json.length));
+  head.set(new TextEncoder().encode(MAGIC), 0);
+  new DataView(head.buffer).setUint32(MAGIC.length, json.length, true);
+  head.set(json, MAGIC.length + 4);
+  const parts: Uint8Array[] = [head];
   for (const a of arrays) {
-    out.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), at);
-    at = pad8(at + a.byteLength);
+    parts.push(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
+    if (pad8(a.byteLength) > a.byteLength)
+      parts.push(new Uint8Array(pad8(a.byteLength) - a.byteLength));
   }
-  return out;
+  return parts;
+}
+
+/**
+ * Writes {@link ivfBytes}' bytes to `path` (created or truncated, then fsynced) piece by piece,
+ * without the one copy of the whole index that {@link ivfBytes} makes: what an index of
+ * billions of code bytes is saved with.
+ */
+export function writeIvfFile(path: string, data: IvfData): void {
+  const fd = openSync(path, 'w');
+  try {
+    for (const part of ivfParts(data)) {
+      for (let done = 0; done < part.length;) {
+        done += writeSync(fd, part, done, Math.min(WRITE_BYTES, part.length - done));
+      }
+    }
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** The magic's version (3 or 2), or a thrown error. */

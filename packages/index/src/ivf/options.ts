@@ -40,6 +40,11 @@ export interface IvfOpenOptions {
    * clusters kept.
    */
   readonly cacheBytes?: number;
+  /**
+   * The codes read whole into the scan's memory at the open, by position straight into it (no
+   * second copy), instead of per probed cluster: a search reads no file. `cacheBytes` unused.
+   */
+  readonly resident?: boolean;
 }
 
 /** What the last `IvfTokenIndex.search` scanned (a benchmark's roofline reads it). */

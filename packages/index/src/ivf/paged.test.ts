@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -146,5 +146,36 @@ describe('IvfTokenIndex.open: codes read by position', () => {
       await paged.search(queries, 8, 10, { memories }),
       await memoryIndex.search(queries, 8, 10, { memories }),
     );
+  });
+
+  it('saves piece by piece the bytes toBytes gives, and reads them whole into memory when resident', async () => {
+    const side = sideOf(21, 320, 300);
+    const params = { centroids: 12, residualBits: 4 as const, iterations: 4 };
+    const memoryIndex = kept(await IvfTokenIndex.build(side, params, js, { nprobe: 2 }));
+    const file = join(dir, 'ivf-saved.bin');
+    memoryIndex.save(file);
+    expect(readFileSync(file).equals(Buffer.from(memoryIndex.toBytes()))).toBe(true);
+    const built = join(dir, 'ivf-built.bin');
+    await IvfTokenIndex.buildFile(side, params, js, built);
+    expect(readFileSync(built).equals(readFileSync(file))).toBe(true);
+    const resident = kept(IvfTokenIndex.open(file, side, js, { nprobe: 2 }, { resident: true }));
+    expect(Buffer.from(resident.data.codes).equals(Buffer.from(memoryIndex.data.codes))).toBe(true);
+    const queries = unitVectors(6, DIM, rng(8));
+    for (const threads of [1, 2]) {
+      const got = await resident.withSearch({ nprobe: 3, threads }).search(queries, 6, 12, {
+        memories: range(300),
+      });
+      expect(resident.stats).toBeUndefined(); // the stats are each index's own
+      const want = await memoryIndex
+        .withSearch({ nprobe: 3, threads })
+        .search(queries, 6, 12, { memories: range(300) });
+      expectSameHits(got, want);
+    }
+    const one = kept(resident.withSearch({ nprobe: 1, threads: 1 }));
+    await one.search(queries, 6, 12, { memories: range(300) });
+    expect(one.stats!.codeBytesRead).toBe(0); // nothing read by position
+    // A save of an index with appends not laid out is refused, as toBytes is.
+    await memoryIndex.append(sideOf(21, 320));
+    expect(() => memoryIndex.save(join(dir, 'refused.bin'))).toThrow(/compact/);
   });
 });

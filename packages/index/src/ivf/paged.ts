@@ -2,7 +2,7 @@
 // keeps its centroids, offsets and ids resident and leaves the codes in the file; each scan
 // thread reads a probed cluster's blocks into a small cache of its own in the shared memory
 // (`pread` into the bytes the scan reads; the OS page cache does what a mapping would).
-import { readSync } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
 import { IVF_BLOCK } from './layout.js';
 import { CHUNK_BLOCKS, type ScanLane } from './wasm-scan.js';
 
@@ -144,5 +144,21 @@ export function readFully(
     const n = readSync(fd, target, offset + done, length - done, at + done);
     if (n === 0) throw new Error('IVF file is truncated');
     done += n;
+  }
+}
+
+/** Bytes a `read` call is given at most (the file system's calls take under 2 GiB). */
+const READ_BYTES = 1 << 30;
+
+/** Fills `target` from byte `at` of the file at `path` (every byte, in calls of at most 1 GiB). */
+export function readFileRange(path: string, target: Uint8Array, at: number): void {
+  const fd = openSync(path, 'r');
+  try {
+    for (let done = 0; done < target.length; done += READ_BYTES) {
+      const n = Math.min(READ_BYTES, target.length - done);
+      readFully(fd, target, done, n, at + done);
+    }
+  } finally {
+    closeSync(fd);
   }
 }

@@ -49,20 +49,20 @@ function memoryOfTokens(offsets: ArrayLike<number>, capacity: number): Int32Arra
 
 /**
  * A base over `data`: with `paged`, its codes stay in the file (each lane caches blocks of
- * `paged.codes.laneBytes`); else they are copied into the scanner's memory.
+ * `paged.codes.laneBytes`); with `fill`, `fill` writes them into the scanner's memory; else
+ * they are copied there from `data.codes`.
  */
 export function makeBase(
   data: IvfData,
   tokenMemory: Int32Array,
   paged: PagedFile | undefined,
+  fill?: (into: Uint8Array) => void,
 ): IvfBase {
+  const shape = { dim: data.dim, residualBits: data.residualBits, tokens: data.tokens };
   const scanner =
-    paged === undefined
-      ? new WasmScanner(data)
-      : new WasmScanner(
-          { dim: data.dim, residualBits: data.residualBits, tokens: data.tokens },
-          paged.codes.laneBytes,
-        );
+    paged !== undefined
+      ? new WasmScanner(shape, paged.codes.laneBytes)
+      : new WasmScanner(fill === undefined ? data : { ...shape, fill });
   const c = data.clusterOffsets.length - 1;
   const placeToken = sharedCopy(data.tokens);
   const placeMemory = new Int32Array(new SharedArrayBuffer(4 * Math.max(1, placeToken.length)));
@@ -121,7 +121,13 @@ export class IvfState {
   #writer: Promise<void> | undefined;
   #drained: (() => void) | undefined;
 
-  constructor(side: CodecSide, data: IvfData, paged: PagedFile | undefined) {
+  /** `fill`: the base's resident codes written by it, not copied from `data.codes` ({@link makeBase}). */
+  constructor(
+    side: CodecSide,
+    data: IvfData,
+    paged: PagedFile | undefined,
+    fill?: (into: Uint8Array) => void,
+  ) {
     this.side = side;
     this.store = codecTokenStore(side.model, side.codes);
     const offsets = side.tokenOffsets;
@@ -142,7 +148,7 @@ export class IvfState {
       );
     }
     this.residuals = data.residuals;
-    this.base = makeBase(data, this.tokenMemory, paged);
+    this.base = makeBase(data, this.tokenMemory, paged, fill);
   }
 
   /** Memories of the bank now. */

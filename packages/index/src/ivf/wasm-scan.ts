@@ -294,11 +294,16 @@ export class WasmScanner extends ScanLane {
   readonly share: ScanShare;
 
   /**
-   * With `data.codes`: the codes copied into the shared memory (resident). Without: none
-   * resident, and each lane holds a cache of `cacheBytes` for code blocks read by position.
+   * With `data.codes`: the codes copied into the shared memory (resident); with `data.fill`
+   * instead, resident too, written in place by `fill` (an index file read straight into the
+   * memory, never held twice). With neither: none resident, and each lane holds a cache of
+   * `cacheBytes` for code blocks read by position.
    */
   constructor(
-    data: Pick<IvfData, 'dim' | 'residualBits' | 'tokens'> & { readonly codes?: Uint8Array },
+    data: Pick<IvfData, 'dim' | 'residualBits' | 'tokens'> & {
+      readonly codes?: Uint8Array;
+      readonly fill?: (into: Uint8Array) => void;
+    },
     cacheBytes = 0,
   ) {
     const tokens = data.tokens.length;
@@ -306,15 +311,17 @@ export class WasmScanner extends ScanLane {
     if (data.codes !== undefined && data.codes.length !== length) {
       throw new Error(`IVF codes of ${data.codes.length} bytes, expected ${length} (blocked)`);
     }
-    if ((data.codes === undefined) === (cacheBytes === 0)) {
+    const given = data.codes !== undefined || data.fill !== undefined;
+    if (given === (cacheBytes !== 0) || (data.codes !== undefined && data.fill !== undefined)) {
       throw new Error('WasmScanner: resident codes, or a cache for codes read by position');
     }
-    const resident = data.codes === undefined ? 0 : length;
+    const resident = given ? length : 0;
     const share = allocate(codeBytes(data.dim, data.residualBits), resident, cacheBytes);
     super(share, LANE0);
     this.share = share;
     this.codes = new Uint8Array(share.memory.buffer, share.codesAt, resident);
     if (data.codes !== undefined) this.codes.set(data.codes);
+    data.fill?.(this.codes);
   }
 
   /** Grows the shared memory by one lane for another thread; returns where it starts. */
