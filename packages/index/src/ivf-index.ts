@@ -2,16 +2,16 @@ import { prepareQuery } from './codecs/codec.js';
 import { CodecExactTokenIndex, codecTokenStore, type CodecSide } from './codec-index.js';
 import { searchK } from './errors.js';
 import { proposalsFor } from './hnsw-options.js';
-import { writeFileSync } from 'node:fs';
-import { ivfBytes, ivfFromBytes, openIvfFile, writeIvfFile } from './ivf/bytes.js';
+import { ivfFromBytes, writeIvfFile } from './ivf/bytes.js';
 import { compactIvf, driftOf, type IvfCompactOptions } from './ivf/compact.js';
 import { liveCandidates, toGivenMemories } from './ivf/live.js';
+import { openFileState, saveState, stateBytes } from './ivf/file-state.js';
+import { warpFloor } from './ivf/missing.js';
 import type { IvfOpenOptions, IvfParams, IvfScanStats, IvfSearchOptions } from './ivf/options.js';
-import { DEFAULT_CACHE_BYTES, pagedCodes, readFileRange, readFully } from './ivf/paged.js';
-import { checkScanThreads, defaultScanThreads, finishedRows } from './ivf/scan-pool.js';
-import { scanJob, scanRows } from './ivf/scan-rows.js';
+import { checkScanThreads, defaultScanThreads } from './ivf/scan-pool.js';
+import { proposeRows } from './ivf/propose.js';
 import { IvfState, makeBase, type IvfAppended } from './ivf/state.js';
-import { codeBytes, trainIvf, type IvfData, type IvfResidualStats } from './ivf/train.js';
+import { trainIvf, type IvfData, type IvfResidualStats } from './ivf/train.js';
 import type { SimilarityKernel } from './kernel.js';
 import { ProposalRescorer } from './rescore-proposals.js';
 import { tieOrder } from './ties.js';
@@ -128,18 +128,7 @@ export class IvfTokenIndex implements TokenIndex {
     options: IvfSearchOptions,
     open: IvfOpenOptions = {},
   ): IvfTokenIndex {
-    const file = openIvfFile(path);
-    if (open.resident === true) {
-      const data = { ...file.data, codes: new Uint8Array(0) };
-      const fill = (into: Uint8Array): void => readFileRange(path, into, file.codesAt);
-      const state = new IvfState(side, data, undefined, fill);
-      return new IvfTokenIndex(side, state.base.data, kernel, options, state);
-    }
-    const bytes = codeBytes(file.data.dim, file.data.residualBits);
-    const cache = open.cacheBytes ?? DEFAULT_CACHE_BYTES;
-    const codes = pagedCodes(file.data.clusterOffsets, bytes, file, cache);
-    const data = { ...file.data, codes: new Uint8Array(0) };
-    const state = new IvfState(side, data, { path, codes, fd: -1 });
+    const state = openFileState(path, side, open);
     return new IvfTokenIndex(side, state.base.data, kernel, options, state);
   }
 
@@ -207,15 +196,7 @@ export class IvfTokenIndex implements TokenIndex {
    * compact} it first.
    */
   toBytes(): Uint8Array {
-    const state = this.#state;
-    if (state.base.tails.tokens > 0 || state.pendingDeletes > 0) {
-      throw new Error('IVF index has appends or deletions not laid out: compact() it first');
-    }
-    const { data, paged } = state.base;
-    if (paged === undefined) return ivfBytes(data);
-    const codes = new Uint8Array(paged.codes.codesLength);
-    readFully(state.fd(), codes, 0, codes.length, paged.codes.fileAt);
-    return ivfBytes({ ...data, codes });
+    return stateBytes(this.#state);
   }
 
   /**
@@ -223,15 +204,7 @@ export class IvfTokenIndex implements TokenIndex {
    * {@link open} reads. The same refusal as {@link toBytes}.
    */
   save(path: string): void {
-    const state = this.#state;
-    if (state.base.paged !== undefined) {
-      writeFileSync(path, this.toBytes());
-      return;
-    }
-    if (state.base.tails.tokens > 0 || state.pendingDeletes > 0) {
-      throw new Error('IVF index has appends or deletions not laid out: compact() it first');
-    }
-    writeIvfFile(path, state.base.data);
+    saveState(this.#state, path);
   }
 
   /**
@@ -289,6 +262,21 @@ export class IvfTokenIndex implements TokenIndex {
     });
   }
 
+  /** `hits` with WARP's estimate as their floor when the options ask for it ({@link warpFloor}). */
+  #withFloor(
+    hits: TokenHits,
+    queries: Float32Array,
+    rows: number,
+    memories: Int32Array,
+    all: boolean,
+    candidateTokens: number,
+    scores?: Float32Array,
+  ): Promise<TokenHits> {
+    if (this.probe.floor !== 'warp') return Promise.resolve(hits);
+    const set = { memories, all, tokens: candidateTokens };
+    return warpFloor(this.#state, this.#kernel, hits, queries, rows, set, scores);
+  }
+
   /** The exhaustive backend over the current side (made again after a change). */
   #exact(): CodecExactTokenIndex {
     const state = this.#state;
@@ -319,7 +307,8 @@ export class IvfTokenIndex implements TokenIndex {
     const perCluster = this.liveTokens / (this.data.clusterOffsets.length - 1);
     if (!all && candidateTokens <= this.probe.nprobe * perCluster) {
       const t0 = performance.now();
-      const whole = await this.#exact().search(queries, rows, k, options);
+      const exact = await this.#exact().search(queries, rows, k, options);
+      const whole = await this.#withFloor(exact, queries, rows, memories, all, candidateTokens);
       this.#stats = {
         tokensScored: candidateTokens * rows,
         clustersProbed: 0,
@@ -351,77 +340,27 @@ export class IvfTokenIndex implements TokenIndex {
       rank: state.side.ids === undefined ? undefined : tieOrder(state.side.ids).rank,
     });
     // Each row rescored as soon as its proposals are in, between the calling thread's scans.
-    await this.#propose(q, rows, fetch, all ? undefined : memories, (r, found) =>
-      rescore.row(r, found),
+    const job = { q, rows, fetch, memories: all ? undefined : memories };
+    const proposed = await proposeRows(
+      this.#state,
+      this.#kernel,
+      this.probe.nprobe,
+      this.#threads,
+      job,
+      (r, found) => rescore.row(r, found),
     );
-    const hits = rescore.hits();
     this.#stats = {
-      ...this.#stats!,
-      scanSeconds: this.#stats!.scanSeconds - rescore.seconds,
+      ...proposed.stats,
+      scanSeconds: proposed.stats.scanSeconds - rescore.seconds,
       rescoreSeconds: rescore.seconds,
     };
+    const set = [memories, all, candidateTokens] as const;
+    const hits = await this.#withFloor(rescore.hits(), queries, rows, ...set, proposed.scores);
     let best: Float32Array | undefined;
     if (options.bestPerMemory === true) {
       best = (await this.#exact().search(queries, rows, kk, { ...options, clampK: true })).best;
     }
     return best === undefined ? hits : { ...hits, best };
-  }
-
-  /**
-   * Per row, the best `fetch` candidate tokens by approximate similarity over the probed clusters
-   * (every row gets `fetch`: probing continues past `nprobe` clusters until the probed ones held
-   * that many candidates), handed to `onRow` on the calling thread as each row is scanned.
-   */
-  async #propose(
-    q: Float32Array,
-    rows: number,
-    fetch: number,
-    memories: Int32Array | undefined,
-    onRow: (row: number, found: Int32Array) => void,
-  ): Promise<void> {
-    const state = this.#state;
-    const { data, scanner, scan, pool, tails } = state.base;
-    const c = data.clusterOffsets.length - 1;
-    const dim = data.dim;
-    const t0 = performance.now();
-    const cs = await this.#kernel.scores(q, rows, data.centroids, c, dim);
-    const t1 = performance.now();
-    const cpu0 = process.cpuUsage();
-    let allowed: Uint8Array | undefined;
-    if (memories !== undefined) {
-      allowed = new Uint8Array(state.memories);
-      for (const m of memories) allowed[m] = 1;
-    }
-    const nprobe = this.probe.nprobe;
-    const workers = Math.max(0, Math.min(this.#threads, rows) - 1);
-    const input = {
-      rows,
-      fetch,
-      nprobe,
-      scores: cs,
-      q,
-      allowed,
-      tail: tails.view(),
-      fd: state.fd(),
-    };
-    const job = scanJob(input, workers);
-    const consume = (r: number): void => onRow(r, job.tokens.subarray(r * fetch, (r + 1) * fetch));
-    const count =
-      workers > 0
-        ? await pool.run(job, workers, consume)
-        : scanRows(scan, scanner, job, finishedRows(job, consume));
-    const cpu = process.cpuUsage(cpu0);
-    this.#stats = {
-      scanCpuSeconds: (cpu.user + cpu.system) / 1e6,
-      tokensScored: count.scored,
-      clustersProbed: count.probed,
-      workerRows: workers > 0 ? count.rows : 0,
-      centroidSeconds: (t1 - t0) / 1000,
-      scanSeconds: (performance.now() - t1) / 1000,
-      rescoreSeconds: 0,
-      wholeSet: false,
-      codeBytesRead: count.blocksRead * 16 * codeBytes(dim, data.residualBits),
-    };
   }
 }
 

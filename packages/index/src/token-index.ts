@@ -47,6 +47,12 @@ export interface TokenHits {
   readonly slots: Int32Array;
   /** `[rows × memories]` best token similarity (float32) per memory, `-Infinity` for none. */
   readonly best?: Float32Array;
+  /**
+   * `[rows]` the backend's own floor per row, used in place of the k-th value (METHOD.md §2's
+   * tail floor): the clustered index's WARP estimate of a missing similarity, when its search
+   * options ask for it (`floor: 'warp'`). Absent: the tail floor.
+   */
+  readonly floor?: Float64Array;
   /** Passes over the candidates (exact backend: 1, plus one per widening round). */
   readonly passes: number;
   /** Query rows re-searched wider because of near-ties at the k-th place. */

@@ -111,4 +111,54 @@ describe('the tail floor reads the index hits as returned (METHOD.md §2)', () =
     const [s] = await scorer.score({ ...request, index: withKernel }, { k: 8, maxsim: true });
     expect(s!.systems.maxsim).toBeDefined();
   });
+
+  it("a backend's own floor (the clustered index's WARP estimate) replaces the k-th value", async () => {
+    const exact = new ExactTokenIndex(
+      {
+        tokens: flatTokenStore(memories.tokenVectors, DIM),
+        tokenOffsets: memories.tokenOffsets,
+        ids: memories.ids,
+      },
+      scorer.kernel,
+    );
+    const k = 8;
+    const rows = queries.tokenOffsets[1]!;
+    // Per row: a floor above every hit (−: clipped at 0), and one below the k-th value.
+    const floors = Float64Array.from({ length: rows }, (_, i) => [0.99, -0.5, 0.001][i % 3]!);
+    const floored: TokenIndex = {
+      backend: 'floored',
+      codec: 'fp32',
+      dim: DIM,
+      size: n,
+      search: async (q, r, kk, options) => ({
+        ...(await exact.search(q, r, kk, options)),
+        floor: floors,
+      }),
+    };
+    const candidates = Int32Array.from({ length: 30 }, (_, i) => 2 * i);
+    const request = {
+      memories: { ...memories, dim: DIM },
+      queries: { ...queries, dim: DIM },
+      queryRows: [0],
+      candidates,
+    };
+    const [s] = await scorer.score({ ...request, index: floored }, { k, maxsim: false });
+    expect(Array.from(s!.tailFloor)).toEqual(Array.from(floors, (f) => Math.max(0, f)));
+    // s_sparse from the hits written out: per row, each memory's best hit above the floor.
+    const hits = await exact.search(queries.tokenVectors.subarray(0, rows * DIM), rows, k, {
+      memories: candidates,
+    });
+    for (let c = 0; c < candidates.length; c++) {
+      let want = 0;
+      for (let i = 0; i < rows; i++) {
+        const t = Math.max(0, floors[i]!);
+        let best = t;
+        for (let h = 0; h < k; h++) {
+          if (hits.slots[i * k + h] === c) best = Math.max(best, hits.values[i * k + h]!);
+        }
+        want += best / rows;
+      }
+      expect(s!.sparse[c]).toBeCloseTo(want, 12);
+    }
+  });
 });

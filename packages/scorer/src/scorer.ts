@@ -256,9 +256,10 @@ export class SparseScorer {
       let tailSum = 0;
       for (let i = 0; i < nq; i++) {
         const row = rowStart + i;
-        // Hits are sorted by float64 score descending: the last is the minimum, and a
-        // memory's first hit in the row is its best one.
-        const t = Math.max(0, hits.values[row * k + k - 1]!);
+        // Hits are sorted by float64 score descending: the last is the minimum (the tail floor,
+        // unless the backend returns a floor of its own: the clustered index's WARP estimate),
+        // and a memory's first hit in the row is its best one.
+        const t = Math.max(0, hits.floor?.[row] ?? hits.values[row * k + k - 1]!);
         tailFloor[i] = t;
         tailSum += t;
         // The scatter pass: each memory's best hit for this token, as a gain over the floor.

@@ -205,6 +205,8 @@ describe('the index section', () => {
       { backend: 'ivf', centroids: 1.5 },
       { backend: 'ivf', searchThreads: 0 },
       { backend: 'ivf', searchThreads: 65 },
+      { backend: 'ivf', floor: 'estimate' },
+      { backend: 'hnsw', floor: 'warp' }, // the estimate is the clustered index's own
       { M: 0 },
       { graph: 'i4' },
       { overFetch: 0.5 },
@@ -213,7 +215,14 @@ describe('the index section', () => {
     ]) {
       expect(configError(() => parseExperiment({ ...base, index })).message).toMatch(/index/);
     }
-    const ivf = { backend: 'ivf', centroids: 1024, nprobe: 8, residualBits: 2, searchThreads: 2 };
+    const ivf = {
+      backend: 'ivf',
+      centroids: 1024,
+      nprobe: 8,
+      residualBits: 2,
+      searchThreads: 2,
+      floor: 'warp',
+    };
     expect(parseExperiment({ ...base, index: ivf }).index).toMatchObject(ivf);
   });
 });

@@ -30,6 +30,12 @@ export interface IvfSearchOptions {
    * `defaultScanThreads`: 2 on a machine of 2 cores or more, else 1.
    */
   readonly threads?: number;
+  /**
+   * What a query row's missing similarities are floored at: `'tail'` (default) the k-th
+   * returned similarity, METHOD.md §2; `'warp'` WARP's estimate from the centroid scores
+   * (`ivf/missing.ts`), returned as the hits' `floor`.
+   */
+  readonly floor?: 'tail' | 'warp';
 }
 
 /** How `IvfTokenIndex.open` reads an index file. */

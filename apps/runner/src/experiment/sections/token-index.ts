@@ -68,6 +68,13 @@ export const indexSectionSchema = z
      * the same whatever the count, so it is in no cache key.
      */
     searchThreads: z.int().min(1).max(64).optional(),
+    /**
+     * ivf: what a query token's missing similarities are floored at — `tail` (left out) the
+     * k-th returned similarity (METHOD.md §2), `warp` WARP's estimate from the centroid scores
+     * (the score of the centroid at which the probe order's clusters hold t′ = ⌊√(8·tokens) /
+     * 1000⌋ · 1000 candidate tokens, at least 1000, within the best 128), clipped at 0.
+     */
+    floor: z.enum(['tail', 'warp']).optional(),
     /** The `rp128+sq4` projection seed (METHOD.md §6, 42). */
     seed: seedSchema.default(42),
   })
@@ -79,6 +86,13 @@ export const indexSectionSchema = z
         input: c,
         path: ['milvus'],
         message: 'backend milvus needs milvus: <URL>',
+      });
+    if (c.floor === 'warp' && c.backend !== 'ivf')
+      ctx.issues.push({
+        code: 'custom',
+        input: c,
+        path: ['floor'],
+        message: "floor 'warp' is the ivf backend's estimate (backend: ivf)",
       });
     if (c.backend === 'milvus' && c.codec !== 'fp32')
       ctx.issues.push({

@@ -34,12 +34,18 @@ export function ivfKeyConfig(c: IndexConfig, tokens: number): Record<string, unk
   };
 }
 
-/** The search settings of an ivf section (nprobe, and over-fetch and margin when set). */
-export function ivfSearch(c: IndexConfig): { nprobe: number; overFetch?: number; margin?: number } {
+/** The search settings of an ivf section (nprobe; over-fetch, margin and a `warp` floor when set). */
+export function ivfSearch(c: IndexConfig): {
+  nprobe: number;
+  overFetch?: number;
+  margin?: number;
+  floor?: 'warp';
+} {
   return {
     nprobe: c.nprobe ?? IVF_DEFAULT_NPROBE,
     ...(c.overFetch === undefined ? {} : { overFetch: c.overFetch }),
     ...(c.margin === undefined ? {} : { margin: c.margin }),
+    ...(c.floor === 'warp' ? { floor: 'warp' as const } : {}),
   };
 }
 

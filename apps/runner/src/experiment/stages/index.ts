@@ -38,6 +38,8 @@ export interface IndexMeta {
    * bits and nprobe (ivf), the projection seed (rp128+sq4); else empty.
    */
   readonly params: Record<string, number>;
+  /** ivf: `warp` when missing similarities are floored at WARP's estimate; left out: the tail floor. */
+  readonly floor?: 'warp';
   /** The HNSW graph's vector kind, when the section sets `graph`. */
   readonly graph?: 'f32' | 'f16' | 'i8';
   readonly bytesPerToken: number;
@@ -123,7 +125,12 @@ function graphOptions(c: IndexConfig): {
 }
 
 /** The search-time HNSW settings the section sets (over-fetch, margin); hnsw only. */
-function searchOptions(c: IndexConfig): { overFetch?: number; margin?: number; nprobe?: number } {
+function searchOptions(c: IndexConfig): {
+  overFetch?: number;
+  margin?: number;
+  nprobe?: number;
+  floor?: 'warp';
+} {
   if (c.backend === 'ivf') return ivfSearch(c);
   if (c.backend !== 'hnsw') return {};
   return {
@@ -140,9 +147,18 @@ function metaParams(c: IndexConfig, tokens: number): Record<string, number> {
     ...(c.backend === 'hnsw'
       ? { M: c.M, efConstruction: c.efConstruction, efSearch: c.efSearch }
       : {}),
-    ...searchOptions(c),
+    ...numericSearchOptions(c),
     ...(c.codec === 'rp128+sq4' ? { seed: c.seed } : {}),
   };
+}
+
+/** {@link searchOptions} without the floor (recorded as `IndexMeta.floor`). */
+function numericSearchOptions(c: IndexConfig): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [key, value] of Object.entries(searchOptions(c))) {
+    if (typeof value === 'number') out[key] = value;
+  }
+  return out;
 }
 
 /** `[memories]` a dense bank number per memory row (bank ids in sorted order). */
@@ -287,6 +303,7 @@ export async function runIndexStage(
       backend: c.backend,
       codec: c.codec,
       params: metaParams(c, tokens),
+      ...(c.floor === 'warp' ? { floor: 'warp' as const } : {}),
       bytesPerToken,
       totalBytes,
       ...(c.backend === 'hnsw' && c.graph !== undefined ? { graph: c.graph } : {}),

@@ -1,0 +1,73 @@
+// The clustered index's proposals: every centroid scored, each query row's probed clusters
+// scanned (on the calling thread and the scan pool's workers), each row handed on as it is done.
+import type { SimilarityKernel } from '../kernel.js';
+import { codeBytes } from './layout.js';
+import type { IvfScanStats } from './options.js';
+import { finishedRows } from './scan-pool.js';
+import { scanJob, scanRows } from './scan-rows.js';
+import type { IvfState } from './state.js';
+
+/** One search's rows to propose for. */
+export interface ProposeJob {
+  /** `[rows × dim]` the query rows in the codec's space. */
+  readonly q: Float32Array;
+  readonly rows: number;
+  /** Proposals per row. */
+  readonly fetch: number;
+  /** The candidate memories; undefined: every memory. */
+  readonly memories: Int32Array | undefined;
+}
+
+/**
+ * Per row, the best `fetch` candidate tokens by approximate similarity over the probed clusters
+ * (every row gets `fetch`: probing continues past `nprobe` clusters until the probed ones held
+ * that many candidates), handed to `onRow` on the calling thread as each row is scanned. Returns
+ * the centroid scores `[rows × clusters]` and the scan's statistics (no rescoring in them).
+ */
+export async function proposeRows(
+  state: IvfState,
+  kernel: SimilarityKernel,
+  nprobe: number,
+  threads: number,
+  job: ProposeJob,
+  onRow: (row: number, found: Int32Array) => void,
+): Promise<{ scores: Float32Array; stats: IvfScanStats }> {
+  const { q, rows, fetch, memories } = job;
+  const { data, scanner, scan, pool, tails } = state.base;
+  const c = data.clusterOffsets.length - 1;
+  const dim = data.dim;
+  const t0 = performance.now();
+  const scores = await kernel.scores(q, rows, data.centroids, c, dim);
+  const t1 = performance.now();
+  const cpu0 = process.cpuUsage();
+  let allowed: Uint8Array | undefined;
+  if (memories !== undefined) {
+    allowed = new Uint8Array(state.memories);
+    for (const m of memories) allowed[m] = 1;
+  }
+  const workers = Math.max(0, Math.min(threads, rows) - 1);
+  const tail = tails.view();
+  const scanned = scanJob(
+    { rows, fetch, nprobe, scores, q, allowed, tail, fd: state.fd() },
+    workers,
+  );
+  const consume = (r: number): void =>
+    onRow(r, scanned.tokens.subarray(r * fetch, (r + 1) * fetch));
+  const count =
+    workers > 0
+      ? await pool.run(scanned, workers, consume)
+      : scanRows(scan, scanner, scanned, finishedRows(scanned, consume));
+  const cpu = process.cpuUsage(cpu0);
+  const stats: IvfScanStats = {
+    scanCpuSeconds: (cpu.user + cpu.system) / 1e6,
+    tokensScored: count.scored,
+    clustersProbed: count.probed,
+    workerRows: workers > 0 ? count.rows : 0,
+    centroidSeconds: (t1 - t0) / 1000,
+    scanSeconds: (performance.now() - t1) / 1000,
+    rescoreSeconds: 0,
+    wholeSet: false,
+    codeBytesRead: count.blocksRead * 16 * codeBytes(dim, data.residualBits),
+  };
+  return { scores, stats };
+}
