@@ -36,6 +36,7 @@ const indexMetaSchema = z.object({
   bytesPerToken: z.number(),
   totalBytes: z.number(),
   graph: z.string().optional(),
+  floor: z.string().optional(),
 });
 const runResultsSchema = z.object({
   runs: z.array(z.object({ results: z.object({ meta: z.record(z.string(), z.unknown()) }) })),
@@ -99,11 +100,12 @@ function tokenCells(t: TokenFigures): string[] {
   ];
 }
 
-/** `hnsw`, or with another graph kind or over-fetch written: `hnsw i8 ×2`. */
+/** `hnsw`, or with another graph kind, over-fetch or floor written: `hnsw i8 ×2`, `ivf warp floor`. */
 function backendCell(ix: z.infer<typeof indexMetaSchema> | undefined): string {
   if (ix === undefined) return 'exact';
   const over = ix.params.overFetch;
-  return [ix.backend, ix.graph, over === undefined ? undefined : `×${over}`]
+  const floor = ix.floor === undefined ? undefined : `${ix.floor} floor`;
+  return [ix.backend, ix.graph, over === undefined ? undefined : `×${over}`, floor]
     .filter((p) => p !== undefined)
     .join(' ');
 }
