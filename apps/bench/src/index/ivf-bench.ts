@@ -113,6 +113,12 @@ function scanKernelLine(index: IvfTokenIndex, bits: 2 | 4, q: Float32Array, dim:
   );
 }
 
+/** `[memories + 1]` token offsets of `n` tokens cut into memories of 128 tokens (the last shorter). */
+export function memoryOffsets(n: number): Int32Array {
+  const memories = Math.ceil(n / MEMORY_TOKENS);
+  return Int32Array.from({ length: memories + 1 }, (_, m) => Math.min(n, m * MEMORY_TOKENS));
+}
+
 /** The first `--tokens` real token states of `--bank`, as memories of 128 tokens, and the queries. */
 export async function realTokens(o: BigBankOptions) {
   const banks = (o.bank ?? '').split(',').filter((b) => b !== '');
@@ -131,10 +137,8 @@ export async function realTokens(o: BigBankOptions) {
     const m = Math.min(65_536, n - a);
     source.fill(vectors.subarray(a * dim, (a + m) * dim), a, m);
   }
-  const memories = Math.ceil(n / MEMORY_TOKENS);
-  const tokenOffsets = Int32Array.from({ length: memories + 1 }, (_, m) =>
-    Math.min(n, m * MEMORY_TOKENS),
-  );
+  const tokenOffsets = memoryOffsets(n);
+  const memories = tokenOffsets.length - 1;
   const rows = o.rows;
   const query = (i: number): Float32Array =>
     source.queries.subarray(i * rows * dim, (i + 1) * rows * dim);

@@ -48,7 +48,7 @@ import { median, quantile } from '../shared/stats.js';
 import { peakRssMb } from '../shared/machine.js';
 import { note, out, printJson, printTable } from '../shared/table.js';
 import type { BigBankOptions } from './big-bank-cli.js';
-import { recallOf } from './ivf-bench.js';
+import { memoryOffsets, recallOf } from './ivf-bench.js';
 import { runPhase } from './phase.js';
 import { openTokenSource, type TokenSource } from './token-source.js';
 
@@ -56,7 +56,6 @@ const K = 64;
 /** Kernel proposals per row and chunk beyond k, rescored in float64 (exactTopK's margin). */
 const MARGIN = 16;
 const CHUNK = 65_536;
-const MEMORY_TOKENS = 128;
 
 /** The run's folder: one per source (tokens, noise or real, seed, queries). */
 function folderOf(o: BigBankOptions): string {
@@ -186,10 +185,7 @@ async function sideOf(o: BigBankOptions): Promise<CodecSide> {
     bytesPerToken: model.bytesPerToken,
     segments: [{ offset: 0, rows: n }],
   });
-  const memories = Math.ceil(n / MEMORY_TOKENS);
-  const tokenOffsets = Int32Array.from({ length: memories + 1 }, (_, m) =>
-    Math.min(n, m * MEMORY_TOKENS),
-  );
+  const tokenOffsets = memoryOffsets(n);
   return { model, codes, tokenOffsets };
 }
 
