@@ -6,7 +6,7 @@ import { ivfFromBytes, writeIvfFile } from './ivf/bytes.js';
 import { compactIvf, driftOf, type IvfCompactOptions } from './ivf/compact.js';
 import { liveCandidates, toGivenMemories } from './ivf/live.js';
 import { openFileState, saveState, stateBytes } from './ivf/file-state.js';
-import { warpFloor } from './ivf/missing.js';
+import { warpFloor, type FloorSet } from './ivf/missing.js';
 import type { IvfOpenOptions, IvfParams, IvfScanStats, IvfSearchOptions } from './ivf/options.js';
 import { checkScanThreads, defaultScanThreads } from './ivf/scan-pool.js';
 import { proposeRows } from './ivf/propose.js';
@@ -267,13 +267,10 @@ export class IvfTokenIndex implements TokenIndex {
     hits: TokenHits,
     queries: Float32Array,
     rows: number,
-    memories: Int32Array,
-    all: boolean,
-    candidateTokens: number,
+    set: FloorSet,
     scores?: Float32Array,
   ): Promise<TokenHits> {
     if (this.probe.floor !== 'warp') return Promise.resolve(hits);
-    const set = { memories, all, tokens: candidateTokens };
     return warpFloor(this.#state, this.#kernel, hits, queries, rows, set, scores);
   }
 
@@ -301,6 +298,7 @@ export class IvfTokenIndex implements TokenIndex {
     const all = !filtered && memories.length === offsets.length - 1;
     let candidateTokens = 0;
     for (const m of memories) candidateTokens += offsets[m + 1]! - offsets[m]!;
+    const set: FloorSet = { memories, all, tokens: candidateTokens };
     // A candidate set no larger than what `nprobe` clusters hold on average is searched whole
     // and exactly: probing would scan as many tokens and meet few of the set's own (a haystack
     // of a few thousand tokens is spread over most clusters).
@@ -308,7 +306,7 @@ export class IvfTokenIndex implements TokenIndex {
     if (!all && candidateTokens <= this.probe.nprobe * perCluster) {
       const t0 = performance.now();
       const exact = await this.#exact().search(queries, rows, k, options);
-      const whole = await this.#withFloor(exact, queries, rows, memories, all, candidateTokens);
+      const whole = await this.#withFloor(exact, queries, rows, set);
       this.#stats = {
         tokensScored: candidateTokens * rows,
         clustersProbed: 0,
@@ -354,8 +352,7 @@ export class IvfTokenIndex implements TokenIndex {
       scanSeconds: proposed.stats.scanSeconds - rescore.seconds,
       rescoreSeconds: rescore.seconds,
     };
-    const set = [memories, all, candidateTokens] as const;
-    const hits = await this.#withFloor(rescore.hits(), queries, rows, ...set, proposed.scores);
+    const hits = await this.#withFloor(rescore.hits(), queries, rows, set, proposed.scores);
     let best: Float32Array | undefined;
     if (options.bestPerMemory === true) {
       best = (await this.#exact().search(queries, rows, kk, { ...options, clampK: true })).best;

@@ -1,12 +1,12 @@
 // The clustered index and its file: a state opened from an `ivf.bin` (codes read by position, or
 // read whole into the scan's memory), and a state's bytes written out.
-import { writeFileSync } from 'node:fs';
 import type { CodecSide } from '../codec-index.js';
 import { ivfBytes, openIvfFile, writeIvfFile } from './bytes.js';
 import { codeBytes } from './layout.js';
 import type { IvfOpenOptions } from './options.js';
 import { DEFAULT_CACHE_BYTES, pagedCodes, readFileRange, readFully } from './paged.js';
 import { IvfState } from './state.js';
+import type { IvfData } from './train.js';
 
 /**
  * The state of the index in `path` over `side`: its small arrays read, its codes left in the
@@ -25,26 +25,24 @@ export function openFileState(path: string, side: CodecSide, open: IvfOpenOption
   return new IvfState(side, data, { path, codes, fd: -1 });
 }
 
-/** Refuses a state whose appends or deletions are not laid out. */
-function checkLaidOut(state: IvfState): void {
+/** The laid-out state's data with its codes (read from its file when paged). */
+function laidOutData(state: IvfState): IvfData {
   if (state.base.tails.tokens > 0 || state.pendingDeletes > 0) {
     throw new Error('IVF index has appends or deletions not laid out: compact() it first');
   }
-}
-
-/** The state's index bytes (`ivfBytes`; codes read from its file when paged). */
-export function stateBytes(state: IvfState): Uint8Array {
-  checkLaidOut(state);
   const { data, paged } = state.base;
-  if (paged === undefined) return ivfBytes(data);
+  if (paged === undefined) return data;
   const codes = new Uint8Array(paged.codes.codesLength);
   readFully(state.fd(), codes, 0, codes.length, paged.codes.fileAt);
-  return ivfBytes({ ...data, codes });
+  return { ...data, codes };
 }
 
-/** Writes {@link stateBytes}' bytes to `path`, piece by piece when the codes are resident. */
+/** The state's index bytes (`ivfBytes`). */
+export function stateBytes(state: IvfState): Uint8Array {
+  return ivfBytes(laidOutData(state));
+}
+
+/** Writes {@link stateBytes}' bytes to `path` piece by piece, fsynced (`writeIvfFile`). */
 export function saveState(state: IvfState, path: string): void {
-  checkLaidOut(state);
-  if (state.base.paged !== undefined) writeFileSync(path, stateBytes(state));
-  else writeIvfFile(path, state.base.data);
+  writeIvfFile(path, laidOutData(state));
 }

@@ -82,8 +82,15 @@ export async function warpFloor(
       }
     }
   }
-  const q = prepareQuery(state.side.model, queries, rows);
-  const cs = scores ?? (await kernel.scores(q, rows, data.centroids, c, data.dim));
+  const cs =
+    scores ??
+    (await kernel.scores(
+      prepareQuery(state.side.model, queries, rows),
+      rows,
+      data.centroids,
+      c,
+      data.dim,
+    ));
   return { ...hits, floor: missingEstimates(cs, rows, sizes, warpTPrime(set.tokens)) };
 }
 
