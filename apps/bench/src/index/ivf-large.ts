@@ -40,6 +40,7 @@ import {
   OrtSimilarityKernel,
   encodeTokens,
   fileCodeSource,
+  flatTokenStore,
   trainCodec,
   type CodecSide,
   type TokenHits,
@@ -143,14 +144,11 @@ async function sourcePhase(o: BigBankOptions): Promise<SourceMeta> {
     const e0 = performance.now();
     const kk = Math.min(K + MARGIN, m);
     const top = await kernel.topK(q, rows, x, m, dim, kk);
+    const chunk = flatTokenStore(x, dim);
     for (let r = 0; r < rows; r++) {
-      for (let i = 0; i < kk; i++) {
-        const t = top.indices[r * kk + i]!;
-        let s = 0;
-        for (let j = 0; j < dim; j++) s += x[t * dim + j]! * q[r * dim + j]!;
-        cand[i] = s;
-        ids[i] = a + t;
-      }
+      const local = top.indices.subarray(r * kk, (r + 1) * kk);
+      chunk.dots(local, kk, q, r * dim, cand); // float64, as every store's rescoring
+      for (let i = 0; i < kk; i++) ids[i] = a + local[i]!;
       mergeRow(best, r, cand.subarray(0, kk), ids.subarray(0, kk));
     }
     exactSeconds += (performance.now() - e0) / 1000;
