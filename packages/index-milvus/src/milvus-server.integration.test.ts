@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RbacObjects } from '@zilliz/milvus2-sdk-node';
@@ -8,7 +9,12 @@ import { TokenCollection } from './collection.js';
 import { MILVUS_GRANTS } from './grants.js';
 import { MilvusRequestError } from './errors.js';
 import { indexCases } from './milvus-index.cases.js';
-import { milvusServerForTests, startMilvusServer, type MilvusServer } from './testing/index.js';
+import {
+  TEST_TIMINGS,
+  milvusServerForTests,
+  startMilvusServer,
+  type MilvusServer,
+} from './testing/index.js';
 import { freePort } from './testing/venv.js';
 
 const python = await milvusServerForTests();
@@ -71,6 +77,7 @@ async function startTlsServer(dir: string): Promise<{ tls: MilvusServer; ca: str
   const tls = await startMilvusServer({
     dataDir: join(dir, 'data'),
     python: python!,
+    timings: TEST_TIMINGS,
     tls: { mode: 1, serverPem: files.cert, serverKey: files.key, caPem: files.ca },
   });
   try {
@@ -101,7 +108,7 @@ describe.skipIf(python === undefined)('MilvusTokenIndex on the Milvus 2.3.5 serv
     tlsStarted = startTlsServer(tlsDir());
     tlsStarted.catch(() => undefined); // the TLS case's beforeAll reports a failure
     const starting = [dataDir(), crashDir()].map((dir) =>
-      startMilvusServer({ dataDir: dir, python: python! }),
+      startMilvusServer({ dataDir: dir, python: python!, timings: TEST_TIMINGS }),
     );
     for (const s of starting) s.catch(() => undefined); // each is awaited below
     [server, crashed] = [await starting[0]!, await starting[1]!];
@@ -118,6 +125,12 @@ describe.skipIf(python === undefined)('MilvusTokenIndex on the Milvus 2.3.5 serv
 
   describe.concurrent('on one server', () => {
     describe.sequential('in order', () => {
+      it('runs with the timings it was given (time tick 50 ms, session TTL 10 s)', () => {
+        const config = readFileSync(join(dataDir(), 'configs', 'milvus.yaml'), 'utf8');
+        expect(config.match(/\nproxy:\n {2}timeTickInterval: (\d+) /)?.[1]).toBe('50');
+        expect(config.match(/\n {2}session:\n {4}ttl: (\d+) /)?.[1]).toBe('10');
+      });
+
       indexCases(
         () => ({ address: server.address, token: server.token! }),
         // DISKANN is left out: this build accepts the index and then fails every build of it

@@ -15,3 +15,5 @@ export {
   startMilvusServer,
 } from './server.js';
 export type { MilvusServer, MilvusServerOptions, MilvusServerTls } from './server.js';
+export { TEST_TIMINGS, timingEdits } from './timings.js';
+export type { MilvusTimings } from './timings.js';

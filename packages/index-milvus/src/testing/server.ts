@@ -2,6 +2,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { cacheVenv, ensureVenv, forTests, freePorts, stopChild } from './venv.js';
+import { timingEdits, type MilvusTimings } from './timings.js';
 
 /** The Milvus standalone server from PyPI: the real Go/C++ binary (knowhere, segcore, RocksMQ, embedded etcd). */
 export const MILVUS_SERVER_REQUIREMENTS = ['milvus==2.3.5'] as const;
@@ -52,6 +53,8 @@ export interface MilvusServerOptions {
   readonly port?: number;
   /** How long to wait for `/healthz` (default 180 s: about 30–45 s on two busy cores). */
   readonly timeoutMs?: number;
+  /** Shorter internal timings than Milvus's defaults (test servers: {@link TEST_TIMINGS}). */
+  readonly timings?: MilvusTimings;
 }
 
 /** A running Milvus standalone server (its own process, a child of this one). */
@@ -111,6 +114,11 @@ with open(etcd, 'w') as f:
             'initial-cluster: default=%s\n' % (client, client, peer, peer, peer))
 conf = c.base_data_dir + '/configs/milvus.yaml'
 text = open(conf).read().replace('\netcd:\n', '\netcd:\n  config:\n    path: %s\n' % etcd, 1)
+# Settings asked for (timings.ts): each template line must occur exactly once.
+for old, new in a['edits']:
+    if text.count(old) != 1:
+        sys.exit('milvus.yaml: %r not found once' % old)
+    text = text.replace(old, new, 1)
 open(conf, 'w').write(text)
 print(json.dumps({'dir': c.base_data_dir}))
 `;
@@ -160,6 +168,7 @@ export async function startMilvusServer(options: MilvusServerOptions): Promise<M
           dataDir: options.dataDir,
           items,
           etcdPeerPort: free[PORT_KEYS.length + 1],
+          edits: timingEdits(options.timings),
         }),
       ]);
       dir = (JSON.parse(stdout.trim().split('\n').pop()!) as { dir: string }).dir;

@@ -7,6 +7,7 @@ import { MilvusRequestError, TokenCollection } from '@bfe/index-milvus';
 import {
   milvusServerForTests,
   startMilvusServer,
+  TEST_TIMINGS,
   type MilvusServer,
 } from '@bfe/index-milvus/testing';
 import { SparseScorer } from '@bfe/scorer';
@@ -33,7 +34,7 @@ describe.skipIf(python === undefined)(
     const token = process.env.BFE_MILVUS_TOKEN;
     beforeAll(async () => {
       const starting = [dataDir(), crashDir()].map((dir) =>
-        startMilvusServer({ dataDir: dir, python: python! }),
+        startMilvusServer({ dataDir: dir, python: python!, timings: TEST_TIMINGS }),
       );
       for (const s of starting) s.catch(() => undefined); // each is awaited below
       [server, crashed] = [await starting[0]!, await starting[1]!];

@@ -6,6 +6,7 @@ import { MilvusTokenIndex, TokenCollection } from '@bfe/index-milvus';
 import {
   milvusServerForTests,
   startMilvusServer,
+  TEST_TIMINGS,
   type MilvusServer,
 } from '@bfe/index-milvus/testing';
 import { indexSectionSchema } from '../sections/token-index.js';
@@ -57,7 +58,11 @@ describe.skipIf(python === undefined)('index.backend milvus on the Milvus 2.3.5 
   let server: MilvusServer;
   const token = process.env.BFE_MILVUS_TOKEN;
   beforeAll(async () => {
-    server = await startMilvusServer({ dataDir: dataDir(), python: python! });
+    server = await startMilvusServer({
+      dataDir: dataDir(),
+      python: python!,
+      timings: TEST_TIMINGS,
+    });
     process.env.BFE_MILVUS_TOKEN = server.token!;
   }, 300_000);
   afterAll(async () => {
