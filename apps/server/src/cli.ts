@@ -4,7 +4,7 @@ import { BfeError } from '@bfe/core';
 import { DEFAULT_DRAIN_MS } from './app.js';
 import { parseCliArgs } from './cli-args.js';
 import { DEFAULT_LIMITS } from './limits.js';
-import { serve } from './serve.js';
+import { defaultEncodeWorkers, serve } from './serve.js';
 import {
   STORE_FLAGS_USAGE,
   storeFlagOptions,
@@ -14,7 +14,7 @@ import {
 
 const USAGE =
   'usage: bfe serve --store DIR [--host 127.0.0.1] [--port 8080] [--keys FILE] [--model NAME]\n' +
-  '                 [--index milvus://HOST:PORT] [--threads 1] [--encode-workers 1] [--passage-workers 1]\n' +
+  '                 [--index milvus://HOST:PORT] [--threads 1] [--encode-workers N] [--passage-workers 1]\n' +
   '                 [--kernel-workers 1] [--allowed-hosts NAME,…] [--rate 100] [--burst 200]\n' +
   '                 [--concurrency 16] [--drain-ms 10000] [--bm25-language none|english]\n' +
   `                 ${STORE_FLAGS_USAGE}\n` +
@@ -36,8 +36,8 @@ const argsSchema = z.strictObject({
     .optional(),
   /** onnxruntime intra-op threads per session; 0: onnxruntime's choice (every core). */
   threads: z.coerce.number().int().min(0).max(256).default(1),
-  /** Encoder worker threads; 0: encode on the event loop's thread. */
-  encodeWorkers: z.coerce.number().int().min(0).max(64).default(1),
+  /** Encoder worker threads (default one per core, at most 2); 0: encode on the event loop's thread. */
+  encodeWorkers: z.coerce.number().int().min(0).max(64).default(defaultEncodeWorkers()),
   /** Encoder worker threads for added memories; 0: on the query encoder workers. */
   passageWorkers: z.coerce.number().int().min(0).max(64).default(1),
   /** Resident-kernel worker threads; 0: resident kernels on the event loop's thread. */
@@ -82,7 +82,10 @@ export function serveProgram(): Command {
       'token index in Milvus: milvus://HOST:PORT or https://HOST:PORT, ?index=HNSW&M=16&ef=128, ?ca=FILE',
     )
     .option('--threads <n>', 'onnxruntime intra-op threads per session; 0: every core', '1')
-    .option('--encode-workers <n>', 'encoder worker threads; 0: on the event loop', '1')
+    .option(
+      '--encode-workers <n>',
+      'encoder worker threads (default one per core, at most 2); 0: on the event loop',
+    )
     .option('--passage-workers <n>', 'encoder threads for adds; 0: on the query workers', '1')
     .option('--kernel-workers <n>', 'resident-kernel worker threads; 0: on the event loop', '1')
     .option(

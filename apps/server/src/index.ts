@@ -1,6 +1,6 @@
 export { buildServer, bodyLimitFor } from './app.js';
 export type { ServerOptions } from './app.js';
-export { serve } from './serve.js';
+export { defaultEncodeWorkers, serve } from './serve.js';
 export type { RunningServer, ServeOptions } from './serve.js';
 export { runServeCli } from './cli.js';
 export { MCP_MAX_K, MCP_SERVER_INFO, mcpServer } from './mcp/tools.js';

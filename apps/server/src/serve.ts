@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import {
   DEFAULT_MAX_TEXT_BYTES,
@@ -39,9 +40,9 @@ export interface ServeOptions {
   readonly storeOptions?: StoreOptions;
   /**
    * Worker threads that encode (queries and adds) off the event loop, coalescing concurrent
-   * queries into one encoder run (`openEmbedderPool`). Default 1; 0 encodes on the event loop's
-   * thread (onnxruntime-node runs a session synchronously there). Ignored with an injected
-   * `storeOptions.embedder`.
+   * queries into one encoder run (`openEmbedderPool`). Default {@link defaultEncodeWorkers}; 0
+   * encodes on the event loop's thread (onnxruntime-node runs a session synchronously there).
+   * Ignored with an injected `storeOptions.embedder`.
    */
   readonly encodeWorkers?: number;
   /**
@@ -80,6 +81,16 @@ export interface RunningServer {
 }
 
 /**
+ * Query encoder workers when the options leave it out: one per core, at most 2. With one, a
+ * query that arrives while the worker encodes waits for that whole run; with two, one encodes
+ * while the other takes the next queries (BENCHMARKS.md "The service": `--encode-workers 2`
+ * beside 1 in one run).
+ */
+export function defaultEncodeWorkers(cores: number = availableParallelism()): number {
+  return Math.max(1, Math.min(2, cores));
+}
+
+/**
  * Opens the store, builds the service and listens.
  * @example
  * const server = await serve({ store: '/data/memories', host: '127.0.0.1', port: 0 });
@@ -93,7 +104,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   // The address it listens on is a name requests may carry, unless it is every address.
   const bound = ['0.0.0.0', '::', ''].includes(options.host) ? [] : [options.host];
   let storeOptions = options.storeOptions ?? {};
-  const workers = options.encodeWorkers ?? 1;
+  const workers = options.encodeWorkers ?? defaultEncodeWorkers();
   let pool: (Embedder & { dispose(): Promise<void> }) | undefined;
   if (storeOptions.embedder === undefined && workers > 0) {
     const open = (n: number) =>
