@@ -49,7 +49,12 @@ let skipped = 0;
 try {
   const report = JSON.parse(readFileSync(out, 'utf8'));
   passed = report.numPassedTests;
-  failed = report.numFailedTests + (report.numFailedTestSuites ?? 0);
+  // A failed test counts once; a file that failed with no failed test (it did not load, or a hook
+  // failed) counts once more. Failed describe blocks around a failed test are not extra failures.
+  const fileFailures = (report.testResults ?? []).filter(
+    (f) => f.status === 'failed' && !(f.assertionResults ?? []).some((a) => a.status === 'failed'),
+  ).length;
+  failed = report.numFailedTests + fileFailures;
   skipped = report.numPendingTests + (report.numTodoTests ?? 0);
 } catch {
   failed = Math.max(1, failed);

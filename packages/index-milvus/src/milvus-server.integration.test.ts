@@ -175,13 +175,18 @@ describe.skipIf(python === undefined)('MilvusTokenIndex on the Milvus 2.3.5 serv
             privilegeName,
           });
         }
-        const c = await TokenCollection.open(
-          { address: server.address, token: 'bfe_app:bfe-app-pw', collection: 'granted' },
-          DIM,
-        );
         // The server puts grants in force asynchronously (its proxies' privilege cache follows
-        // etcd, not always in grant order): each call is retried while it is refused (a refused
-        // call changes nothing), so each privilege is used once it is in force.
+        // etcd, not always in grant order): each call, opening included (it loads the
+        // collection), is retried while it is refused (a refused call changes nothing), so each
+        // privilege is used once it is in force.
+        let opened: TokenCollection | undefined;
+        await untilGranted(async () => {
+          opened = await TokenCollection.open(
+            { address: server.address, token: 'bfe_app:bfe-app-pw', collection: 'granted' },
+            DIM,
+          );
+        });
+        const c = opened!;
         await untilGranted(async () => {
           await c.flush();
           await c.count();
