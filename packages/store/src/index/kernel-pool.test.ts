@@ -4,7 +4,7 @@ import { SparseScorer } from '@bfe/scorer';
 import { residentKernelPool } from './kernel-pool.js';
 import { residentIndexFactory } from './resident-index.js';
 import { SEARCH_SYSTEMS, searchView } from '../search/search.js';
-import { randomQuery, randomView } from '../testing/random-view.js';
+import { prefixView, randomQuery, randomView } from '../testing/random-view.js';
 import type { BankView, EncodedTexts } from '../types.js';
 
 const scorer = await SparseScorer.open({ threads: 1 });
@@ -50,6 +50,47 @@ describe('residentKernelPool', () => {
       }
       expect(views).toHaveLength(3);
       expect(index.resident()).toBe(3);
+    } finally {
+      await index.dispose();
+      await pool.dispose();
+    }
+  });
+
+  it('a view grown by appends is answered on the worker at once, exactly as alone', async () => {
+    const pool = await residentKernelPool({ workers: 1, threads: 1 });
+    const index = residentIndexFactory({ kernel: (fallback) => pool.kernel(fallback) });
+    const full = randomView(11, {
+      rows: 60,
+      maxTokens: 9,
+      dim: DIM,
+      tokenId: (t) => 1000 + (t % 50),
+      versioned: true,
+    });
+    const first = prefixView(full, 57);
+    try {
+      const warm = query(99, 3);
+      await searchView(first, warm, { index }, scorer);
+      await searchView(first, warm, { index }, scorer);
+      await index.settled();
+      const hits = pool.hits();
+      const bests = pool.bestsAnswered();
+      const queries = Array.from({ length: 4 }, (_, i) => query(400 + i, 3 + i));
+      for (const system of SEARCH_SYSTEMS) {
+        for (const k of [5, 60]) {
+          const opts = { k, system, tokenK: 64, queryText: 'memory 58 and memory 12' };
+          const onWorkers = await Promise.all(
+            queries.map((q) => searchView(full, q, { ...opts, index }, scorer)),
+          );
+          for (let i = 0; i < queries.length; i++)
+            expect(onWorkers[i], `${system} k ${k}`).toEqual(
+              await searchView(full, queries[i]!, opts, scorer),
+            );
+        }
+      }
+      expect(pool.hits()).toBeGreaterThan(hits);
+      expect(pool.bestsAnswered()).toBeGreaterThan(bests);
+      await index.settled();
+      expect(index.resident()).toBe(1); // the grown view was not packed again
     } finally {
       await index.dispose();
       await pool.dispose();

@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { OrtSimilarityKernel } from '@bfe/index';
 import { SparseScorer } from '@bfe/scorer';
-import { residentIndexFactory } from './resident-index.js';
+import { MAX_APPENDED_SHARE, residentIndexFactory } from './resident-index.js';
 import { SEARCH_SYSTEMS, searchView } from '../search/search.js';
-import { randomQuery, randomView } from '../testing/random-view.js';
+import { prefixView, randomQuery, randomView } from '../testing/random-view.js';
 import type { BankView, EncodedTexts } from '../types.js';
 
 const scorer = await SparseScorer.open();
@@ -14,6 +14,9 @@ const DIM = 16;
 const view = (seed: number, rows: number, ties = false): BankView =>
   randomView(seed, { rows, maxTokens: 9, dim: DIM, tokenId: (t) => 1000 + (t % 50), ties });
 const query = (seed: number, tokens: number): EncodedTexts => randomQuery(seed, tokens, DIM);
+
+const kernelOf = (index: ReturnType<typeof residentIndexFactory>, v: BankView) =>
+  (index(v, scorer.kernel) as unknown as { kernel: OrtSimilarityKernel }).kernel;
 
 describe('residentIndexFactory', () => {
   it('ranks, scores and explains exactly as the non-resident exact search, on every system', async () => {
@@ -57,8 +60,7 @@ describe('residentIndexFactory', () => {
     const large = view(4, 90);
     const q = query(5, 6);
     const index = residentIndexFactory({ maxResidentTokens: small.tokenOffsets[30]! });
-    const kernelOf = (v: BankView) =>
-      (index(v, scorer.kernel) as unknown as { kernel: OrtSimilarityKernel }).kernel;
+    const kernelOf1 = (v: BankView) => kernelOf(index, v);
     try {
       expect(large.tokenOffsets[90]!).toBeGreaterThan(small.tokenOffsets[30]!);
       await searchView(small, q, { index }, scorer);
@@ -67,15 +69,87 @@ describe('residentIndexFactory', () => {
       await searchView(small, q, { index }, scorer); // the second search: the build starts
       await index.settled();
       expect(index.resident()).toBe(1);
-      const kernel = kernelOf(small);
+      const kernel = kernelOf1(small);
       expect(kernel).not.toBe(scorer.kernel);
       const before = kernel.residentHits;
       await searchView(small, q, { index }, scorer);
       expect(kernel.residentHits).toBeGreaterThan(before);
       for (let i = 0; i < 3; i++) await searchView(large, q, { index }, scorer);
       await index.settled();
-      expect(kernelOf(large)).toBe(scorer.kernel);
+      expect(kernelOf1(large)).toBe(scorer.kernel);
       expect(index.resident()).toBe(1);
+    } finally {
+      await index.dispose();
+    }
+    expect(index.resident()).toBe(0);
+  });
+
+  it('searches a view grown by appends on the resident kernel at once, exactly as its own search', async () => {
+    const full = randomView(8, {
+      rows: 60,
+      maxTokens: 9,
+      dim: DIM,
+      tokenId: (t) => 1000 + (t % 50),
+      versioned: true,
+    });
+    const first = prefixView(full, 57);
+    const total = full.tokenOffsets[60]!;
+    // Three rows appended: within the share searched on the old kernel.
+    expect(total - first.tokenOffsets[57]!).toBeLessThanOrEqual(MAX_APPENDED_SHARE * total);
+    const index = residentIndexFactory();
+    try {
+      const warm = query(98, 3);
+      await searchView(first, warm, { index }, scorer);
+      await searchView(first, warm, { index }, scorer);
+      await index.settled();
+      expect(index.resident()).toBe(1);
+      const kernel = kernelOf(index, first);
+      expect(kernel).not.toBe(scorer.kernel);
+      // The grown view's first search already runs on the resident kernel.
+      expect(kernelOf(index, full)).toBe(kernel);
+      const before = kernel.residentHits;
+      for (let qs = 0; qs < 3; qs++) {
+        const q = query(200 + qs, 3 + qs);
+        for (const system of SEARCH_SYSTEMS) {
+          for (const tokenK of [5, 64]) {
+            const opts = { k: 60, system, tokenK, queryText: 'memory 58 and memory 7' };
+            const plain = await searchView(full, q, opts, scorer);
+            const grown = await searchView(full, q, { ...opts, index }, scorer);
+            expect(grown, `${system} token k ${tokenK}`).toEqual(plain);
+          }
+        }
+      }
+      expect(kernel.residentHits).toBeGreaterThan(before);
+      await index.settled();
+      expect(index.resident()).toBe(1); // not packed again
+      // An update (row 3 at a later version) does not extend the resident view.
+      const updated: BankView = { ...full, seqs: full.seqs!.map((s, i) => (i === 3 ? 1e9 : s)) };
+      expect(kernelOf(index, updated)).toBe(scorer.kernel);
+      // Grown past the share: searched on the old kernel, then packed at its second search.
+      const half = prefixView(full, 30);
+      const grownFar: BankView = { ...full, seqs: full.seqs!.slice() };
+      const index2 = residentIndexFactory();
+      try {
+        await searchView(half, warm, { index: index2 }, scorer);
+        await searchView(half, warm, { index: index2 }, scorer);
+        await index2.settled();
+        const old = kernelOf(index2, half);
+        expect(kernelOf(index2, grownFar)).toBe(old);
+        const q = query(300, 4);
+        const opts = { k: 60, system: 'sparse-fusion', tokenK: 64 } as const;
+        expect(await searchView(grownFar, q, { ...opts, index: index2 }, scorer)).toEqual(
+          await searchView(grownFar, q, opts, scorer),
+        );
+        await index2.settled();
+        expect(index2.resident()).toBe(2);
+        const own = kernelOf(index2, grownFar);
+        expect(own).not.toBe(old);
+        expect(await searchView(grownFar, q, { ...opts, index: index2 }, scorer)).toEqual(
+          await searchView(grownFar, q, opts, scorer),
+        );
+      } finally {
+        await index2.dispose();
+      }
     } finally {
       await index.dispose();
     }

@@ -10,6 +10,7 @@ import type { ResidentKernel } from './kernel-pool.js';
 import type { TokenIndexFactory } from '../search/search.js';
 import type { BankView } from '../types.js';
 import { contiguousTokens, viewTokens } from '../view-tokens.js';
+import { appendedTokens, extendedIndex, type ResidentBase } from './resident-extension.js';
 
 /**
  * Largest bank, in content tokens, kept resident by default: one kernel chunk
@@ -42,11 +43,21 @@ export interface ResidentIndexFactory extends TokenIndexFactory {
   readonly dispose: () => Promise<void>;
 }
 
+/**
+ * A view grown by appends from a resident one is searched on that kernel while its appended
+ * tokens are at most this share of its bank; beyond, its second search packs it anew.
+ */
+export const MAX_APPENDED_SHARE = 1 / 8;
+
 /** Per (view, scorer kernel): the index searches use now, and the resident one once built. */
 interface Entry {
   index: TokenIndex;
   searches: number;
   building?: Promise<void>;
+  /** The kernel holding this view's bank and the array it holds, once built. */
+  resident?: Omit<ResidentBase, 'view'>;
+  /** Tokens appended since the resident view this one extends (undefined: none extended). */
+  appended?: number;
 }
 
 /**
@@ -55,7 +66,10 @@ interface Entry {
  * onnxruntime kernel holding the bank resident (`OrtSimilarityKernel.makeResident`: packed for
  * the GEMM once, not per search). Packing costs about as much as tens of searches, and a write
  * makes a new view, so it is built in the background from a view's second search on; until it
- * is ready searches run on the scorer's kernel. The exact backend rescores its proposals in
+ * is ready searches run on the scorer's kernel. A view grown by appends from the bank's latest
+ * resident view (its rows first, unchanged) is searched on that kernel at once, its appended
+ * tokens on the scorer's ({@link extendedIndex}), and packed anew only once they exceed
+ * {@link MAX_APPENDED_SHARE} of its bank. The exact backend rescores its proposals in
  * float64, so results are the same on either path (tested). A view's kernel is released when the
  * view is garbage-collected, or by {@link ResidentIndexFactory.dispose}.
  *
@@ -67,6 +81,8 @@ interface Entry {
 export function residentIndexFactory(options: ResidentIndexOptions = {}): ResidentIndexFactory {
   const maxTokens = options.maxResidentTokens ?? DEFAULT_MAX_RESIDENT_TOKENS;
   let perView = new WeakMap<BankView, Map<SimilarityKernel, Entry>>();
+  /** Per scorer kernel and bank: the latest view made resident. */
+  let latest = new WeakMap<SimilarityKernel, Map<string, WeakRef<BankView>>>();
   const pending = new Set<Promise<void>>();
   const kernels = new Set<ResidentKernel>();
   const released = new FinalizationRegistry<ResidentKernel>((kernel) => {
@@ -118,6 +134,13 @@ export function residentIndexFactory(options: ResidentIndexOptions = {}): Reside
         if (generation !== perView) return kernel.dispose(); // disposed meanwhile
         kernels.add(kernel);
         released.register(view, kernel, kernel);
+        entry.resident = { kernel, flat };
+        let banks = latest.get(fallback);
+        if (banks === undefined) latest.set(fallback, (banks = new Map()));
+        const before = banks.get(view.bank)?.deref();
+        if (before === undefined || (view.version ?? 0) >= (before.version ?? 0)) {
+          banks.set(view.bank, new WeakRef(view));
+        }
         const index = exact(view, kernel, flatTokenStore(flat, view.dim));
         // The evidence's diagnostic bests, computed where the bank is resident (a worker).
         const bests = 'bests' in kernel ? kernel.bests?.bind(kernel) : undefined;
@@ -129,6 +152,16 @@ export function residentIndexFactory(options: ResidentIndexOptions = {}): Reside
     pending.add(done);
     return done;
   };
+  /** `view` searched on its bank's latest resident kernel, when it extends that view. */
+  const extended = (view: BankView, kernel: SimilarityKernel): Entry | undefined => {
+    if (!residentWorthy(view, kernel)) return undefined;
+    const base = latest.get(kernel)?.get(view.bank)?.deref();
+    const resident = base && perView.get(base)?.get(kernel)?.resident;
+    if (base === undefined || resident === undefined) return undefined;
+    const appended = appendedTokens(base, view);
+    if (appended === undefined) return undefined;
+    return { index: extendedIndex(view, { view: base, ...resident }), searches: 0, appended };
+  };
   const factory = (view: BankView, kernel: SimilarityKernel): TokenIndex => {
     let byKernel = perView.get(view);
     if (byKernel === undefined) {
@@ -137,11 +170,19 @@ export function residentIndexFactory(options: ResidentIndexOptions = {}): Reside
     }
     let entry = byKernel.get(kernel);
     if (entry === undefined) {
-      entry = { index: exact(view, kernel), searches: 0 };
+      entry = extended(view, kernel) ?? { index: exact(view, kernel), searches: 0 };
       byKernel.set(kernel, entry);
     }
     entry.searches += 1;
-    if (entry.searches === 2 && entry.building === undefined && residentWorthy(view, kernel))
+    const tokens = view.tokenOffsets[view.ids.length]!;
+    const extendedEnough =
+      entry.appended !== undefined && entry.appended <= MAX_APPENDED_SHARE * tokens;
+    if (
+      entry.searches === 2 &&
+      entry.building === undefined &&
+      !extendedEnough &&
+      residentWorthy(view, kernel)
+    )
       entry.building = buildResident(view, entry, perView, kernel);
     return entry.index;
   };
@@ -152,6 +193,7 @@ export function residentIndexFactory(options: ResidentIndexOptions = {}): Reside
     },
     dispose: async () => {
       perView = new WeakMap();
+      latest = new WeakMap();
       await Promise.all([...pending]);
       const all = [...kernels];
       kernels.clear();

@@ -65,3 +65,21 @@ export function randomQuery(seed: number, tokens: number, dim: number): EncodedT
     truncated: new Uint8Array(1),
   };
 }
+
+/** The view of `v`'s first `rows` rows (as a store's view before the later rows were added). */
+export function prefixView(v: BankView, rows: number): BankView {
+  const tokens = v.tokenOffsets[rows]!;
+  return {
+    ...v,
+    ids: v.ids.slice(0, rows),
+    texts: v.texts.slice(0, rows),
+    metas: v.metas.slice(0, rows),
+    pooled: v.pooled.slice(0, rows * v.dim),
+    tokenOffsets: v.tokenOffsets.slice(0, rows + 1),
+    tokenVectors: v.tokenVectors.slice(0, tokens * v.dim),
+    tokenIds: v.tokenIds.slice(0, tokens),
+    tokenPositions: v.tokenPositions.slice(0, tokens),
+    seqs: v.seqs!.slice(0, rows),
+    version: v.seqs![rows - 1]!,
+  };
+}

@@ -1,0 +1,83 @@
+// A bank view grown by appends from a view whose bank is resident: the resident session serves
+// the old rows, only the appended tokens are scored on the scorer's kernel.
+import {
+  ExactTokenIndex,
+  flatTokenStore,
+  type SimilarityKernel,
+  type TokenIndex,
+} from '@bfe/index';
+import type { DiagnosticBests } from '@bfe/scorer';
+import type { BankView } from '../types.js';
+import { PieceTokens, viewTokens } from '../view-tokens.js';
+
+/** A view whose bank a kernel holds resident, as the array the kernel was given. */
+export interface ResidentBase {
+  readonly view: BankView;
+  readonly kernel: SimilarityKernel & {
+    bests?(queries: Float32Array, quads: Int32Array): Promise<DiagnosticBests | undefined>;
+  };
+  /** `[tokens × dim]` the array resident in `kernel` (the view's tokens, joined). */
+  readonly flat: Float32Array;
+}
+
+/**
+ * Tokens `view` holds after `base`'s, when `view` is `base` with rows appended: the same bank
+ * and model, and `base`'s rows its first rows — the same ids at the same versions (write
+ * sequences) with the same token offsets, so the same token states. Undefined otherwise (an
+ * update or a delete since, or a view without versions).
+ */
+export function appendedTokens(base: BankView, view: BankView): number | undefined {
+  if (view.bank !== base.bank || view.model !== base.model || view.dim !== base.dim) {
+    return undefined;
+  }
+  const rows = base.ids.length;
+  const a = base.seqs;
+  const b = view.seqs;
+  if (a === undefined || b === undefined || view.ids.length < rows) return undefined;
+  for (let i = 0; i < rows; i++) {
+    if (a[i] !== b[i] || base.ids[i] !== view.ids[i]) return undefined;
+  }
+  for (let i = 0; i <= rows; i++) {
+    if (base.tokenOffsets[i] !== view.tokenOffsets[i]) return undefined;
+  }
+  return view.tokenOffsets[view.ids.length]! - base.tokenOffsets[rows]!;
+}
+
+/**
+ * The exact index of `view` (which {@link appendedTokens} says extends `base.view`) on
+ * `base.kernel`: its token states are two pieces, the resident array (one chunk the kernel
+ * serves from its packed session) and the appended tokens (scored by the kernel's fallback, the
+ * scorer's). The exact backend's results do not depend on how the bank is cut into chunks, so
+ * they are the view's own exact results (tested). The evidence's diagnostic bests go to the
+ * resident kernel when they fall in its rows, else back to the caller. The index holds
+ * `base.view`, so the resident kernel lives while an index extending it does.
+ */
+export function extendedIndex(view: BankView, base: ResidentBase): TokenIndex {
+  const dim = view.dim;
+  const from = base.view.tokenOffsets[base.view.ids.length]!;
+  const to = view.tokenOffsets[view.ids.length]!;
+  const tokens =
+    to === from
+      ? flatTokenStore(base.flat, dim)
+      : new PieceTokens([base.flat, viewTokens(view).read(from, to)], dim);
+  const index = new ExactTokenIndex(
+    { tokens, tokenOffsets: view.tokenOffsets, ids: view.ids },
+    base.kernel,
+  );
+  holds.set(index, base.view);
+  const remote = base.kernel.bests?.bind(base.kernel);
+  if (remote === undefined) return index;
+  const bests = (
+    queries: Float32Array,
+    quads: Int32Array,
+  ): Promise<DiagnosticBests | undefined> => {
+    for (let q = 0; 4 * q + 3 < quads.length; q++) {
+      if (quads[4 * q + 3]! > from) return Promise.resolve(undefined);
+    }
+    return remote(queries, quads);
+  };
+  return Object.assign(index, { bests });
+}
+
+/** Each extended index's base view, alive while the index is. */
+const holds = new WeakMap<TokenIndex, BankView>();
