@@ -218,6 +218,35 @@ describe('dotsInto, a query row at an offset', () => {
   });
 });
 
+describe('dotsInto, every shape the WebAssembly kernel cuts', () => {
+  it('is the float64 sum in order of j, bit for bit: dimensions off the 4-wide step, row counts off the 8-row block, runs and jumps, more rows than one kernel call', () => {
+    const random = rng(17);
+    const n = 1100;
+    for (const dim of [1, 3, 4, 5, 8, 16, 29, 384]) {
+      // Values over twenty binary orders of magnitude, so the float64 sums round.
+      const wide = (): number => (random() - 0.5) * 2 ** Math.floor(random() * 20 - 10);
+      const x = Float32Array.from({ length: n * dim }, wide);
+      const q = Float32Array.from({ length: 2 * dim }, wide);
+      for (const count of [0, 1, 2, 7, 8, 9, 17, 1030]) {
+        // Runs of consecutive rows (copied in at once) broken by jumps.
+        const offsets = Int32Array.from(
+          { length: count },
+          (_, h) => (h % 5 === 4 ? (h * 37) % n : h % n) * dim,
+        );
+        const backing = new Float64Array(count + 2).fill(7);
+        const out = backing.subarray(1, count + 1);
+        dotsInto(x, offsets, count, q, dim, out, dim);
+        for (let h = 0; h < count; h++) {
+          let s = 0;
+          for (let j = 0; j < dim; j++) s += q[dim + j]! * x[offsets[h]! + j]!;
+          if (out[h] !== s) expect(out[h], `dim ${dim} count ${count} row ${h}`).toBe(s);
+        }
+        expect([backing[0], backing[count + 1]]).toEqual([7, 7]);
+      }
+    }
+  });
+});
+
 describe('effectiveChunkSize', () => {
   it('shrinks the chunk to the score budget but not below 1,024 tokens', () => {
     expect(effectiveChunkSize(20)).toBe(65_536);

@@ -1,0 +1,103 @@
+/**
+ * Float64 inner products in WebAssembly SIMD (`assembly/dots.ts`): the rows copied into a
+ * linear memory of this thread's, their sums computed two rows to an instruction, eight at a
+ * time. Each row's sum runs in order of the dimension exactly as the JavaScript loop
+ * ({@link dotsIntoJs} in `dots.ts`) sums it, so the results are bit-identical (tested).
+ */
+import { KERNEL_WASM_BASE64 } from './dots-wasm-bytes.js';
+
+interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+  grow(pages: number): number;
+}
+interface WasmApi {
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object, imports: object) => { readonly exports: unknown };
+  Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory;
+}
+const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+
+interface DotsExports {
+  dots(rows: number, count: number, dim: number, q2: number, out: number): void;
+}
+
+const PAGE = 65536;
+/** Rows copied in and summed per kernel call (bounds the memory: 1,024 × 384 floats = 1.5 MiB). */
+const ROWS_PER_CALL = 1024;
+/** Where the query pairs start (below: nothing of the module's). */
+const BASE = 1024;
+
+const align64 = (n: number): number => Math.ceil(n / 64) * 64;
+
+/** This thread's kernel: its module instance and memory, grown to the largest call's need. */
+class DotsKernel {
+  readonly #exports: DotsExports;
+  readonly #memory: WasmMemory;
+  #f32 = new Float32Array(0);
+  #f64 = new Float64Array(0);
+
+  constructor() {
+    this.#memory = new wasm.Memory({ initial: 2, maximum: 65536 });
+    const module = new wasm.Module(Buffer.from(KERNEL_WASM_BASE64, 'base64'));
+    const instance = new wasm.Instance(module, {
+      env: { memory: this.#memory, abort: () => undefined },
+    });
+    this.#exports = instance.exports as DotsExports;
+    this.#views();
+  }
+
+  #views(): void {
+    this.#f32 = new Float32Array(this.#memory.buffer);
+    this.#f64 = new Float64Array(this.#memory.buffer);
+  }
+
+  #room(bytes: number): void {
+    const have = this.#memory.buffer.byteLength;
+    if (bytes <= have) return;
+    this.#memory.grow(Math.ceil((bytes - have) / PAGE));
+    this.#views();
+  }
+
+  dotsInto(
+    vectors: Float32Array,
+    offsets: Int32Array,
+    count: number,
+    query: Float32Array,
+    at: number,
+    out: Float64Array,
+    dim: number,
+  ): void {
+    const q2 = BASE;
+    const outAt = align64(q2 + 16 * dim);
+    const chunk = Math.min(count, ROWS_PER_CALL);
+    const rowsAt = align64(outAt + 8 * chunk);
+    this.#room(rowsAt + 4 * dim * chunk);
+    const f32 = this.#f32;
+    const f64 = this.#f64;
+    for (let j = 0; j < dim; j++) {
+      const v = query[at + j]!;
+      f64[q2 / 8 + 2 * j] = v;
+      f64[q2 / 8 + 2 * j + 1] = v;
+    }
+    for (let h0 = 0; h0 < count; h0 += ROWS_PER_CALL) {
+      const n = Math.min(ROWS_PER_CALL, count - h0);
+      // Rows copied in, a run of consecutive rows in one copy.
+      for (let h = 0; h < n;) {
+        const from = offsets[h0 + h]!;
+        let e = h + 1;
+        while (e < n && offsets[h0 + e] === from + (e - h) * dim) e++;
+        f32.set(vectors.subarray(from, from + (e - h) * dim), rowsAt / 4 + h * dim);
+        h = e;
+      }
+      this.#exports.dots(rowsAt, n, dim, q2, outAt);
+      out.set(f64.subarray(outAt / 8, outAt / 8 + n), h0);
+    }
+  }
+}
+
+let kernel: DotsKernel | undefined;
+
+/** This thread's WebAssembly inner-product kernel (made at first use). */
+export function wasmDots(): DotsKernel {
+  return (kernel ??= new DotsKernel());
+}
