@@ -6,7 +6,7 @@ import { OrtSimilarityKernel } from './ort-kernel.js';
 import { testTopK } from './testing/fake-kernel.js';
 import { rng, unitVectors } from './testing/random.js';
 import { referenceTopK } from './testing/reference.js';
-import { dot64, dotsInto } from './dots.js';
+import { dot64, dotsInto, dotsIntoJs, dotsIntoWasm } from './dots.js';
 import { RunningTopK } from './running-top-k.js';
 import { effectiveChunkSize, exactTopK, flatBankSource, type BankChunkSource } from './top-k.js';
 
@@ -218,33 +218,42 @@ describe('dotsInto, a query row at an offset', () => {
   });
 });
 
-describe('dotsInto, every shape the WebAssembly kernel cuts', () => {
-  it('is the float64 sum in order of j, bit for bit: dimensions off the 4-wide step, row counts off the 8-row block, runs and jumps, more rows than one kernel call', () => {
-    const random = rng(17);
-    const n = 1100;
-    for (const dim of [1, 3, 4, 5, 8, 16, 29, 384]) {
-      // Values over twenty binary orders of magnitude, so the float64 sums round.
-      const wide = (): number => (random() - 0.5) * 2 ** Math.floor(random() * 20 - 10);
-      const x = Float32Array.from({ length: n * dim }, wide);
-      const q = Float32Array.from({ length: 2 * dim }, wide);
-      for (const count of [0, 1, 2, 7, 8, 9, 17, 1030]) {
-        // Runs of consecutive rows (copied in at once) broken by jumps.
-        const offsets = Int32Array.from(
-          { length: count },
-          (_, h) => (h % 5 === 4 ? (h * 37) % n : h % n) * dim,
-        );
-        const backing = new Float64Array(count + 2).fill(7);
-        const out = backing.subarray(1, count + 1);
-        dotsInto(x, offsets, count, q, dim, out, dim);
-        for (let h = 0; h < count; h++) {
-          let s = 0;
-          for (let j = 0; j < dim; j++) s += q[dim + j]! * x[offsets[h]! + j]!;
-          if (out[h] !== s) expect(out[h], `dim ${dim} count ${count} row ${h}`).toBe(s);
+describe('dotsInto, each path (WebAssembly, JavaScript, and the choice between them)', () => {
+  it.each([
+    ['dotsInto', dotsInto],
+    ['the WebAssembly kernel', dotsIntoWasm],
+    ['the JavaScript loop', dotsIntoJs],
+  ])(
+    '%s: the float64 sum in order of j, bit for bit, for dimensions off the 4-wide step, row counts off the 8-row block, runs, jumps, and more rows than one kernel call',
+    (_name, dots) => {
+      const random = rng(17);
+      const n = 1100;
+      for (const dim of [1, 3, 4, 5, 8, 16, 29, 384]) {
+        // Values over twenty binary orders of magnitude, so the float64 sums round.
+        const wide = (): number => (random() - 0.5) * 2 ** Math.floor(random() * 20 - 10);
+        const x = Float32Array.from({ length: n * dim }, wide);
+        const q = Float32Array.from({ length: 2 * dim }, wide);
+        for (const count of [0, 1, 2, 7, 8, 9, 17, 1030]) {
+          for (const jumps of [0, 1, 5]) {
+            // One run (jumps 0), runs broken by a jump every 9 rows, or every row at random.
+            const offsets = Int32Array.from({ length: count }, (_, h) => {
+              const jump = jumps === 5 || (jumps === 1 && h % 9 === 8);
+              return (jump ? (h * 37 + 11) % n : (h + 3) % n) * dim;
+            });
+            const backing = new Float64Array(count + 2).fill(7);
+            const out = backing.subarray(1, count + 1);
+            dots(x, offsets, count, q, dim, out, dim);
+            for (let h = 0; h < count; h++) {
+              let s = 0;
+              for (let j = 0; j < dim; j++) s += q[dim + j]! * x[offsets[h]! + j]!;
+              if (out[h] !== s) expect(out[h], `dim ${dim} count ${count} row ${h}`).toBe(s);
+            }
+            expect([backing[0], backing[count + 1]]).toEqual([7, 7]);
+          }
         }
-        expect([backing[0], backing[count + 1]]).toEqual([7, 7]);
       }
-    }
-  });
+    },
+  );
 });
 
 describe('effectiveChunkSize', () => {
