@@ -5,7 +5,8 @@
  * request a LoCoMo question (text only: no label is read) sent by its conversation's tenant
  * to its bank — with 1 and 8 connections, without and with concurrent adds (one add of one
  * memory at a time, to a random tenant, for the whole run). After each run with adds, every
- * acknowledged add is read back (`GET`): a missing one is a lost write.
+ * acknowledged add is read back (`GET`): a missing one is a lost write. Each server first
+ * answers two searches to every bank, not counted (its views and resident kernels built).
  *
  * The server is apps/server's own bin, run as a child process (apps are never imported); the
  * peer row is `GET /healthz` through the same server and client (the HTTP floor). Each row also
@@ -235,8 +236,30 @@ const KINDS = [
   ['search, 1 connection + adds', 1, 'search', true],
   ['search, 8 connections + adds', 8, 'search', true],
 ] as const;
+/**
+ * Two searches to every bank of `server` (its views read and its resident kernels built, as a
+ * server that has served its tenants before has them), then 2 s for the builds to finish: the
+ * rows measure a warm server, not its first search of each bank.
+ */
+async function warm(server: Server): Promise<void> {
+  for (const bank of new Set(queries.map((q) => q.bank))) {
+    const q = queries.find((x) => x.bank === bank)!;
+    for (let i = 0; i < 2; i++) {
+      const res = await fetch(`${server.url}/v1/banks/${bank}/search`, {
+        method: 'POST',
+        headers: headers(bank),
+        body: JSON.stringify({ query: q.text, k: 10 }),
+      });
+      if (res.status !== 200) throw new Error(`warm: ${res.status} ${await res.text()}`);
+      await res.text();
+    }
+  }
+  await new Promise((resolve) => setTimeout(resolve, 2000));
+}
+
 const rows: Row[] = [];
 try {
+  for (const server of servers) await warm(server);
   // Each kind runs on every path in turn (alternating, so drifting load hits both alike),
   // each path from the same query.
   for (const [k, [name, connections, kind, adds]] of KINDS.entries()) {
