@@ -33,34 +33,39 @@ function lanes(p: usize, r: usize, at: usize): v128 {
   return f32x4.replace_lane(f32x4.splat(load<f32>(p + at)), 1, load<f32>(r + at));
 }
 
+/**
+ * One step of four dimensions (`at` bytes in) of a row pair (`a`, `b`): `s` plus each row's
+ * four products in order of the dimension, lane 0 row `a`, lane 1 row `b`.
+ */
+function step(s: v128, a: usize, b: usize, at: usize, q: usize): v128 {
+  const x = v128.load(a + at);
+  const y = v128.load(b + at);
+  const lo = i32x4.shuffle(x, y, 0, 4, 1, 5);
+  const hi = i32x4.shuffle(x, y, 2, 6, 3, 7);
+  s = f64x2.add(s, f64x2.mul(v128.load(q), f64x2.promote_low_f32x4(lo)));
+  s = f64x2.add(
+    s,
+    f64x2.mul(v128.load(q, 16), f64x2.promote_low_f32x4(i64x2.shuffle(lo, lo, 1, 1))),
+  );
+  s = f64x2.add(s, f64x2.mul(v128.load(q, 32), f64x2.promote_low_f32x4(hi)));
+  return f64x2.add(
+    s,
+    f64x2.mul(v128.load(q, 48), f64x2.promote_low_f32x4(i64x2.shuffle(hi, hi, 1, 1))),
+  );
+}
+
+/** One dimension (`at` bytes in) of a row pair: `s` plus each row's product. */
+function last(s: v128, a: usize, b: usize, at: usize, q: usize): v128 {
+  return f64x2.add(s, f64x2.mul(v128.load(q), f64x2.promote_low_f32x4(lanes(a, b, at))));
+}
+
 /** Two rows' sums (at `a`, `a + stride`) into `out[0..1]`. */
 function dots2(a: usize, stride: usize, dim: i32, q2: usize, out: usize): void {
   const b = a + stride;
   let s = f64x2.splat(0);
   let j = 0;
-  for (; j + 3 < dim; j += 4) {
-    const at = (<usize>j) << 2;
-    const x = v128.load(a + at);
-    const y = v128.load(b + at);
-    const lo = i32x4.shuffle(x, y, 0, 4, 1, 5);
-    const hi = i32x4.shuffle(x, y, 2, 6, 3, 7);
-    const q = q2 + ((<usize>j) << 4);
-    s = f64x2.add(s, f64x2.mul(v128.load(q), f64x2.promote_low_f32x4(lo)));
-    s = f64x2.add(
-      s,
-      f64x2.mul(v128.load(q, 16), f64x2.promote_low_f32x4(i64x2.shuffle(lo, lo, 1, 1))),
-    );
-    s = f64x2.add(s, f64x2.mul(v128.load(q, 32), f64x2.promote_low_f32x4(hi)));
-    s = f64x2.add(
-      s,
-      f64x2.mul(v128.load(q, 48), f64x2.promote_low_f32x4(i64x2.shuffle(hi, hi, 1, 1))),
-    );
-  }
-  for (; j < dim; j++) {
-    const at = (<usize>j) << 2;
-    const v = lanes(a, b, at);
-    s = f64x2.add(s, f64x2.mul(v128.load(q2 + ((<usize>j) << 4)), f64x2.promote_low_f32x4(v)));
-  }
+  for (; j + 3 < dim; j += 4) s = step(s, a, b, (<usize>j) << 2, q2 + ((<usize>j) << 4));
+  for (; j < dim; j++) s = last(s, a, b, (<usize>j) << 2, q2 + ((<usize>j) << 4));
   v128.store(out, s);
 }
 
@@ -81,50 +86,18 @@ function dots8(a: usize, stride: usize, dim: i32, q2: usize, out: usize): void {
   for (; j + 3 < dim; j += 4) {
     const at = (<usize>j) << 2;
     const q = q2 + ((<usize>j) << 4);
-    const q0 = v128.load(q);
-    const q1 = v128.load(q, 16);
-    const q2_ = v128.load(q, 32);
-    const q3 = v128.load(q, 48);
-    let x = v128.load(a + at);
-    let y = v128.load(a1 + at);
-    let lo = i32x4.shuffle(x, y, 0, 4, 1, 5);
-    let hi = i32x4.shuffle(x, y, 2, 6, 3, 7);
-    s0 = f64x2.add(s0, f64x2.mul(q0, f64x2.promote_low_f32x4(lo)));
-    s0 = f64x2.add(s0, f64x2.mul(q1, f64x2.promote_low_f32x4(i64x2.shuffle(lo, lo, 1, 1))));
-    s0 = f64x2.add(s0, f64x2.mul(q2_, f64x2.promote_low_f32x4(hi)));
-    s0 = f64x2.add(s0, f64x2.mul(q3, f64x2.promote_low_f32x4(i64x2.shuffle(hi, hi, 1, 1))));
-    x = v128.load(a2 + at);
-    y = v128.load(a3 + at);
-    lo = i32x4.shuffle(x, y, 0, 4, 1, 5);
-    hi = i32x4.shuffle(x, y, 2, 6, 3, 7);
-    s1 = f64x2.add(s1, f64x2.mul(q0, f64x2.promote_low_f32x4(lo)));
-    s1 = f64x2.add(s1, f64x2.mul(q1, f64x2.promote_low_f32x4(i64x2.shuffle(lo, lo, 1, 1))));
-    s1 = f64x2.add(s1, f64x2.mul(q2_, f64x2.promote_low_f32x4(hi)));
-    s1 = f64x2.add(s1, f64x2.mul(q3, f64x2.promote_low_f32x4(i64x2.shuffle(hi, hi, 1, 1))));
-    x = v128.load(a4 + at);
-    y = v128.load(a5 + at);
-    lo = i32x4.shuffle(x, y, 0, 4, 1, 5);
-    hi = i32x4.shuffle(x, y, 2, 6, 3, 7);
-    s2 = f64x2.add(s2, f64x2.mul(q0, f64x2.promote_low_f32x4(lo)));
-    s2 = f64x2.add(s2, f64x2.mul(q1, f64x2.promote_low_f32x4(i64x2.shuffle(lo, lo, 1, 1))));
-    s2 = f64x2.add(s2, f64x2.mul(q2_, f64x2.promote_low_f32x4(hi)));
-    s2 = f64x2.add(s2, f64x2.mul(q3, f64x2.promote_low_f32x4(i64x2.shuffle(hi, hi, 1, 1))));
-    x = v128.load(a6 + at);
-    y = v128.load(a7 + at);
-    lo = i32x4.shuffle(x, y, 0, 4, 1, 5);
-    hi = i32x4.shuffle(x, y, 2, 6, 3, 7);
-    s3 = f64x2.add(s3, f64x2.mul(q0, f64x2.promote_low_f32x4(lo)));
-    s3 = f64x2.add(s3, f64x2.mul(q1, f64x2.promote_low_f32x4(i64x2.shuffle(lo, lo, 1, 1))));
-    s3 = f64x2.add(s3, f64x2.mul(q2_, f64x2.promote_low_f32x4(hi)));
-    s3 = f64x2.add(s3, f64x2.mul(q3, f64x2.promote_low_f32x4(i64x2.shuffle(hi, hi, 1, 1))));
+    s0 = step(s0, a, a1, at, q);
+    s1 = step(s1, a2, a3, at, q);
+    s2 = step(s2, a4, a5, at, q);
+    s3 = step(s3, a6, a7, at, q);
   }
   for (; j < dim; j++) {
     const at = (<usize>j) << 2;
-    const q = v128.load(q2 + ((<usize>j) << 4));
-    s0 = f64x2.add(s0, f64x2.mul(q, f64x2.promote_low_f32x4(lanes(a, a1, at))));
-    s1 = f64x2.add(s1, f64x2.mul(q, f64x2.promote_low_f32x4(lanes(a2, a3, at))));
-    s2 = f64x2.add(s2, f64x2.mul(q, f64x2.promote_low_f32x4(lanes(a4, a5, at))));
-    s3 = f64x2.add(s3, f64x2.mul(q, f64x2.promote_low_f32x4(lanes(a6, a7, at))));
+    const q = q2 + ((<usize>j) << 4);
+    s0 = last(s0, a, a1, at, q);
+    s1 = last(s1, a2, a3, at, q);
+    s2 = last(s2, a4, a5, at, q);
+    s3 = last(s3, a6, a7, at, q);
   }
   v128.store(out, s0);
   v128.store(out, s1, 16);

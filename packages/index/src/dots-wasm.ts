@@ -5,29 +5,32 @@
  * ({@link dotsIntoJs} in `dots.ts`) sums it, so the results are bit-identical (tested).
  */
 import { KERNEL_WASM_BASE64 } from './dots-wasm-bytes.js';
-
-interface WasmMemory {
-  readonly buffer: ArrayBuffer;
-  grow(pages: number): number;
-}
-interface WasmApi {
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object, imports: object) => { readonly exports: unknown };
-  Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory;
-}
-const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+import { wasm, WASM_PAGE as PAGE, type WasmMemory } from './wasm-api.js';
 
 interface DotsExports {
   dots(rows: number, count: number, dim: number, q2: number, out: number): void;
 }
 
-const PAGE = 65536;
 /** Rows copied in and summed per kernel call (bounds the memory: 1,024 × 384 floats = 1.5 MiB). */
 const ROWS_PER_CALL = 1024;
 /** Where the query pairs start (below: nothing of the module's). */
 const BASE = 1024;
 
 const align64 = (n: number): number => Math.ceil(n / 64) * 64;
+
+/**
+ * `out[h] = Σ_j vectors[offsets[h] + j] · query[at + j]` for `h < count`, in float64, in order
+ * of `j` (`dotsInto` in `dots.ts`).
+ */
+export type RowDots = (
+  vectors: Float32Array,
+  offsets: Int32Array,
+  count: number,
+  query: Float32Array,
+  at: number,
+  out: Float64Array,
+  dim: number,
+) => void;
 
 /** This thread's kernel: its module instance and memory, grown to the largest call's need. */
 class DotsKernel {
@@ -58,15 +61,7 @@ class DotsKernel {
     this.#views();
   }
 
-  dotsInto(
-    vectors: Float32Array,
-    offsets: Int32Array,
-    count: number,
-    query: Float32Array,
-    at: number,
-    out: Float64Array,
-    dim: number,
-  ): void {
+  readonly dotsInto: RowDots = (vectors, offsets, count, query, at, out, dim) => {
     const q2 = BASE;
     const outAt = align64(q2 + 16 * dim);
     const chunk = Math.min(count, ROWS_PER_CALL);
@@ -92,7 +87,7 @@ class DotsKernel {
       this.#exports.dots(rowsAt, n, dim, q2, outAt);
       out.set(f64.subarray(outAt / 8, outAt / 8 + n), h0);
     }
-  }
+  };
 }
 
 let kernel: DotsKernel | undefined;

@@ -1,5 +1,5 @@
 /** Float64 inner products and the non-finite check shared by the top-k search and the scorer. */
-import { wasmDots } from './dots-wasm.js';
+import { wasmDots, type RowDots } from './dots-wasm.js';
 
 /** Index of the first NaN/±Inf in `a[at..at+len)`, or -1. */
 export function firstNonFinite(a: Float32Array, at: number, len: number): number {
@@ -68,34 +68,16 @@ export function widenedQuery(query: Float32Array, at: number, dim: number): Floa
  * rows); rows at random stay in JavaScript, whose eight interleaved rows hide the memory
  * latency that copying them one by one does not (`pnpm bench:dots`).
  */
-export function dotsInto(
-  vectors: Float32Array,
-  offsets: Int32Array,
-  count: number,
-  query: Float32Array,
-  at: number,
-  out: Float64Array,
-  dim: number,
-): void {
+export const dotsInto: RowDots = (vectors, offsets, count, query, at, out, dim) => {
   if (runsOf(offsets, count, dim)) {
     wasmDots().dotsInto(vectors, offsets, count, query, at, out, dim);
   } else {
     dotsIntoJs(vectors, offsets, count, query, at, out, dim);
   }
-}
+};
 
 /** {@link dotsInto} on the WebAssembly kernel whatever the rows (tests and `pnpm bench:dots`). */
-export function dotsIntoWasm(
-  vectors: Float32Array,
-  offsets: Int32Array,
-  count: number,
-  query: Float32Array,
-  at: number,
-  out: Float64Array,
-  dim: number,
-): void {
-  wasmDots().dotsInto(vectors, offsets, count, query, at, out, dim);
-}
+export const dotsIntoWasm: RowDots = (...args) => wasmDots().dotsInto(...args);
 
 /** Rows a call needs for the WebAssembly kernel, and rows its runs hold on average at least. */
 const MIN_WASM_ROWS = 8;
@@ -118,15 +100,7 @@ export function runsOf(offsets: Int32Array, count: number, dim: number): boolean
  * is first widened into a float64 scratch read from index 0 (the same values, so the same
  * products and sums; measured ≈ 20 % faster in V8 than reading `query[at + j]` in the loop).
  */
-export function dotsIntoJs(
-  vectors: Float32Array,
-  offsets: Int32Array,
-  count: number,
-  query: Float32Array,
-  at: number,
-  out: Float64Array,
-  dim: number,
-): void {
+export const dotsIntoJs: RowDots = (vectors, offsets, count, query, at, out, dim) => {
   const q = widenedQuery(query, at, dim);
   let h = 0;
   for (; h + 7 < count; h += 8) {
@@ -174,7 +148,7 @@ export function dotsIntoJs(
     for (let j = 0; j < dim; j++) s += q[j]! * vectors[a + j]!;
     out[h] = s;
   }
-}
+};
 
 /**
  * For each quadruple `[slot, row, start, end)` of `quads`: the token of `start..end-1` (rows of

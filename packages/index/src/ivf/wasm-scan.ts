@@ -9,17 +9,7 @@
 import type { IvfData } from './train.js';
 import { blockedCodeBytes, codeBytes, IVF_BLOCK } from './layout.js';
 import { KERNEL_WASM_BASE64 } from './wasm-bytes.js';
-
-interface WasmMemory {
-  readonly buffer: ArrayBuffer;
-  grow(pages: number): number;
-}
-interface WasmApi {
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object, imports: object) => { readonly exports: unknown };
-  Memory: new (descriptor: { initial: number; maximum: number; shared: boolean }) => WasmMemory;
-}
-const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+import { wasm, WASM_PAGE as PAGE, type WasmMemory } from '../wasm-api.js';
 
 interface ScanExports {
   scanBlocks(
@@ -35,7 +25,6 @@ interface ScanExports {
   ): number;
 }
 
-const PAGE = 65536;
 /** Blocks per module call: bounds the output arrays. */
 const CHUNK_BLOCKS = 4096;
 /** Where the first thread's lane starts (below: nothing of the module's). */

@@ -12,8 +12,8 @@ afterAll(() => scorer.dispose());
 
 const DIM = 16;
 
-const view = (seed: number, rows: number): BankView =>
-  randomView(seed, { rows, maxTokens: 9, dim: DIM, tokenId: (t) => 1000 + (t % 50) });
+const view = (seed: number, rows: number, versioned = false): BankView =>
+  randomView(seed, { rows, maxTokens: 9, dim: DIM, tokenId: (t) => 1000 + (t % 50), versioned });
 const query = (seed: number, tokens: number): EncodedTexts => randomQuery(seed, tokens, DIM);
 
 describe('residentKernelPool', () => {
@@ -59,13 +59,7 @@ describe('residentKernelPool', () => {
   it('a view grown by appends is answered on the worker at once, exactly as alone', async () => {
     const pool = await residentKernelPool({ workers: 1, threads: 1 });
     const index = residentIndexFactory({ kernel: (fallback) => pool.kernel(fallback) });
-    const full = randomView(11, {
-      rows: 60,
-      maxTokens: 9,
-      dim: DIM,
-      tokenId: (t) => 1000 + (t % 50),
-      versioned: true,
-    });
+    const full = view(11, 60, true);
     const first = prefixView(full, 57);
     try {
       const warm = query(99, 3);

@@ -11,8 +11,15 @@ afterAll(() => scorer.dispose());
 
 const DIM = 16;
 
-const view = (seed: number, rows: number, ties = false): BankView =>
-  randomView(seed, { rows, maxTokens: 9, dim: DIM, tokenId: (t) => 1000 + (t % 50), ties });
+const view = (seed: number, rows: number, ties = false, versioned = false): BankView =>
+  randomView(seed, {
+    rows,
+    maxTokens: 9,
+    dim: DIM,
+    tokenId: (t) => 1000 + (t % 50),
+    ties,
+    versioned,
+  });
 const query = (seed: number, tokens: number): EncodedTexts => randomQuery(seed, tokens, DIM);
 
 const kernelOf = (index: ReturnType<typeof residentIndexFactory>, v: BankView) =>
@@ -85,13 +92,7 @@ describe('residentIndexFactory', () => {
   });
 
   it('searches a view grown by appends on the resident kernel at once, exactly as its own search', async () => {
-    const full = randomView(8, {
-      rows: 60,
-      maxTokens: 9,
-      dim: DIM,
-      tokenId: (t) => 1000 + (t % 50),
-      versioned: true,
-    });
+    const full = view(8, 60, false, true);
     const first = prefixView(full, 57);
     const total = full.tokenOffsets[60]!;
     // Three rows appended: within the share searched on the old kernel.

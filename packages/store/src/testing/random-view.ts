@@ -66,7 +66,10 @@ export function randomQuery(seed: number, tokens: number, dim: number): EncodedT
   };
 }
 
-/** The view of `v`'s first `rows` rows (as a store's view before the later rows were added). */
+/**
+ * The view of `v`'s first `rows` rows (as a store's view before the later rows were added; `v`
+ * versioned: its rows' write sequences ascending).
+ */
 export function prefixView(v: BankView, rows: number): BankView {
   const tokens = v.tokenOffsets[rows]!;
   return {
@@ -80,6 +83,6 @@ export function prefixView(v: BankView, rows: number): BankView {
     tokenIds: v.tokenIds.slice(0, tokens),
     tokenPositions: v.tokenPositions.slice(0, tokens),
     seqs: v.seqs!.slice(0, rows),
-    version: v.seqs![rows - 1]!,
+    ...(v.version === undefined ? {} : { version: v.seqs![rows - 1]! }),
   };
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ExactTokenIndex, JsSimilarityKernel, flatTokenStore, type TokenHits } from '@bfe/index';
 import { randomBank, rng, unitVectors } from '@bfe/index/testing';
+import { prefixView } from '../../testing/random-view.js';
 import type { BankView } from '../../types.js';
 import { BankGraph, type GraphParams } from './bank-graph.js';
 import { GraphTokenIndex, type GraphSearchOutcome } from './graph-search.js';
@@ -28,23 +29,6 @@ function bigView(seed: number, rows: number): SeqView {
     tokenIds: new Int32Array(tokens),
     tokenPositions: new Int32Array(tokens),
     seqs: Float64Array.from({ length: rows }, (_, i) => i),
-  };
-}
-
-/** The first `rows` memories of `v` (an older snapshot of the same bank). */
-function prefix(v: SeqView, rows: number): SeqView {
-  const t = v.tokenOffsets[rows]!;
-  return {
-    ...v,
-    ids: v.ids.slice(0, rows),
-    texts: v.texts.slice(0, rows),
-    metas: v.metas.slice(0, rows),
-    pooled: v.pooled.subarray(0, rows * DIM),
-    tokenOffsets: v.tokenOffsets.subarray(0, rows + 1),
-    tokenVectors: v.tokenVectors.subarray(0, t * DIM),
-    tokenIds: v.tokenIds.subarray(0, t),
-    tokenPositions: v.tokenPositions.subarray(0, t),
-    seqs: v.seqs.subarray(0, rows),
   };
 }
 
@@ -99,7 +83,7 @@ describe('GraphTokenIndex', () => {
 
   it('sees exactly its own snapshot: later versions skipped, removed ones still found', async () => {
     const v = bigView(3, 400);
-    const old = prefix(v, 300);
+    const old = prefixView(v, 300) as SeqView;
     // The graph has run ahead: rows 0..99 were removed (deleted or updated later), 300..399 added.
     const g = await graphOver(v, 0, 400);
     for (let r = 0; r < 100; r++) await g.removeId(`m${r}`);
