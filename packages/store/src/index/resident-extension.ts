@@ -22,9 +22,11 @@ export interface ResidentBase {
 
 /**
  * Tokens `view` holds after `base`'s, when `view` is `base` with rows appended: the same bank
- * and model, and `base`'s rows its first rows — the same ids at the same versions (write
- * sequences) with the same token offsets, so the same token states. Undefined otherwise (an
- * update or a delete since, or a view without versions).
+ * and model, `base`'s rows its first rows — the same ids at the same versions (write sequences)
+ * with the same token offsets — and their token states the very memory `base` reads (a view
+ * grown from it shares its arrays). Undefined otherwise: an update or a delete since, a view
+ * without versions, or states read again (a flush or a compaction re-encodes rows in the store's
+ * codec, so the same version can hold other values).
  */
 export function appendedTokens(base: BankView, view: BankView): number | undefined {
   if (view.bank !== base.bank || view.model !== base.model || view.dim !== base.dim) {
@@ -40,7 +42,40 @@ export function appendedTokens(base: BankView, view: BankView): number | undefin
   for (let i = 0; i <= rows; i++) {
     if (base.tokenOffsets[i] !== view.tokenOffsets[i]) return undefined;
   }
-  return view.tokenOffsets[view.ids.length]! - base.tokenOffsets[rows]!;
+  const tokens = base.tokenOffsets[rows]!;
+  if (!sameMemory(runsOf(base), runsOf(view), tokens * base.dim)) return undefined;
+  return view.tokenOffsets[view.ids.length]! - tokens;
+}
+
+/** The arrays a view's token states are read from, in token order (undefined: unknown). */
+function runsOf(view: BankView): readonly Float32Array[] | undefined {
+  if (view.tokens === undefined) return [view.tokenVectors];
+  return view.tokens instanceof PieceTokens ? view.tokens.pieces : undefined;
+}
+
+/** Whether the first `floats` of runs `a` and of runs `b` are the same bytes of the same buffers. */
+function sameMemory(
+  a: readonly Float32Array[] | undefined,
+  b: readonly Float32Array[] | undefined,
+  floats: number,
+): boolean {
+  if (a === undefined || b === undefined) return false;
+  let [i, j, ai, bj] = [0, 0, 0, 0];
+  for (let left = floats; left > 0;) {
+    const x = a[i];
+    const y = b[j];
+    if (x === undefined || y === undefined) return false;
+    const n = Math.min(x.length - ai, y.length - bj, left);
+    if (n > 0) {
+      if (x.buffer !== y.buffer || x.byteOffset + 4 * ai !== y.byteOffset + 4 * bj) return false;
+      left -= n;
+      ai += n;
+      bj += n;
+    }
+    if (ai === x.length) [i, ai] = [i + 1, 0];
+    if (bj === y.length) [j, bj] = [j + 1, 0];
+  }
+  return true;
 }
 
 /**

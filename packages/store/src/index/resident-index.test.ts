@@ -123,6 +123,10 @@ describe('residentIndexFactory', () => {
       expect(kernel.residentHits).toBeGreaterThan(before);
       await index.settled();
       expect(index.resident()).toBe(1); // not packed again
+      // The same rows at the same versions read from other memory (states read again, as after
+      // a flush) do not extend it either.
+      const reread: BankView = { ...full, tokenVectors: full.tokenVectors.slice() };
+      expect(kernelOf(index, reread)).toBe(scorer.kernel);
       // An update (row 3 at a later version) does not extend the resident view.
       const updated: BankView = { ...full, seqs: full.seqs!.map((s, i) => (i === 3 ? 1e9 : s)) };
       expect(kernelOf(index, updated)).toBe(scorer.kernel);

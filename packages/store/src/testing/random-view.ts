@@ -67,8 +67,8 @@ export function randomQuery(seed: number, tokens: number, dim: number): EncodedT
 }
 
 /**
- * The view of `v`'s first `rows` rows (as a store's view before the later rows were added; `v`
- * versioned: its rows' write sequences ascending).
+ * The view of `v`'s first `rows` rows, reading `v`'s arrays (as a store's view before the later
+ * rows were added, which the later view grew from; `v` versioned: its write sequences ascending).
  */
 export function prefixView(v: BankView, rows: number): BankView {
   const tokens = v.tokenOffsets[rows]!;
@@ -77,12 +77,12 @@ export function prefixView(v: BankView, rows: number): BankView {
     ids: v.ids.slice(0, rows),
     texts: v.texts.slice(0, rows),
     metas: v.metas.slice(0, rows),
-    pooled: v.pooled.slice(0, rows * v.dim),
-    tokenOffsets: v.tokenOffsets.slice(0, rows + 1),
-    tokenVectors: v.tokenVectors.slice(0, tokens * v.dim),
-    tokenIds: v.tokenIds.slice(0, tokens),
-    tokenPositions: v.tokenPositions.slice(0, tokens),
-    seqs: v.seqs!.slice(0, rows),
+    pooled: v.pooled.subarray(0, rows * v.dim),
+    tokenOffsets: v.tokenOffsets.subarray(0, rows + 1),
+    tokenVectors: v.tokenVectors.subarray(0, tokens * v.dim),
+    tokenIds: v.tokenIds.subarray(0, tokens),
+    tokenPositions: v.tokenPositions.subarray(0, tokens),
+    seqs: v.seqs!.subarray(0, rows),
     ...(v.version === undefined ? {} : { version: v.seqs![rows - 1]! }),
   };
 }
