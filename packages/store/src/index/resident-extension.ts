@@ -43,12 +43,12 @@ export function appendedTokens(base: BankView, view: BankView): number | undefin
     if (base.tokenOffsets[i] !== view.tokenOffsets[i]) return undefined;
   }
   const tokens = base.tokenOffsets[rows]!;
-  if (!sameMemory(runsOf(base), runsOf(view), tokens * base.dim)) return undefined;
+  if (!sameMemory(stateArrays(base), stateArrays(view), tokens * base.dim)) return undefined;
   return view.tokenOffsets[view.ids.length]! - tokens;
 }
 
 /** The arrays a view's token states are read from, in token order (undefined: unknown). */
-function runsOf(view: BankView): readonly Float32Array[] | undefined {
+function stateArrays(view: BankView): readonly Float32Array[] | undefined {
   if (view.tokens === undefined) return [view.tokenVectors];
   return view.tokens instanceof PieceTokens ? view.tokens.pieces : undefined;
 }
