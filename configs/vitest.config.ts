@@ -9,9 +9,10 @@ export default defineConfig({
   test: {
     projects: ['packages/*', 'apps/*', 'tests'],
     reporters: ['default'],
-    // One worker per core, not vitest's default of one fewer: on two cores that default is one
-    // worker, and most of the slow files wait on the `bfe` processes and servers they start.
-    maxWorkers: availableParallelism(),
+    // One worker more than the cores (vitest's default is one fewer: on two cores, one worker):
+    // many slow files wait on the `bfe` processes and servers they start (Milvus's time ticks and
+    // session expiry, a killed writer's restart), and a third file keeps the cores busy then.
+    maxWorkers: availableParallelism() + 1,
     // The files that take minutes start first (configs/vitest.sequencer.ts).
     sequence: { sequencer: SlowFirstSequencer },
   },

@@ -3,6 +3,7 @@ import { DataError } from '@bfe/core';
 import type { TieOrder } from '@bfe/index';
 import {
   namedTokenRemovals,
+  rankCandidates,
   tokenInterventions,
   topExcessRemovals,
   type InterventionMatching,
@@ -164,4 +165,25 @@ export function candidateRank(
     if (p > mine || (p === mine && rank[candidates[i]!]! < mineTie)) above++;
   }
   return above + 1;
+}
+
+/** Up to this many candidates, {@link candidateRanks} counts per candidate; above, it ranks once. */
+const RANK_BY_PASS = 16;
+
+/**
+ * {@link candidateRank} of each of `gs`: a counting pass each for a few (O(n) each), else one
+ * `rankCandidates` of every candidate (O(n log n)) read back — a search for a whole bank's
+ * ranking explains each of its results' pooled rank without a pass per result.
+ */
+export function candidateRanks(
+  gs: readonly number[],
+  candidates: Int32Array,
+  scores: Float64Array,
+  ties: TieOrder,
+): number[] {
+  if (gs.length <= RANK_BY_PASS) return gs.map((g) => candidateRank(g, candidates, scores, ties));
+  const { order } = rankCandidates(candidates, scores, ties);
+  const place = new Int32Array(order.length);
+  for (let i = 0; i < order.length; i++) place[order[i]!] = i + 1;
+  return gs.map((g) => place[g]!);
 }

@@ -25,7 +25,7 @@ export type { EvidenceToken, SearchEvidence } from './evidence-pieces.js';
 import { calibrationFor, relevance, relevanceCalibrationSchema } from './relevance.js';
 import { remoteBests } from './search-bests.js';
 import {
-  candidateRank,
+  candidateRanks,
   interventionsOptionSchema,
   searchInterventions,
   type SearchInterventions,
@@ -317,6 +317,7 @@ export async function searchViewWithInterventions(
       { alpha: opts.system === 'no-fusion' ? 0 : opts.alpha, order: ranked.order },
       opts,
     );
+  const pooledRanks = candidateRanks(top, s.candidates, s.systems.pooled, ties);
   const results = top.map((g, i) => {
     const row = s.candidates[g]!;
     const explained = evidence?.[i];
@@ -329,7 +330,7 @@ export async function searchViewWithInterventions(
       rank: i + 1,
       score: values[g]!,
       pooled: s.systems.pooled[g]!,
-      pooledRank: candidateRank(g, s.candidates, s.systems.pooled, ties),
+      pooledRank: pooledRanks[i]!,
       sparse: tokenLevel[g]!,
       ...(relevanceOf === undefined ? {} : { relevance: relevanceOf(g) }),
       text: view.texts[row]!,
