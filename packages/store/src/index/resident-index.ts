@@ -67,10 +67,10 @@ interface Entry {
  * the GEMM once, not per search). Packing costs about as much as tens of searches, and a write
  * makes a new view, so it is built in the background from a view's second search on; until it
  * is ready searches run on the scorer's kernel. A view grown by appends from the bank's latest
- * resident view (its rows first, the same states: {@link appendedTokens}) is searched on that kernel at once, its appended
- * tokens on the scorer's ({@link extendedIndex}), and packed anew only once they exceed
- * {@link MAX_APPENDED_SHARE} of its bank. The exact backend rescores its proposals in
- * float64, so results are the same on either path (tested). A view's kernel is released when the
+ * resident view (its rows first, the same states: {@link appendedTokens}) is searched on that
+ * kernel at once, its appended tokens on the scorer's ({@link extendedIndex}), and packed anew
+ * only once they exceed {@link MAX_APPENDED_SHARE} of its bank. The exact backend rescores its
+ * proposals in float64, so results are the same on either path (tested). A view's kernel is released when the
  * view is garbage-collected, or by {@link ResidentIndexFactory.dispose}.
  *
  * @example
