@@ -1,5 +1,6 @@
 // AssemblyScript source of the clustered index's fast scan (`src/ivf/wasm-scan.ts` loads it;
-// `scripts/build-wasm.mjs` compiles it into `src/ivf/wasm-bytes.ts`). Codes are laid out in
+// `scripts/build-wasm.mjs` compiles it into `src/ivf/wasm-bytes.ts`, and with relaxed SIMD into
+// `src/ivf/wasm-bytes-relaxed.ts`). Codes are laid out in
 // blocks of 16 layout places, byte `j` of the block's 16 tokens side by side (`ivf/train.ts`);
 // each nibble of a code byte indexes a 16-entry uint8 table (one dimension at 4 bits, two at 2
 // bits), so one `i8x16.swizzle` looks up 16 tokens at once. Every pointer is a byte offset
@@ -25,33 +26,54 @@ export function scanBlocks(
   scratch: usize,
 ): i32 {
   const stride = (<usize>bytes) << 4;
+  // The nibble mask read from memory, not a constant: V8 then holds it in a register across
+  // the loops instead of materialising it at every use.
+  v128.store(scratch, i8x16.splat(0x0f), 64);
+  const nibble = v128.load(scratch, 64);
   let n = 0;
+  // One block at a time: a cluster's codes read in one sequential stream (two blocks side by
+  // side, each table loaded once for both, measured slower in a search: the prefetcher lost
+  // the stream at every pair).
   for (let b = blockFrom; b < blockTo; b++) {
-    sumBlock(codes + <usize>b * stride, tables, bytes, scratch);
+    sumBlock(codes + <usize>b * stride, tables, bytes, nibble, scratch);
     n = emit(scratch, b, threshold, outPlaces, outSums, n);
   }
   return n;
 }
 
-/** One byte's two lookups for 16 tokens, added (each entry ≤ 127: no overflow). */
-function lookup(v: v128, t: usize): v128 {
-  const nibble = i8x16.splat(0x0f);
+/**
+ * One byte's two lookups for 16 tokens, added (each entry ≤ 127: no overflow); the high
+ * nibble shifted as 16-bit lanes and masked (one instruction each in V8, where `i8x16.shr_u`
+ * is two).
+ */
+function lookup(v: v128, lo: v128, hi: v128, nibble: v128): v128 {
   return i8x16.add(
-    i8x16.swizzle(v128.load(t), v128.and(v, nibble)),
-    i8x16.swizzle(v128.load(t, 16), i8x16.shr_u(v, 4)),
+    swizzle(lo, v128.and(v, nibble)),
+    swizzle(hi, v128.and(i16x8.shr_u(v, 4), nibble)),
   );
+}
+
+/**
+ * A table lookup of 16 indices, each 0..15: built with relaxed SIMD, its swizzle (one
+ * instruction in V8, where the plain one adds a saturating add for indices ≥ 16; for indices
+ * below 16 both are defined and equal).
+ */
+function swizzle(table: v128, indices: v128): v128 {
+  return ASC_FEATURE_RELAXED_SIMD
+    ? i8x16.relaxed_swizzle(table, indices)
+    : i8x16.swizzle(table, indices);
 }
 
 /**
  * Block at `p`: its 16 sums to `scratch` as two u16x8 (even places, then odd). While summing,
  * lane i of `even` holds token 2i in its low byte plus 256 · token 2i+1 (removed at the end).
  */
-function sumBlock(p: usize, tables: usize, bytes: i32, scratch: usize): void {
+function sumBlock(p: usize, tables: usize, bytes: i32, nibble: v128, scratch: usize): void {
   let even = i16x8.splat(0);
   let odd = i16x8.splat(0);
   let t = tables;
   for (let j = 0; j < bytes; j++) {
-    const x = lookup(v128.load(p), t);
+    const x = lookup(v128.load(p), v128.load(t), v128.load(t, 16), nibble);
     even = i16x8.add(even, x);
     odd = i16x8.add(odd, i16x8.shr_u(x, 8));
     p += 16;

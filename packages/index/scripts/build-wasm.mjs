@@ -19,6 +19,15 @@ await buildWasm({
   asc,
   version: '0.28.20',
   root,
+  entry: 'assembly/ivf-scan.ts',
+  target: 'src/ivf/wasm-bytes-relaxed.ts',
+  name: 'fast scan (relaxed SIMD)',
+  extraFlags: ['--enable', 'threads', '--enable', 'relaxed-simd', '--sharedMemory'],
+});
+await buildWasm({
+  asc,
+  version: '0.28.20',
+  root,
   entry: 'assembly/dots.ts',
   target: 'src/dots-wasm-bytes.ts',
   name: 'inner-product kernel',

@@ -7,6 +7,7 @@ import type { IvfData } from './train.js';
 /** What the scan reads of an index. */
 type ScanData = Omit<IvfData, 'cutoffs' | 'deleted' | 'residuals' | 'params'>;
 import { WasmScanner, quantizeTables } from './wasm-scan.js';
+import { relaxedSimd } from '../wasm-api.js';
 
 /** An index of `tokens` random codes (no training: the scan only reads codes and weights). */
 function randomData(tokens: number, dim: number, bits: 2 | 4, seed: number): ScanData {
@@ -58,10 +59,19 @@ function tableSum(tables: Uint8Array, data: ScanData, p: number): number {
 }
 
 describe('the WebAssembly fast scan', () => {
-  for (const bits of [2, 4] as const) {
-    it(`returns exactly the places whose nibble lookups reach the threshold, with their sums (${bits}-bit)`, () => {
+  it('has the relaxed SIMD build on this engine (Node 20 with the flag it sets, or later)', () => {
+    expect(relaxedSimd()).toBe(true);
+  });
+
+  for (const [bits, kind] of [
+    [2, 'plain'],
+    [2, 'relaxed'],
+    [4, 'plain'],
+    [4, 'relaxed'],
+  ] as const) {
+    it(`returns exactly the places whose nibble lookups reach the threshold, with their sums (${bits}-bit, ${kind})`, () => {
       const data = randomData(301, 64, bits, 7 + bits);
-      const scanner = new WasmScanner(data);
+      const scanner = new WasmScanner(data, 0, kind);
       const random = rng(3);
       const q = Float32Array.from({ length: 64 }, () => random() - 0.5);
       quantizeTables(data, q, 0, scanner.tables);
@@ -82,10 +92,10 @@ describe('the WebAssembly fast scan', () => {
       );
     });
 
-    it(`quantises within half a step a table, entries ≤ 127, sums ≤ 65535 (${bits}-bit)`, () => {
+    it(`quantises within half a step a table, entries ≤ 127, sums ≤ 65535 (${bits}-bit, ${kind})`, () => {
       const dim = 384;
       const data = randomData(64, dim, bits, 11);
-      const scanner = new WasmScanner(data);
+      const scanner = new WasmScanner(data, 0, kind);
       const random = rng(5);
       for (let trial = 0; trial < 5; trial++) {
         // One dimension far larger than the rest: the widest table sets the step.
@@ -101,6 +111,11 @@ describe('the WebAssembly fast scan', () => {
           largest += Math.max(...scanner.tables.subarray(t * 16, t * 16 + 16));
         }
         expect(largest).toBeLessThanOrEqual(65535);
+        // The module's sums over 192 or 96 code bytes: the nibble sums, exactly.
+        const n = scanner.scan(0, 4, 0);
+        expect(Array.from(scanner.sums.subarray(0, n))).toEqual(
+          Array.from({ length: 64 }, (_, p) => tableSum(scanner.tables, data, p)),
+        );
         for (let p = 0; p < 64; p++) {
           const approx = row.bias + tableSum(scanner.tables, data, p) / row.scale;
           expect(Math.abs(approx - exactResidual(data, q, p))).toBeLessThanOrEqual(

@@ -4,12 +4,15 @@
  * tokens' tail blocks grown onto it; every scan thread instantiates the module on it and works
  * in a lane of its own), per query row a table of 16 uint8 entries per code nibble
  * (one dimension at 4 bits, two at 2 bits; {@link quantizeTables}), then 16 tokens scored per
- * `i8x16.swizzle` and only those reaching a threshold handed back.
+ * `i8x16.swizzle` and only those reaching a threshold handed back. Two builds of one source:
+ * with relaxed SIMD's swizzle where the engine has it ({@link relaxedSimd}; ≈ 1.5× the tokens a
+ * second from cache, `pnpm bench:big-bank`'s kernel line), else the plain one.
  */
 import type { IvfData } from './train.js';
 import { blockedCodeBytes, codeBytes, IVF_BLOCK } from './layout.js';
 import { KERNEL_WASM_BASE64 } from './wasm-bytes.js';
-import { wasm, WASM_PAGE as PAGE, type WasmMemory } from '../wasm-api.js';
+import { KERNEL_WASM_BASE64 as RELAXED_WASM_BASE64 } from './wasm-bytes-relaxed.js';
+import { relaxedSimd, wasm, WASM_PAGE as PAGE, type WasmMemory } from '../wasm-api.js';
 
 interface ScanExports {
   scanBlocks(
@@ -27,6 +30,8 @@ interface ScanExports {
 
 /** Blocks per module call: bounds the output arrays. */
 const CHUNK_BLOCKS = 4096;
+/** A lane's scratch bytes: a block's sums (32) and, at 64, the nibble mask. */
+const SCRATCH = 128;
 /** Where the first thread's lane starts (below: nothing of the module's). */
 const LANE0 = 1024;
 /** The sums of a token fit a uint16. */
@@ -34,9 +39,21 @@ export const MAX_SUM = 65535;
 /** Scan threads one index's memory holds lanes for at most. */
 export const MAX_SCAN_LANES = 64;
 
-let compiled: object | undefined;
-const scanModule = (): object =>
-  (compiled ??= new wasm.Module(Buffer.from(KERNEL_WASM_BASE64, 'base64')));
+/** Which build of the fast scan: relaxed SIMD's swizzle, or the plain one. */
+export type ScanKind = 'plain' | 'relaxed';
+
+const compiled: { plain?: object; relaxed?: object } = {};
+
+/**
+ * The compiled fast scan: `'relaxed'` (relaxed SIMD's swizzle; {@link relaxedSimd}) or
+ * `'plain'`; by default the relaxed one where the engine has it. Both return the same places
+ * and sums (tested).
+ */
+export function scanModule(kind: ScanKind = relaxedSimd() ? 'relaxed' : 'plain'): object {
+  return (compiled[kind] ??= new wasm.Module(
+    Buffer.from(kind === 'relaxed' ? RELAXED_WASM_BASE64 : KERNEL_WASM_BASE64, 'base64'),
+  ));
+}
 
 const align64 = (n: number): number => Math.ceil(n / 64) * 64;
 
@@ -45,7 +62,7 @@ const align64 = (n: number): number => Math.ceil(n / 64) * 64;
  * index read by position) its cache of code blocks.
  */
 function laneBytes(bytes: number, cacheBytes: number): number {
-  return 64 + align64(2 * bytes * 16) + 2 * CHUNK_BLOCKS * IVF_BLOCK * 4 + align64(cacheBytes);
+  return SCRATCH + align64(2 * bytes * 16) + 2 * CHUNK_BLOCKS * IVF_BLOCK * 4 + align64(cacheBytes);
 }
 
 /**
@@ -92,7 +109,7 @@ export class ScanLane {
     this.#codesAt = share.codesAt;
     const out = CHUNK_BLOCKS * IVF_BLOCK * 4;
     this.#scratchAt = at;
-    this.#tablesAt = at + 64;
+    this.#tablesAt = at + SCRATCH;
     this.#placesAt = this.#tablesAt + align64(2 * bytes * 16);
     this.#sumsAt = this.#placesAt + out;
     this.cacheAt = this.#sumsAt + out;
@@ -130,12 +147,17 @@ export class ScanLane {
  * 4 GiB (an address-space reservation, not memory): it grows for more lanes and for appended
  * tokens' code blocks.
  */
-function allocate(bytes: number, length: number, cacheBytes: number): ScanShare {
+function allocate(
+  bytes: number,
+  length: number,
+  cacheBytes: number,
+  kind: ScanKind | undefined,
+): ScanShare {
   const codesAt = align64(LANE0 + laneBytes(bytes, cacheBytes));
   const pages = Math.ceil((codesAt + length) / PAGE);
   if (pages > 65536) throw new RangeError(`IVF codes of ${length} bytes exceed wasm32's 4 GiB`);
   const memory = new wasm.Memory({ initial: pages, maximum: 65536, shared: true });
-  return { memory, module: scanModule(), codesAt, bytes, cacheBytes };
+  return { memory, module: scanModule(kind), codesAt, bytes, cacheBytes };
 }
 
 /** A row's quantised tables: approximate similarity = `base + bias + sum / scale`. */
@@ -286,7 +308,8 @@ export class WasmScanner extends ScanLane {
    * With `data.codes`: the codes copied into the shared memory (resident); with `data.fill`
    * instead, resident too, written in place by `fill` (an index file read straight into the
    * memory, never held twice). With neither: none resident, and each lane holds a cache of
-   * `cacheBytes` for code blocks read by position.
+   * `cacheBytes` for code blocks read by position. `kind`: the build (default
+   * {@link scanModule}'s).
    */
   constructor(
     data: Pick<IvfData, 'dim' | 'residualBits' | 'tokens'> & {
@@ -294,6 +317,7 @@ export class WasmScanner extends ScanLane {
       readonly fill?: (into: Uint8Array) => void;
     },
     cacheBytes = 0,
+    kind?: ScanKind,
   ) {
     const tokens = data.tokens.length;
     const length = blockedCodeBytes(tokens, data.dim, data.residualBits);
@@ -305,7 +329,7 @@ export class WasmScanner extends ScanLane {
       throw new Error('WasmScanner: resident codes, or a cache for codes read by position');
     }
     const resident = given ? length : 0;
-    const share = allocate(codeBytes(data.dim, data.residualBits), resident, cacheBytes);
+    const share = allocate(codeBytes(data.dim, data.residualBits), resident, cacheBytes, kind);
     super(share, LANE0);
     this.share = share;
     this.codes = new Uint8Array(share.memory.buffer, share.codesAt, resident);
