@@ -191,20 +191,20 @@ export function quantizeTables(
   for (let t = 0; t < tables; t++) {
     let lo: number;
     let hi: number;
+    // (Indices chosen by sign, not array destructuring: V8 allocates the pairs.)
     if (bits === 4) {
       const x = q[at + t]!;
-      const [a, b] =
-        x >= 0 ? [range[2 * t]!, range[2 * t + 1]!] : [range[2 * t + 1]!, range[2 * t]!];
-      lo = 0 + x * a;
-      hi = 0 + x * b;
+      const neg = x >= 0 ? 0 : 1;
+      lo = 0 + x * range[2 * t + neg]!;
+      hi = 0 + x * range[2 * t + 1 - neg]!;
     } else {
       const x = q[at + 2 * t]!;
       const y = q[at + 2 * t + 1]!;
       const d = 4 * t;
-      const [xa, xb] = x >= 0 ? [range[d]!, range[d + 1]!] : [range[d + 1]!, range[d]!];
-      const [ya, yb] = y >= 0 ? [range[d + 2]!, range[d + 3]!] : [range[d + 3]!, range[d + 2]!];
-      lo = 0 + x * xa + y * ya;
-      hi = 0 + x * xb + y * yb;
+      const nx = x >= 0 ? 0 : 1;
+      const ny = y >= 0 ? 0 : 1;
+      lo = 0 + x * range[d + nx]! + y * range[d + 2 + ny]!;
+      hi = 0 + x * range[d + 1 - nx]! + y * range[d + 3 - ny]!;
     }
     lows[t] = lo;
     bias += lo;
