@@ -1,15 +1,15 @@
 """faiss-cpu peers of `pnpm bench:big-bank --ivf --ivf-peers`: inverted-file indexes over the same
 float32 token states, with the same number of lists, searched with the same query rows.
 
-usage: ivf_peers.py VECTORS.f32 QUERIES.f32 EXACT.i32 DIM K NLIST NPROBE_LIST ROWS SAMPLE SEED
+usage: ivf_peers.py VECTORS.f32 QUERIES.f32 EXACT.i32 DIM K NLIST NPROBE_LIST ROWS SAMPLE SEED PASSES
 
 - IndexIVFScalarQuantizer, 4 bits a dimension (QT_4bit: dim / 2 bytes a token, as bfe's 4-bit);
 - IndexIVFPQFastScan, 4-bit codes of 4 dimensions (M = dim / 4: dim / 8 bytes a token) and of 2
   dimensions (M = dim / 2: dim / 4 bytes, as bfe's 2-bit): faiss's SIMD fast scan.
 Each trains its coarse quantizer and codes on the first SAMPLE rows of a seeded permutation of the
 vectors (2 threads for training and adding), then searches one query — ROWS query rows in one
-call, one thread, as bfe scans — per nprobe: p50 / p90 ms over the queries (after one warm-up
-pass) and recall@K against EXACT.i32 (the caller's exact fp32 top-K per row). Faiss returns its
+call, one thread, as bfe scans — per nprobe: p50 / p90 ms over PASSES passes over the queries
+(after one warm-up search) and recall@K against EXACT.i32 (the caller's exact fp32 top-K per row). Faiss returns its
 approximate top K; the fast-scan indexes also behind IndexRefineFlat (k_factor 2 and 4: that many
 proposals re-ranked exactly from the float32 vectors, as bfe rescores). Bytes a token count codes,
 ids (8 B in faiss) and the refine vectors where used.
@@ -28,8 +28,8 @@ def recall(got, want):
 
 
 def main():
-    vec_path, q_path, exact_path, dim, k, nlist, nprobes, rows, sample, seed = sys.argv[1:11]
-    dim, k, nlist, rows, sample = int(dim), int(k), int(nlist), int(rows), int(sample)
+    vec_path, q_path, exact_path, dim, k, nlist, nprobes, rows, sample, seed, passes = sys.argv[1:12]
+    dim, k, nlist, rows, sample, passes = int(dim), int(k), int(nlist), int(rows), int(sample), int(passes)
     x = np.fromfile(vec_path, dtype=np.float32).reshape(-1, dim)
     q = np.fromfile(q_path, dtype=np.float32).reshape(-1, dim)
     want = np.fromfile(exact_path, dtype=np.int32).reshape(-1, k)
@@ -68,12 +68,15 @@ def main():
                 index.nprobe = nprobe
                 searcher.search(q[:rows], k)  # warm-up
                 ms, got = [], []
-                for i in range(queries):
+                # `passes` passes over the queries, as bfe's --ivf-reps: recall from the first.
+                for n in range(queries * passes):
+                    i = n % queries
                     qi = q[i * rows:(i + 1) * rows]
                     t = time.perf_counter()
                     _, ids = searcher.search(qi, k)
                     ms.append((time.perf_counter() - t) * 1e3)
-                    got.extend(ids.tolist())
+                    if n < queries:
+                        got.extend(ids.tolist())
                 out["indexes"].append({
                     "name": label, "nprobe": nprobe, "build_s": build,
                     "bytes_per_token": nbytes + 8 + nlist * dim * 4 / n,

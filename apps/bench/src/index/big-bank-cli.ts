@@ -84,6 +84,8 @@ export interface BigBankOptions {
   ivfPeers?: boolean;
   /** ivf: scan threads of one search, each measured, interleaved query by query. */
   ivfThreads: number[];
+  /** ivf: passes over the queries (latency over all, recall from the first). */
+  ivfReps: number;
   /** The clustered index grown by appends, then deleted from and compacted (ivf-grow.ts). */
   ivfGrow?: boolean;
   ivfLarge?: boolean;
@@ -137,6 +139,14 @@ const command = benchCommand(
       '--ivf-threads <list>',
       'ivf: scan threads of one search (each measured, interleaved; ratios to the first)',
       intList,
+      '1',
+    ),
+  )
+  .addOption(
+    flag(
+      '--ivf-reps <n>',
+      'ivf: passes over the queries (p50 over all, recall from the first)',
+      positive,
       '1',
     ),
   )

@@ -239,7 +239,10 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
           // One unmeasured search each: the scan workers start.
           for (const s of settings) await s.probe.search(query(0), rows, K, { memories: all });
           let identical = true;
-          for (let i = 0; i < o.queries; i++) {
+          for (let n = 0; n < o.queries * o.ivfReps; n++) {
+            // Every query once a pass, `--ivf-reps` passes: recall from the first.
+            const i = n % o.queries;
+            const measured = n < o.queries;
             let first: TokenHits | undefined;
             // Interleaved, each query in a rotated order of the settings.
             for (let j = 0; j < settings.length; j++) {
@@ -248,7 +251,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
               const t1 = performance.now();
               const hits = await probe.search(query(i), rows, K, { memories: all });
               setting.ms.push(performance.now() - t1);
-              setting.recall += recallOf(hits, truth[i]!) / o.queries;
+              if (measured) setting.recall += recallOf(hits, truth[i]!) / o.queries;
               if (first === undefined) first = hits;
               else identical &&= sameHits(hits, first);
               const s = probe.stats!;
@@ -266,7 +269,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
             const cpuGflops = (perCpuSecond * 2 * dim) / 1e9;
             const gflops = (perSecond * 2 * dim) / 1e9;
             const gbs = (perSecond * (codeBytes(dim, bits as 2 | 4) + 4)) / 1e9;
-            const q = o.queries;
+            const q = o.queries * o.ivfReps;
             table.push([
               `ivf ${bits}-bit`,
               String(centroids),
@@ -320,7 +323,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
             threadLines.push(
               `${bits}-bit nprobe ${nprobe} over-fetch ${overFetch}: p50 ${median(base.ms).toFixed(1)} ms on ${base.threads} ` +
                 `thread(s), ${median(s.ms).toFixed(1)} ms on ${s.threads}: ×${(median(base.ms) / median(s.ms)).toFixed(2)} ` +
-                `(worker rows ${(s.split.workerRows / o.queries).toFixed(1)} of ${rows} a query); hits ` +
+                `(worker rows ${(s.split.workerRows / (o.queries * o.ivfReps)).toFixed(1)} of ${rows} a query); hits ` +
                 `${identical ? 'identical' : 'DIFFER'} across threads (and with filters); a parallel loop's ×${headroom.toFixed(2)} ` +
                 `on 2 threads just after; load average ${loadavg()
                   .map((l) => l.toFixed(2))
@@ -358,7 +361,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
   if (o.json !== true) {
     out();
     out(
-      `${n} real MiniLM tokens; one query = ${rows} rows, k = ${K}, ${o.queries} queries; recall@64 against exact fp32 in this run`,
+      `${n} real MiniLM tokens; one query = ${rows} rows, k = ${K}, ${o.queries} queries (${o.ivfReps} passes); recall@64 against exact fp32 in this run`,
     );
     out(
       'B/token: the IVF bytes (codes, token ids, centroids, buckets, offsets); the rescoring reads the fp32 vectors (1536 B/token) beside them',
@@ -390,6 +393,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
     rows,
     k: K,
     queries: o.queries,
+    passes: o.ivfReps,
     peakRssMb: peakRssMb(),
     results: json,
   });

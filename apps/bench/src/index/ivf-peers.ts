@@ -66,6 +66,7 @@ export function runFaissPeers(
       String(o.rows),
       String(o.ivfSample ?? 64 * o.centroids[0]!),
       String(o.seed),
+      String(o.ivfReps),
     ],
     { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 26 },
   );
