@@ -105,3 +105,96 @@ function emit(sums: usize, b: i32, threshold: i32, outPlaces: usize, outSums: us
   }
   return n;
 }
+
+/**
+ * Fills `2 · bytes` nibble tables of 16 uint8 entries at `out` for one query row: entry `v` of
+ * table `t` is `round((Σ_i q[d_i] · w[d_i][bucket_i(v)] − lows[t]) · scale)` over the
+ * dimensions packed in nibble `t` (one at 4 bits: `d = t`; two at 2 bits: `d = 2t` with bucket
+ * `v & 3`, `2t + 1` with `v >> 2`), rounded half up. Float64 throughout, in the order the
+ * JavaScript definition sums (`q` float32 `[dim]`, `w` float32 `[dim × buckets]`, `lows`
+ * float64 `[tables]`), so its tables are that definition's exactly (tested).
+ */
+export function fillTables(
+  q: usize,
+  w: usize,
+  lows: usize,
+  tables: i32,
+  bits: i32,
+  scale: f64,
+  out: usize,
+): void {
+  const s = f64x2.splat(scale);
+  for (let t = 0; t < tables; t++) {
+    const lo = f64x2.splat(load<f64>(lows + ((<usize>t) << 3)));
+    let entries: v128;
+    if (bits === 4) {
+      const x = f64x2.splat(<f64>load<f32>(q + ((<usize>t) << 2)));
+      const wt = w + ((<usize>t) << 6);
+      // Entries 2i, 2i + 1: (q[t] · w[t][v] − least) · scale.
+      entries = table16(
+        f64x2.mul(f64x2.sub(f64x2.mul(x, pairOf(wt)), lo), s),
+        f64x2.mul(f64x2.sub(f64x2.mul(x, pairOf(wt + 8)), lo), s),
+        f64x2.mul(f64x2.sub(f64x2.mul(x, pairOf(wt + 16)), lo), s),
+        f64x2.mul(f64x2.sub(f64x2.mul(x, pairOf(wt + 24)), lo), s),
+        f64x2.mul(f64x2.sub(f64x2.mul(x, pairOf(wt + 32)), lo), s),
+        f64x2.mul(f64x2.sub(f64x2.mul(x, pairOf(wt + 40)), lo), s),
+        f64x2.mul(f64x2.sub(f64x2.mul(x, pairOf(wt + 48)), lo), s),
+        f64x2.mul(f64x2.sub(f64x2.mul(x, pairOf(wt + 56)), lo), s),
+      );
+    } else {
+      const x = f64x2.splat(<f64>load<f32>(q + ((<usize>t) << 3)));
+      const y = <f64>load<f32>(q + ((<usize>t) << 3) + 4);
+      const wd = w + ((<usize>t) << 5);
+      // Entries 2i, 2i + 1 (buckets v & 3 of dimension 2t, v >> 2 of 2t + 1):
+      // (q[2t] · w[2t][v & 3] + q[2t+1] · w[2t+1][v >> 2] − least) · scale.
+      const a01 = f64x2.mul(x, pairOf(wd));
+      const a23 = f64x2.mul(x, pairOf(wd + 8));
+      const b0 = f64x2.splat(y * <f64>load<f32>(wd + 16));
+      const b1 = f64x2.splat(y * <f64>load<f32>(wd + 20));
+      const b2 = f64x2.splat(y * <f64>load<f32>(wd + 24));
+      const b3 = f64x2.splat(y * <f64>load<f32>(wd + 28));
+      entries = table16(
+        f64x2.mul(f64x2.sub(f64x2.add(a01, b0), lo), s),
+        f64x2.mul(f64x2.sub(f64x2.add(a23, b0), lo), s),
+        f64x2.mul(f64x2.sub(f64x2.add(a01, b1), lo), s),
+        f64x2.mul(f64x2.sub(f64x2.add(a23, b1), lo), s),
+        f64x2.mul(f64x2.sub(f64x2.add(a01, b2), lo), s),
+        f64x2.mul(f64x2.sub(f64x2.add(a23, b2), lo), s),
+        f64x2.mul(f64x2.sub(f64x2.add(a01, b3), lo), s),
+        f64x2.mul(f64x2.sub(f64x2.add(a23, b3), lo), s),
+      );
+    }
+    v128.store(out + ((<usize>t) << 4), entries);
+  }
+}
+
+/** Two float32 buckets at `at`, widened to float64. */
+function pairOf(at: usize): v128 {
+  return f64x2.promote_low_f32x4(v128.load64_zero(at));
+}
+
+/** `Math.round` of two values ≥ 0: `floor(y + ½)`, less one where that sum rounded up past `y`'s nearest integer; as int32 in lanes 0, 1 (2, 3 zero). */
+function rounded(y: v128): v128 {
+  const half = f64x2.splat(0.5);
+  const r = f64x2.floor(f64x2.add(y, half));
+  const fixed = v128.bitselect(f64x2.sub(r, f64x2.splat(1)), r, f64x2.gt(f64x2.sub(r, half), y));
+  return i32x4.trunc_sat_f64x2_u_zero(fixed);
+}
+
+/** Sixteen entries (eight pairs, each 0..127) rounded and packed into bytes, in order. */
+function table16(
+  p0: v128,
+  p1: v128,
+  p2: v128,
+  p3: v128,
+  p4: v128,
+  p5: v128,
+  p6: v128,
+  p7: v128,
+): v128 {
+  const q0 = i64x2.shuffle(rounded(p0), rounded(p1), 0, 2);
+  const q1 = i64x2.shuffle(rounded(p2), rounded(p3), 0, 2);
+  const q2 = i64x2.shuffle(rounded(p4), rounded(p5), 0, 2);
+  const q3 = i64x2.shuffle(rounded(p6), rounded(p7), 0, 2);
+  return i8x16.narrow_i16x8_u(i16x8.narrow_i32x4_u(q0, q1), i16x8.narrow_i32x4_u(q2, q3));
+}

@@ -105,7 +105,7 @@ describe('IvfTokenIndex', () => {
     // The fast scan (uint8 tables, one lookup per code nibble) gives q · (centroid + decoded
     // residual) up to the tables' rounding: half a step per table, 4 tables.
     const scanner = new WasmScanner(index.data);
-    const row = quantizeTables(index.data, q, 0, scanner.tables);
+    const row = quantizeTables(index.data, q, 0, scanner);
     const top = new ApproxTop(2);
     const base = q[0]! * centroids[0]! + q[1]! * centroids[1]!;
     expect(scanCluster(scanner, row, base, 0, 2, top, undefined, new Int32Array(2))).toBe(2);

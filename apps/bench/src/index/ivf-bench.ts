@@ -94,7 +94,7 @@ async function builtOrSaved(
  */
 function scanKernelLine(index: IvfTokenIndex, bits: 2 | 4, q: Float32Array, dim: number): string {
   const scanner = new WasmScanner(index.data);
-  quantizeTables(index.data, q, 0, scanner.tables);
+  quantizeTables(index.data, q, 0, scanner);
   const blocks = Math.ceil(index.data.tokens.length / 16);
   let best = Infinity;
   for (let rep = 0; rep < 3; rep++) {

@@ -143,7 +143,7 @@ export function scanRows(
       count.blocksRead = (cache?.blocksRead ?? 0) - read0;
       return count;
     }
-    const row = quantizeTables(index, q, r * dim, lane.tables);
+    const row = quantizeTables(index, q, r * dim, lane);
     top.reset();
     let order = probeOrder(cs, r * c, c, nprobe);
     let seen = 0;

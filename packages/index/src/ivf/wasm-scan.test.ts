@@ -74,7 +74,7 @@ describe('the WebAssembly fast scan', () => {
       const scanner = new WasmScanner(data, 0, kind);
       const random = rng(3);
       const q = Float32Array.from({ length: 64 }, () => random() - 0.5);
-      quantizeTables(data, q, 0, scanner.tables);
+      quantizeTables(data, q, 0, scanner);
       const want = Array.from({ length: 304 }, (_, p) => tableSum(scanner.tables, data, p));
       const median = [...want].sort((a, b) => a - b)[152]!;
       for (const threshold of [0, median, Math.max(...want), Math.max(...want) + 1]) {
@@ -103,7 +103,7 @@ describe('the WebAssembly fast scan', () => {
           { length: dim },
           (_, d) => (random() - 0.5) * (d === trial ? 40 : 1),
         );
-        const row = quantizeTables(data, q, 0, scanner.tables);
+        const row = quantizeTables(data, q, 0, scanner);
         const tables = (2 * dim * bits) / 8;
         expect(Math.max(...scanner.tables)).toBeLessThanOrEqual(127);
         let largest = 0;
@@ -130,15 +130,22 @@ describe('the WebAssembly fast scan', () => {
     // The definition, written out: every one of a nibble's 16 values computed, its least found
     // by comparing them all, `Math.round` for the rounding (the code under test derives the
     // least from each dimension's bucket range and rounds by truncation).
-    for (const bits of [2, 4] as const) {
+    // Both builds; one scanner for two indexes' buckets in turn (each row's own are used).
+    for (const [bits, kind] of [
+      [2, 'plain'],
+      [2, 'relaxed'],
+      [4, 'plain'],
+      [4, 'relaxed'],
+    ] as const) {
       const dim = 96;
-      const data = randomData(16, dim, bits, 21 + bits);
-      const scanner = new WasmScanner(data);
+      const indexes = [randomData(16, dim, bits, 21 + bits), randomData(16, dim, bits, 31 + bits)];
+      const scanner = new WasmScanner(indexes[0]!, 0, kind);
       const random = rng(9);
       const buckets = 1 << bits;
       const perNibble = 4 / bits;
       const tables = (2 * dim * bits) / 8;
       for (let trial = 0; trial < 20; trial++) {
+        const data = indexes[trial % 3 === 0 ? 1 : 0]!;
         // Zeros and negative zeros among the query values, and a table all of one value.
         const q = Float32Array.from({ length: dim }, (_, d) =>
           d % 17 === 0 ? 0 : d % 19 === 0 ? -0 : (random() - 0.5) * (trial + 1),
@@ -164,7 +171,7 @@ describe('the WebAssembly fast scan', () => {
           entries.push(...values.map((v) => v - lo));
         }
         const scale = Math.min(127 / widest, (65535 - tables / 2) / total);
-        const row = quantizeTables(data, q, 0, scanner.tables);
+        const row = quantizeTables(data, q, 0, scanner);
         expect(row.bias).toBe(bias);
         expect(row.scale).toBe(scale);
         expect(Array.from(scanner.tables.subarray(0, tables * 16))).toEqual(

@@ -26,6 +26,15 @@ interface ScanExports {
     outSums: number,
     scratch: number,
   ): number;
+  fillTables(
+    q: number,
+    w: number,
+    lows: number,
+    tables: number,
+    bits: number,
+    scale: number,
+    out: number,
+  ): void;
 }
 
 /** Blocks per module call: bounds the output arrays. */
@@ -58,11 +67,24 @@ export function scanModule(kind: ScanKind = relaxedSimd() ? 'relaxed' : 'plain')
 const align64 = (n: number): number => Math.ceil(n / 64) * 64;
 
 /**
- * One thread's working bytes: scratch, its row's tables, the scan's places and sums, and (an
- * index read by position) its cache of code blocks.
+ * A lane's inputs of {@link quantizeTables} for `bytes` code bytes a token: the query row
+ * (float32, at most `4 · bytes` dimensions), each table's least entry (float64, `2 · bytes`)
+ * and the residual buckets (float32, `dim × buckets` ≤ `32 · bytes`).
+ */
+const tableInputBytes = (bytes: number): number => 16 * bytes + 16 * bytes + 128 * bytes;
+
+/**
+ * One thread's working bytes: scratch, its row's tables and their inputs, the scan's places and
+ * sums, and (an index read by position) its cache of code blocks.
  */
 function laneBytes(bytes: number, cacheBytes: number): number {
-  return SCRATCH + align64(2 * bytes * 16) + 2 * CHUNK_BLOCKS * IVF_BLOCK * 4 + align64(cacheBytes);
+  return (
+    SCRATCH +
+    align64(2 * bytes * 16) +
+    align64(tableInputBytes(bytes)) +
+    2 * CHUNK_BLOCKS * IVF_BLOCK * 4 +
+    align64(cacheBytes)
+  );
 }
 
 /**
@@ -89,9 +111,14 @@ export class ScanLane {
   readonly #codesAt: number;
   readonly #scratchAt: number;
   readonly #tablesAt: number;
+  readonly #qAt: number;
+  readonly #lowsAt: number;
+  readonly #weightsAt: number;
+  /** The residual buckets copied to `#weightsAt` (copied again for other ones). */
+  #weights: Float32Array | undefined;
   readonly #placesAt: number;
   readonly #sumsAt: number;
-  /** The current row's tables, a view into the memory (fill with {@link quantizeTables}). */
+  /** The current row's tables, a view into the memory ({@link quantizeTables} fills them). */
   readonly tables: Uint8Array;
   /** The last {@link scan}'s places and sums. */
   readonly places: Int32Array;
@@ -110,7 +137,10 @@ export class ScanLane {
     const out = CHUNK_BLOCKS * IVF_BLOCK * 4;
     this.#scratchAt = at;
     this.#tablesAt = at + SCRATCH;
-    this.#placesAt = this.#tablesAt + align64(2 * bytes * 16);
+    this.#qAt = this.#tablesAt + align64(2 * bytes * 16);
+    this.#lowsAt = this.#qAt + 16 * bytes;
+    this.#weightsAt = this.#lowsAt + 16 * bytes;
+    this.#placesAt = this.#qAt + align64(tableInputBytes(bytes));
     this.#sumsAt = this.#placesAt + out;
     this.cacheAt = this.#sumsAt + out;
     this.memory = memory;
@@ -140,6 +170,39 @@ export class ScanLane {
       this.#scratchAt,
     );
   }
+  /**
+   * Fills {@link tables} for query row `q[at..at+dim)` in the module: the tables of
+   * {@link quantizeTables}, given each one's least entry (`lows`) and the scale.
+   */
+  fillTables(
+    data: Pick<IvfData, 'dim' | 'residualBits' | 'weights'>,
+    q: Float32Array,
+    at: number,
+    lows: Float64Array,
+    tables: number,
+    scale: number,
+  ): void {
+    const { dim, residualBits: bits, weights } = data;
+    if (dim > 4 * this.#bytes || weights.length > 32 * this.#bytes || tables > 2 * this.#bytes) {
+      throw new RangeError(`ScanLane: tables of ${dim} dimensions exceed the lane`);
+    }
+    const buffer = this.memory.buffer;
+    if (this.#weights !== weights) {
+      new Float32Array(buffer, this.#weightsAt, weights.length).set(weights);
+      this.#weights = weights;
+    }
+    new Float32Array(buffer, this.#qAt, dim).set(q.subarray(at, at + dim));
+    new Float64Array(buffer, this.#lowsAt, tables).set(lows.subarray(0, tables));
+    this.#exports.fillTables(
+      this.#qAt,
+      this.#weightsAt,
+      this.#lowsAt,
+      tables,
+      bits,
+      scale,
+      this.#tablesAt,
+    );
+  }
 }
 
 /**
@@ -167,16 +230,17 @@ export interface RowTables {
 }
 
 /**
- * Fills `out` (`2 · bytes` tables of 16 entries) for query row `q[at..at+dim)`: nibble table
- * `(j, h)` entry `v` is `Σ_i q[d_i] · weights[d_i][bucket_i(v)]` over the dimensions packed in
- * nibble `h` of code byte `j`, minus the table's least entry (their sum is `bias`), times
- * `scale`, rounded: every entry ≤ 127 and a token's total ≤ 65535.
+ * Fills `lane`'s tables (`2 · bytes` tables of 16 entries) for query row `q[at..at+dim)`: nibble
+ * table `(j, h)` entry `v` is `Σ_i q[d_i] · weights[d_i][bucket_i(v)]` over the dimensions
+ * packed in nibble `h` of code byte `j`, minus the table's least entry (their sum is `bias`),
+ * times `scale`, rounded half up: every entry ≤ 127 and a token's total ≤ 65535. The least
+ * entries and the scale are computed here, the entries in the module ({@link ScanLane.fillTables}).
  */
 export function quantizeTables(
   data: Pick<IvfData, 'dim' | 'residualBits' | 'weights'>,
   q: Float32Array,
   at: number,
-  out: Uint8Array,
+  lane: ScanLane,
 ): RowTables {
   const { dim, residualBits: bits, weights: w } = data;
   const tables = 2 * codeBytes(dim, bits);
@@ -214,8 +278,7 @@ export function quantizeTables(
   // Rounding adds at most ½ a table: keep that room under the uint16 total.
   const scale =
     widest === 0 ? 1 : Math.min(127 / widest, (MAX_SUM - tables / 2) / Math.max(total, 1e-30));
-  if (bits === 4) quantize4(out, q, at, w, lows, tables, scale);
-  else quantize2(out, q, at, w, lows, tables, scale);
+  lane.fillTables(data, q, at, lows, tables, scale);
   return { bias, scale };
 }
 
@@ -242,55 +305,6 @@ function bucketRange(w: Float32Array, dim: number, buckets: number): Float32Arra
     ranges.set(w, range);
   }
   return range;
-}
-
-/**
- * `Math.round(y)` for `0 ≤ y < 2³¹`, about twice as fast in V8: `y + 0.5` truncated, less one
- * where that sum was rounded up past `y`'s nearest integer (`y` just below a half).
- */
-function roundHalfUp(y: number): number {
-  const i = (y + 0.5) | 0;
-  return i - 0.5 > y ? i - 1 : i;
-}
-
-/** 4-bit tables: entry `v` of nibble `t` is `(q[t] · w[t][v] − least) · scale`, rounded. */
-function quantize4(
-  out: Uint8Array,
-  q: Float32Array,
-  at: number,
-  w: Float32Array,
-  least: Float64Array,
-  tables: number,
-  scale: number,
-): void {
-  for (let t = 0; t < tables; t++) {
-    const x = q[at + t]!;
-    const lo = least[t]!;
-    const e = 16 * t;
-    for (let v = 0; v < 16; v++) out[e + v] = roundHalfUp((0 + x * w[e + v]! - lo) * scale);
-  }
-}
-
-/** 2-bit tables: nibble `t` packs dimensions `2t` (bucket `v & 3`) and `2t + 1` (`v >> 2`). */
-function quantize2(
-  out: Uint8Array,
-  q: Float32Array,
-  at: number,
-  w: Float32Array,
-  least: Float64Array,
-  tables: number,
-  scale: number,
-): void {
-  for (let t = 0; t < tables; t++) {
-    const x = q[at + 2 * t]!;
-    const y = q[at + 2 * t + 1]!;
-    const lo = least[t]!;
-    const e = 16 * t;
-    const d = 8 * t;
-    for (let v = 0; v < 16; v++) {
-      out[e + v] = roundHalfUp((0 + x * w[d + (v & 3)]! + y * w[d + 4 + (v >> 2)]! - lo) * scale);
-    }
-  }
 }
 
 /**
