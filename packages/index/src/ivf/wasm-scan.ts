@@ -5,8 +5,8 @@
  * in a lane of its own), per query row a table of 16 uint8 entries per code nibble
  * (one dimension at 4 bits, two at 2 bits; {@link quantizeTables}), then 16 tokens scored per
  * `i8x16.swizzle` and only those reaching a threshold handed back. Two builds of one source:
- * with relaxed SIMD's swizzle where the engine has it ({@link relaxedSimd}; ≈ 1.5× the tokens a
- * second from cache, `pnpm bench:big-bank`'s kernel line), else the plain one.
+ * with relaxed SIMD's swizzle where the engine has it ({@link relaxedSimd}), else the plain one
+ * (`pnpm bench:big-bank --ivf`'s kernel line measures both).
  */
 import type { IvfData } from './train.js';
 import { blockedCodeBytes, codeBytes, IVF_BLOCK } from './layout.js';
