@@ -69,13 +69,13 @@ def main():
                 searcher.search(q[:rows], k)  # warm-up
                 ms, got = [], []
                 # `passes` passes over the queries, as bfe's --ivf-reps: recall from the first.
-                for n in range(queries * passes):
-                    i = n % queries
+                for j in range(queries * passes):
+                    i = j % queries
                     qi = q[i * rows:(i + 1) * rows]
                     t = time.perf_counter()
                     _, ids = searcher.search(qi, k)
                     ms.append((time.perf_counter() - t) * 1e3)
-                    if n < queries:
+                    if j < queries:
                         got.extend(ids.tolist())
                 out["indexes"].append({
                     "name": label, "nprobe": nprobe, "build_s": build,
