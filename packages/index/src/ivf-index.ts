@@ -10,7 +10,7 @@ import { warpFloor, type FloorSet } from './ivf/missing.js';
 import type { IvfOpenOptions, IvfParams, IvfScanStats, IvfSearchOptions } from './ivf/options.js';
 import { checkScanThreads, defaultScanThreads } from './ivf/scan-pool.js';
 import { proposeRows } from './ivf/propose.js';
-import { IvfState, makeBase, type IvfAppended } from './ivf/state.js';
+import { IvfState, makeBase, releaseCentroidScorers, type IvfAppended } from './ivf/state.js';
 import { trainIvf, type IvfData, type IvfResidualStats } from './ivf/train.js';
 import type { SimilarityKernel } from './kernel.js';
 import { ProposalRescorer } from './rescore-proposals.js';
@@ -148,6 +148,7 @@ export class IvfTokenIndex implements TokenIndex {
    */
   async close(): Promise<void> {
     await this.#state.base.pool.close();
+    await releaseCentroidScorers(this.#state.base);
     this.#state.closeFile();
   }
 

@@ -46,7 +46,24 @@ export interface SimilarityKernel {
     n: number,
     dim: number,
   ): Promise<Float32Array>;
+  /**
+   * A scorer of one `bank [n × dim]` held constant while it lives (the bank must not change):
+   * onnxruntime's packs it for its GEMM once instead of on every {@link scores} call. Optional:
+   * without it, callers use {@link scores}. Its scores equal {@link scores}' (tested).
+   */
+  constantScores?(bank: Float32Array, n: number, dim: number): Promise<ConstantScores>;
   dispose(): Promise<void>;
+}
+
+/** {@link SimilarityKernel.constantScores}' scorer of a fixed bank. */
+export interface ConstantScores {
+  /**
+   * All inner products `[rows × n]` of `queries [rows × dim]` with the bank, row-major.
+   * @throws {NonFiniteScoresError} when any score is NaN or ±Inf.
+   */
+  scores(queries: Float32Array, rows: number): Promise<Float32Array>;
+  /** Frees what holds the bank (later calls throw). */
+  release(): Promise<void>;
 }
 
 /** Thrown by a kernel when a score is NaN or ±Inf; the scorer turns it into a named error. */

@@ -177,3 +177,45 @@ describe('OrtSimilarityKernel resident bank', () => {
     await expect(kernel.makeResident(new Float32Array(12), 3, 4)).rejects.toThrow(/dispose/);
   });
 });
+
+describe('OrtSimilarityKernel constant scores', () => {
+  it('scores a constant bank within float32 rounding of the float64 products, the same every call', async () => {
+    for (const threads of [1, 2]) {
+      const kernel = new OrtSimilarityKernel({ threads, spin: false });
+      const random = rng(41 + threads);
+      for (const [rows, n, dim] of [
+        [32, 4096, 384],
+        [3, 17, 16],
+      ] as const) {
+        const q = unitVectors(rows, dim, random);
+        const x = unitVectors(n, dim, random);
+        const constant = await kernel.constantScores(x, n, dim);
+        const got = await constant.scores(q, rows);
+        // Packed once, its GEMM may sum in another order than the fed path's: the same values
+        // call after call, not necessarily the fed path's last bits.
+        expect(await constant.scores(q, rows)).toEqual(got);
+        // The float64 inner products, written out.
+        for (let r = 0; r < rows; r += 7) {
+          for (let i = 0; i < n; i += 13) {
+            let s = 0;
+            for (let d = 0; d < dim; d++) s += q[r * dim + d]! * x[i * dim + d]!;
+            expect(Math.abs(got[r * n + i]! - s)).toBeLessThan(1e-5);
+          }
+        }
+        await constant.release();
+        await expect(constant.scores(q, rows)).rejects.toThrow(/after release/);
+      }
+      await kernel.dispose();
+    }
+  });
+
+  it('refuses non-finite scores and a query of the wrong shape', async () => {
+    const x = unitVectors(8, 4, rng(5));
+    const constant = await ort.constantScores(x, 8, 4);
+    await expect(constant.scores(new Float32Array(4).fill(Number.NaN), 1)).rejects.toThrow(
+      NonFiniteScoresError,
+    );
+    await expect(constant.scores(new Float32Array(5), 1)).rejects.toThrow();
+    await constant.release();
+  });
+});

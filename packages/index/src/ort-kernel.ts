@@ -6,6 +6,7 @@ import {
   NonFiniteScoresError,
   checkKernelShapes,
   type ChunkTopK,
+  type ConstantScores,
   type SimilarityKernel,
 } from './kernel.js';
 
@@ -216,6 +217,38 @@ export class OrtSimilarityKernel implements SimilarityKernel {
       [GRAPH_NAMES.bank]: new ort.Tensor('float32', bank, [n, dim]),
     });
     return tensorData(out, GRAPH_NAMES.scores, 'float32', rows * n) as Float32Array;
+  }
+
+  /**
+   * A scorer of `bank` as a constant of its own session (pre-packed once, as {@link
+   * makeResident} does for top-k; independent of the resident bank): e.g. the clustered
+   * index's centroids, scored by every search.
+   */
+  async constantScores(bank: Float32Array, n: number, dim: number): Promise<ConstantScores> {
+    if (this.#disposed) throw new Error('OrtSimilarityKernel: used after dispose()');
+    checkKernelShapes(new Float32Array(dim), 1, bank, n, dim);
+    const session = await this.#createSession({
+      dim,
+      topK: false,
+      scores: true,
+      residentBank: { data: bank, n },
+    });
+    let live = true;
+    return {
+      scores: async (queries, rows) => {
+        if (!live) throw new Error('OrtSimilarityKernel: constant scores used after release()');
+        checkKernelShapes(queries, rows, bank, n, dim);
+        const out = await this.#runSession(session, {
+          [GRAPH_NAMES.queries]: new ort.Tensor('float32', queries, [rows, dim]),
+        });
+        return tensorData(out, GRAPH_NAMES.scores, 'float32', rows * n) as Float32Array;
+      },
+      release: async () => {
+        if (!live) return;
+        live = false;
+        await session.release();
+      },
+    };
   }
 
   async dispose(): Promise<void> {

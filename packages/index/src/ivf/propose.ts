@@ -5,7 +5,7 @@ import { codeBytes } from './layout.js';
 import type { IvfScanStats } from './options.js';
 import { finishedRows } from './scan-pool.js';
 import { scanJob, scanRows } from './scan-rows.js';
-import type { IvfState } from './state.js';
+import { centroidScores, type IvfState } from './state.js';
 
 /** One search's rows to propose for. */
 export interface ProposeJob {
@@ -33,11 +33,11 @@ export async function proposeRows(
   onRow: (row: number, found: Int32Array) => void,
 ): Promise<{ scores: Float32Array; stats: IvfScanStats }> {
   const { q, rows, fetch, memories } = job;
-  const { data, scanner, scan, pool, tails } = state.base;
-  const c = data.clusterOffsets.length - 1;
+  const base = state.base;
+  const { data, scanner, scan, pool, tails } = base;
   const dim = data.dim;
   const t0 = performance.now();
-  const scores = await kernel.scores(q, rows, data.centroids, c, dim);
+  const scores = await centroidScores(base, kernel, q, rows);
   const t1 = performance.now();
   const cpu0 = process.cpuUsage();
   let allowed: Uint8Array | undefined;

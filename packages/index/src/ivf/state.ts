@@ -4,7 +4,7 @@
 // running under a search.
 import { closeSync, openSync } from 'node:fs';
 import { codecTokenStore, type CodecSide } from '../codec-index.js';
-import type { SimilarityKernel } from '../kernel.js';
+import type { ConstantScores, SimilarityKernel } from '../kernel.js';
 import type { TokenStore } from '../token-store.js';
 import { ASSIGN_CHUNK, assignRows, packResidual, squaredResidual } from './assign.js';
 import { IVF_BLOCK } from './layout.js';
@@ -31,6 +31,41 @@ export interface IvfBase {
   readonly pool: ScanPool;
   readonly tails: TailLists;
   readonly paged: PagedFile | undefined;
+  /** Per kernel, its constant scorer of the centroids (made at a search's first use). */
+  readonly centroidScorers: Map<SimilarityKernel, Promise<ConstantScores>>;
+}
+
+/**
+ * The centroid scores `[rows × clusters]` of the query rows `q`: on the kernel's constant scorer
+ * of `base`'s centroids where it has one (packed once, at the first search), else its
+ * {@link SimilarityKernel.scores}.
+ */
+export async function centroidScores(
+  base: IvfBase,
+  kernel: SimilarityKernel,
+  q: Float32Array,
+  rows: number,
+): Promise<Float32Array> {
+  const { centroids, clusterOffsets, dim } = base.data;
+  const c = clusterOffsets.length - 1;
+  if (kernel.constantScores === undefined) return kernel.scores(q, rows, centroids, c, dim);
+  let scorer = base.centroidScorers.get(kernel);
+  if (scorer === undefined) {
+    scorer = kernel.constantScores(centroids, c, dim);
+    base.centroidScorers.set(kernel, scorer);
+    // A failed scorer is not kept: the next search makes it again.
+    scorer.catch(() => base.centroidScorers.delete(kernel));
+  }
+  return (await scorer).scores(q, rows);
+}
+
+/** Releases a base's centroid scorers (a replaced or closed base). */
+export async function releaseCentroidScorers(base: IvfBase): Promise<void> {
+  const scorers = [...base.centroidScorers.values()];
+  base.centroidScorers.clear();
+  for (const s of await Promise.allSettled(scorers)) {
+    if (s.status === 'fulfilled') await s.value.release();
+  }
 }
 
 /** The shared copy of an int32 array (what every scan thread reads without a copy). */
@@ -88,7 +123,8 @@ export function makeBase(
     codes: scanner.codes,
   };
   const tails = new TailLists(scanner, c, data.dim, data.residualBits);
-  return { data: own, scanner, scan, pool: new ScanPool(scanner, scan), tails, paged };
+  const pool = new ScanPool(scanner, scan);
+  return { data: own, scanner, scan, pool, tails, paged, centroidScorers: new Map() };
 }
 
 /** What {@link IvfState.append} added. */
@@ -311,6 +347,7 @@ export class IvfState {
     this.pendingDeletes = 0;
     this.version++;
     await old.pool.close();
+    await releaseCentroidScorers(old);
     if (old.paged !== undefined && old.paged.fd >= 0) closeSync(old.paged.fd);
   }
 
