@@ -20,6 +20,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { runFaissPeers } from './ivf-peers.js';
+import { PEAK_GBS, PEAK_GFLOPS, scanKernelLine } from './ivf-kernel-line.js';
 import { sameFiltered, sameHits } from './ivf-threads.js';
 import { parallelHeadroom } from './parallel-headroom.js';
 import { openTokenSource } from './token-source.js';
@@ -27,11 +28,9 @@ import {
   ExactTokenIndex,
   IvfTokenIndex,
   OrtSimilarityKernel,
-  WasmScanner,
   codeBytes,
   encodeTokens,
   flatTokenStore,
-  quantizeTables,
   trainCodec,
   type TokenHits,
 } from '@bfe/index';
@@ -43,8 +42,6 @@ import type { BigBankOptions } from './big-bank-cli.js';
 const K = 64;
 /** Tokens per synthetic memory: the bench searches every memory, so only the count matters. */
 const MEMORY_TOKENS = 128;
-const PEAK_GFLOPS = 78;
-const PEAK_GBS = 15.7;
 
 /** Token recall@64 of `got` against the exact top-64 `want`. */
 export function recallOf(got: TokenHits, want: TokenHits): number {
@@ -86,36 +83,6 @@ async function builtOrSaved(
     writeFileSync(`${base}.json`, `${JSON.stringify({ buildSeconds: buildS })}\n`);
   }
   return { index, buildS };
-}
-
-/**
- * The fast scan alone (the roofline line), each build of the module (relaxed SIMD's swizzle and
- * the plain one): every block of the index scanned once per rep with one query row's tables and
- * a threshold nothing reaches, best of 3 in CPU time.
- */
-function scanKernelLine(index: IvfTokenIndex, bits: 2 | 4, q: Float32Array, dim: number): string {
-  const blocks = Math.ceil(index.data.tokens.length / 16);
-  const rates = (['relaxed', 'plain'] as const).map((kind) => {
-    const scanner = new WasmScanner(index.data, 0, kind);
-    quantizeTables(index.data, q, 0, scanner);
-    let best = Infinity;
-    for (let rep = 0; rep < 3; rep++) {
-      const t0 = process.cpuUsage();
-      for (let b = 0; b < blocks; b += 4096) scanner.scan(b, Math.min(blocks, b + 4096), 65_535);
-      const c = process.cpuUsage(t0);
-      best = Math.min(best, (c.user + c.system) / 1e6);
-    }
-    return (blocks * 16) / best;
-  });
-  const [perSecond, plain] = rates as [number, number];
-  const gflops = (perSecond * 2 * dim) / 1e9;
-  const gbs = (perSecond * codeBytes(dim, bits)) / 1e9;
-  return (
-    `fast scan alone, ${bits}-bit (every block once, one thread): ${(perSecond / 1e6).toFixed(1)}M tokens/CPU-s, ` +
-    `${((1e9 / perSecond) | 0).toString()} ns a token, ${((gflops / PEAK_GFLOPS) * 100).toFixed(0)} % of ${PEAK_GFLOPS} GFLOP/s ` +
-    `counted as 2·${dim} flops a token, codes read at ${gbs.toFixed(1)} GB/s (${((gbs / PEAK_GBS) * 100).toFixed(0)} % of ${PEAK_GBS}); ` +
-    `the plain build (no relaxed SIMD) ${(plain / 1e6).toFixed(1)}M (×${(perSecond / plain).toFixed(2)})`
-  );
 }
 
 /** `[memories + 1]` token offsets of `n` tokens cut into memories of 128 tokens (the last shorter). */

@@ -1,0 +1,42 @@
+// The clustered index's fast scan alone against this machine's peak (the roofline line of
+// `pnpm bench:big-bank --ivf`).
+import { WasmScanner, codeBytes, quantizeTables, type IvfTokenIndex } from '@bfe/index';
+
+/** This machine's peak fp32 rate and read bandwidth, one core. */
+export const PEAK_GFLOPS = 78;
+export const PEAK_GBS = 15.7;
+
+/**
+ * The fast scan alone (the roofline line), each build of the module (relaxed SIMD's swizzle and
+ * the plain one): every block of the index scanned once per rep with one query row's tables and
+ * a threshold nothing reaches, best of 3 in CPU time.
+ */
+export function scanKernelLine(
+  index: IvfTokenIndex,
+  bits: 2 | 4,
+  q: Float32Array,
+  dim: number,
+): string {
+  const blocks = Math.ceil(index.data.tokens.length / 16);
+  const rates = (['relaxed', 'plain'] as const).map((kind) => {
+    const scanner = new WasmScanner(index.data, 0, kind);
+    quantizeTables(index.data, q, 0, scanner);
+    let best = Infinity;
+    for (let rep = 0; rep < 3; rep++) {
+      const t0 = process.cpuUsage();
+      for (let b = 0; b < blocks; b += 4096) scanner.scan(b, Math.min(blocks, b + 4096), 65_535);
+      const c = process.cpuUsage(t0);
+      best = Math.min(best, (c.user + c.system) / 1e6);
+    }
+    return (blocks * 16) / best;
+  });
+  const [perSecond, plain] = rates as [number, number];
+  const gflops = (perSecond * 2 * dim) / 1e9;
+  const gbs = (perSecond * codeBytes(dim, bits)) / 1e9;
+  return (
+    `fast scan alone, ${bits}-bit (every block once, one thread): ${(perSecond / 1e6).toFixed(1)}M tokens/CPU-s, ` +
+    `${((1e9 / perSecond) | 0).toString()} ns a token, ${((gflops / PEAK_GFLOPS) * 100).toFixed(0)} % of ${PEAK_GFLOPS} GFLOP/s ` +
+    `counted as 2·${dim} flops a token, codes read at ${gbs.toFixed(1)} GB/s (${((gbs / PEAK_GBS) * 100).toFixed(0)} % of ${PEAK_GBS}); ` +
+    `the plain build (no relaxed SIMD) ${(plain / 1e6).toFixed(1)}M (×${(perSecond / plain).toFixed(2)})`
+  );
+}
