@@ -58,17 +58,20 @@ function tableSum(tables: Uint8Array, data: ScanData, p: number): number {
   return s;
 }
 
+/** Residual bits and each build of the module. */
+const BUILDS = [
+  [2, 'plain'],
+  [2, 'relaxed'],
+  [4, 'plain'],
+  [4, 'relaxed'],
+] as const;
+
 describe('the WebAssembly fast scan', () => {
   it('has the relaxed SIMD build on this engine (Node 20 with the flag it sets, or later)', () => {
     expect(relaxedSimd()).toBe(true);
   });
 
-  for (const [bits, kind] of [
-    [2, 'plain'],
-    [2, 'relaxed'],
-    [4, 'plain'],
-    [4, 'relaxed'],
-  ] as const) {
+  for (const [bits, kind] of BUILDS) {
     it(`returns exactly the places whose nibble lookups reach the threshold, with their sums (${bits}-bit, ${kind})`, () => {
       const data = randomData(301, 64, bits, 7 + bits);
       const scanner = new WasmScanner(data, 0, kind);
@@ -131,12 +134,7 @@ describe('the WebAssembly fast scan', () => {
     // by comparing them all, `Math.round` for the rounding (the code under test derives the
     // least from each dimension's bucket range and rounds by truncation).
     // Both builds; one scanner for two indexes' buckets in turn (each row's own are used).
-    for (const [bits, kind] of [
-      [2, 'plain'],
-      [2, 'relaxed'],
-      [4, 'plain'],
-      [4, 'relaxed'],
-    ] as const) {
+    for (const [bits, kind] of BUILDS) {
       const dim = 96;
       const indexes = [randomData(16, dim, bits, 21 + bits), randomData(16, dim, bits, 31 + bits)];
       const scanner = new WasmScanner(indexes[0]!, 0, kind);
