@@ -48,8 +48,9 @@ export interface SimilarityKernel {
   ): Promise<Float32Array>;
   /**
    * A scorer of one `bank [n × dim]` held constant while it lives (the bank must not change):
-   * onnxruntime's packs it for its GEMM once instead of on every {@link scores} call. Optional:
-   * without it, callers use {@link scores}. Its scores equal {@link scores}' (tested).
+   * onnxruntime packs it for its GEMM once instead of on every {@link scores} call. Optional:
+   * without it, callers use {@link scores}. Its scores are float32 products, the same on every
+   * call, but may differ from {@link scores}' in the last bits (another summation order).
    */
   constantScores?(bank: Float32Array, n: number, dim: number): Promise<ConstantScores>;
   dispose(): Promise<void>;

@@ -22,50 +22,18 @@ export const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssem
 export const WASM_PAGE = 65536;
 
 /** `(func (param v128 v128) (result v128) (i8x16.relaxed_swizzle (local.get 0) (local.get 1)))` */
-const RELAXED_PROBE = Uint8Array.of(
-  0,
-  97,
-  115,
-  109,
-  1,
-  0,
-  0,
-  0,
-  1,
-  7,
-  1,
-  96,
-  2,
-  123,
-  123,
-  1,
-  123,
-  3,
-  2,
-  1,
-  0,
-  10,
-  11,
-  1,
-  9,
-  0,
-  32,
-  0,
-  32,
-  1,
-  253,
-  128,
-  2,
-  11,
+const RELAXED_PROBE = Buffer.from(
+  '0061736d0100000001070160027b7b017b030201000a0b01090020002001fd80020b',
+  'hex',
 );
 
 let relaxed: boolean | undefined;
 
 /**
  * Whether this engine compiles relaxed SIMD (the kernels use only its swizzle, with indices
- * 0..15, where it equals the plain one). V8 ships it from 11.4 (Node 22); Node 20's V8 11.3
- * implements it behind `--experimental-wasm-relaxed-simd`, which is set here, once, when the
- * probe does not validate without it. `BFE_RELAXED_SIMD=0` declines it (the plain kernels).
+ * 0..15, where it equals the plain one). V8 ships it from 11.4 (Node 21 and later); Node 20's
+ * V8 11.3 implements it behind `--experimental-wasm-relaxed-simd`, which is set here, once,
+ * when the probe does not validate without it. `BFE_RELAXED_SIMD=0` declines it (the plain kernels).
  */
 export function relaxedSimd(): boolean {
   if (relaxed !== undefined) return relaxed;

@@ -170,6 +170,7 @@ export class ScanLane {
       this.#scratchAt,
     );
   }
+
   /**
    * Fills {@link tables} for query row `q[at..at+dim)` in the module: the tables of
    * {@link quantizeTables}, given each one's least entry (`lows`) and the scale.
