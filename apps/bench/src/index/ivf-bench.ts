@@ -7,9 +7,10 @@
  * per nprobe: p50 / p90 of one query, token recall@64 against the exact top-64 of the same
  * query, the time split (centroid scoring, scan, float64 rescoring) and the scan's tokens
  * scored per second (wall and CPU) against the machine's peak (78 GFLOP/s fp32, 15.7 GB/s read).
- * Per `--ivf-threads` count (the scan threads of one search): the same, the settings searched
- * interleaved query by query, with each count's p50 ratio to the first and whether the hits are
- * byte for byte the same across counts.
+ * Per `--ivf-threads` count (the threads of one search: its scan threads, and as many
+ * onnxruntime threads for its centroid product, so a one-thread row is one core's, as the faiss
+ * peers' are): the same, the settings searched interleaved query by query, with each count's p50
+ * ratio to the first and whether the hits are byte for byte the same across counts.
  *
  *   pnpm bench:big-bank --ivf --bank <LongMemEval-S bank>,<LoCoMo bank> --tokens 2000000 \
  *     --rows 32 --queries 20 --centroids 4096 --residual-bits 2,4 --nprobe 4,8,16,32,64
@@ -133,9 +134,12 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
   note(`ivf bench: ${n} tokens × ${dim} (${describe})`);
   const all = Int32Array.from({ length: memories }, (_, m) => m);
   const kernel = new OrtSimilarityKernel();
-  // The ivf search's centroid product: onnxruntime's idle threads not spinning, so they leave
-  // the cores to the JavaScript scan that follows (2 cores here).
-  const ivfKernel = new OrtSimilarityKernel({ spin: false });
+  // The ivf search's centroid product, per scan thread count: as many onnxruntime threads as
+  // the search's scan threads (a one-thread row is one thread throughout, as the faiss peers
+  // are), idle ones not spinning, so they leave the cores to the scan that follows.
+  const ivfKernels = new Map(
+    o.ivfThreads.map((threads) => [threads, new OrtSimilarityKernel({ spin: false, threads })]),
+  );
 
   const exact = new ExactTokenIndex({ tokens: flatTokenStore(vectors, dim), tokenOffsets }, kernel);
   const truth: TokenHits[] = [];
@@ -203,7 +207,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
         for (const overFetch of o.overFetch) {
           const settings = o.ivfThreads.map((threads) => ({
             threads,
-            probe: index.withSearch({ nprobe, overFetch, threads }, ivfKernel),
+            probe: index.withSearch({ nprobe, overFetch, threads }, ivfKernels.get(threads)!),
             ms: [] as number[],
             split: { centroid: 0, scan: 0, scanCpu: 0, rescore: 0, scored: 0, workerRows: 0 },
             recall: 0,
@@ -308,7 +312,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
     }
   }
   await kernel.dispose();
-  await ivfKernel.dispose();
+  for (const k of ivfKernels.values()) await k.dispose();
   if (o.ivfPeers === true) {
     const peers = runFaissPeers(o, vectors, queries, truth, dim);
     for (const p of peers.indexes) {

@@ -59,7 +59,7 @@ export async function runIvfGrowBench(o: BigBankOptions): Promise<void> {
     iterations: o.ivfIterations,
   };
   const search = { nprobe: o.nprobe[0]!, overFetch: o.overFetch[0]!, threads: o.ivfThreads[0]! };
-  const ivfKernel = new OrtSimilarityKernel({ spin: false });
+  const ivfKernel = new OrtSimilarityKernel({ spin: false, threads: search.threads });
   const measure = async (index: IvfTokenIndex, live: Int32Array, want: TokenHits[]) => {
     const probe = index.withSearch(search, ivfKernel);
     await probe.search(query(0), rows, K, { memories: live }); // the scan workers start

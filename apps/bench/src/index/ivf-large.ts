@@ -245,7 +245,9 @@ async function searchPhase(o: BigBankOptions): Promise<Record<string, unknown>> 
   for (const nprobe of o.nprobe) {
     for (const overFetch of o.overFetch) {
       for (const threads of o.ivfThreads) {
-        const probe = index.withSearch({ nprobe, overFetch, threads }, kernel);
+        // As many onnxruntime threads for the centroid product as the scan has threads.
+        const threadKernel = new OrtSimilarityKernel({ spin: false, threads });
+        const probe = index.withSearch({ nprobe, overFetch, threads }, threadKernel);
         await probe.search(query(0), rows, K, { memories }); // the scan threads start
         const ms: number[] = [];
         let recall = 0;
@@ -262,6 +264,7 @@ async function searchPhase(o: BigBankOptions): Promise<Record<string, unknown>> 
           split[1] += (st.scanSeconds * 1e3) / o.queries;
           split[2] += (st.rescoreSeconds * 1e3) / o.queries;
         }
+        await threadKernel.dispose();
         results.push({
           nprobe,
           overFetch,
