@@ -143,13 +143,17 @@ export class IvfTokenIndex implements TokenIndex {
 
   /**
    * Ends the scan's worker threads and closes an opened index's file (shared with {@link
-   * withSearch}'s indexes; a later search starts and opens them again). Idle workers never hold
-   * the process open, but tests and servers close.
+   * withSearch}'s indexes; a later search starts and opens them again), once the searches in
+   * flight have finished (as a change waits for them). Idle workers never hold the process open,
+   * but tests and servers close.
    */
-  async close(): Promise<void> {
-    await this.#state.base.pool.close();
-    await releaseCentroidScorers(this.#state.base);
-    this.#state.closeFile();
+  close(): Promise<void> {
+    const state = this.#state;
+    return state.write(async () => {
+      await state.base.pool.close();
+      await releaseCentroidScorers(state.base);
+      state.closeFile();
+    });
   }
 
   /** Scan worker threads running now (started by a search that runs on more than one thread). */

@@ -232,6 +232,35 @@ describe('IvfTokenIndex on several scan threads', () => {
     }
   });
 
+  it('closes after the searches in flight, which finish as if it had not been called', async () => {
+    const b = randomBank(42);
+    const side = sideOf(b);
+    const built = kept(
+      await IvfTokenIndex.build(side, { centroids: 16, residualBits: 4, iterations: 3 }, js, {
+        nprobe: 2,
+        threads: 1,
+      }),
+    );
+    const file = join(tmpDir('bfe-ivf-close-'), 'ivf.bin');
+    writeFileSync(file, built.toBytes());
+    const index = kept(IvfTokenIndex.open(file, side, js, { nprobe: 2, threads: 2 }));
+    const memories = candidateSets(b.ids.length)[1]!;
+    const want = await built.search(b.queries, 32, 20, { memories });
+    await index.search(b.queries, 32, 20, { memories }); // the worker and the file open
+    // Searches in flight on both threads (codes read by position from the file), then close.
+    const pending = [0, 1, 2].map(() => index.search(b.queries, 32, 20, { memories }));
+    const closed = index.close();
+    const order: string[] = [];
+    const hits = await Promise.all(pending.map((p) => p.then((h) => (order.push('search'), h))));
+    await closed.then(() => order.push('close'));
+    expect(order).toEqual(['search', 'search', 'search', 'close']);
+    expect(index.scanWorkers).toBe(0);
+    for (const h of hits) {
+      expect(Array.from(h.tokens)).toEqual(Array.from(want.tokens));
+      expect(Array.from(h.values)).toEqual(Array.from(want.values));
+    }
+  });
+
   it('refuses a thread count outside 1..64', async () => {
     const b = randomBank(43);
     const index = kept(
