@@ -204,8 +204,13 @@ describe('IvfTokenIndex on several scan threads', () => {
     expect(index.stats!.workerRows).toBe(0);
   });
 
-  it('opens a file into the shared memory, ends its workers on close and starts them again', async () => {
-    const b = randomBank(41);
+  /**
+   * A random bank's index built on one thread, written to a file and opened from it on two (codes
+   * read by position), a fifth of the memories as candidates (more than 2 of 16 clusters hold, so
+   * the set is probed, not searched whole) and the built index's hits for them.
+   */
+  async function openedOnTwo(seed: number) {
+    const b = randomBank(seed);
     const side = sideOf(b);
     const built = kept(
       await IvfTokenIndex.build(side, { centroids: 16, residualBits: 4, iterations: 3 }, js, {
@@ -216,15 +221,18 @@ describe('IvfTokenIndex on several scan threads', () => {
     const file = join(tmpDir('bfe-ivf-threads-'), 'ivf.bin');
     writeFileSync(file, built.toBytes());
     const index = kept(IvfTokenIndex.open(file, side, js, { nprobe: 2, threads: 2 }));
-    // A fifth of the memories: more than 2 of 16 clusters hold, so the set is probed, not
-    // searched whole.
     const memories = candidateSets(b.ids.length)[1]!;
-    const want = await built.search(b.queries, 32, 20, { memories });
-    const first = await index.search(b.queries, 32, 20, { memories });
+    const search = () => index.search(b.queries, 32, 20, { memories });
+    return { index, search, want: await built.search(b.queries, 32, 20, { memories }) };
+  }
+
+  it('opens a file into the shared memory, ends its workers on close and starts them again', async () => {
+    const { index, search, want } = await openedOnTwo(41);
+    const first = await search();
     expect(index.scanWorkers).toBe(1);
     await index.close();
     expect(index.scanWorkers).toBe(0);
-    const again = await index.search(b.queries, 32, 20, { memories });
+    const again = await search();
     expect(index.scanWorkers).toBe(1);
     for (const hits of [first, again]) {
       expect(Array.from(hits.tokens)).toEqual(Array.from(want.tokens));
@@ -233,22 +241,10 @@ describe('IvfTokenIndex on several scan threads', () => {
   });
 
   it('closes after the searches in flight, which finish as if it had not been called', async () => {
-    const b = randomBank(42);
-    const side = sideOf(b);
-    const built = kept(
-      await IvfTokenIndex.build(side, { centroids: 16, residualBits: 4, iterations: 3 }, js, {
-        nprobe: 2,
-        threads: 1,
-      }),
-    );
-    const file = join(tmpDir('bfe-ivf-close-'), 'ivf.bin');
-    writeFileSync(file, built.toBytes());
-    const index = kept(IvfTokenIndex.open(file, side, js, { nprobe: 2, threads: 2 }));
-    const memories = candidateSets(b.ids.length)[1]!;
-    const want = await built.search(b.queries, 32, 20, { memories });
-    await index.search(b.queries, 32, 20, { memories }); // the worker and the file open
-    // Searches in flight on both threads (codes read by position from the file), then close.
-    const pending = [0, 1, 2].map(() => index.search(b.queries, 32, 20, { memories }));
+    const { index, search, want } = await openedOnTwo(42);
+    await search(); // the worker and the file open
+    // Searches in flight on both threads, then close.
+    const pending = [0, 1, 2].map(() => search());
     const closed = index.close();
     const order: string[] = [];
     const hits = await Promise.all(pending.map((p) => p.then((h) => (order.push('search'), h))));
