@@ -90,10 +90,10 @@ describe('IvfTokenIndex', () => {
       margin: 1,
     });
     const { centroids, weights, codes } = index.data;
-    // The one centroid is the normalised mean of the two tokens.
-    const norm = Math.hypot(1.6, 0.8);
-    expect(centroids[0]).toBeCloseTo(1.6 / norm, 6);
-    expect(centroids[1]).toBeCloseTo(0.8 / norm, 6);
+    // The one centroid is the normalised mean of the two tokens, (0.89443, 0.44721), rounded to
+    // float16: 1832 steps of 2^-11 in [0.5, 1) and of 2^-12 in [0.25, 0.5).
+    expect(centroids[0]).toBe(1832 / 2048);
+    expect(centroids[1]).toBe(1832 / 4096);
     // Blocked layout: byte j of place t at ((t >> 4) · 2 + j) · 16 + (t & 15).
     const decoded = (t: number, d: number): number =>
       weights[d * 4 + ((codes[(d >> 2) * 16 + t]! >> (2 * (d & 3))) & 3)]!;

@@ -26,7 +26,7 @@ export interface IvfResidualStats {
 export interface IvfCodebook {
   readonly dim: number;
   readonly residualBits: ResidualBits;
-  /** `[centroids × dim]` unit-norm centroids. */
+  /** `[centroids × dim]` unit-norm centroids (rounded to float16 when trained). */
   readonly centroids: Float32Array;
   /** `[dim × buckets]` the decoded residual of bucket `b` in dimension `d`. */
   readonly weights: Float32Array;

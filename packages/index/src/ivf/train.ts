@@ -1,6 +1,7 @@
 // The clustered residual index's training: spherical k-means on a seeded sample, per-dimension
 // residual buckets, and the tokens laid out by cluster with their packed codes.
 import { seededPermutation } from '@bfe/core';
+import { fromHalfBits, toHalfBits } from '../codecs/fp16.js';
 import type { SimilarityKernel } from '../kernel.js';
 import type { TokenStore } from '../token-store.js';
 import { ASSIGN_CHUNK, assignRows, layoutIvf } from './assign.js';
@@ -31,10 +32,17 @@ function normaliseRow(x: Float32Array, at: number, dim: number): void {
   for (let j = 0; j < dim; j++) x[at + j]! *= f;
 }
 
+/** Rounds every value of `x` to the nearest float16 (ties to even) in place. */
+function roundToHalf(x: Float32Array): void {
+  for (let i = 0; i < x.length; i++) x[i] = fromHalfBits(toHalfBits(x[i]!));
+}
+
 /**
  * Trains and lays out the index over every token of `store`: spherical k-means (centroids
  * initialised from the first `centroids` rows of a seeded permutation, Lloyd steps with the
- * kernel's top-1 as the assignment, float64 means, an empty cluster keeps its centroid), every
+ * kernel's top-1 as the assignment, float64 means, an empty cluster keeps its centroid), the
+ * centroids rounded to float16 (as PLAID keeps them: half their bytes on disk; the residuals are
+ * taken from the rounded centroids, so nothing is lost but their unit norm's last bits), every
  * token assigned to its best centroid, residual buckets per dimension at the sample residuals'
  * quantiles (cutoffs at `i / 2^b`, decoded values at `(i + ½) / 2^b`, PLAID's rule per dimension),
  * then the tokens counting-sorted by cluster and their residuals packed ({@link layoutIvf}). With
@@ -87,6 +95,7 @@ export async function trainIvf(
       normaliseRow(centroids, k * dim, dim);
     }
   }
+  roundToHalf(centroids);
   await assignSample();
   const { cutoffs, weights } = residualBuckets(sample, owner, s, centroids, dim, bits);
   const book = { dim, residualBits: bits, centroids, weights, cutoffs };
