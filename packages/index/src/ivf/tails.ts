@@ -7,6 +7,9 @@ import type { WasmScanner } from './wasm-scan.js';
 /** Tail blocks a segment of shared memory holds (4,096 tokens; ≤ 768 KiB at 384 dims, 4 bits). */
 const SEGMENT_BLOCKS = 256;
 
+/** The most blocks a cluster's new extent takes ahead of its need (its tail doubles up to it). */
+const EXTENT_BLOCKS = 64;
+
 /**
  * What a scan reads of the tails (a search's snapshot: appends wait for searches, and replace
  * a grown array rather than write past its end, so a job's arrays stay valid while it runs).
@@ -43,9 +46,11 @@ function grown(a: Int32Array, length: number, fill: number): Int32Array {
 }
 
 /**
- * The tail lists of one index's clusters. {@link reserve} hands out tail places (filling a
- * cluster's last block, then whole new blocks, consecutive where it can); the caller writes
- * each token's code at {@link codeAt} and its ids with {@link place}.
+ * The tail lists of one index's clusters. {@link reserve} hands out tail places: the rest of a
+ * cluster's last block, then the blocks after it in the cluster's extent, then a new extent of
+ * consecutive blocks as large as the cluster's tail so far (up to {@link EXTENT_BLOCKS}), so a
+ * tail grown by many small appends is a few runs the scan reads in one call each, not a block a
+ * call. The caller writes each token's code at {@link codeAt} and its ids with {@link place}.
  */
 export class TailLists {
   readonly #scanner: WasmScanner;
@@ -53,6 +58,10 @@ export class TailLists {
   readonly #segmentBytes: number;
   readonly #first: Int32Array;
   readonly #last: Int32Array;
+  /** `[clusters]` one past the cluster's extent: its blocks `last + 1 .. end − 1` are unused. */
+  readonly #end: Int32Array;
+  /** `[clusters]` blocks the cluster's extents hold. */
+  readonly #owned: Int32Array;
   readonly #count: Int32Array;
   #next: Int32Array;
   #placeToken: Int32Array;
@@ -67,6 +76,8 @@ export class TailLists {
     this.#segmentBytes = SEGMENT_BLOCKS * IVF_BLOCK * this.#bytes;
     this.#first = shared(clusters).fill(-1);
     this.#last = shared(clusters).fill(-1);
+    this.#end = new Int32Array(clusters);
+    this.#owned = new Int32Array(clusters);
     this.#count = shared(clusters);
     this.#next = shared(64).fill(-1);
     this.#placeToken = shared(64 * IVF_BLOCK).fill(-1);
@@ -108,26 +119,33 @@ export class TailLists {
 
   /**
    * `n` new tail places of cluster `c` into `out[at..at+n)`: the rest of its last block, then
-   * new blocks (consecutive ids, in new shared memory segments as needed).
+   * the unused blocks of its extent, then new extents (in new shared memory segments as needed).
    */
   reserve(c: number, n: number, out: Int32Array, at: number): void {
     let w = at;
+    const end = at + n;
+    let last = this.#last[c]!;
     const used = this.#count[c]! % IVF_BLOCK;
-    const last = this.#last[c]!;
     if (used > 0) {
       const fill = Math.min(n, IVF_BLOCK - used);
       for (let i = 0; i < fill; i++) out[w++] = last * IVF_BLOCK + used + i;
     }
-    const blocks = Math.ceil((n - (w - at)) / IVF_BLOCK);
-    if (blocks > 0) {
-      const g0 = this.#allocate(blocks);
-      if (last < 0) this.#first[c] = g0;
-      else this.#next[last] = g0;
-      for (let g = g0; g < g0 + blocks - 1; g++) this.#next[g] = g + 1;
-      this.#next[g0 + blocks - 1] = -1;
-      this.#last[c] = g0 + blocks - 1;
-      for (let p = g0 * IVF_BLOCK; w < at + n; p++) out[w++] = p;
+    while (w < end) {
+      let g = last + 1;
+      if (last < 0 || g >= this.#end[c]!) {
+        const need = Math.ceil((end - w) / IVF_BLOCK);
+        const size = Math.max(need, Math.min(EXTENT_BLOCKS, this.#owned[c]!));
+        g = this.#allocate(size);
+        this.#end[c] = g + size;
+        this.#owned[c]! += size;
+      }
+      if (last < 0) this.#first[c] = g;
+      else this.#next[last] = g;
+      this.#next[g] = -1;
+      last = g;
+      for (let p = g * IVF_BLOCK; w < end && p < (g + 1) * IVF_BLOCK; p++) out[w++] = p;
     }
+    this.#last[c] = last;
     this.#count[c]! += n;
     this.#tokens += n;
   }
