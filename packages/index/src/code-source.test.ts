@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CodecExactTokenIndex, codecTokenStore } from './codec-index.js';
-import { arrayCodeSource, fileCodeSource } from './code-source.js';
+import { GATHER_GAP_BYTES, arrayCodeSource, fileCodeSource } from './code-source.js';
 import { encodeTokens, trainCodec } from './codecs/codec.js';
 import type { CodecName } from './codecs/model.js';
 import { HnswTokenIndex, type HnswSide } from './hnsw-index.js';
@@ -96,6 +96,54 @@ describe('fileCodeSource', () => {
     expect(() => file.bytes(0, f.n + 1)).toThrow(RangeError);
     file.close();
     expect(() => file.row(0)).toThrow(/closed/);
+  });
+
+  it('gathers rows in the asked order, neighbours in one read, cached rows in none', async () => {
+    const f = fixture('sq8', 7);
+    const bpt = f.model.bytesPerToken; // 160: 25 rows a 4 KiB gap
+    expect(Math.floor(GATHER_GAP_BYTES / bpt)).toBe(25);
+    const layout = await segmentedFile(f.codes, bpt, f.n);
+    const cut = layout.segments[0]!.rows;
+    expect(cut).toBeGreaterThan(45);
+    const mem = arrayCodeSource(f.codes, bpt);
+    const expected = (tokens: number[]) => tokens.flatMap((t) => Array.from(mem.row(t)));
+    const gather = (src: ReturnType<typeof fileCodeSource>, tokens: number[]) => {
+      const out = new Uint8Array(tokens.length * bpt);
+      src.rows(tokens, tokens.length, out);
+      return Array.from(out);
+    };
+
+    const stats = { bytes: 0, reads: 0 };
+    const uncached = fileCodeSource(layout, { cacheRows: 1, stats });
+    // 2, 3, 5 in one read (gaps of 1 and 2 rows), 40 in another (35 rows on), the repeat free.
+    expect(gather(uncached, [5, 2, 40, 3, 5])).toEqual(expected([5, 2, 40, 3, 5]));
+    expect(stats).toEqual({ reads: 2, bytes: 5 * bpt });
+    // 30 after 4 is 26 rows on: two reads.
+    stats.reads = stats.bytes = 0;
+    expect(gather(uncached, [30, 4])).toEqual(expected([30, 4]));
+    expect(stats).toEqual({ reads: 2, bytes: 2 * bpt });
+    // Neighbours on either side of a segment's end: a read each.
+    stats.reads = stats.bytes = 0;
+    expect(gather(uncached, [cut, cut - 1])).toEqual(expected([cut, cut - 1]));
+    expect(stats).toEqual({ reads: 2, bytes: 2 * bpt });
+    uncached.close();
+
+    const counted = { bytes: 0, reads: 0 };
+    const cachedSource = fileCodeSource(layout, { cacheRows: 1024, stats: counted });
+    expect(gather(cachedSource, [9, 7])).toEqual(expected([9, 7]));
+    expect(counted.reads).toBe(1);
+    expect(gather(cachedSource, [7, 9, 7])).toEqual(expected([7, 9, 7]));
+    expect(counted.reads).toBe(1);
+
+    // Any order, repeats and segments, through a small cache: the bytes in memory.
+    const random = rng(8);
+    const some = Array.from({ length: 300 }, () => Math.floor(random() * f.n));
+    const small = fileCodeSource(layout, { cacheRows: 7 });
+    expect(gather(small, some)).toEqual(expected(some));
+    expect(gather(small, some.slice(0, 40))).toEqual(expected(some.slice(0, 40)));
+    expect(() => gather(small, [f.n])).toThrow(RangeError);
+    small.close();
+    cachedSource.close();
   });
 
   it('refuses a segment past the end of the file', async () => {

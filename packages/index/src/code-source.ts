@@ -15,6 +15,13 @@ export interface CodeSource {
   bytes(start: number, end: number): Uint8Array;
   /** Codes of token `t` (through a row cache when read from a file); valid until the next call. */
   row(t: number): Uint8Array;
+  /**
+   * Codes of `tokens[0..count)` in their order, `[count × bytesPerToken]`, into `out` (a token
+   * may repeat). A file source reads the tokens its row cache lacks in ascending position, a
+   * run of tokens at most {@link GATHER_GAP_BYTES} apart in one read: the float64 rescoring of a
+   * row's proposals costs a read per run, not per token. Absent: {@link row} a token at a time.
+   */
+  rows?(tokens: ArrayLike<number>, count: number, out: Uint8Array): void;
   close?(): void;
 }
 
@@ -36,6 +43,16 @@ export const codeFileLayoutSchema = z.object({
 
 /** Rows kept by {@link fileCodeSource}'s row cache by default. */
 export const DEFAULT_CODE_CACHE_ROWS = 16_384;
+
+/**
+ * The largest gap in bytes between two tokens {@link CodeSource.rows} reads in one call: a
+ * page. Reading the gap's bytes (from the page cache, or the disk block that holds both)
+ * costs less than a second system call.
+ */
+export const GATHER_GAP_BYTES = 4096;
+
+/** The most bytes one of {@link CodeSource.rows}'s reads spans. */
+export const GATHER_RUN_BYTES = 1 << 20;
 
 /** A {@link CodeSource} over codes in memory (views, no copies). */
 export function arrayCodeSource(codes: Uint8Array, bytesPerToken: number): CodeSource {
@@ -69,8 +86,12 @@ export function codeSourceOf(codes: Uint8Array | CodeSource, bytesPerToken: numb
  */
 export function fileCodeSource(
   layout: CodeFileLayout,
-  options: { readonly cacheRows?: number } = {},
-): CodeSource & { close(): void } {
+  options: {
+    readonly cacheRows?: number;
+    /** Counts every byte read from the file and the number of reads (`pread` calls). */
+    readonly stats?: { bytes: number; reads: number };
+  } = {},
+): CodeSource & { close(): void; rows: NonNullable<CodeSource['rows']> } {
   const { path, bytesPerToken: bpt, segments: all } = codeFileLayoutSchema.parse(layout);
   const segments = all.filter((s) => s.rows > 0);
   const starts = new Float64Array(segments.length + 1);
@@ -96,6 +117,13 @@ export function fileCodeSource(
   const cache = new Uint8Array(cacheRows * bpt);
   const tag = new Float64Array(cacheRows).fill(-1);
 
+  const stats = options.stats;
+  // rows(): the asked positions in token order, and the scratch a run is read into.
+  let order = new Int32Array(0);
+  let run = new Uint8Array(0);
+  const gapRows = Math.max(1, Math.floor(GATHER_GAP_BYTES / bpt));
+  const runRows = Math.max(1, Math.floor(GATHER_RUN_BYTES / bpt));
+
   const segmentOf = (t: number): number => lastAtMost(starts, t, segments.length - 1);
   const readInto = (out: Uint8Array, at: number, position: number, count: number): void => {
     if (!open) throw new Error(`${path}: the code source is closed`);
@@ -103,7 +131,31 @@ export function fileCodeSource(
       const n = readSync(fd, out, at + done, count - done, position + done);
       if (n === 0) throw new Error(`${path}: ended after ${position + done} bytes`);
       done += n;
+      if (stats !== undefined) {
+        stats.bytes += n;
+        stats.reads += 1;
+      }
     }
+  };
+  const cached = (t: number): boolean => tag[t % cacheRows] === t;
+  /** Puts row `t`'s codes (at `from` in `bytes`) in the cache and at every asked position. */
+  const deliver = (
+    t: number,
+    bytes: Uint8Array,
+    from: number,
+    out: Uint8Array,
+    tokens: ArrayLike<number>,
+    i: number,
+    count: number,
+  ): number => {
+    const row = bytes.subarray(from, from + bpt);
+    for (; i < count && tokens[order[i]!] === t; i++) out.set(row, order[i]! * bpt);
+    if (bytes !== cache) {
+      const slot = t % cacheRows;
+      cache.set(row, slot * bpt);
+      tag[slot] = t;
+    }
+    return i;
   };
   const check = (start: number, end: number): void => {
     if (!open) throw new Error(`${path}: the code source is closed`);
@@ -138,6 +190,46 @@ export function fileCodeSource(
         tag[slot] = t;
       }
       return cache.subarray(slot * bpt, (slot + 1) * bpt);
+    },
+    rows(tokens, count, out) {
+      if (out.length < count * bpt) {
+        throw new RangeError(`${path}: ${out.length} bytes cannot hold ${count} rows`);
+      }
+      if (order.length < count) order = new Int32Array(Math.max(count, 2 * order.length));
+      let ascending = true;
+      for (let h = 0; h < count; h++) {
+        const t = tokens[h]!;
+        check(t, t + 1);
+        order[h] = h;
+        if (h > 0 && t < tokens[h - 1]!) ascending = false;
+      }
+      if (!ascending) order.subarray(0, count).sort((a, b) => tokens[a]! - tokens[b]! || a - b);
+      let i = 0;
+      while (i < count) {
+        const first = tokens[order[i]!]!;
+        if (cached(first)) {
+          i = deliver(first, cache, (first % cacheRows) * bpt, out, tokens, i, count);
+          continue;
+        }
+        // A run: the uncached tokens from `first` on, each within gapRows of the one before,
+        // in one segment and at most runRows long.
+        const s = segmentOf(first);
+        const segmentEnd = starts[s + 1]!;
+        let last = first;
+        for (let j = i; j < count; j++) {
+          const t = tokens[order[j]!]!;
+          if (t - last > gapRows || t >= segmentEnd || t - first >= runRows) break;
+          if (!cached(t)) last = t;
+        }
+        const span = (last - first + 1) * bpt;
+        if (run.length < span) run = new Uint8Array(Math.max(span, 2 * run.length));
+        readInto(run, 0, segments[s]!.offset + (first - starts[s]!) * bpt, span);
+        while (i < count) {
+          const t = tokens[order[i]!]!;
+          if (t > last) break;
+          i = deliver(t, run, (t - first) * bpt, out, tokens, i, count);
+        }
+      }
     },
     close() {
       if (!open) return;

@@ -70,10 +70,11 @@ export function codecTokenStore(model: CodecModel, codes: Uint8Array | CodeSourc
 }
 
 /**
- * {@link codecTokenStore} over codes read by position ({@link CodeSource}): each asked token's
- * codes are decoded into a scratch row and summed with {@link dotsInto} (scalar codecs: the
- * rows' codes gathered into a scratch and summed by {@link scalarCodeDots}), so the scores are
- * those of the same codes in memory, bit for bit.
+ * {@link codecTokenStore} over codes read by position ({@link CodeSource}): the asked tokens'
+ * codes are gathered into a scratch (`source.rows`: runs of neighbouring rows in one read),
+ * then decoded row by row and summed with {@link dotsInto} (scalar codecs: summed by
+ * {@link scalarCodeDots} from the codes), so the scores are those of the same codes in memory,
+ * bit for bit.
  */
 function sourceTokenStore(model: CodecModel, source: CodeSource): TokenStore {
   const { codeDim, bytesPerToken } = model;
@@ -88,6 +89,17 @@ function sourceTokenStore(model: CodecModel, source: CodeSource): TokenStore {
   const grow = (buf: Float32Array, need: number): Float32Array =>
     buf.length >= need ? buf : new Float32Array(Math.max(need, 2 * buf.length));
   const scalar = scalarCodeDots(model);
+  /** The codes of `tokens[0..count)` into `byteScratch`, in order (runs of rows in one read). */
+  const gather = (tokens: Int32Array, count: number): void => {
+    if (byteScratch.length < count * bytesPerToken) {
+      byteScratch = new Uint8Array(Math.max(count * bytesPerToken, 2 * byteScratch.length));
+    }
+    if (source.rows !== undefined) {
+      source.rows(tokens, count, byteScratch);
+      return;
+    }
+    for (let h = 0; h < count; h++) byteScratch.set(source.row(tokens[h]!), h * bytesPerToken);
+  };
   return {
     size: source.tokens,
     dim: codeDim,
@@ -99,22 +111,18 @@ function sourceTokenStore(model: CodecModel, source: CodeSource): TokenStore {
     dots: (tokens, count, query, at, out) => {
       if (scalar !== undefined) {
         // The asked rows' codes gathered in order, then the fused kernel over rows 0..count-1.
-        if (byteScratch.length < count * bytesPerToken) {
-          byteScratch = new Uint8Array(Math.max(count * bytesPerToken, 2 * byteScratch.length));
-        }
         const rows = scratchOffsets(count);
-        for (let h = 0; h < count; h++) {
-          byteScratch.set(source.row(tokens[h]!), h * bytesPerToken);
-          rows[h] = h;
-        }
+        gather(tokens, count);
+        for (let h = 0; h < count; h++) rows[h] = h;
         scalar(byteScratch, rows, count, query, at, out);
         return;
       }
       rowScratch = grow(rowScratch, count * codeDim);
       const offsets = scratchOffsets(count);
+      gather(tokens, count);
       for (let h = 0; h < count; h++) {
         const row = rowScratch.subarray(h * codeDim, (h + 1) * codeDim);
-        decodeTokens(model, source.row(tokens[h]!), 0, 1, row);
+        decodeTokens(model, byteScratch, h, h + 1, row);
         offsets[h] = h * codeDim;
       }
       dotsInto(rowScratch, offsets, count, query, at, out, codeDim);

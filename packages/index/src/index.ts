@@ -79,6 +79,8 @@ export { CodecExactTokenIndex, codecTokenStore } from './codec-index.js';
 export { readCodesFile } from './codes-file.js';
 export {
   DEFAULT_CODE_CACHE_ROWS,
+  GATHER_GAP_BYTES,
+  GATHER_RUN_BYTES,
   arrayCodeSource,
   codeFileLayoutSchema,
   codeSourceOf,

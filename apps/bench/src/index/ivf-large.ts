@@ -42,6 +42,7 @@ import {
   fileCodeSource,
   flatTokenStore,
   trainCodec,
+  type CodeSource,
   type CodecSide,
   type TokenHits,
 } from '@bfe/index';
@@ -174,15 +175,43 @@ async function sourcePhase(o: BigBankOptions): Promise<SourceMeta> {
   return meta;
 }
 
-/** The side the index searches: the sq8 codes by position, memories of 128 tokens. */
-async function sideOf(o: BigBankOptions): Promise<CodecSide> {
+/** How the search side's rescoring reads rows: {@link BigBankOptions.rescoreReads}. */
+interface ReadSwitch {
+  mode: 'runs' | 'rows';
+  readonly stats: { bytes: number; reads: number };
+}
+
+/**
+ * The side the index searches: the sq8 codes by position, memories of 128 tokens. With `reads`,
+ * the source counts its reads and gathers rows in sorted runs while `reads.mode` is `runs`, a
+ * token at a time through the row cache while it is `rows`.
+ */
+async function sideOf(o: BigBankOptions, reads?: ReadSwitch): Promise<CodecSide> {
   const { model } = await codecOf(o);
   const n = o.tokens;
-  const codes = fileCodeSource({
-    path: join(folderOf(o), 'codes.sq8'),
-    bytesPerToken: model.bytesPerToken,
-    segments: [{ offset: 0, rows: n }],
-  });
+  const file = fileCodeSource(
+    {
+      path: join(folderOf(o), 'codes.sq8'),
+      bytesPerToken: model.bytesPerToken,
+      segments: [{ offset: 0, rows: n }],
+    },
+    reads === undefined ? {} : { stats: reads.stats },
+  );
+  const codes: CodeSource =
+    reads === undefined
+      ? file
+      : {
+          tokens: file.tokens,
+          bytesPerToken: file.bytesPerToken,
+          bytes: (a, b) => file.bytes(a, b),
+          row: (t) => file.row(t),
+          rows: (tokens, count, out) => {
+            if (reads.mode === 'runs') return file.rows(tokens, count, out);
+            const bpt = file.bytesPerToken;
+            for (let h = 0; h < count; h++) out.set(file.row(tokens[h]!), h * bpt);
+          },
+          close: () => file.close(),
+        };
   const tokenOffsets = memoryOffsets(n);
   return { model, codes, tokenOffsets };
 }
@@ -218,11 +247,29 @@ const i32 = (path: string): Int32Array => {
   return new Int32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.length));
 };
 
+/** One setting's figures (phase 3). */
+interface SearchResult {
+  readonly nprobe: number;
+  readonly overFetch: number;
+  readonly threads: number;
+  readonly reads: 'runs' | 'rows';
+  readonly p50Ms: number;
+  readonly p90Ms: number;
+  readonly firstP50Ms: number;
+  readonly recall: number;
+  readonly scanned: number;
+  readonly readsPerQuery: number;
+  readonly centroidMs: number;
+  readonly scanMs: number;
+  readonly rescoreMs: number;
+}
+
 /** Phase 3: the index searched from its file, resident; each setting's figures. */
 async function searchPhase(o: BigBankOptions): Promise<Record<string, unknown>> {
   const [c, bits] = (o.ivfSetting ?? '').split('-').map(Number) as [number, 2 | 4];
   const dir = folderOf(o);
-  const side = await sideOf(o);
+  const reads: ReadSwitch = { mode: 'runs', stats: { bytes: 0, reads: 0 } };
+  const side = await sideOf(o, reads);
   const queries = f32(join(dir, 'queries.f32'));
   const truthTokens = i32(join(dir, 'truth.i32'));
   const dim = side.model.dim;
@@ -241,7 +288,7 @@ async function searchPhase(o: BigBankOptions): Promise<Record<string, unknown>> 
   const query = (i: number): Float32Array => queries.subarray(i * rows * dim, (i + 1) * rows * dim);
   const truth = (i: number): TokenHits =>
     ({ rows, tokens: truthTokens.subarray(i * rows * K, (i + 1) * rows * K) }) as TokenHits;
-  const results: Record<string, number>[] = [];
+  const results: SearchResult[] = [];
   for (const nprobe of o.nprobe) {
     for (const overFetch of o.overFetch) {
       for (const threads of o.ivfThreads) {
@@ -249,37 +296,63 @@ async function searchPhase(o: BigBankOptions): Promise<Record<string, unknown>> 
         const threadKernel = new OrtSimilarityKernel({ spin: false, threads });
         const probe = index.withSearch({ nprobe, overFetch, threads }, threadKernel);
         await probe.search(query(0), rows, K, { memories }); // the scan threads start
-        const ms: number[] = [];
-        let recall = 0;
-        let scanned = 0;
-        const split: [number, number, number] = [0, 0, 0];
-        for (let i = 0; i < o.queries; i++) {
-          const t1 = performance.now();
-          const hits = await probe.search(query(i), rows, K, { memories });
-          ms.push(performance.now() - t1);
-          recall += recallOf(hits, truth(i)) / o.queries;
-          const st = probe.stats!;
-          scanned += st.tokensScored / o.queries;
-          split[0] += (st.centroidSeconds * 1e3) / o.queries;
-          split[1] += (st.scanSeconds * 1e3) / o.queries;
-          split[2] += (st.rescoreSeconds * 1e3) / o.queries;
+        // Per read mode: the latencies of every pass, the first pass's, and its sums.
+        const modes = o.rescoreReads.map((mode) => ({
+          mode,
+          ms: [] as number[],
+          first: [] as number[],
+          recall: 0,
+          scanned: 0,
+          reads: 0,
+          split: [0, 0, 0] as [number, number, number],
+        }));
+        const n = o.queries * o.ivfReps;
+        for (let pass = 0; pass < o.ivfReps; pass++) {
+          for (let i = 0; i < o.queries; i++) {
+            // The modes in turn, the first of them alternating query by query: neither always
+            // meets the rows the other has just brought into the page cache.
+            for (let j = 0; j < modes.length; j++) {
+              const m = modes[(i + j) % modes.length]!;
+              reads.mode = m.mode;
+              const reads0 = reads.stats.reads;
+              const t1 = performance.now();
+              const hits = await probe.search(query(i), rows, K, { memories });
+              const took = performance.now() - t1;
+              m.ms.push(took);
+              if (pass === 0) {
+                m.first.push(took);
+                m.recall += recallOf(hits, truth(i)) / o.queries;
+              }
+              const st = probe.stats!;
+              m.reads += (reads.stats.reads - reads0) / n;
+              m.scanned += st.tokensScored / n;
+              m.split[0] += (st.centroidSeconds * 1e3) / n;
+              m.split[1] += (st.scanSeconds * 1e3) / n;
+              m.split[2] += (st.rescoreSeconds * 1e3) / n;
+            }
+          }
         }
         await threadKernel.dispose();
-        results.push({
-          nprobe,
-          overFetch,
-          threads,
-          p50Ms: median(ms),
-          p90Ms: quantile(ms, 0.9),
-          recall,
-          scanned,
-          centroidMs: split[0],
-          scanMs: split[1],
-          rescoreMs: split[2],
-        });
-        note(
-          `    nprobe ${nprobe}, over-fetch ${overFetch}, ${threads} thread(s): p50 ${median(ms).toFixed(1)} ms, recall ${recall.toFixed(4)}`,
-        );
+        for (const m of modes) {
+          results.push({
+            nprobe,
+            overFetch,
+            threads,
+            reads: m.mode,
+            p50Ms: median(m.ms),
+            p90Ms: quantile(m.ms, 0.9),
+            firstP50Ms: median(m.first),
+            recall: m.recall,
+            scanned: m.scanned,
+            readsPerQuery: m.reads,
+            centroidMs: m.split[0],
+            scanMs: m.split[1],
+            rescoreMs: m.split[2],
+          });
+          note(
+            `    nprobe ${nprobe}, over-fetch ${overFetch}, ${threads} thread(s), reads ${m.mode}: p50 ${median(m.ms).toFixed(1)} ms (first pass ${median(m.first).toFixed(1)}), recall ${m.recall.toFixed(4)}, ${m.reads.toFixed(0)} reads a query`,
+          );
+        }
       }
     }
   }
@@ -313,7 +386,7 @@ export async function runIvfLarge(o: BigBankOptions): Promise<void> {
       const search = runPhase('search', setting) as unknown as {
         openSeconds: number;
         peakRssMb: number;
-        results: Record<string, number>[];
+        results: SearchResult[];
       };
       const ivfBytes = statSync(`${name}.bin`).size;
       for (const r of search.results) {
@@ -327,11 +400,14 @@ export async function runIvfLarge(o: BigBankOptions): Promise<void> {
           build.seconds!.toFixed(0),
           (build.peakRssMb! / 1024).toFixed(2),
           (search.peakRssMb / 1024).toFixed(2),
-          (r.scanned! / 1e6).toFixed(2),
-          [r.centroidMs!, r.scanMs!, r.rescoreMs!].map((v) => v.toFixed(1)).join(' / '),
-          r.p50Ms!.toFixed(1),
-          r.p90Ms!.toFixed(1),
-          r.recall!.toFixed(4),
+          (r.scanned / 1e6).toFixed(2),
+          String(r.reads),
+          r.readsPerQuery.toFixed(0),
+          [r.centroidMs, r.scanMs, r.rescoreMs].map((v) => v.toFixed(1)).join(' / '),
+          r.firstP50Ms.toFixed(1),
+          r.p50Ms.toFixed(1),
+          r.p90Ms.toFixed(1),
+          r.recall.toFixed(4),
         ]);
       }
       json.push({ centroids: c, residualBits: bits, ivfBytes, build, search });
@@ -342,7 +418,8 @@ export async function runIvfLarge(o: BigBankOptions): Promise<void> {
     `${o.tokens} tokens (${source.describe}); one query = ${o.rows} rows, k = ${K}, ${o.queries} queries; ` +
       `recall@64 against the exact fp32 top-64 of a streamed pass over every token (${source.exactSeconds.toFixed(0)} s for all ` +
       `${source.queryRows} rows, ${(source.exactSeconds / o.queries).toFixed(1)} s a query); proposals rescored from sq8 codes ` +
-      `(${(source.codeBytes / o.tokens).toFixed(0)} B/token, read by position)`,
+      `(${(source.codeBytes / o.tokens).toFixed(0)} B/token, read by position: in sorted runs, or a token at a time); ` +
+      `${o.ivfReps} pass(es) over the queries, p50 over all (and over the first)`,
   );
   printTable({
     head: [
@@ -356,7 +433,10 @@ export async function runIvfLarge(o: BigBankOptions): Promise<void> {
       'build GiB',
       'search GiB',
       'M scanned',
+      'sq8 reads',
+      'reads a query',
       'centroids / scan / rescore ms',
+      'first-pass p50 ms',
       'p50 ms',
       'p90 ms',
       'recall@64',
