@@ -16,10 +16,12 @@ export interface CodeSource {
   /** Codes of token `t` (through a row cache when read from a file); valid until the next call. */
   row(t: number): Uint8Array;
   /**
-   * Codes of `tokens[0..count)` in their order, `[count × bytesPerToken]`, into `out` (a token
-   * may repeat). A file source reads the tokens its row cache lacks in ascending position, a
-   * run of tokens at most {@link GATHER_GAP_BYTES} apart in one read: the float64 rescoring of a
-   * row's proposals costs a read per run, not per token. Absent: {@link row} a token at a time.
+   * Codes of `tokens[0..count)` in their order, `[count × bytesPerToken]`, into `out`. A file
+   * source reads ascending tokens (an exhaustive pass over a candidate set's tokens) in runs,
+   * tokens at most {@link GATHER_GAP_BYTES} apart in one read, so such a pass costs a read per
+   * run, not per token; others a token at a time through its row cache (sorting scattered
+   * proposals to merge the few that are neighbours costs more than it saves). Absent:
+   * {@link row} a token at a time.
    */
   rows?(tokens: ArrayLike<number>, count: number, out: Uint8Array): void;
   close?(): void;
@@ -118,8 +120,7 @@ export function fileCodeSource(
   const tag = new Float64Array(cacheRows).fill(-1);
 
   const stats = options.stats;
-  // rows(): the asked positions in token order, and the scratch a run is read into.
-  let order = new Int32Array(0);
+  // rows(): the scratch a run is read into.
   let run = new Uint8Array(0);
   const gapRows = Math.max(1, Math.floor(GATHER_GAP_BYTES / bpt));
   const runRows = Math.max(1, Math.floor(GATHER_RUN_BYTES / bpt));
@@ -138,30 +139,27 @@ export function fileCodeSource(
     }
   };
   const cached = (t: number): boolean => tag[t % cacheRows] === t;
-  /** Puts row `t`'s codes (at `from` in `bytes`) in the cache and at every asked position. */
-  const deliver = (
-    t: number,
-    bytes: Uint8Array,
-    from: number,
-    out: Uint8Array,
-    tokens: ArrayLike<number>,
-    i: number,
-    count: number,
-  ): number => {
-    const row = bytes.subarray(from, from + bpt);
-    for (; i < count && tokens[order[i]!] === t; i++) out.set(row, order[i]! * bpt);
-    if (bytes !== cache) {
-      const slot = t % cacheRows;
-      cache.set(row, slot * bpt);
-      tag[slot] = t;
-    }
-    return i;
+  /** Row `t`'s codes from `bytes` at `from` into the cache. */
+  const keep = (t: number, bytes: Uint8Array, from: number): void => {
+    const slot = t % cacheRows;
+    cache.set(bytes.subarray(from, from + bpt), slot * bpt);
+    tag[slot] = t;
   };
   const check = (start: number, end: number): void => {
     if (!open) throw new Error(`${path}: the code source is closed`);
     if (!(Number.isInteger(start) && Number.isInteger(end) && start >= 0 && end <= tokens)) {
       throw new RangeError(`${path}: tokens ${start}..${end} are outside 0..${tokens}`);
     }
+  };
+  const row = (t: number): Uint8Array => {
+    check(t, t + 1);
+    const slot = t % cacheRows;
+    if (tag[slot] !== t) {
+      const s = segmentOf(t);
+      readInto(cache, slot * bpt, segments[s]!.offset + (t - starts[s]!) * bpt, bpt);
+      tag[slot] = t;
+    }
+    return cache.subarray(slot * bpt, (slot + 1) * bpt);
   };
   return {
     tokens,
@@ -181,53 +179,46 @@ export function fileCodeSource(
       }
       return scratch.subarray(0, need);
     },
-    row(t) {
-      check(t, t + 1);
-      const slot = t % cacheRows;
-      if (tag[slot] !== t) {
-        const s = segmentOf(t);
-        readInto(cache, slot * bpt, segments[s]!.offset + (t - starts[s]!) * bpt, bpt);
-        tag[slot] = t;
-      }
-      return cache.subarray(slot * bpt, (slot + 1) * bpt);
-    },
+    row,
     rows(tokens, count, out) {
       if (out.length < count * bpt) {
         throw new RangeError(`${path}: ${out.length} bytes cannot hold ${count} rows`);
       }
-      if (order.length < count) order = new Int32Array(Math.max(count, 2 * order.length));
       let ascending = true;
       for (let h = 0; h < count; h++) {
         const t = tokens[h]!;
         check(t, t + 1);
-        order[h] = h;
         if (h > 0 && t < tokens[h - 1]!) ascending = false;
       }
-      if (!ascending) order.subarray(0, count).sort((a, b) => tokens[a]! - tokens[b]! || a - b);
-      let i = 0;
-      while (i < count) {
-        const first = tokens[order[i]!]!;
+      if (!ascending) {
+        for (let h = 0; h < count; h++) out.set(row(tokens[h]!), h * bpt);
+        return;
+      }
+      for (let i = 0; i < count;) {
+        const first = tokens[i]!;
         if (cached(first)) {
-          i = deliver(first, cache, (first % cacheRows) * bpt, out, tokens, i, count);
+          const slot = first % cacheRows;
+          out.set(cache.subarray(slot * bpt, (slot + 1) * bpt), i * bpt);
+          i++;
           continue;
         }
         // A run: the uncached tokens from `first` on, each within gapRows of the one before,
         // in one segment and at most runRows long.
-        const s = segmentOf(first);
-        const segmentEnd = starts[s + 1]!;
+        const segmentEnd = starts[segmentOf(first) + 1]!;
         let last = first;
         for (let j = i; j < count; j++) {
-          const t = tokens[order[j]!]!;
+          const t = tokens[j]!;
           if (t - last > gapRows || t >= segmentEnd || t - first >= runRows) break;
           if (!cached(t)) last = t;
         }
         const span = (last - first + 1) * bpt;
         if (run.length < span) run = new Uint8Array(Math.max(span, 2 * run.length));
+        const s = segmentOf(first);
         readInto(run, 0, segments[s]!.offset + (first - starts[s]!) * bpt, span);
-        while (i < count) {
-          const t = tokens[order[i]!]!;
-          if (t > last) break;
-          i = deliver(t, run, (t - first) * bpt, out, tokens, i, count);
+        for (; i < count && tokens[i]! <= last; i++) {
+          const t = tokens[i]!;
+          out.set(run.subarray((t - first) * bpt, (t - first + 1) * bpt), i * bpt);
+          keep(t, run, (t - first) * bpt);
         }
       }
     },

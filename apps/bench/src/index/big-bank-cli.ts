@@ -86,11 +86,6 @@ export interface BigBankOptions {
   ivfThreads: number[];
   /** ivf: passes over the queries (latency over all, recall from the first). */
   ivfReps: number;
-  /**
-   * ivf-large: how the rescoring reads the sq8 rows, each measured, interleaved query by query:
-   * `runs` (`CodeSource.rows`: sorted, neighbours in one read) or `rows` (a read a token).
-   */
-  rescoreReads: ('runs' | 'rows')[];
   /** The clustered index grown by appends, then deleted from and compacted (ivf-grow.ts). */
   ivfGrow?: boolean;
   ivfLarge?: boolean;
@@ -153,14 +148,6 @@ const command = benchCommand(
       'ivf: passes over the queries (p50 over all, recall from the first)',
       positive,
       '1',
-    ),
-  )
-  .addOption(
-    flag(
-      '--rescore-reads <list>',
-      'ivf-large: the rescoring reads sq8 rows in sorted runs (runs) or a token at a time (rows)',
-      (t) => list(t).map(oneOf(['runs', 'rows'])),
-      'runs',
     ),
   )
   .addOption(

@@ -14,9 +14,11 @@
  *    `ivf-<centroids>-<bits>.bin`, the build's seconds and peak RSS;
  * 3. **search**: the file opened `resident` (codes read straight into the scan's memory), one
  *    query = `--rows` real query rows, k = 64, every memory (128 tokens each) a candidate, per
- *    nprobe × over-fetch × scan threads: p50 / p90 and token recall@64 against the exact top-64
- *    of phase 1, the proposals rescored from the sq8 codes by position (as the segmented HNSW
- *    search rescored); the search process's peak RSS and the bytes on disk.
+ *    nprobe × over-fetch × scan threads, `--ivf-reps` passes over the queries: p50 / p90 over
+ *    every pass and p50 over the first (a query's sq8 rows met for the first time), token
+ *    recall@64 against the exact top-64 of phase 1, the proposals rescored from the sq8 codes by
+ *    position (as the segmented HNSW search rescored; reads counted); the search process's peak
+ *    RSS and the bytes on disk.
  *
  *   pnpm bench:big-bank --ivf-large --bank <LoCoMo bank> --tokens 20000000 --centroids 4096 \
  *     --residual-bits 4 --nprobe 4,8,16 --over-fetch 2 --ivf-threads 1,2 --queries 20 --rows 32 \
@@ -42,7 +44,6 @@ import {
   fileCodeSource,
   flatTokenStore,
   trainCodec,
-  type CodeSource,
   type CodecSide,
   type TokenHits,
 } from '@bfe/index';
@@ -175,43 +176,24 @@ async function sourcePhase(o: BigBankOptions): Promise<SourceMeta> {
   return meta;
 }
 
-/** How the search side's rescoring reads rows: {@link BigBankOptions.rescoreReads}. */
-interface ReadSwitch {
-  mode: 'runs' | 'rows';
-  readonly stats: { bytes: number; reads: number };
-}
-
 /**
- * The side the index searches: the sq8 codes by position, memories of 128 tokens. With `reads`,
- * the source counts its reads and gathers rows in sorted runs while `reads.mode` is `runs`, a
- * token at a time through the row cache while it is `rows`.
+ * The side the index searches: the sq8 codes by position, memories of 128 tokens; `stats`
+ * counts the reads from the file.
  */
-async function sideOf(o: BigBankOptions, reads?: ReadSwitch): Promise<CodecSide> {
+async function sideOf(
+  o: BigBankOptions,
+  stats?: { bytes: number; reads: number },
+): Promise<CodecSide> {
   const { model } = await codecOf(o);
   const n = o.tokens;
-  const file = fileCodeSource(
+  const codes = fileCodeSource(
     {
       path: join(folderOf(o), 'codes.sq8'),
       bytesPerToken: model.bytesPerToken,
       segments: [{ offset: 0, rows: n }],
     },
-    reads === undefined ? {} : { stats: reads.stats },
+    stats === undefined ? {} : { stats },
   );
-  const codes: CodeSource =
-    reads === undefined
-      ? file
-      : {
-          tokens: file.tokens,
-          bytesPerToken: file.bytesPerToken,
-          bytes: (a, b) => file.bytes(a, b),
-          row: (t) => file.row(t),
-          rows: (tokens, count, out) => {
-            if (reads.mode === 'runs') return file.rows(tokens, count, out);
-            const bpt = file.bytesPerToken;
-            for (let h = 0; h < count; h++) out.set(file.row(tokens[h]!), h * bpt);
-          },
-          close: () => file.close(),
-        };
   const tokenOffsets = memoryOffsets(n);
   return { model, codes, tokenOffsets };
 }
@@ -252,7 +234,6 @@ interface SearchResult {
   readonly nprobe: number;
   readonly overFetch: number;
   readonly threads: number;
-  readonly reads: 'runs' | 'rows';
   readonly p50Ms: number;
   readonly p90Ms: number;
   readonly firstP50Ms: number;
@@ -268,7 +249,7 @@ interface SearchResult {
 async function searchPhase(o: BigBankOptions): Promise<Record<string, unknown>> {
   const [c, bits] = (o.ivfSetting ?? '').split('-').map(Number) as [number, 2 | 4];
   const dir = folderOf(o);
-  const reads: ReadSwitch = { mode: 'runs', stats: { bytes: 0, reads: 0 } };
+  const reads = { bytes: 0, reads: 0 };
   const side = await sideOf(o, reads);
   const queries = f32(join(dir, 'queries.f32'));
   const truthTokens = i32(join(dir, 'truth.i32'));
@@ -295,64 +276,53 @@ async function searchPhase(o: BigBankOptions): Promise<Record<string, unknown>> 
         // As many onnxruntime threads for the centroid product as the scan has threads.
         const threadKernel = new OrtSimilarityKernel({ spin: false, threads });
         const probe = index.withSearch({ nprobe, overFetch, threads }, threadKernel);
-        await probe.search(query(0), rows, K, { memories }); // the scan threads start
-        // Per read mode: the latencies of every pass, the first pass's, and its sums.
-        const modes = o.rescoreReads.map((mode) => ({
-          mode,
-          ms: [] as number[],
-          first: [] as number[],
-          recall: 0,
-          scanned: 0,
-          reads: 0,
-          split: [0, 0, 0] as [number, number, number],
-        }));
+        // The scan threads start (on the last query: the first pass begins with another).
+        await probe.search(query(o.queries - 1), rows, K, { memories });
+        // The latencies of every pass, and of the first (a query's rows met once).
+        const ms: number[] = [];
+        const first: number[] = [];
+        let recall = 0;
+        let scanned = 0;
+        let readCount = 0;
+        const split: [number, number, number] = [0, 0, 0];
         const n = o.queries * o.ivfReps;
         for (let pass = 0; pass < o.ivfReps; pass++) {
           for (let i = 0; i < o.queries; i++) {
-            // The modes in turn, the first of them alternating query by query: neither always
-            // meets the rows the other has just brought into the page cache.
-            for (let j = 0; j < modes.length; j++) {
-              const m = modes[(i + j) % modes.length]!;
-              reads.mode = m.mode;
-              const reads0 = reads.stats.reads;
-              const t1 = performance.now();
-              const hits = await probe.search(query(i), rows, K, { memories });
-              const took = performance.now() - t1;
-              m.ms.push(took);
-              if (pass === 0) {
-                m.first.push(took);
-                m.recall += recallOf(hits, truth(i)) / o.queries;
-              }
-              const st = probe.stats!;
-              m.reads += (reads.stats.reads - reads0) / n;
-              m.scanned += st.tokensScored / n;
-              m.split[0] += (st.centroidSeconds * 1e3) / n;
-              m.split[1] += (st.scanSeconds * 1e3) / n;
-              m.split[2] += (st.rescoreSeconds * 1e3) / n;
+            const reads0 = reads.reads;
+            const t1 = performance.now();
+            const hits = await probe.search(query(i), rows, K, { memories });
+            const took = performance.now() - t1;
+            ms.push(took);
+            if (pass === 0) {
+              first.push(took);
+              recall += recallOf(hits, truth(i)) / o.queries;
             }
+            const st = probe.stats!;
+            readCount += (reads.reads - reads0) / n;
+            scanned += st.tokensScored / n;
+            split[0] += (st.centroidSeconds * 1e3) / n;
+            split[1] += (st.scanSeconds * 1e3) / n;
+            split[2] += (st.rescoreSeconds * 1e3) / n;
           }
         }
         await threadKernel.dispose();
-        for (const m of modes) {
-          results.push({
-            nprobe,
-            overFetch,
-            threads,
-            reads: m.mode,
-            p50Ms: median(m.ms),
-            p90Ms: quantile(m.ms, 0.9),
-            firstP50Ms: median(m.first),
-            recall: m.recall,
-            scanned: m.scanned,
-            readsPerQuery: m.reads,
-            centroidMs: m.split[0],
-            scanMs: m.split[1],
-            rescoreMs: m.split[2],
-          });
-          note(
-            `    nprobe ${nprobe}, over-fetch ${overFetch}, ${threads} thread(s), reads ${m.mode}: p50 ${median(m.ms).toFixed(1)} ms (first pass ${median(m.first).toFixed(1)}), recall ${m.recall.toFixed(4)}, ${m.reads.toFixed(0)} reads a query`,
-          );
-        }
+        results.push({
+          nprobe,
+          overFetch,
+          threads,
+          p50Ms: median(ms),
+          p90Ms: quantile(ms, 0.9),
+          firstP50Ms: median(first),
+          recall,
+          scanned,
+          readsPerQuery: readCount,
+          centroidMs: split[0],
+          scanMs: split[1],
+          rescoreMs: split[2],
+        });
+        note(
+          `    nprobe ${nprobe}, over-fetch ${overFetch}, ${threads} thread(s): p50 ${median(ms).toFixed(1)} ms (first pass ${median(first).toFixed(1)}), recall ${recall.toFixed(4)}, ${readCount.toFixed(0)} sq8 reads a query`,
+        );
       }
     }
   }
@@ -401,7 +371,6 @@ export async function runIvfLarge(o: BigBankOptions): Promise<void> {
           (build.peakRssMb! / 1024).toFixed(2),
           (search.peakRssMb / 1024).toFixed(2),
           (r.scanned / 1e6).toFixed(2),
-          String(r.reads),
           r.readsPerQuery.toFixed(0),
           [r.centroidMs, r.scanMs, r.rescoreMs].map((v) => v.toFixed(1)).join(' / '),
           r.firstP50Ms.toFixed(1),
@@ -418,7 +387,7 @@ export async function runIvfLarge(o: BigBankOptions): Promise<void> {
     `${o.tokens} tokens (${source.describe}); one query = ${o.rows} rows, k = ${K}, ${o.queries} queries; ` +
       `recall@64 against the exact fp32 top-64 of a streamed pass over every token (${source.exactSeconds.toFixed(0)} s for all ` +
       `${source.queryRows} rows, ${(source.exactSeconds / o.queries).toFixed(1)} s a query); proposals rescored from sq8 codes ` +
-      `(${(source.codeBytes / o.tokens).toFixed(0)} B/token, read by position: in sorted runs, or a token at a time); ` +
+      `(${(source.codeBytes / o.tokens).toFixed(0)} B/token, read by position); ` +
       `${o.ivfReps} pass(es) over the queries, p50 over all (and over the first)`,
   );
   printTable({
@@ -433,8 +402,7 @@ export async function runIvfLarge(o: BigBankOptions): Promise<void> {
       'build GiB',
       'search GiB',
       'M scanned',
-      'sq8 reads',
-      'reads a query',
+      'sq8 reads a query',
       'centroids / scan / rescore ms',
       'first-pass p50 ms',
       'p50 ms',
