@@ -19,9 +19,8 @@ export interface CodeSource {
    * Codes of `tokens[0..count)` in their order, `[count × bytesPerToken]`, into `out`. A file
    * source reads ascending tokens (an exhaustive pass over a candidate set's tokens) in runs,
    * tokens at most {@link GATHER_GAP_BYTES} apart in one read, so such a pass costs a read per
-   * run, not per token; others a token at a time through its row cache (sorting scattered
-   * proposals to merge the few that are neighbours costs more than it saves). Absent:
-   * {@link row} a token at a time.
+   * run, not per token; others (a row's scattered proposals) a token at a time through its
+   * row cache. Absent: {@link row} a token at a time.
    */
   rows?(tokens: ArrayLike<number>, count: number, out: Uint8Array): void;
   close?(): void;
