@@ -53,7 +53,7 @@ export const DEFAULT_CODE_CACHE_ROWS = 16_384;
 export const GATHER_GAP_BYTES = 4096;
 
 /** The most bytes one of {@link CodeSource.rows}'s reads spans. */
-export const GATHER_RUN_BYTES = 1 << 20;
+const GATHER_RUN_BYTES = 1 << 20;
 
 /** A {@link CodeSource} over codes in memory (views, no copies). */
 export function arrayCodeSource(codes: Uint8Array, bytesPerToken: number): CodeSource {
@@ -196,14 +196,13 @@ export function fileCodeSource(
       for (let i = 0; i < count;) {
         const first = tokens[i]!;
         if (cached(first)) {
-          const slot = first % cacheRows;
-          out.set(cache.subarray(slot * bpt, (slot + 1) * bpt), i * bpt);
-          i++;
+          out.set(row(first), i++ * bpt);
           continue;
         }
         // A run: the uncached tokens from `first` on, each within gapRows of the one before,
         // in one segment and at most runRows long.
-        const segmentEnd = starts[segmentOf(first) + 1]!;
+        const s = segmentOf(first);
+        const segmentEnd = starts[s + 1]!;
         let last = first;
         for (let j = i; j < count; j++) {
           const t = tokens[j]!;
@@ -212,7 +211,6 @@ export function fileCodeSource(
         }
         const span = (last - first + 1) * bpt;
         if (run.length < span) run = new Uint8Array(Math.max(span, 2 * run.length));
-        const s = segmentOf(first);
         readInto(run, 0, segments[s]!.offset + (first - starts[s]!) * bpt, span);
         for (; i < count && tokens[i]! <= last; i++) {
           const t = tokens[i]!;

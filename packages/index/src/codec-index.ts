@@ -71,10 +71,9 @@ export function codecTokenStore(model: CodecModel, codes: Uint8Array | CodeSourc
 
 /**
  * {@link codecTokenStore} over codes read by position ({@link CodeSource}): the asked tokens'
- * codes are gathered into a scratch (`source.rows`: runs of neighbouring rows in one read),
- * then decoded row by row and summed with {@link dotsInto} (scalar codecs: summed by
- * {@link scalarCodeDots} from the codes), so the scores are those of the same codes in memory,
- * bit for bit.
+ * codes are gathered into a scratch (`source.rows`: ascending neighbours in one read), then
+ * decoded and summed with {@link dotsInto} (scalar codecs: summed by {@link scalarCodeDots} from
+ * the codes), so the scores are those of the same codes in memory, bit for bit.
  */
 function sourceTokenStore(model: CodecModel, source: CodeSource): TokenStore {
   const { codeDim, bytesPerToken } = model;
@@ -89,7 +88,7 @@ function sourceTokenStore(model: CodecModel, source: CodeSource): TokenStore {
   const grow = (buf: Float32Array, need: number): Float32Array =>
     buf.length >= need ? buf : new Float32Array(Math.max(need, 2 * buf.length));
   const scalar = scalarCodeDots(model);
-  /** The codes of `tokens[0..count)` into `byteScratch`, in order (runs of rows in one read). */
+  /** The codes of `tokens[0..count)` into `byteScratch`, in order. */
   const gather = (tokens: Int32Array, count: number): void => {
     if (byteScratch.length < count * bytesPerToken) {
       byteScratch = new Uint8Array(Math.max(count * bytesPerToken, 2 * byteScratch.length));
@@ -120,11 +119,8 @@ function sourceTokenStore(model: CodecModel, source: CodeSource): TokenStore {
       rowScratch = grow(rowScratch, count * codeDim);
       const offsets = scratchOffsets(count);
       gather(tokens, count);
-      for (let h = 0; h < count; h++) {
-        const row = rowScratch.subarray(h * codeDim, (h + 1) * codeDim);
-        decodeTokens(model, byteScratch, h, h + 1, row);
-        offsets[h] = h * codeDim;
-      }
+      decodeTokens(model, byteScratch, 0, count, rowScratch.subarray(0, count * codeDim));
+      for (let h = 0; h < count; h++) offsets[h] = h * codeDim;
       dotsInto(rowScratch, offsets, count, query, at, out, codeDim);
     },
     close: () => source.close?.(),

@@ -80,7 +80,6 @@ export { readCodesFile } from './codes-file.js';
 export {
   DEFAULT_CODE_CACHE_ROWS,
   GATHER_GAP_BYTES,
-  GATHER_RUN_BYTES,
   arrayCodeSource,
   codeFileLayoutSchema,
   codeSourceOf,

@@ -18,6 +18,7 @@ export function folderOf(o: BigBankOptions): string {
   return join(o.dir, `ivf-large-${o.tokens}-${what}-seed-${o.seed}-q-${o.queries}x${o.rows}`);
 }
 
+/** The run's token source (`--bank`, `--real` or tiled with `--noise`, `--seed`, the queries). */
 export function sourceOf(o: BigBankOptions): Promise<TokenSource> {
   return openTokenSource({
     banks: (o.bank ?? '').split(',').filter((b) => b !== ''),
