@@ -84,6 +84,7 @@ export interface BigBankOptions {
   ivfPeers?: boolean;
   /** ivf: scan threads of one search, each measured, interleaved query by query. */
   ivfThreads: number[];
+  ivfPeerEf: number[];
   /** ivf: passes over the queries (latency over all, recall from the first). */
   ivfReps: number;
   /** The clustered index grown by appends, then deleted from and compacted (ivf-grow.ts). */
@@ -133,7 +134,18 @@ const command = benchCommand(
   )
   .addOption(flag('--ivf-sample <n>', 'ivf: k-means sample (default 64 per centroid)', positive))
   .addOption(flag('--ivf-iterations <n>', 'ivf: k-means iterations', positive, '10'))
-  .option('--ivf-peers', 'ivf: faiss IVF-SQ4 and IVF-PQ fast scan beside it (--python, --dir)')
+  .option(
+    '--ivf-peers',
+    'ivf: faiss IVF-SQ4, IVF-PQ fast scan and HNSWFlat beside it (--python, --dir)',
+  )
+  .addOption(
+    flag(
+      '--ivf-peer-ef <list>',
+      'ivf peers: faiss HNSWFlat efSearch values',
+      intList,
+      '64,128,256',
+    ),
+  )
   .addOption(
     flag(
       '--ivf-threads <list>',

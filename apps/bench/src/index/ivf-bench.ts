@@ -36,7 +36,7 @@ import {
   type TokenHits,
 } from '@bfe/index';
 import { median, quantile } from '../shared/stats.js';
-import { peakRssMb } from '../shared/machine.js';
+import { cpuSimd, peakRssMb } from '../shared/machine.js';
 import { note, out, printJson, printTable } from '../shared/table.js';
 import type { BigBankOptions } from './big-bank-cli.js';
 
@@ -318,10 +318,10 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
     for (const p of peers.indexes) {
       table.push([
         `faiss ${p.name}`,
-        String(peers.nlist),
-        String(p.nprobe),
+        p.name.startsWith('HNSW') ? '' : String(peers.nlist),
+        p.name.startsWith('HNSW') ? `ef ${p.nprobe}` : String(p.nprobe),
         '',
-        '1',
+        String(p.threads),
         p.bytes_per_token.toFixed(1),
         p.build_s.toFixed(0),
         p.p50_ms.toFixed(1),
@@ -337,7 +337,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
   if (o.json !== true) {
     out();
     out(
-      `${n} real MiniLM tokens; one query = ${rows} rows, k = ${K}, ${o.queries} queries (${o.ivfReps} passes); recall@64 against exact fp32 in this run`,
+      `${n} real MiniLM tokens; one query = ${rows} rows, k = ${K}, ${o.queries} queries (${o.ivfReps} passes); recall@64 against exact fp32 in this run; ${cpuSimd()}`,
     );
     out(
       'B/token: the IVF bytes (codes, token ids, centroids, buckets, offsets); the rescoring reads the fp32 vectors (1536 B/token) beside them',
@@ -371,6 +371,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
     queries: o.queries,
     passes: o.ivfReps,
     peakRssMb: peakRssMb(),
+    cpu: cpuSimd(),
     results: json,
   });
 }

@@ -1,5 +1,6 @@
-// `pnpm bench:big-bank --ivf --ivf-peers`: faiss's IVF indexes over the same vectors and query
-// rows as bfe's (`python/ivf_peers.py`), recall against the run's exact top-64.
+// `pnpm bench:big-bank --ivf --ivf-peers`: faiss's IVF indexes and its HNSWFlat graph over the
+// same vectors and query rows as bfe's (`python/ivf_peers.py`), recall against the run's exact
+// top-64.
 import { spawnSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,10 +12,14 @@ const K = 64;
 
 export interface FaissPeers {
   readonly faiss: string;
+  /** The SIMD level faiss ran at (the CPU's widest; `FAISS_SIMD_LEVEL=AVX2` holds it to AVX2). */
+  readonly simd: string;
   readonly nlist: number;
   readonly indexes: readonly {
     name: string;
+    /** nprobe (IVF) or efSearch (HNSWFlat). */
     nprobe: number;
+    threads: number;
     build_s: number;
     bytes_per_token: number;
     p50_ms: number;
@@ -25,7 +30,8 @@ export interface FaissPeers {
 
 /**
  * faiss's IVF indexes over the same vectors and query rows (`python/ivf_peers.py`), with as many
- * lists as the first `--centroids` and the same nprobe values; recall against this run's exact.
+ * lists as the first `--centroids` and the same nprobe values, and its HNSWFlat graph at each
+ * `--ivf-peer-ef` on one and two threads; recall against this run's exact.
  */
 export function runFaissPeers(
   o: BigBankOptions,
@@ -67,9 +73,12 @@ export function runFaissPeers(
       String(o.ivfSample ?? 64 * o.centroids[0]!),
       String(o.seed),
       String(o.ivfReps),
+      o.ivfPeerEf.join(','),
     ],
     { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 26 },
   );
   if (run.status !== 0) throw new Error(`ivf_peers.py failed (${run.status ?? run.signal})`);
-  return JSON.parse(run.stdout.trim().split('\n').at(-1)!) as FaissPeers;
+  const peers = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as FaissPeers;
+  note(`  faiss ${peers.faiss}, SIMD level ${peers.simd}`);
+  return peers;
 }

@@ -20,6 +20,26 @@ export function ownCpuSeconds(): number {
   return (u.user + u.system) / 1e6;
 }
 
+/**
+ * The CPU's model and widest x86 SIMD (Linux `/proc/cpuinfo`; e.g. `AMD EPYC, AVX-512`), or
+ * `unknown`: a native peer's speed depends on it, WebAssembly's 128-bit SIMD does not.
+ */
+export function cpuSimd(): string {
+  try {
+    const info = readFileSync('/proc/cpuinfo', 'utf8');
+    const model = /^model name\s*:\s*(.+)$/m.exec(info)?.[1]?.trim() ?? 'unknown CPU';
+    const flags = ` ${/^flags\s*:\s*(.+)$/m.exec(info)?.[1] ?? ''} `;
+    const simd = flags.includes(' avx512f ')
+      ? 'AVX-512'
+      : flags.includes(' avx2 ')
+        ? 'AVX2'
+        : 'no AVX2';
+    return `${model}, ${simd}`;
+  } catch {
+    return 'unknown';
+  }
+}
+
 /** Busy CPU seconds of the whole machine so far (Linux `/proc/stat`), or `null` elsewhere. */
 export function machineBusySeconds(): number | null {
   try {
