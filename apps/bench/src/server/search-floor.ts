@@ -6,7 +6,9 @@
  * bench's tenants search them; `OrtSimilarityKernel` with the bank packed once, k = 64).
  * `--queries` are spread evenly over the 10 conversations. Prints CPU ms per search for each, the top-k's share of
  * the machine's 78 GFLOP/s per core (2 · rows · tokens · 384 flops), and the searches per
- * second two cores allow for the two alone, before routing, scoring and evidence.
+ * second two cores allow for the two alone, before routing, scoring and evidence. Then a whole
+ * `MemoryStore.search` in process on one thread, with and without `explain`, on the same banks
+ * and questions (`search-floor-store.ts`): what scoring, fusion and evidence add before HTTP.
  *
  * @example
  * BFE_DATA_MIRROR=../shared/data pnpm bench:search-floor
@@ -16,6 +18,7 @@ import { OrtSimilarityKernel } from '@bfe/index';
 import { openEmbedder } from '@bfe/store';
 import { benchCommand, flag, parseCommand, positive } from '../shared/cli.js';
 import { note, out, printJson } from '../shared/table.js';
+import { storeSplit, type FloorBank } from './search-floor-store.js';
 
 const command = benchCommand(
   'bench:search-floor',
@@ -45,6 +48,7 @@ let searches = 0;
 let flops = 0;
 let bankTokens = 0;
 const perBank = Math.ceil(options.queries / banks.length);
+const floorBanks: FloorBank[] = [];
 for (const bank of banks) {
   const turns = loaded.benchmark.memories.filter((m) => m.bankId === bank).map((m) => m.text);
   // Question texts only (never their labels), of this conversation.
@@ -53,6 +57,7 @@ for (const bank of banks) {
     .slice(0, perBank)
     .map((q) => q.text);
   note(`${bank}: ${turns.length} turns, ${questions.length} questions`);
+  floorBanks.push({ bank, turns, questions });
   const memories = await embedder.encode(turns, 'passage');
   const tokens = memories.tokenOffsets[memories.count]!;
   const dim = memories.dim;
@@ -78,6 +83,8 @@ for (const bank of banks) {
   searches += questions.length;
 }
 await kernel.dispose();
+note('store.search in process…');
+const split = await storeSplit(embedder, floorBanks);
 await embedder.dispose();
 const encodeMs = encodeCpu / searches;
 const topKMs = topKCpu / searches;
@@ -94,6 +101,12 @@ out(
 out(
   `the two alone: ${both.toFixed(2)} CPU ms a search, at most ${(2000 / both).toFixed(0)} searches/s on two cores`,
 );
+out(
+  `store.search in process, one thread, k = 10 (${split.searches} questions): ${split.plainMs.toFixed(2)} CPU ms ` +
+    `without explain, ${split.explainMs.toFixed(2)} with (evidence ${(split.explainMs - split.plainMs).toFixed(2)}); ` +
+    `beyond the two model runs: ${(split.plainMs - both).toFixed(2)} / ${(split.explainMs - both).toFixed(2)} ms ` +
+    `(the store encodes one question a call, the floor above --batch ${options.batch})`,
+);
 printJson({
   banks: banks.length,
   meanTokens: tokens,
@@ -101,4 +114,6 @@ printJson({
   encodeMs,
   topKMs,
   gflops,
+  storePlainMs: split.plainMs,
+  storeExplainMs: split.explainMs,
 });

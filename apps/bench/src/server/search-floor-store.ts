@@ -1,0 +1,69 @@
+/**
+ * `bench:search-floor`'s second part: a whole `MemoryStore.search` in this process, on one
+ * thread (the encoder and the kernels as the floor runs them), with and without `explain` — what a
+ * search costs beyond its two model runs before any HTTP, worker hop or JSON.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MemoryStore, type Embedder } from '@bfe/store';
+
+/** One conversation's turns (its bank) and its questions (text only, never labels). */
+export interface FloorBank {
+  readonly bank: string;
+  readonly turns: readonly string[];
+  readonly questions: readonly string[];
+}
+
+/** CPU ms a search, k = 10 as the load bench asks, without and with evidence. */
+export interface StoreSplit {
+  readonly searches: number;
+  readonly plainMs: number;
+  readonly explainMs: number;
+}
+
+const cpuMs = (from: NodeJS.CpuUsage): number => {
+  const c = process.cpuUsage(from);
+  return (c.user + c.system) / 1000;
+};
+
+/**
+ * Fills a store in a temporary folder with every bank's turns (encoded by `embedder`), searches
+ * every question once unmeasured (views and resident kernels built), then each question with
+ * `explain: false` and `explain: true` in turn, measuring the process's CPU time of each search.
+ * The folder is removed.
+ */
+export async function storeSplit(
+  embedder: Embedder,
+  banks: readonly FloorBank[],
+): Promise<StoreSplit> {
+  const dir = await mkdtemp(join(tmpdir(), 'bfe-search-floor-'));
+  const store = await MemoryStore.open(dir, { embedder, threads: 1 });
+  try {
+    for (const { bank, turns } of banks) {
+      await store.add(turns.map((text, i) => ({ id: `t${i}`, bank, text })));
+    }
+    const asked = banks.flatMap(({ bank, questions }) =>
+      questions.map((query) => ({ bank, query })),
+    );
+    for (const q of asked) await store.search({ ...q, k: 10 });
+    let plain = 0;
+    let explained = 0;
+    for (const q of asked) {
+      const c0 = process.cpuUsage();
+      await store.search({ ...q, k: 10, explain: false });
+      plain += cpuMs(c0);
+      const c1 = process.cpuUsage();
+      await store.search({ ...q, k: 10, explain: true });
+      explained += cpuMs(c1);
+    }
+    return {
+      searches: asked.length,
+      plainMs: plain / asked.length,
+      explainMs: explained / asked.length,
+    };
+  } finally {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
