@@ -316,10 +316,11 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
   if (o.ivfPeers === true) {
     const peers = runFaissPeers(o, vectors, queries, truth, dim);
     for (const p of peers.indexes) {
+      const graph = p.name.startsWith('HNSW');
       table.push([
         `faiss ${p.name}`,
-        p.name.startsWith('HNSW') ? '' : String(peers.nlist),
-        p.name.startsWith('HNSW') ? `ef ${p.nprobe}` : String(p.nprobe),
+        graph ? '' : String(peers.nlist),
+        graph ? `ef ${p.nprobe}` : String(p.nprobe),
         '',
         String(p.threads),
         p.bytes_per_token.toFixed(1),
@@ -334,10 +335,11 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
       json.push({ backend: `faiss ${p.name}`, faiss: peers.faiss, ...p });
     }
   }
+  const cpu = cpuSimd();
   if (o.json !== true) {
     out();
     out(
-      `${n} real MiniLM tokens; one query = ${rows} rows, k = ${K}, ${o.queries} queries (${o.ivfReps} passes); recall@64 against exact fp32 in this run; ${cpuSimd()}`,
+      `${n} real MiniLM tokens; one query = ${rows} rows, k = ${K}, ${o.queries} queries (${o.ivfReps} passes); recall@64 against exact fp32 in this run; ${cpu}`,
     );
     out(
       'B/token: the IVF bytes (codes, token ids, centroids, buckets, offsets); the rescoring reads the fp32 vectors (1536 B/token) beside them',
@@ -371,7 +373,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
     queries: o.queries,
     passes: o.ivfReps,
     peakRssMb: peakRssMb(),
-    cpu: cpuSimd(),
+    cpu,
     results: json,
   });
 }

@@ -7,6 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryStore, type Embedder } from '@bfe/store';
+import { cpuMsSince } from '../shared/machine.js';
 
 /** One conversation's turns (its bank) and its questions (text only, never labels). */
 export interface FloorBank {
@@ -21,11 +22,6 @@ export interface StoreSplit {
   readonly plainMs: number;
   readonly explainMs: number;
 }
-
-const cpuMs = (from: NodeJS.CpuUsage): number => {
-  const c = process.cpuUsage(from);
-  return (c.user + c.system) / 1000;
-};
 
 /**
  * Fills a store in a temporary folder with every bank's turns (encoded by `embedder`), searches
@@ -52,10 +48,10 @@ export async function storeSplit(
     for (const q of asked) {
       const c0 = process.cpuUsage();
       await store.search({ ...q, k: 10, explain: false });
-      plain += cpuMs(c0);
+      plain += cpuMsSince(c0);
       const c1 = process.cpuUsage();
       await store.search({ ...q, k: 10, explain: true });
-      explained += cpuMs(c1);
+      explained += cpuMsSince(c1);
     }
     return {
       searches: asked.length,

@@ -17,6 +17,7 @@ import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
 import { OrtSimilarityKernel } from '@bfe/index';
 import { openEmbedder } from '@bfe/store';
 import { benchCommand, flag, parseCommand, positive } from '../shared/cli.js';
+import { cpuMsSince } from '../shared/machine.js';
 import { note, out, printJson } from '../shared/table.js';
 import { storeSplit, type FloorBank } from './search-floor-store.js';
 
@@ -33,10 +34,6 @@ const { options } = parseCommand<{ queries: number; batch: number; model: string
 
 const PEAK_GFLOPS = 78;
 const K = 64;
-const cpuMs = (from: NodeJS.CpuUsage): number => {
-  const c = process.cpuUsage(from);
-  return (c.user + c.system) / 1000;
-};
 
 const loaded = await loadDataset('locomo', { location: dataLocationFromEnv() });
 const banks = [...new Set(loaded.benchmark.memories.map((m) => m.bankId))].sort();
@@ -72,13 +69,13 @@ for (const bank of banks) {
       rows.push(e.tokenVectors.subarray(e.tokenOffsets[q]! * dim, e.tokenOffsets[q + 1]! * dim));
     }
   }
-  encodeCpu += cpuMs(c0);
+  encodeCpu += cpuMsSince(c0);
   const asked = rows.filter((q) => q.length > 0);
   await kernel.topK(asked[0]!, asked[0]!.length / dim, memories.tokenVectors, tokens, dim, K);
   const c1 = process.cpuUsage();
   for (const q of asked)
     await kernel.topK(q, q.length / dim, memories.tokenVectors, tokens, dim, K);
-  topKCpu += cpuMs(c1);
+  topKCpu += cpuMsSince(c1);
   for (const q of asked) flops += 2 * (q.length / dim) * tokens * dim;
   searches += questions.length;
 }

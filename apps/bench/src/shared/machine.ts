@@ -14,6 +14,12 @@ export function peakRssMb(): number {
   return process.resourceUsage().maxRSS / 1024;
 }
 
+/** CPU milliseconds this process (all its threads) has used since `from` (`process.cpuUsage()`). */
+export function cpuMsSince(from: NodeJS.CpuUsage): number {
+  const c = process.cpuUsage(from);
+  return (c.user + c.system) / 1000;
+}
+
 /** CPU seconds this process (all its threads) has used. */
 export function ownCpuSeconds(): number {
   const u = process.cpuUsage();
