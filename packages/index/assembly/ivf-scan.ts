@@ -198,3 +198,49 @@ function table16(
   const q3 = i64x2.shuffle(rounded(p6), rounded(p7), 0, 2);
   return i8x16.narrow_i16x8_u(i16x8.narrow_i32x4_u(q0, q1), i16x8.narrow_i32x4_u(q2, q3));
 }
+
+/**
+ * The best `n` (1 ≤ n ≤ count) of one query row's `count` centroid scores (float32, finite, at
+ * `scores`) in probe order — score descending, equal scores by the smaller cluster — their
+ * clusters written to `outIds` (int32) and scores to `outVals` (float32). After the first `n`,
+ * four scores at a time are compared with the n-th kept one and only those above it inserted
+ * (the kept ones came first, so an equal score stays out). Returns `n`.
+ */
+export function probeTop(scores: usize, count: i32, n: i32, outIds: usize, outVals: usize): i32 {
+  let i = 0;
+  for (; i < n; i++) insert(load<f32>(scores + ((<usize>i) << 2)), i, i, outIds, outVals);
+  let worst = load<f32>(outVals + ((<usize>(n - 1)) << 2));
+  let w = f32x4.splat(worst);
+  for (; i + 4 <= count; i += 4) {
+    if (!v128.any_true(f32x4.gt(v128.load(scores + ((<usize>i) << 2)), w))) continue;
+    for (let j = i; j < i + 4; j++) {
+      const s = load<f32>(scores + ((<usize>j) << 2));
+      if (s > worst) {
+        insert(s, j, n - 1, outIds, outVals);
+        worst = load<f32>(outVals + ((<usize>(n - 1)) << 2));
+      }
+    }
+    w = f32x4.splat(worst);
+  }
+  for (; i < count; i++) {
+    const s = load<f32>(scores + ((<usize>i) << 2));
+    if (s > worst) {
+      insert(s, i, n - 1, outIds, outVals);
+      worst = load<f32>(outVals + ((<usize>(n - 1)) << 2));
+    }
+  }
+  return n;
+}
+
+/** Puts `(s, id)` at place `p` or above it, past every kept score `s` exceeds (equal ones stay above). */
+function insert(s: f32, id: i32, p: i32, outIds: usize, outVals: usize): void {
+  while (p > 0) {
+    const above = load<f32>(outVals + ((<usize>(p - 1)) << 2));
+    if (!(s > above)) break;
+    store<f32>(outVals + ((<usize>p) << 2), above);
+    store<i32>(outIds + ((<usize>p) << 2), load<i32>(outIds + ((<usize>(p - 1)) << 2)));
+    p--;
+  }
+  store<f32>(outVals + ((<usize>p) << 2), s);
+  store<i32>(outIds + ((<usize>p) << 2), id);
+}

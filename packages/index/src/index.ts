@@ -107,5 +107,6 @@ export type { IvfCompactOptions } from './ivf/compact.js';
 export { DEFAULT_CACHE_BYTES } from './ivf/paged.js';
 export type { IvfAppended } from './ivf/state.js';
 export { ivfBytes, ivfFromBytes, writeIvfFile } from './ivf/bytes.js';
-export { WasmScanner, quantizeTables } from './ivf/wasm-scan.js';
+export { WasmScanner } from './ivf/wasm-scan.js';
+export { quantizeTables } from './ivf/tables.js';
 export { defaultScanThreads } from './ivf/scan-pool.js';

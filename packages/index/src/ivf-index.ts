@@ -73,6 +73,10 @@ export class IvfTokenIndex implements TokenIndex {
       throw new Error(`nprobe must be an integer ≥ 1, got ${options.nprobe}`);
     }
     proposalsFor(1, options.overFetch, options.margin); // checks them
+    const product = options.centroidProduct ?? 'fp32';
+    if (product !== 'fp32' && product !== 'int8') {
+      throw new Error(`centroidProduct must be 'fp32' or 'int8', got ${String(product)}`);
+    }
     this.#threads = checkScanThreads(options.threads ?? defaultScanThreads());
     this.probe = options;
     this.#kernel = kernel;
@@ -343,7 +347,13 @@ export class IvfTokenIndex implements TokenIndex {
       rank: state.side.ids === undefined ? undefined : tieOrder(state.side.ids).rank,
     });
     // Each row rescored as soon as its proposals are in, between the calling thread's scans.
-    const job = { q, rows, fetch, memories: all ? undefined : memories };
+    const job = {
+      q,
+      rows,
+      fetch,
+      memories: all ? undefined : memories,
+      centroidProduct: this.probe.centroidProduct ?? 'fp32',
+    };
     const proposed = await proposeRows(
       this.#state,
       this.#kernel,

@@ -51,10 +51,20 @@ export interface SimilarityKernel {
    * onnxruntime packs it for its GEMM once instead of on every {@link scores} call. Optional:
    * without it, callers use {@link scores}. Its scores are float32 products, the same on every
    * call, but may differ from {@link scores}' in the last bits (another summation order).
+   * `'int8'`: the bank quantised to int8 and the queries to uint8 at each call, approximate
+   * scores from integer products (a kernel without an int8 product may return float32's).
    */
-  constantScores?(bank: Float32Array, n: number, dim: number): Promise<ConstantScores>;
+  constantScores?(
+    bank: Float32Array,
+    n: number,
+    dim: number,
+    precision?: ScorePrecision,
+  ): Promise<ConstantScores>;
   dispose(): Promise<void>;
 }
+
+/** The arithmetic of {@link SimilarityKernel.constantScores}: float32 products or int8 ones. */
+export type ScorePrecision = 'fp32' | 'int8';
 
 /** {@link SimilarityKernel.constantScores}' scorer of a fixed bank. */
 export interface ConstantScores {

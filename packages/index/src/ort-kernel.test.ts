@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { JsSimilarityKernel } from './js-kernel.js';
 import { NonFiniteScoresError } from './kernel.js';
 import { OrtSimilarityKernel } from './ort-kernel.js';
-import { similarityGraph } from './onnx-graph.js';
+import { INT8_BANK_LEVELS, quantizeBank, similarityGraph } from './onnx-graph.js';
 import { rng, unitVectors } from './testing/random.js';
 import { referenceTopK } from './testing/reference.js';
 import { exactTopK, flatBankSource } from './top-k.js';
@@ -216,6 +216,67 @@ describe('OrtSimilarityKernel constant scores', () => {
       NonFiniteScoresError,
     );
     await expect(constant.scores(new Float32Array(5), 1)).rejects.toThrow();
+    await constant.release();
+  });
+});
+
+describe('OrtSimilarityKernel int8 constant scores', () => {
+  it('quantises each bank row to ±63 with its own scale, rounding half away from zero', () => {
+    // Rows [1, −0.5, 0.25] and [0, 0, 0] (a zero row keeps scale 1), stored transposed.
+    const b = quantizeBank(Float32Array.of(1, -0.5, 0.25, 0, 0, 0), 2, 3);
+    expect(Array.from(b.weights)).toEqual([63, 0, -32, 0, 16, 0]);
+    expect(Array.from(b.scales)).toEqual([Math.fround(1 / 63), 1]);
+    expect(INT8_BANK_LEVELS).toBe(63);
+    expect(() => quantizeBank(Float32Array.of(1, Number.NaN), 1, 2)).toThrow(/not finite/);
+  });
+
+  it('scores within the two quantisations’ bound of the float64 products, the same every call', async () => {
+    const random = rng(61);
+    for (const [rows, n, dim] of [
+      [32, 4096, 384],
+      [3, 17, 16],
+    ] as const) {
+      const q = unitVectors(rows, dim, random);
+      const x = unitVectors(n, dim, random);
+      const constant = await ort.constantScores(x, n, dim, 'int8');
+      const got = await constant.scores(q, rows);
+      expect(await constant.scores(q, rows)).toEqual(got);
+      // The query batch quantised to uint8 over [min(0, least), max(0, largest)]: a step `sa`;
+      // row i of the bank to ±63: a step `sb` = max|x_i| / 63. Each product is off by at most
+      // |q|·sb/2 + |x|·sa/2 + sa·sb/4 a dimension.
+      let least = 0;
+      let largest = 0;
+      for (const v of q) [least, largest] = [Math.min(least, v), Math.max(largest, v)];
+      const sa = (largest - least) / 255;
+      let worst = 0;
+      for (let r = 0; r < rows; r++) {
+        for (let i = 0; i < n; i++) {
+          let sb = 0;
+          for (let d = 0; d < dim; d++) sb = Math.max(sb, Math.abs(x[i * dim + d]!));
+          sb /= 63;
+          let s = 0;
+          let bound = 1e-5;
+          for (let d = 0; d < dim; d++) {
+            const [a, w] = [q[r * dim + d]!, x[i * dim + d]!];
+            s += a * w;
+            bound += (Math.abs(a) * sb) / 2 + (Math.abs(w) * sa) / 2 + (sa * sb) / 4;
+          }
+          expect(Math.abs(got[r * n + i]! - s)).toBeLessThanOrEqual(bound);
+          worst = Math.max(worst, Math.abs(got[r * n + i]! - s));
+        }
+      }
+      // Not float32's scores: the integer product is coarser.
+      expect(worst).toBeGreaterThan(1e-4);
+      await constant.release();
+    }
+  });
+
+  it('refuses a non-finite query row', async () => {
+    const x = unitVectors(8, 4, rng(62));
+    const constant = await ort.constantScores(x, 8, 4, 'int8');
+    const q = unitVectors(2, 4, rng(63));
+    q[5] = Number.POSITIVE_INFINITY;
+    await expect(constant.scores(q, 2)).rejects.toThrow(NonFiniteScoresError);
     await constant.release();
   });
 });

@@ -1,12 +1,19 @@
 import * as ort from 'onnxruntime-node';
 import { codecSimilarityGraph, CODEC_GRAPH_NAMES, type CodeElement } from './codec-graph.js';
 import { graphSessionOptions } from './graph-session.js';
-import { GRAPH_NAMES, similarityGraph, type SimilarityGraphSpec } from './onnx-graph.js';
+import {
+  GRAPH_NAMES,
+  int8ScoresGraph,
+  quantizeBank,
+  similarityGraph,
+  type SimilarityGraphSpec,
+} from './onnx-graph.js';
 import {
   NonFiniteScoresError,
   checkKernelShapes,
   type ChunkTopK,
   type ConstantScores,
+  type ScorePrecision,
   type SimilarityKernel,
 } from './kernel.js';
 
@@ -224,15 +231,23 @@ export class OrtSimilarityKernel implements SimilarityKernel {
    * makeResident} does for top-k; independent of the resident bank): e.g. the clustered
    * index's centroids, scored by every search.
    */
-  async constantScores(bank: Float32Array, n: number, dim: number): Promise<ConstantScores> {
+  async constantScores(
+    bank: Float32Array,
+    n: number,
+    dim: number,
+    precision: ScorePrecision = 'fp32',
+  ): Promise<ConstantScores> {
     if (this.#disposed) throw new Error('OrtSimilarityKernel: used after dispose()');
     checkKernelShapes(new Float32Array(dim), 1, bank, n, dim);
-    const session = await this.#createSession({
-      dim,
-      topK: false,
-      scores: true,
-      residentBank: { data: bank, n },
-    });
+    const session =
+      precision === 'int8'
+        ? await this.#createFromBytes(int8ScoresGraph(quantizeBank(bank, n, dim)))
+        : await this.#createSession({
+            dim,
+            topK: false,
+            scores: true,
+            residentBank: { data: bank, n },
+          });
     let live = true;
     return {
       scores: async (queries, rows) => {

@@ -19,6 +19,7 @@ import {
   Option,
   parseCommand,
   positive,
+  someOf,
 } from '../shared/cli.js';
 
 export interface BigBankOptions {
@@ -84,6 +85,8 @@ export interface BigBankOptions {
   ivfPeers?: boolean;
   /** ivf: scan threads of one search, each measured, interleaved query by query. */
   ivfThreads: number[];
+  /** ivf: the centroid product's arithmetic, each measured beside the others. */
+  ivfCentroidProduct: ('fp32' | 'int8')[];
   ivfPeerEf: number[];
   /** ivf: passes over the queries (latency over all, recall from the first). */
   ivfReps: number;
@@ -152,6 +155,14 @@ const command = benchCommand(
       'ivf: scan threads of one search (each measured, interleaved; ratios to the first)',
       intList,
       '1',
+    ),
+  )
+  .addOption(
+    flag(
+      '--ivf-centroid-product <list>',
+      'ivf: the centroid product in fp32 or int8 (each measured, interleaved)',
+      someOf(['fp32', 'int8'] as const),
+      'fp32',
     ),
   )
   .addOption(

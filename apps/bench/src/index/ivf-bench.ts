@@ -205,13 +205,19 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
       kernelLines.push(scanKernelLine(index, bits as 2 | 4, query(0), dim));
       for (const nprobe of o.nprobe) {
         for (const overFetch of o.overFetch) {
-          const settings = o.ivfThreads.map((threads) => ({
-            threads,
-            probe: index.withSearch({ nprobe, overFetch, threads }, ivfKernels.get(threads)!),
-            ms: [] as number[],
-            split: { centroid: 0, scan: 0, scanCpu: 0, rescore: 0, scored: 0, workerRows: 0 },
-            recall: 0,
-          }));
+          const settings = o.ivfCentroidProduct.flatMap((product) =>
+            o.ivfThreads.map((threads) => ({
+              threads,
+              product,
+              probe: index.withSearch(
+                { nprobe, overFetch, threads, centroidProduct: product },
+                ivfKernels.get(threads)!,
+              ),
+              ms: [] as number[],
+              split: { centroid: 0, scan: 0, scanCpu: 0, rescore: 0, scored: 0, workerRows: 0 },
+              recall: 0,
+            })),
+          );
           // One unmeasured search each: the scan workers start.
           for (const s of settings) await s.probe.search(query(0), rows, K, { memories: all });
           let identical = true;
@@ -219,7 +225,8 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
             // Every query once a pass, `--ivf-reps` passes: recall from the first.
             const i = n % o.queries;
             const measured = n < o.queries;
-            let first: TokenHits | undefined;
+            // Per centroid product, the first setting's hits (threads never change them).
+            const first = new Map<string, TokenHits>();
             // Interleaved, each query in a rotated order of the settings.
             for (let j = 0; j < settings.length; j++) {
               const setting = settings[(i + j) % settings.length]!;
@@ -228,8 +235,9 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
               const hits = await probe.search(query(i), rows, K, { memories: all });
               setting.ms.push(performance.now() - t1);
               if (measured) setting.recall += recallOf(hits, truth[i]!) / o.queries;
-              if (first === undefined) first = hits;
-              else identical &&= sameHits(hits, first);
+              const same = first.get(setting.product);
+              if (same === undefined) first.set(setting.product, hits);
+              else identical &&= sameHits(hits, same);
               const s = probe.stats!;
               split.centroid += s.centroidSeconds;
               split.scan += s.scanSeconds;
@@ -239,7 +247,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
               split.workerRows += s.workerRows;
             }
           }
-          for (const { threads, ms, split, recall } of settings) {
+          for (const { threads, product, ms, split, recall } of settings) {
             const perSecond = split.scored / split.scan;
             const perCpuSecond = split.scored / split.scanCpu;
             const cpuGflops = (perCpuSecond * 2 * dim) / 1e9;
@@ -247,7 +255,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
             const gbs = (perSecond * (codeBytes(dim, bits as 2 | 4) + 4)) / 1e9;
             const q = o.queries * o.ivfReps;
             table.push([
-              `ivf ${bits}-bit`,
+              `ivf ${bits}-bit${product === 'int8' ? ', int8 centroids' : ''}`,
               String(centroids),
               String(nprobe),
               String(overFetch),
@@ -268,6 +276,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
               nprobe,
               overFetch,
               threads,
+              centroidProduct: product,
               bytesPerToken: perToken,
               buildSeconds: buildS,
               p50Ms: median(ms),
@@ -286,18 +295,19 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
               identicalAcrossThreads: identical,
             });
             note(
-              `    nprobe ${nprobe}, over-fetch ${overFetch}, ${threads} thread(s): p50 ${median(ms).toFixed(1)} ms, recall ${recall.toFixed(4)}`,
+              `    nprobe ${nprobe}, over-fetch ${overFetch}, ${threads} thread(s), ${product} centroids: p50 ${median(ms).toFixed(1)} ms, recall ${recall.toFixed(4)}`,
             );
           }
-          if (settings.length > 1) {
-            const probes = settings.map((t) => t.probe);
+          for (const product of o.ivfCentroidProduct) {
+            const probes = settings.filter((t) => t.product === product).map((t) => t.probe);
+            if (probes.length < 2) continue;
             identical &&= await sameFiltered(probes, query, Math.min(3, o.queries), rows, memories);
           }
-          const base = settings[0]!;
-          const headroom = settings.length > 1 ? await parallelHeadroom() : 1;
-          for (const s of settings.slice(1)) {
+          const headroom = o.ivfThreads.length > 1 ? await parallelHeadroom() : 1;
+          for (const s of settings.filter((t) => t.threads !== o.ivfThreads[0])) {
+            const base = settings.find((t) => t.product === s.product)!;
             threadLines.push(
-              `${bits}-bit nprobe ${nprobe} over-fetch ${overFetch}: p50 ${median(base.ms).toFixed(1)} ms on ${base.threads} ` +
+              `${bits}-bit nprobe ${nprobe} over-fetch ${overFetch}, ${s.product} centroids: p50 ${median(base.ms).toFixed(1)} ms on ${base.threads} ` +
                 `thread(s), ${median(s.ms).toFixed(1)} ms on ${s.threads}: ×${(median(base.ms) / median(s.ms)).toFixed(2)} ` +
                 `(worker rows ${(s.split.workerRows / (o.queries * o.ivfReps)).toFixed(1)} of ${rows} a query); hits ` +
                 `${identical ? 'identical' : 'DIFFER'} across threads (and with filters); a parallel loop's ×${headroom.toFixed(2)} ` +

@@ -7,6 +7,7 @@ import { ConfigError } from '@bfe/core';
 import { BUDGET_KS, DEFAULT_KS } from '@bfe/eval';
 import { codecNameSchema } from '@bfe/index';
 import { experimentSchema, isSelectionData, parseExperiment, readExperiment } from './config.js';
+import { ivfSearch } from './stages/index-ivf.js';
 
 /** The ConfigError a call throws (fails the test when it does not throw one). */
 function configError(call: () => unknown): ConfigError {
@@ -207,6 +208,8 @@ describe('the index section', () => {
       { backend: 'ivf', searchThreads: 65 },
       { backend: 'ivf', floor: 'estimate' },
       { backend: 'hnsw', floor: 'warp' }, // the estimate is the clustered index's own
+      { backend: 'ivf', centroidProduct: 'int4' },
+      { backend: 'exact', centroidProduct: 'int8' },
       { M: 0 },
       { graph: 'i4' },
       { overFetch: 0.5 },
@@ -222,8 +225,13 @@ describe('the index section', () => {
       residualBits: 2,
       searchThreads: 2,
       floor: 'warp',
+      centroidProduct: 'int8',
     };
     expect(parseExperiment({ ...base, index: ivf }).index).toMatchObject(ivf);
+    // In the search options (a result, so a key) only when asked: fp32's keys stay as they were.
+    const parsed = (index: object) => parseExperiment({ ...base, index }).index!;
+    expect(ivfSearch(parsed(ivf))).toEqual({ nprobe: 8, floor: 'warp', centroidProduct: 'int8' });
+    expect(ivfSearch(parsed({ backend: 'ivf', centroidProduct: 'fp32' }))).toEqual({ nprobe: 16 });
   });
 });
 

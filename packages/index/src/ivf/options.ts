@@ -1,4 +1,5 @@
 // The clustered index's parameters, search options and scan statistics.
+import type { ScorePrecision } from '../kernel.js';
 import type { ResidualBits } from './train.js';
 
 /** The clustered index's build parameters. */
@@ -36,6 +37,14 @@ export interface IvfSearchOptions {
    * (`ivf/missing.ts`), returned as the hits' `floor`.
    */
   readonly floor?: 'tail' | 'warp';
+  /**
+   * The centroid product's arithmetic: `'fp32'` (default) float32 products; `'int8'` the
+   * centroids quantised to 7-bit integers (one scale each) and each search's query rows to
+   * uint8, onnxruntime's integer GEMM (`DynamicQuantizeMatMul`). Its approximate scores order
+   * the probes and shift each cluster's approximate token scores; the hits are still rescored
+   * exactly. A kernel without an int8 product scores in float32.
+   */
+  readonly centroidProduct?: ScorePrecision;
 }
 
 /** How `IvfTokenIndex.open` reads an index file. */

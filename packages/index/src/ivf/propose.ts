@@ -1,6 +1,6 @@
 // The clustered index's proposals: every centroid scored, each query row's probed clusters
 // scanned (on the calling thread and the scan pool's workers), each row handed on as it is done.
-import type { SimilarityKernel } from '../kernel.js';
+import type { ScorePrecision, SimilarityKernel } from '../kernel.js';
 import { codeBytes } from './layout.js';
 import type { IvfScanStats } from './options.js';
 import { finishedRows } from './scan-pool.js';
@@ -16,6 +16,8 @@ export interface ProposeJob {
   readonly fetch: number;
   /** The candidate memories; undefined: every memory. */
   readonly memories: Int32Array | undefined;
+  /** The centroid product's arithmetic (default float32). */
+  readonly centroidProduct?: ScorePrecision;
 }
 
 /**
@@ -37,7 +39,7 @@ export async function proposeRows(
   const { data, scanner, scan, pool, tails } = base;
   const dim = data.dim;
   const t0 = performance.now();
-  const scores = await centroidScores(base, kernel, q, rows);
+  const scores = await centroidScores(base, kernel, q, rows, job.centroidProduct);
   const t1 = performance.now();
   const cpu0 = process.cpuUsage();
   let allowed: Uint8Array | undefined;

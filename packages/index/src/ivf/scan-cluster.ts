@@ -5,7 +5,8 @@ import type { ApproxTop } from './scan.js';
 import { IVF_BLOCK } from './layout.js';
 import type { CodeRegion } from './paged.js';
 import type { TailView } from './tails.js';
-import { CHUNK_BLOCKS, MAX_SUM, type RowTables, type ScanLane } from './wasm-scan.js';
+import type { RowTables } from './tables.js';
+import { CHUNK_BLOCKS, MAX_SUM, type ScanLane } from './wasm-scan.js';
 
 /**
  * Where a lane finds blocks of the base layout: `region(cluster, first, end, b)` says where

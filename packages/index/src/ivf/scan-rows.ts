@@ -7,7 +7,8 @@ import { blockCache, type PagedCodes } from './paged.js';
 import { ApproxTop, probeOrder } from './scan.js';
 import { scanCluster, scanTail, type BaseCodes } from './scan-cluster.js';
 import type { TailView } from './tails.js';
-import { quantizeTables, type ScanLane } from './wasm-scan.js';
+import { quantizeTables } from './tables.js';
+import type { ScanLane } from './wasm-scan.js';
 
 /** What every scan thread reads of an open index (constant while it is open). */
 export interface ScanIndex {
@@ -145,7 +146,7 @@ export function scanRows(
     }
     const row = quantizeTables(index, q, r * dim, lane);
     top.reset();
-    let order = probeOrder(cs, r * c, c, nprobe);
+    let order = nprobe < c ? lane.probeTop(cs, r * c, c, nprobe) : probeOrder(cs, r * c, c, c);
     let seen = 0;
     for (let i = 0; i < c; i++) {
       if (i >= nprobe && seen >= fetch) break;

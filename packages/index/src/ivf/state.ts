@@ -4,7 +4,7 @@
 // running under a search.
 import { closeSync, openSync } from 'node:fs';
 import { codecTokenStore, type CodecSide } from '../codec-index.js';
-import type { ConstantScores, SimilarityKernel } from '../kernel.js';
+import type { ConstantScores, ScorePrecision, SimilarityKernel } from '../kernel.js';
 import type { TokenStore } from '../token-store.js';
 import { ASSIGN_CHUNK, assignRows, packResidual, squaredResidual } from './assign.js';
 import { IVF_BLOCK } from './layout.js';
@@ -31,37 +31,40 @@ export interface IvfBase {
   readonly pool: ScanPool;
   readonly tails: TailLists;
   readonly paged: PagedFile | undefined;
-  /** Per kernel, its constant scorer of the centroids (made at a search's first use). */
-  readonly centroidScorers: Map<SimilarityKernel, Promise<ConstantScores>>;
+  /** Per kernel and arithmetic, its constant scorer of the centroids (made at first use). */
+  readonly centroidScorers: Map<SimilarityKernel, Map<ScorePrecision, Promise<ConstantScores>>>;
 }
 
 /**
  * The centroid scores `[rows × clusters]` of the query rows `q`: on the kernel's constant scorer
- * of `base`'s centroids where it has one (packed once, at the first search), else its
- * {@link SimilarityKernel.scores}.
+ * of `base`'s centroids in `precision` where it has one (packed once, at the first search), else
+ * its float32 {@link SimilarityKernel.scores}.
  */
 export async function centroidScores(
   base: IvfBase,
   kernel: SimilarityKernel,
   q: Float32Array,
   rows: number,
+  precision: ScorePrecision = 'fp32',
 ): Promise<Float32Array> {
   const { centroids, clusterOffsets, dim } = base.data;
   const c = clusterOffsets.length - 1;
   if (kernel.constantScores === undefined) return kernel.scores(q, rows, centroids, c, dim);
-  let scorer = base.centroidScorers.get(kernel);
+  let scorers = base.centroidScorers.get(kernel);
+  if (scorers === undefined) base.centroidScorers.set(kernel, (scorers = new Map()));
+  let scorer = scorers.get(precision);
   if (scorer === undefined) {
-    scorer = kernel.constantScores(centroids, c, dim);
-    base.centroidScorers.set(kernel, scorer);
+    scorer = kernel.constantScores(centroids, c, dim, precision);
+    scorers.set(precision, scorer);
     // A failed scorer is not kept: the next search makes it again.
-    scorer.catch(() => base.centroidScorers.delete(kernel));
+    scorer.catch(() => scorers.delete(precision));
   }
   return (await scorer).scores(q, rows);
 }
 
 /** Releases a base's centroid scorers (a replaced or closed base). */
 export async function releaseCentroidScorers(base: IvfBase): Promise<void> {
-  const scorers = [...base.centroidScorers.values()];
+  const scorers = [...base.centroidScorers.values()].flatMap((m) => [...m.values()]);
   base.centroidScorers.clear();
   for (const s of await Promise.allSettled(scorers)) {
     if (s.status === 'fulfilled') await s.value.release();

@@ -6,7 +6,8 @@ import type { IvfData } from './train.js';
 
 /** What the scan reads of an index. */
 type ScanData = Omit<IvfData, 'cutoffs' | 'deleted' | 'residuals' | 'params'>;
-import { WasmScanner, quantizeTables } from './wasm-scan.js';
+import { quantizeTables } from './tables.js';
+import { ScanLane, WasmScanner } from './wasm-scan.js';
 import { relaxedSimd } from '../wasm-api.js';
 
 /** An index of `tokens` random codes (no training: the scan only reads codes and weights). */
@@ -126,6 +127,32 @@ describe('the WebAssembly fast scan', () => {
           );
         }
       }
+    });
+  }
+
+  for (const kind of ['plain', 'relaxed'] as const) {
+    it(`selects a row's best clusters in probe order: score descending, ties by the smaller cluster (${kind})`, () => {
+      const scanner = new WasmScanner(randomData(16, 64, 4, 5), 0, kind);
+      const random = rng(29);
+      for (const count of [1, 5, 64, 4099]) {
+        // Scores on a coarse grid, so many tie; a row at an offset of a larger array.
+        const at = 3 * count;
+        const scores = Float32Array.from(
+          { length: 5 * count },
+          () => Math.round(random() * 40) / 8 - 2,
+        );
+        const byOrder = Array.from({ length: count }, (_, c) => c).sort(
+          (a, b) => scores[at + b]! - scores[at + a]! || a - b,
+        );
+        for (const n of new Set([1, 2, 3, 16, count - 1].filter((n) => n >= 1 && n < count))) {
+          expect(Array.from(scanner.probeTop(scores, at, count, n))).toEqual(byOrder.slice(0, n));
+        }
+      }
+      // The same from another lane of the same memory, after the first lane's region was grown.
+      const lane = new ScanLane(scanner.share, scanner.addLane());
+      const scores = Float32Array.of(0.5, 2, 2, -1, 3, 2);
+      expect(Array.from(lane.probeTop(scores, 0, 6, 4))).toEqual([4, 1, 2, 5]);
+      expect(Array.from(scanner.probeTop(scores, 1, 5, 2))).toEqual([3, 0]);
     });
   }
 

@@ -3,7 +3,7 @@
  * in a shared linear memory (copied in once, or read into a lane's cache by position; appended
  * tokens' tail blocks grown onto it; every scan thread instantiates the module on it and works
  * in a lane of its own), per query row a table of 16 uint8 entries per code nibble
- * (one dimension at 4 bits, two at 2 bits; {@link quantizeTables}), then 16 tokens scored per
+ * (one dimension at 4 bits, two at 2 bits; `quantizeTables`, tables.ts), then 16 tokens scored per
  * `i8x16.swizzle` and only those reaching a threshold handed back. Two builds of one source:
  * with relaxed SIMD's swizzle where the engine has it ({@link relaxedSimd}), else the plain one
  * (`pnpm bench:big-bank --ivf`'s kernel line measures both).
@@ -35,6 +35,7 @@ interface ScanExports {
     scale: number,
     out: number,
   ): void;
+  probeTop(scores: number, count: number, n: number, outIds: number, outVals: number): number;
 }
 
 /** Blocks per module call: bounds the output arrays. */
@@ -67,7 +68,7 @@ export function scanModule(kind: ScanKind = relaxedSimd() ? 'relaxed' : 'plain')
 const align64 = (n: number): number => Math.ceil(n / 64) * 64;
 
 /**
- * A lane's inputs of {@link quantizeTables} for `bytes` code bytes a token: the query row
+ * A lane's inputs of `quantizeTables` for `bytes` code bytes a token: the query row
  * (float32, at most `4 · bytes` dimensions), each table's least entry (float64, `2 · bytes`)
  * and the residual buckets (float32, `dim × buckets` ≤ `32 · bytes`).
  */
@@ -118,7 +119,7 @@ export class ScanLane {
   #weights: Float32Array | undefined;
   readonly #placesAt: number;
   readonly #sumsAt: number;
-  /** The current row's tables, a view into the memory ({@link quantizeTables} fills them). */
+  /** The current row's tables, a view into the memory (`quantizeTables` fills them). */
   readonly tables: Uint8Array;
   /** The last {@link scan}'s places and sums. */
   readonly places: Int32Array;
@@ -127,6 +128,9 @@ export class ScanLane {
   readonly cacheAt: number;
   /** The shared memory (its `buffer` grows: take a view when needed, not once). */
   readonly memory: WasmMemory;
+  /** {@link probeTop}'s region (grown onto the memory at its first use) and its size. */
+  #probeAt = 0;
+  #probeBytes = 0;
 
   constructor(share: ScanShare, at: number) {
     const { memory, bytes } = share;
@@ -172,8 +176,37 @@ export class ScanLane {
   }
 
   /**
+   * The first `n` clusters (1 ≤ `n` < `count`) of a query row's centroid scores
+   * `scores[at..at+count)` (finite) in probe order — score descending, equal scores by the
+   * smaller cluster — as `probeOrder` orders them, selected in the module (SIMD compares against
+   * the n-th kept score). A view into this lane's memory, valid until its next call.
+   */
+  probeTop(scores: Float32Array, at: number, count: number, n: number): Int32Array {
+    const need = align64(4 * count) + 2 * align64(4 * n);
+    if (this.#probeBytes < need) {
+      // Whole pages past the memory's end, its old size returned by the grow itself (another
+      // thread may grow it at the same time).
+      const pages = Math.ceil(need / PAGE);
+      let start: number;
+      try {
+        start = this.memory.grow(pages) * PAGE;
+      } catch (cause) {
+        throw new RangeError(`IVF scan: no room for a probe order of ${count} clusters`, { cause });
+      }
+      this.#probeAt = start;
+      this.#probeBytes = pages * PAGE;
+    }
+    const buffer = this.memory.buffer;
+    const idsAt = this.#probeAt + align64(4 * count);
+    const valsAt = idsAt + align64(4 * n);
+    new Float32Array(buffer, this.#probeAt, count).set(scores.subarray(at, at + count));
+    this.#exports.probeTop(this.#probeAt, count, n, idsAt, valsAt);
+    return new Int32Array(buffer, idsAt, n);
+  }
+
+  /**
    * Fills {@link tables} for query row `q[at..at+dim)` in the module: the tables of
-   * {@link quantizeTables}, given each one's least entry (`lows`) and the scale.
+   * `quantizeTables`, given each one's least entry (`lows`) and the scale.
    */
   fillTables(
     data: Pick<IvfData, 'dim' | 'residualBits' | 'weights'>,
@@ -222,90 +255,6 @@ function allocate(
   if (pages > 65536) throw new RangeError(`IVF codes of ${length} bytes exceed wasm32's 4 GiB`);
   const memory = new wasm.Memory({ initial: pages, maximum: 65536, shared: true });
   return { memory, module: scanModule(kind), codesAt, bytes, cacheBytes };
-}
-
-/** A row's quantised tables: approximate similarity = `base + bias + sum / scale`. */
-export interface RowTables {
-  readonly bias: number;
-  readonly scale: number;
-}
-
-/**
- * Fills `lane`'s tables (`2 · bytes` tables of 16 entries) for query row `q[at..at+dim)`: nibble
- * table `(j, h)` entry `v` is `Σ_i q[d_i] · weights[d_i][bucket_i(v)]` over the dimensions
- * packed in nibble `h` of code byte `j`, minus the table's least entry (their sum is `bias`),
- * times `scale`, rounded half up: every entry ≤ 127 and a token's total ≤ 65535. The least
- * entries and the scale are computed here, the entries in the module ({@link ScanLane.fillTables}).
- */
-export function quantizeTables(
-  data: Pick<IvfData, 'dim' | 'residualBits' | 'weights'>,
-  q: Float32Array,
-  at: number,
-  lane: ScanLane,
-): RowTables {
-  const { dim, residualBits: bits, weights: w } = data;
-  const tables = 2 * codeBytes(dim, bits);
-  const range = bucketRange(w, dim, 1 << bits);
-  if (lows.length < tables) lows = new Float64Array(tables);
-  // A nibble's least and largest entries without computing its 16: rounding is monotone, so
-  // the least product of q[d] with a bucket is q[d] times the least (or, q[d] < 0, the largest)
-  // bucket, and the least sum of two nibble dimensions the sum of their least products.
-  let bias = 0;
-  let widest = 0;
-  let total = 0;
-  for (let t = 0; t < tables; t++) {
-    let lo: number;
-    let hi: number;
-    // (Indices chosen by sign, not array destructuring: V8 allocates the pairs.)
-    if (bits === 4) {
-      const x = q[at + t]!;
-      const neg = x >= 0 ? 0 : 1;
-      lo = 0 + x * range[2 * t + neg]!;
-      hi = 0 + x * range[2 * t + 1 - neg]!;
-    } else {
-      const x = q[at + 2 * t]!;
-      const y = q[at + 2 * t + 1]!;
-      const d = 4 * t;
-      const nx = x >= 0 ? 0 : 1;
-      const ny = y >= 0 ? 0 : 1;
-      lo = 0 + x * range[d + nx]! + y * range[d + 2 + ny]!;
-      hi = 0 + x * range[d + 1 - nx]! + y * range[d + 3 - ny]!;
-    }
-    lows[t] = lo;
-    bias += lo;
-    widest = Math.max(widest, hi - lo);
-    total += hi - lo;
-  }
-  // Rounding adds at most ½ a table: keep that room under the uint16 total.
-  const scale =
-    widest === 0 ? 1 : Math.min(127 / widest, (MAX_SUM - tables / 2) / Math.max(total, 1e-30));
-  lane.fillTables(data, q, at, lows, tables, scale);
-  return { bias, scale };
-}
-
-/** {@link quantizeTables}' per-nibble least entries, reused call to call (one thread's). */
-let lows = new Float64Array(0);
-/** Per weights: each dimension's least and largest bucket. */
-const ranges = new WeakMap<Float32Array, Float32Array>();
-
-/** `[dim × 2]` each dimension's least and largest decoded bucket (computed once per weights). */
-function bucketRange(w: Float32Array, dim: number, buckets: number): Float32Array {
-  let range = ranges.get(w);
-  if (range === undefined) {
-    range = new Float32Array(2 * dim);
-    for (let d = 0; d < dim; d++) {
-      let lo = Infinity;
-      let hi = -Infinity;
-      for (let b = 0; b < buckets; b++) {
-        lo = Math.min(lo, w[d * buckets + b]!);
-        hi = Math.max(hi, w[d * buckets + b]!);
-      }
-      range[2 * d] = lo;
-      range[2 * d + 1] = hi;
-    }
-    ranges.set(w, range);
-  }
-  return range;
 }
 
 /**
@@ -361,13 +310,14 @@ export class WasmScanner extends ScanLane {
   /** Grows the shared memory by at least `bytes` (whole pages); returns where they start. */
   grow(bytes: number, what = 'appended codes'): number {
     const { memory } = this.share;
-    const at = memory.buffer.byteLength;
     try {
-      memory.grow(Math.ceil(bytes / PAGE));
+      // The old size as the grow returns it: a scan thread may grow the memory meanwhile
+      // ({@link ScanLane.probeTop}).
+      return memory.grow(Math.ceil(bytes / PAGE)) * PAGE;
     } catch (cause) {
-      throw new RangeError(`IVF scan: no room for ${what} (${at} bytes held)`, { cause });
+      const held = memory.buffer.byteLength;
+      throw new RangeError(`IVF scan: no room for ${what} (${held} bytes held)`, { cause });
     }
-    return at;
   }
 }
 

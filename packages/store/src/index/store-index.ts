@@ -189,13 +189,19 @@ export function storeIndexFactory(
     BankView,
     Map<SimilarityKernel, { over: BankGraph | IvfBank; index: TokenIndex }>
   >();
-  const { centroids, residualBits, nprobe, overFetch, margin, threads } = opts.ivf;
+  const { centroids, residualBits, nprobe, overFetch, margin, threads, centroidProduct } = opts.ivf;
   const ivfPolicy = {
     ...opts.ivf,
     minTokens,
     ...(centroids === undefined ? {} : { centroids }),
     residualBits,
-    search: { nprobe, overFetch, margin, threads },
+    search: {
+      nprobe,
+      overFetch,
+      margin,
+      threads,
+      ...(centroidProduct === undefined ? {} : { centroidProduct }),
+    },
   };
 
   /**

@@ -142,6 +142,17 @@ describe("storeIndexFactory({ large: 'ivf' }): clustered indexes for large banks
     await store.close();
   });
 
+  it('scores the centroids in int8 when asked, and with every cluster probed still ranks exactly', async () => {
+    const { store, index } = await built({
+      ...ALL_PROBED,
+      ivf: { ...ALL_PROBED.ivf, centroidProduct: 'int8' },
+    });
+    const view = store.snapshot().bank('b');
+    const ivf = await expectExact(index, view, await queriesOf(6, 8));
+    expect(ivf.bank.index.probe.centroidProduct).toBe('int8');
+    await store.close();
+  });
+
   it('finds memories added after the build through appends, without training again', async () => {
     const { store, index } = await built(ALL_PROBED);
     const stale = store.snapshot().bank('b');

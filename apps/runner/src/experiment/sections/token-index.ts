@@ -75,6 +75,13 @@ export const indexSectionSchema = z
      * 1000⌋ · 1000 candidate tokens, at least 1000, within the best 128), clipped at 0.
      */
     floor: z.enum(['tail', 'warp']).optional(),
+    /**
+     * ivf: the centroid product's arithmetic — `fp32` (left out) float32 products, `int8` the
+     * centroids at 7 bits and the query rows at 8 in onnxruntime's integer GEMM: the same recall
+     * at 2e6 tokens (±0.001) in half the product's time (BENCHMARKS.md); hits still rescored
+     * exactly.
+     */
+    centroidProduct: z.enum(['fp32', 'int8']).optional(),
     /** The `rp128+sq4` projection seed (METHOD.md §6, 42). */
     seed: seedSchema.default(42),
   })
@@ -93,6 +100,13 @@ export const indexSectionSchema = z
         input: c,
         path: ['floor'],
         message: "floor 'warp' is the ivf backend's estimate (backend: ivf)",
+      });
+    if (c.centroidProduct !== undefined && c.backend !== 'ivf')
+      ctx.issues.push({
+        code: 'custom',
+        input: c,
+        path: ['centroidProduct'],
+        message: 'centroidProduct is the ivf backend’s (backend: ivf)',
       });
     if (c.backend === 'milvus' && c.codec !== 'fp32')
       ctx.issues.push({

@@ -40,12 +40,14 @@ export function ivfSearch(c: IndexConfig): {
   overFetch?: number;
   margin?: number;
   floor?: 'warp';
+  centroidProduct?: 'int8';
 } {
   return {
     nprobe: c.nprobe ?? IVF_DEFAULT_NPROBE,
     ...(c.overFetch === undefined ? {} : { overFetch: c.overFetch }),
     ...(c.margin === undefined ? {} : { margin: c.margin }),
     ...(c.floor === 'warp' ? { floor: 'warp' as const } : {}),
+    ...(c.centroidProduct === 'int8' ? { centroidProduct: 'int8' as const } : {}),
   };
 }
 
