@@ -305,8 +305,12 @@ export class IvfTokenIndex implements TokenIndex {
     const { memories } = options;
     const offsets = state.side.tokenOffsets;
     const all = !filtered && memories.length === offsets.length - 1;
-    let candidateTokens = 0;
-    for (const m of memories) candidateTokens += offsets[m + 1]! - offsets[m]!;
+    // Every memory (ascending and distinct, so 0 .. M − 1): their tokens at once.
+    let candidateTokens = all ? offsets[memories.length]! - offsets[0]! : 0;
+    for (let i = 0; !all && i < memories.length; i++) {
+      const m = memories[i]!;
+      candidateTokens += offsets[m + 1]! - offsets[m]!;
+    }
     const set: FloorSet = { memories, all, tokens: candidateTokens };
     // A candidate set no larger than what `nprobe` clusters hold on average is searched whole
     // and exactly: probing would scan as many tokens and meet few of the set's own (a haystack

@@ -97,10 +97,12 @@ export class ProposalRescorer {
     const tokens = this.#tokens;
     const memories = new Int32Array(rows * k);
     const slots = new Int32Array(rows * k);
+    // Every memory a candidate (ascending, distinct: 0 .. M − 1): a memory's slot is itself.
+    const every = p.memories.length === p.tokenOffsets.length - 1;
     for (let i = 0; i < rows * k; i++) {
       const m = tokenMemory[tokens[i]!]!;
       memories[i] = m;
-      slots[i] = positionOf(p.memories, m);
+      slots[i] = every ? m : positionOf(p.memories, m);
     }
     const values = this.#values;
     return { rows, k, values, tokens, memories, slots, passes: 1, widenedRows: this.#widened };

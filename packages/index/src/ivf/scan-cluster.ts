@@ -59,10 +59,12 @@ export function scanCluster(
   for (let b = first; b < last;) {
     const need = needed(top, offset, scale);
     if (need < 0) return seen;
-    const region = codes?.(cluster, first, last, b) ?? { at: undefined, first: 0, end: last };
-    const stop = Math.min(region.end, b + CHUNK_BLOCKS);
-    const n = lane.scan(b - region.first, stop - region.first, need, region.at);
-    const placeBase = region.first * IVF_BLOCK;
+    // Resident codes: the whole cluster in one region (no object made per cluster).
+    const region = codes?.(cluster, first, last, b);
+    const regionFirst = region === undefined ? 0 : region.first;
+    const stop = Math.min(region === undefined ? last : region.end, b + CHUNK_BLOCKS);
+    const n = lane.scan(b - regionFirst, stop - regionFirst, need, region?.at);
+    const placeBase = regionFirst * IVF_BLOCK;
     const { places, sums } = lane;
     for (let i = 0; i < n; i++) {
       const p = placeBase + places[i]!;
