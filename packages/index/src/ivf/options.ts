@@ -42,7 +42,9 @@ export interface IvfSearchOptions {
    * centroids quantised to 7-bit integers (one scale each) and each search's query rows to
    * uint8, onnxruntime's integer GEMM (`DynamicQuantizeMatMul`). Its approximate scores order
    * the probes and shift each cluster's approximate token scores; the hits are still rescored
-   * exactly. A kernel without an int8 product scores in float32.
+   * exactly. The rows share one uint8 scale, so a row's probes can depend on the rows searched
+   * with it (the same query always probes alike). A kernel without an int8 product scores in
+   * float32.
    */
   readonly centroidProduct?: ScorePrecision;
 }
