@@ -12,7 +12,7 @@ import { checkScanThreads, defaultScanThreads } from './ivf/scan-pool.js';
 import { proposeRows } from './ivf/propose.js';
 import { IvfState, makeBase, releaseCentroidScorers, type IvfAppended } from './ivf/state.js';
 import { trainIvf, type IvfData, type IvfResidualStats } from './ivf/train.js';
-import type { SimilarityKernel } from './kernel.js';
+import type { ScorePrecision, SimilarityKernel } from './kernel.js';
 import { ProposalRescorer } from './rescore-proposals.js';
 import { tieOrder } from './ties.js';
 import type { TokenHits, TokenIndex, TokenSearchOptions } from './token-index.js';
@@ -52,6 +52,8 @@ export class IvfTokenIndex implements TokenIndex {
   readonly #kernel: SimilarityKernel;
   readonly #state: IvfState;
   readonly #threads: number;
+  /** The centroid product's arithmetic (`probe.centroidProduct`, fp32 when left out). */
+  readonly #product: ScorePrecision;
   #exhaustive: { readonly version: number; readonly index: CodecExactTokenIndex } | undefined;
 
   /**
@@ -73,9 +75,9 @@ export class IvfTokenIndex implements TokenIndex {
       throw new Error(`nprobe must be an integer ≥ 1, got ${options.nprobe}`);
     }
     proposalsFor(1, options.overFetch, options.margin); // checks them
-    const product = options.centroidProduct ?? 'fp32';
-    if (product !== 'fp32' && product !== 'int8') {
-      throw new Error(`centroidProduct must be 'fp32' or 'int8', got ${String(product)}`);
+    this.#product = options.centroidProduct ?? 'fp32';
+    if (this.#product !== 'fp32' && this.#product !== 'int8') {
+      throw new Error(`centroidProduct must be 'fp32' or 'int8', got ${String(this.#product)}`);
     }
     this.#threads = checkScanThreads(options.threads ?? defaultScanThreads());
     this.probe = options;
@@ -305,12 +307,10 @@ export class IvfTokenIndex implements TokenIndex {
     const { memories } = options;
     const offsets = state.side.tokenOffsets;
     const all = !filtered && memories.length === offsets.length - 1;
+    let candidateTokens = 0;
     // Every memory (ascending and distinct, so 0 .. M − 1): their tokens at once.
-    let candidateTokens = all ? offsets[memories.length]! - offsets[0]! : 0;
-    for (let i = 0; !all && i < memories.length; i++) {
-      const m = memories[i]!;
-      candidateTokens += offsets[m + 1]! - offsets[m]!;
-    }
+    if (all) candidateTokens = offsets[memories.length]! - offsets[0]!;
+    else for (const m of memories) candidateTokens += offsets[m + 1]! - offsets[m]!;
     const set: FloorSet = { memories, all, tokens: candidateTokens };
     // A candidate set no larger than what `nprobe` clusters hold on average is searched whole
     // and exactly: probing would scan as many tokens and meet few of the set's own (a haystack
@@ -356,7 +356,7 @@ export class IvfTokenIndex implements TokenIndex {
       rows,
       fetch,
       memories: all ? undefined : memories,
-      centroidProduct: this.probe.centroidProduct ?? 'fp32',
+      centroidProduct: this.#product,
     };
     const proposed = await proposeRows(
       this.#state,

@@ -335,8 +335,8 @@ export function quantizeBank(
  * `ModelProto` bytes of `scores [rows, n] = DynamicQuantizeMatMul(queries, bank)`
  * (onnxruntime's `com.microsoft` contrib operator): the query rows quantised to uint8 at each
  * call (one scale and zero point for the batch), the constant int8 bank's integer products summed
- * in int32 and scaled back to float32. A fifth of the float32 product's time at 32 × 384 × 4,096
- * on a CPU with VNNI; its scores are approximate (the clustered index's probe order).
+ * in int32 and scaled back to float32: faster than the float32 product (BENCHMARKS.md, "Clustered
+ * residual codes"); its scores are approximate (the clustered index's probe order).
  */
 export function int8ScoresGraph(bank: Int8Bank): Uint8Array {
   const { weights, scales, n, dim } = bank;
