@@ -10,7 +10,9 @@
  * Per `--ivf-threads` count (the threads of one search: its scan threads, and as many
  * onnxruntime threads for its centroid product, so a one-thread row is one core's, as the faiss
  * peers' are): the same, the settings searched interleaved query by query, with each count's p50
- * ratio to the first and whether the hits are byte for byte the same across counts.
+ * ratio to the first and whether the hits are byte for byte the same across counts. With
+ * `--ivf-peers`, a line per bfe setting names the fastest peer at its recall on as many threads
+ * (`ivf-equal-recall.ts`: the peer's p50 interpolated in recall between its settings).
  *
  *   pnpm bench:big-bank --ivf --bank <LongMemEval-S bank>,<LoCoMo bank> --tokens 2000000 \
  *     --rows 32 --queries 20 --centroids 4096 --residual-bits 2,4 --nprobe 4,8,16,32,64
@@ -20,6 +22,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
+import { equalRecallLines, type RunResult } from './ivf-equal-recall.js';
 import { runFaissPeers } from './ivf-peers.js';
 import { PEAK_GBS, PEAK_GFLOPS, scanKernelLine } from './ivf-kernel-line.js';
 import { sameFiltered, sameHits } from './ivf-threads.js';
@@ -374,6 +377,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
     });
     for (const line of kernelLines) out(line);
     for (const line of threadLines) out(line);
+    for (const line of equalRecallLines(json as RunResult[])) out(line);
   }
   printJson({
     tokens: n,
