@@ -12,7 +12,7 @@
  * peers' are): the same, the settings searched interleaved query by query, with each count's p50
  * ratio to the first and whether the hits are byte for byte the same across counts. With
  * `--ivf-peers`, a line per bfe setting names the fastest peer at its recall on as many threads
- * (`ivf-equal-recall.ts`: the peer's p50 interpolated in recall between its settings).
+ * (`ivf-equal-recall.ts`: read off the peer's speed–recall envelope).
  *
  *   pnpm bench:big-bank --ivf --bank <LongMemEval-S bank>,<LoCoMo bank> --tokens 2000000 \
  *     --rows 32 --queries 20 --centroids 4096 --residual-bits 2,4 --nprobe 4,8,16,32,64

@@ -1,7 +1,8 @@
 // The clustered index beside its peers at equal recall, in one run: for each bfe setting, each
-// peer's p50 at bfe's recall on as many threads, interpolated linearly in recall between the
-// peer's two settings around it (a peer that never brackets it is left out, not extrapolated).
-import { interpolate } from './matched.js';
+// peer's p50 at bfe's recall on as many threads, read off the peer's speed–recall envelope as the
+// HNSW sweep reads it (`qpsAtRecall`: interpolated between the settings around bfe's recall, or
+// the fastest setting above it; a peer that never reaches it is left out).
+import { qpsAtRecall, type SweepPoint } from './matched.js';
 
 /** A row of the bench's JSON: bfe's (`ivf`) or a peer's (faiss's field names). */
 export interface RunResult {
@@ -19,15 +20,16 @@ const p50Of = (r: RunResult): number | undefined => r.p50Ms ?? r.p50_ms;
 
 /**
  * One line per bfe setting: its recall and p50, and the fastest peer's p50 at that recall on the
- * same thread count with its ratio to bfe's (above 1: bfe is faster), or that no peer brackets it.
+ * same thread count with its ratio to bfe's (above 1: bfe is faster), or that no peer reaches it.
  */
 export function equalRecallLines(results: readonly RunResult[]): string[] {
-  const peers = new Map<string, { x: number; y: number }[]>();
+  const peers = new Map<string, SweepPoint[]>();
   for (const r of results) {
     const p50 = p50Of(r);
     if (!r.backend.startsWith('faiss') || r.recall === undefined || p50 === undefined) continue;
     const key = `${r.backend}\u0000${r.threads ?? 1}`;
-    peers.set(key, [...(peers.get(key) ?? []), { x: r.recall, y: p50 }]);
+    // As queries per second, the envelope's measure (ef unused here).
+    peers.set(key, [...(peers.get(key) ?? []), { ef: 0, qps: 1000 / p50, recall: r.recall }]);
   }
   const lines: string[] = [];
   for (const r of results) {
@@ -38,14 +40,15 @@ export function equalRecallLines(results: readonly RunResult[]): string[] {
     for (const [key, points] of peers) {
       const [name, t] = key.split('\u0000') as [string, string];
       if (Number(t) !== threads) continue;
-      const ms = interpolate(points, r.recall);
+      const qps = qpsAtRecall(points, r.recall);
+      const ms = qps === undefined ? undefined : 1000 / qps;
       if (ms !== undefined && (fastest === undefined || ms < fastest.ms)) fastest = { name, ms };
     }
     const setting = `${r.centroids} centroids, nprobe ${r.nprobe}, ${r.centroidProduct ?? 'fp32'}`;
     const head = `equal recall, ${threads} thread(s): bfe ${setting}: ${r.recall.toFixed(4)} in ${p50.toFixed(1)} ms`;
     lines.push(
       fastest === undefined
-        ? `${head}; no peer brackets it`
+        ? `${head}; no peer reaches it`
         : `${head}; fastest peer there: ${fastest.name} ${fastest.ms.toFixed(1)} ms (×${(fastest.ms / p50).toFixed(2)})`,
     );
   }

@@ -78,7 +78,7 @@ export const indexSectionSchema = z
     /**
      * ivf: the centroid product's arithmetic — `fp32` (left out) float32 products, `int8` the
      * centroids at 7 bits and the query rows at 8 in onnxruntime's integer GEMM: the same recall
-     * at 2e6 tokens (±0.001) in half the product's time (BENCHMARKS.md); hits still rescored
+     * at 2e6 tokens (±0.001) in under half the product's time (BENCHMARKS.md); hits still rescored
      * exactly.
      */
     centroidProduct: z.enum(['fp32', 'int8']).optional(),

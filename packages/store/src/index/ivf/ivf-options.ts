@@ -19,7 +19,8 @@ export const storeIvfOptionsSchema = z.strictObject({
   nprobe: z.number().int().positive().default(16),
   /**
    * The centroid product's arithmetic: left out, float32; `int8`, onnxruntime's integer GEMM
-   * (the same recall at 2e6 tokens, half the product's time; `IvfSearchOptions.centroidProduct`).
+   * (the same recall at 2e6 tokens in under half the product's time;
+   * `IvfSearchOptions.centroidProduct`).
    */
   centroidProduct: z.enum(['fp32', 'int8']).optional(),
   /** Residual bits per dimension: 4 (at 2 bits recall is bound by the proposals, 0.84 vs 0.94). */
