@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { z } from 'zod';
 import { BfeError } from '@bfe/core';
+import { DEFAULT_ENCODE_BATCH } from '@bfe/store';
 import { DEFAULT_DRAIN_MS } from './app.js';
 import { parseCliArgs } from './cli-args.js';
 import { DEFAULT_LIMITS } from './limits.js';
@@ -14,9 +15,9 @@ import {
 
 const USAGE =
   'usage: bfe serve --store DIR [--host 127.0.0.1] [--port 8080] [--keys FILE] [--model NAME]\n' +
-  '                 [--index milvus://HOST:PORT] [--threads 1] [--encode-workers N] [--passage-workers 1]\n' +
-  '                 [--kernel-workers 1] [--allowed-hosts NAME,…] [--rate 100] [--burst 200]\n' +
-  '                 [--concurrency 16] [--drain-ms 10000] [--bm25-language none|english]\n' +
+  '                 [--index milvus://HOST:PORT] [--threads 1] [--encode-workers N] [--encode-batch 2]\n' +
+  '                 [--passage-workers 1] [--kernel-workers 1] [--allowed-hosts NAME,…] [--rate 100]\n' +
+  '                 [--burst 200] [--concurrency 16] [--drain-ms 10000] [--bm25-language none|english]\n' +
   `                 ${STORE_FLAGS_USAGE}\n` +
   '                 [--graph-mb 1024]';
 
@@ -38,6 +39,8 @@ const argsSchema = z.strictObject({
   threads: z.coerce.number().int().min(0).max(256).default(1),
   /** Encoder worker threads (default one per core, at most 2); 0: encode on the event loop's thread. */
   encodeWorkers: z.coerce.number().int().min(0).max(64).default(defaultEncodeWorkers()),
+  /** Most queries one encoder run coalesces. */
+  encodeBatch: z.coerce.number().int().min(1).max(256).default(DEFAULT_ENCODE_BATCH),
   /** Encoder worker threads for added memories; 0: on the query encoder workers. */
   passageWorkers: z.coerce.number().int().min(0).max(64).default(1),
   /** Resident-kernel worker threads; 0: resident kernels on the event loop's thread. */
@@ -86,6 +89,7 @@ export function serveProgram(): Command {
       '--encode-workers <n>',
       'encoder worker threads (default one per core, at most 2); 0: on the event loop',
     )
+    .option('--encode-batch <n>', 'most queries one encoder run coalesces', '2')
     .option('--passage-workers <n>', 'encoder threads for adds; 0: on the query workers', '1')
     .option('--kernel-workers <n>', 'resident-kernel worker threads; 0: on the event loop', '1')
     .option(
@@ -147,6 +151,7 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
         ...(args.threads === 0 ? {} : { threads: args.threads }),
       },
       encodeWorkers: args.encodeWorkers,
+      encodeBatch: args.encodeBatch,
       passageWorkers: args.passageWorkers,
       kernelWorkers: args.kernelWorkers,
       ...(args.graphMb === undefined ? {} : { maxGraphBytes: args.graphMb * 1024 * 1024 }),

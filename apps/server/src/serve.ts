@@ -46,6 +46,11 @@ export interface ServeOptions {
    */
   readonly encodeWorkers?: number;
   /**
+   * Most queries one encoder run coalesces (`openEmbedderPool`'s `maxBatch`). Default
+   * `DEFAULT_ENCODE_BATCH` (2): queued queries spread over the workers.
+   */
+  readonly encodeBatch?: number;
+  /**
    * Worker threads that encode added memories apart from the query workers (each with its own
    * encoder session), so searches never queue behind a write's encoding. Default 1; 0 encodes
    * adds on the query workers. Used only with `encodeWorkers` > 0.
@@ -111,6 +116,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
       openEmbedderPool({
         model: storeOptions.model ?? 'all-minilm-l6-v2',
         workers: n,
+        ...(options.encodeBatch === undefined ? {} : { maxBatch: options.encodeBatch }),
         ...(storeOptions.maxLength === undefined ? {} : { maxLength: storeOptions.maxLength }),
         ...(storeOptions.threads === undefined ? {} : { threads: storeOptions.threads }),
       });

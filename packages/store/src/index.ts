@@ -14,7 +14,7 @@ export { Snapshot } from './log/snapshot.js';
 export { PieceTokens, contiguousTokens, viewTokens } from './view-tokens.js';
 export { openEmbedder } from './encode/embedder.js';
 export type { EmbedderOptions, ModelChoice } from './encode/embedder.js';
-export { openEmbedderPool } from './encode/embedder-pool.js';
+export { DEFAULT_ENCODE_BATCH, openEmbedderPool } from './encode/embedder-pool.js';
 export type {
   EmbedderPool,
   EmbedderPoolOptions,

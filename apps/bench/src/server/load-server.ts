@@ -69,6 +69,18 @@ export function cpuSeconds(pid: number | undefined, mainThread = false): number 
   }
 }
 
+/** The machine's idle and total CPU time since boot (/proc/stat's first line, in ticks). */
+function machineTicks(): { idle: number; total: number } {
+  try {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1);
+    const ticks = f.map(Number);
+    // idle + iowait; guest times are already inside user and nice.
+    return { idle: ticks[3]! + ticks[4]!, total: ticks.slice(0, 8).reduce((a, b) => a + b, 0) };
+  } catch {
+    return { idle: Number.NaN, total: Number.NaN };
+  }
+}
+
 /** One row of the load table. */
 export interface Row {
   readonly name: string;
@@ -83,12 +95,28 @@ export interface Row {
   readonly cpuMs: number;
   /** The same, of the server's main thread (its event loop) alone. */
   readonly loopMs: number;
+  /**
+   * Per cent of the machine's CPU time left idle during the run (every core, every process): a
+   * server that cannot use the cores it has shows it here, one held back by CPU does not.
+   */
+  readonly idle: number;
   readonly load: number;
 }
 
 /** The server's CPU counters now, to difference after a run. */
-export function cpuMark(server: Server): { all: number; loop: number } {
-  return { all: cpuSeconds(server.child.pid), loop: cpuSeconds(server.child.pid, true) };
+export function cpuMark(server: Server): CpuMark {
+  return {
+    all: cpuSeconds(server.child.pid),
+    loop: cpuSeconds(server.child.pid, true),
+    machine: machineTicks(),
+  };
+}
+
+/** What {@link cpuMark} reads. */
+export interface CpuMark {
+  readonly all: number;
+  readonly loop: number;
+  readonly machine: { readonly idle: number; readonly total: number };
 }
 
 /** A row from an autocannon result, the server's CPU since `mark` spread over `requests`. */
@@ -96,7 +124,7 @@ export function rowOf(
   name: string,
   server: Server,
   result: autocannon.Result,
-  mark: { all: number; loop: number },
+  mark: CpuMark,
   requests = result.requests.total,
   adds = '',
 ): Row {
@@ -112,6 +140,7 @@ export function rowOf(
     adds,
     cpuMs: (1000 * (now.all - mark.all)) / Math.max(1, requests),
     loopMs: (1000 * (now.loop - mark.loop)) / Math.max(1, requests),
+    idle: (100 * (now.machine.idle - mark.machine.idle)) / (now.machine.total - mark.machine.total),
     load: loadavg()[0]!,
   };
 }

@@ -12,7 +12,9 @@
  * peer row is `GET /healthz` through the same server and client (the HTTP floor). Each row also
  * reports the server process's CPU time (every thread) per request: on a shared machine it moves
  * far less than throughput does; and its main thread's alone (`loop ms/req`: the event loop, which
- * serves every request).
+ * serves every request); and the share of the machine's CPU time left idle (`idle %`, every
+ * process): a server held back by its own scheduling leaves cores idle, one held back by CPU
+ * does not.
  *
  * `--compare` runs two servers side by side on copies of the same filled store, each row for
  * both, alternating: `new` (the server's defaults: one onnxruntime thread per session, queries
@@ -313,6 +315,7 @@ try {
     adds: '',
     cpuMs: Number.NaN,
     loopMs: Number.NaN,
+    idle: Number.NaN,
     load: loadavg()[0]!,
   });
 } finally {
@@ -331,6 +334,7 @@ printTable(
       'adds',
       'CPU ms/req',
       'loop ms/req',
+      'idle %',
       'load',
     ],
     align: [
@@ -342,6 +346,7 @@ printTable(
       'right',
       'right',
       'left',
+      'right',
       'right',
       'right',
       'right',
@@ -357,6 +362,7 @@ printTable(
       r.adds,
       Number.isNaN(r.cpuMs) ? '' : r.cpuMs.toFixed(1),
       Number.isNaN(r.loopMs) ? '' : r.loopMs.toFixed(1),
+      Number.isNaN(r.idle) ? '' : r.idle.toFixed(0),
       r.load.toFixed(2),
     ]),
   },

@@ -6,7 +6,7 @@ import { tmpDir } from '@bfe/core/testing';
 import { installTinyModel } from '@bfe/encoder/testing';
 import { resolveModelDir } from '@bfe/models';
 import { openEmbedder } from './embedder.js';
-import { openEmbedderPool, rowsOf } from './embedder-pool.js';
+import { DEFAULT_ENCODE_BATCH, openEmbedderPool, rowsOf } from './embedder-pool.js';
 import { MemoryStore } from '../store.js';
 import type { EncodedTexts } from '../types.js';
 
@@ -74,6 +74,27 @@ describe('openEmbedderPool on the tiny ONNX model', () => {
       await direct.dispose();
     }
     await expect(pool.encode(['cat'], 'query')).rejects.toThrow(/dispose/);
+  });
+
+  it('by default takes at most DEFAULT_ENCODE_BATCH queued queries a run, leaving the rest', async () => {
+    const modelDir = await installTinyModel(tmpDir());
+    const direct = await openEmbedder({ model: { dir: modelDir } });
+    const pool = await openEmbedderPool({ model: { dir: modelDir }, workers: 2 });
+    try {
+      const texts = ['the cat sat on a mat', 'hello world', 'dogs', 'the dogs sat', 'a', 'cat'];
+      // Sent at once: each worker takes the first call, the other ten wait in the queue.
+      const calls = Array.from({ length: 12 }, (_, i) => [texts[i % 6]!]);
+      const answers = await Promise.all(calls.map((c) => pool.encode(c, 'query')));
+      for (let i = 0; i < calls.length; i++)
+        expect(plain(answers[i]!)).toEqual(plain(await direct.encode(calls[i]!, 'query')));
+      expect(DEFAULT_ENCODE_BATCH).toBe(2);
+      const stats = pool.stats();
+      expect(stats.largestBatch).toBe(2); // coalesced, never more than two a run
+      expect(stats.runs).toBeGreaterThanOrEqual(6);
+    } finally {
+      await pool.dispose();
+      await direct.dispose();
+    }
   });
 
   it('answers a window the model cannot run with a ConfigError, as the encoder does', async () => {

@@ -10,9 +10,19 @@ import type { EmbedOptions, EncodedTexts, Embedder } from '../types.js';
 export interface EmbedderPoolOptions extends EmbedderOptions {
   /** Worker threads, each with its own encoder session. Default 1. */
   readonly workers?: number;
-  /** Most query texts coalesced into one encoder run. Default 16. */
+  /** Most query texts coalesced into one encoder run. Default {@link DEFAULT_ENCODE_BATCH}. */
   readonly maxBatch?: number;
 }
+
+/**
+ * Query texts one encoder run takes at most, by default: 2. A free worker takes that many of the
+ * queued queries and leaves the rest to the next worker to free up, so that queries spread over
+ * every worker instead of one run taking the whole queue while the other workers idle. The
+ * pass costs about the same per query at 2 as at 16 texts a run (`pnpm bench:search-floor`
+ * measures 8), and `bfe serve` with two workers answers more searches at 8 and 16 connections
+ * at 2 than at 16 (BENCHMARKS.md, "The service": `--encode-batch 16` beside the default).
+ */
+export const DEFAULT_ENCODE_BATCH = 2;
 
 /** What a pool has done: calls answered, encoder runs made (a coalesced run answers several). */
 export interface EmbedderPoolStats {
@@ -58,7 +68,7 @@ interface Slot {
  */
 export async function openEmbedderPool(options: EmbedderPoolOptions): Promise<EmbedderPool> {
   const workers = options.workers ?? 1;
-  const maxBatch = options.maxBatch ?? 16;
+  const maxBatch = options.maxBatch ?? DEFAULT_ENCODE_BATCH;
   if (!Number.isInteger(workers) || workers < 1)
     throw new Error(`openEmbedderPool: workers must be a positive integer, got ${workers}`);
   if (!Number.isInteger(maxBatch) || maxBatch < 1)
