@@ -18,9 +18,10 @@ export interface EmbedderPoolOptions extends EmbedderOptions {
  * Query texts one encoder run takes at most, by default: 2. A free worker takes that many of the
  * queued queries and leaves the rest to the next worker to free up, so that queries spread over
  * every worker instead of one run taking the whole queue while the other workers idle. The
- * pass costs about the same per query at 2 as at 16 texts a run (`pnpm bench:search-floor`
- * measures 8), and `bfe serve` with two workers answers more searches at 8 and 16 connections
- * at 2 than at 16 (BENCHMARKS.md, "The service": `--encode-batch 16` beside the default).
+ * pass costs no more per query at 2 than at 16 texts a run (`pnpm bench:search-floor
+ * --batch 2`, `--batch 16`), and `bfe serve` with two workers answers more searches at 8
+ * connections at 2 than at 16 (BENCHMARKS.md, "The service": `--encode-batch 16` beside the
+ * default).
  */
 export const DEFAULT_ENCODE_BATCH = 2;
 
