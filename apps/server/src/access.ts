@@ -38,5 +38,5 @@ export function grantReaches(
   if (!canSee(grant, bank)) throw noBank(bank);
   if (need.write === true && !grant.write)
     throw new HttpError(403, 'FORBIDDEN', 'this key may not write');
-  if (need.exists === true && !store.banks().includes(bank)) throw noBank(bank);
+  if (need.exists === true && !store.hasBank(bank)) throw noBank(bank);
 }

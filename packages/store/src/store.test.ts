@@ -71,6 +71,30 @@ describe('MemoryStore', () => {
     await store.close();
   });
 
+  it('hasBank answers as banks() does: live memories only, before and after a flush', async () => {
+    const store = await open(tmpDir());
+    expect(store.hasBank('b1')).toBe(false);
+    await store.add([
+      { id: 'a', bank: 'b1', text: 'the cat sat' },
+      { id: 'b', bank: 'b2', text: 'a dog ran' },
+    ]);
+    const listed = (): boolean[] => ['b1', 'b2', 'b3'].map((b) => store.banks().includes(b));
+    const asked = (): boolean[] => ['b1', 'b2', 'b3'].map((b) => store.hasBank(b));
+    expect(asked()).toEqual([true, true, false]);
+    await store.delete(['b'], { bank: 'b2' }); // b2 keeps rows, none of them live
+    expect(asked()).toEqual([true, false, false]);
+    expect(asked()).toEqual(listed());
+    await store.flush();
+    expect(asked()).toEqual(listed());
+    // A snapshot lists every bank with rows, live or not, and answers hasBank alike.
+    const snap = store.snapshot();
+    expect(['b1', 'b2', 'b3'].map((b) => snap.hasBank(b))).toEqual(
+      ['b1', 'b2', 'b3'].map((b) => snap.banks().includes(b)),
+    );
+    void snap.release();
+    await store.close();
+  });
+
   it('recovers every write on reopen, from the WAL and from segments', async () => {
     const dir = tmpDir();
     let store = await open(dir);

@@ -247,8 +247,14 @@ export class MemoryStore {
   /** Banks that hold at least one live memory. */
   banks(): string[] {
     this.#open();
-    // Per bank a map size, not a walk over its rows: the service asks this on every request.
+    // Per bank a map size, not a walk over its rows.
     return banksOf(this.#writer.state).filter((b) => this.#writer.live.memories(b) > 0);
+  }
+
+  /** Whether {@link banks} lists `bank`: a map lookup, asked by the service on every request. */
+  hasBank(bank: string): boolean {
+    this.#open();
+    return this.#writer.live.memories(bank) > 0;
   }
 
   /** An immutable view of the store now (see {@link Snapshot}); release it when done. */
@@ -300,7 +306,7 @@ export class MemoryStore {
     const { bank, query, ...options } = request;
     const snap = this.snapshot();
     try {
-      if (!snap.banks().includes(bank)) throw new DataError(`search: unknown bank '${bank}'`);
+      if (!snap.hasBank(bank)) throw new DataError(`search: unknown bank '${bank}'`);
       const view = snap.bank(bank);
       const encoded = await this.#embedder.encode([query], 'query');
       const embedder = this.#embedder;

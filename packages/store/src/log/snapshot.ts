@@ -1,4 +1,4 @@
-import { bankSources, banksOf, type StoreState } from './state.js';
+import { bankSources, banksOf, hasBankRows, type StoreState } from './state.js';
 import { FileRows } from './file-rows.js';
 import { DEFAULT_MAX_RESIDENT_TOKENS } from '../index/resident-index.js';
 import { liveRows } from './live-rows.js';
@@ -99,6 +99,11 @@ export class Snapshot {
   /** Banks that hold at least one segment or memtable row (possibly all deleted). */
   banks(): string[] {
     return banksOf(this.state);
+  }
+
+  /** Whether {@link banks} lists `name` (one pass, no list built). */
+  hasBank(name: string): boolean {
+    return hasBankRows(this.state, name);
   }
 
   /** The live memories of `bank` (empty when the bank has none). */

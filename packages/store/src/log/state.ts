@@ -97,6 +97,11 @@ export function banksOf(s: StoreState): string[] {
   return [...names].sort();
 }
 
+/** Whether `bank` has a segment or memtable rows: `banksOf(s).includes(bank)`, without the sort. */
+export function hasBankRows(s: StoreState, bank: string): boolean {
+  return s.segments.some((seg) => seg.bank === bank) || s.memtable.some((b) => b.bank === bank);
+}
+
 /** A bank's row sources in write order: its segments, then its memtable batches. */
 export function bankSources(s: StoreState, bank: string): SegmentRows[] {
   const out: SegmentRows[] = [];
