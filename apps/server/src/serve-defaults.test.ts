@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { tmpDir } from '@bfe/core/testing';
 import { runServeCli } from './cli.js';
@@ -12,9 +13,9 @@ describe('defaultEncodeWorkers', () => {
 describe('bfe serve --encode-batch', () => {
   it('refuses a batch below 1 or not a whole number with exit 2, before opening the store', async () => {
     for (const value of ['0', '1.5', 'many']) {
-      expect(await runServeCli(['--store', tmpDir(), '--port', '0', '--encode-batch', value])).toBe(
-        2,
-      );
+      const store = tmpDir();
+      expect(await runServeCli(['--store', store, '--port', '0', '--encode-batch', value])).toBe(2);
+      expect(readdirSync(store)).toEqual([]); // no store opened, no lock taken
     }
   });
 });
