@@ -89,7 +89,11 @@ export function serveProgram(): Command {
       '--encode-workers <n>',
       'encoder worker threads (default one per core, at most 2); 0: on the event loop',
     )
-    .option('--encode-batch <n>', 'most queries one encoder run coalesces', '2')
+    .option(
+      '--encode-batch <n>',
+      'most queries one encoder run coalesces',
+      String(DEFAULT_ENCODE_BATCH),
+    )
     .option('--passage-workers <n>', 'encoder threads for adds; 0: on the query workers', '1')
     .option('--kernel-workers <n>', 'resident-kernel worker threads; 0: on the event loop', '1')
     .option(

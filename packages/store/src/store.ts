@@ -247,11 +247,13 @@ export class MemoryStore {
   /** Banks that hold at least one live memory. */
   banks(): string[] {
     this.#open();
-    // Per bank a map size, not a walk over its rows.
-    return banksOf(this.#writer.state).filter((b) => this.#writer.live.memories(b) > 0);
+    return banksOf(this.#writer.state).filter((b) => this.hasBank(b));
   }
 
-  /** Whether {@link banks} lists `bank`: a map lookup, asked by the service on every request. */
+  /**
+   * Whether `bank` holds a live memory ({@link banks} lists it): a map size, not a walk over its
+   * rows, asked by the service on every request.
+   */
   hasBank(bank: string): boolean {
     this.#open();
     return this.#writer.live.memories(bank) > 0;

@@ -23,13 +23,17 @@ const p50Of = (r: RunResult): number | undefined => r.p50Ms ?? r.p50_ms;
  * same thread count with its ratio to bfe's (above 1: bfe is faster), or that no peer reaches it.
  */
 export function equalRecallLines(results: readonly RunResult[]): string[] {
-  const peers = new Map<string, SweepPoint[]>();
+  /** Per thread count, each peer's settings. */
+  const peers = new Map<number, Map<string, SweepPoint[]>>();
   for (const r of results) {
     const p50 = p50Of(r);
     if (!r.backend.startsWith('faiss') || r.recall === undefined || p50 === undefined) continue;
-    const key = `${r.backend}\u0000${r.threads ?? 1}`;
+    const byName = peers.get(r.threads ?? 1) ?? new Map<string, SweepPoint[]>();
+    peers.set(r.threads ?? 1, byName);
+    const points = byName.get(r.backend) ?? [];
+    byName.set(r.backend, points);
     // As queries per second, the envelope's measure (ef unused here).
-    peers.set(key, [...(peers.get(key) ?? []), { ef: 0, qps: 1000 / p50, recall: r.recall }]);
+    points.push({ ef: 0, qps: 1000 / p50, recall: r.recall });
   }
   const lines: string[] = [];
   for (const r of results) {
@@ -37,9 +41,7 @@ export function equalRecallLines(results: readonly RunResult[]): string[] {
     if (r.backend !== 'ivf' || r.recall === undefined || p50 === undefined) continue;
     const threads = r.threads ?? 1;
     let fastest: { name: string; ms: number } | undefined;
-    for (const [key, points] of peers) {
-      const [name, t] = key.split('\u0000') as [string, string];
-      if (Number(t) !== threads) continue;
+    for (const [name, points] of peers.get(threads) ?? []) {
       const qps = qpsAtRecall(points, r.recall);
       const ms = qps === undefined ? undefined : 1000 / qps;
       if (ms !== undefined && (fastest === undefined || ms < fastest.ms)) fastest = { name, ms };
