@@ -12,8 +12,9 @@ and `bfe-model.json` is the fp32 manifest with this graph's name, hashes and `dt
 
 Reproducible: with the pinned onnxruntime (tools/model/requirements-export.txt) a second run
 writes a byte-identical `model.onnx`; the script quantises twice and refuses to write a
-directory when the two graphs differ. Not a default anywhere: `pnpm bench:encoder` and the
-LoCoMo runs measure it beside fp32 (BENCHMARKS.md).
+directory when the two graphs differ. Not a default anywhere: `bfe serve --query-model` can
+encode the queries with it (passages stay fp32), and `pnpm bench:store --parts codecs
+--query-models` measures that store's retrieval beside fp32 (BENCHMARKS.md).
 """
 
 from __future__ import annotations

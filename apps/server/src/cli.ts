@@ -18,6 +18,7 @@ const USAGE =
   '                 [--index milvus://HOST:PORT] [--threads 1] [--encode-workers N] [--encode-batch 2]\n' +
   '                 [--passage-workers 1] [--kernel-workers 1] [--allowed-hosts NAME,…] [--rate 100]\n' +
   '                 [--burst 200] [--concurrency 16] [--drain-ms 10000] [--bm25-language none|english]\n' +
+  '                 [--query-model NAME]\n' +
   `                 ${STORE_FLAGS_USAGE}\n` +
   '                 [--graph-mb 1024]';
 
@@ -30,6 +31,8 @@ const argsSchema = z.strictObject({
   port: z.coerce.number().int().min(0).max(65535).default(8080),
   keys: z.string().min(1).optional(),
   model: z.string().min(1).optional(),
+  /** Another graph of the store's model that encodes the queries (its int8 weights). */
+  queryModel: z.string().min(1).optional(),
   /** The store's token index in Milvus (`milvus://host:port`, `https://…` for TLS). */
   index: z
     .string()
@@ -80,6 +83,10 @@ export function serveProgram(): Command {
     .option('--port <n>', 'port to listen on; 0: a free port', '8080')
     .option('--keys <file>', 'API keys and their banks (without it: loopback requests only)')
     .option('--model <name>', 'the encoder of a new store (default all-minilm-l6-v2)')
+    .option(
+      '--query-model <name>',
+      "an installed graph of the store's model that encodes the queries (e.g. its int8 weights)",
+    )
     .option(
       '--index <url>',
       'token index in Milvus: milvus://HOST:PORT or https://HOST:PORT, ?index=HNSW&M=16&ef=128, ?ca=FILE',
@@ -157,6 +164,7 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
       encodeWorkers: args.encodeWorkers,
       encodeBatch: args.encodeBatch,
       passageWorkers: args.passageWorkers,
+      ...(args.queryModel === undefined ? {} : { queryModel: args.queryModel }),
       kernelWorkers: args.kernelWorkers,
       ...(args.graphMb === undefined ? {} : { maxGraphBytes: args.graphMb * 1024 * 1024 }),
       logger: { level: 'warn', stream: process.stderr },

@@ -39,5 +39,17 @@ describe('byRole: queries and passages on encoders of their own', () => {
 
   it('refuses two different models', () => {
     expect(() => byRole(fakeEmbedder(8), fakeEmbedder(16))).toThrow(/one model/);
+    const other = { ...fakeEmbedder(8), model: 'another graph' };
+    expect(() => byRole(other, fakeEmbedder(8))).toThrow(/one model/);
+  });
+
+  it('takes another graph for the queries when asked, carrying the passages model', () => {
+    const passages = fakeEmbedder(8);
+    const both = byRole({ ...fakeEmbedder(8), model: 'query graph' }, passages, {
+      queryModel: true,
+    });
+    expect(both.model).toBe(passages.model);
+    // Another dimension is refused even then.
+    expect(() => byRole(fakeEmbedder(16), passages, { queryModel: true })).toThrow(/one model/);
   });
 });

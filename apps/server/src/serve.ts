@@ -3,16 +3,14 @@ import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import {
   DEFAULT_MAX_TEXT_BYTES,
   MemoryStore,
-  openEmbedderPool,
   storeIndexFactory,
   residentKernelPool,
-  type Embedder,
   type StoreIndexFactory,
   type ResidentKernelPool,
   type StoreOptions,
 } from '@bfe/store';
 import { buildServer, type ServerOptions } from './app.js';
-import { byRole } from './embedder-roles.js';
+import { openServeEmbedder } from './serve-encoders.js';
 import { keysPolicy, loadKeysFile, loopbackPolicy } from './keys.js';
 import { DEFAULT_LIMITS, type RequestLimits } from './limits.js';
 
@@ -56,6 +54,13 @@ export interface ServeOptions {
    * adds on the query workers. Used only with `encodeWorkers` > 0.
    */
   readonly passageWorkers?: number;
+  /**
+   * An installed model that encodes the queries (`--query-model`): another graph of the store's
+   * model (its int8 weights, `tools/model/quantize_int8.py`), checked by `assertQueryModel`.
+   * Passages are still encoded by the store's model, on passage workers of their own. Needs
+   * `encodeWorkers` > 0 and `passageWorkers` > 0. Default: the store's model for both.
+   */
+  readonly queryModel?: string;
   /**
    * Worker threads that hold each small bank resident on its own onnxruntime kernel and run its
    * token top-k there, off the event loop (`residentKernelPool`). Default 1; 0 keeps resident
@@ -110,28 +115,8 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   const bound = ['0.0.0.0', '::', ''].includes(options.host) ? [] : [options.host];
   let storeOptions = options.storeOptions ?? {};
   const workers = options.encodeWorkers ?? defaultEncodeWorkers();
-  let pool: (Embedder & { dispose(): Promise<void> }) | undefined;
-  if (storeOptions.embedder === undefined && workers > 0) {
-    const open = (n: number) =>
-      openEmbedderPool({
-        model: storeOptions.model ?? 'all-minilm-l6-v2',
-        workers: n,
-        ...(options.encodeBatch === undefined ? {} : { maxBatch: options.encodeBatch }),
-        ...(storeOptions.maxLength === undefined ? {} : { maxLength: storeOptions.maxLength }),
-        ...(storeOptions.threads === undefined ? {} : { threads: storeOptions.threads }),
-      });
-    const queries = await open(workers);
-    const passageWorkers = options.passageWorkers ?? 1;
-    if (passageWorkers === 0) pool = queries;
-    else {
-      const passages = await open(passageWorkers).catch(async (error: unknown) => {
-        await queries.dispose();
-        throw error;
-      });
-      pool = byRole(queries, passages);
-    }
-    storeOptions = { ...storeOptions, embedder: pool };
-  }
+  const pool = await openServeEmbedder(options, storeOptions, workers);
+  if (pool !== undefined) storeOptions = { ...storeOptions, embedder: pool };
   let kernels: ResidentKernelPool | undefined;
   let index: StoreIndexFactory | undefined;
   const release = async (): Promise<void> => {

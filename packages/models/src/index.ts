@@ -25,3 +25,4 @@ export { importModelDir } from './model-dir.js';
 export type { ImportModelOptions } from './model-dir.js';
 export { describeModelDir } from './model-facts.js';
 export type { ModelFactOverrides, ModelFacts } from './model-facts.js';
+export { assertQueryModel, queryModelDifferences } from './query-model.js';

@@ -13,6 +13,7 @@ export type { CommitStats } from './log/group-commit.js';
 export { Snapshot } from './log/snapshot.js';
 export { PieceTokens, contiguousTokens, viewTokens } from './view-tokens.js';
 export { openEmbedder } from './encode/embedder.js';
+export { checkQueryModel } from './encode/query-model.js';
 export type { EmbedderOptions, ModelChoice } from './encode/embedder.js';
 export { DEFAULT_ENCODE_BATCH, openEmbedderPool } from './encode/embedder-pool.js';
 export type {

@@ -9,13 +9,15 @@
  * second two cores allow for the two alone, before routing, scoring and evidence. Then a whole
  * `MemoryStore.search` in process on one thread, with and without `explain`, on the same banks
  * and questions (`search-floor-store.ts`): what scoring, fusion and evidence add before HTTP.
+ * `--query-model NAME` encodes the questions with another graph of `--model` (as `bfe serve
+ * --query-model` does; the turns stay `--model`'s).
  *
  * @example
  * BFE_DATA_MIRROR=../shared/data pnpm bench:search-floor
  */
 import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
 import { OrtSimilarityKernel } from '@bfe/index';
-import { openEmbedder } from '@bfe/store';
+import { checkQueryModel, openEmbedder, type Embedder } from '@bfe/store';
 import { benchCommand, flag, parseCommand, positive } from '../shared/cli.js';
 import { cpuMsSince } from '../shared/machine.js';
 import { note, out, printJson } from '../shared/table.js';
@@ -29,8 +31,14 @@ const command = benchCommand(
     flag('--queries <n>', 'questions in all, spread over the conversations', positive, '400'),
   )
   .addOption(flag('--batch <n>', 'questions per encoder run', positive, '8'))
-  .option('--model <name>', 'installed model', 'all-minilm-l6-v2');
-const { options } = parseCommand<{ queries: number; batch: number; model: string }>(command);
+  .option('--model <name>', 'installed model', 'all-minilm-l6-v2')
+  .option('--query-model <name>', 'another graph of --model that encodes the questions');
+const { options } = parseCommand<{
+  queries: number;
+  batch: number;
+  model: string;
+  queryModel?: string;
+}>(command);
 
 const PEAK_GFLOPS = 78;
 const K = 64;
@@ -38,6 +46,17 @@ const K = 64;
 const loaded = await loadDataset('locomo', { location: dataLocationFromEnv() });
 const banks = [...new Set(loaded.benchmark.memories.map((m) => m.bankId))].sort();
 const embedder = await openEmbedder({ model: options.model, threads: 1 });
+if (options.queryModel !== undefined) await checkQueryModel(options.model, options.queryModel);
+const questionEmbedder =
+  options.queryModel === undefined
+    ? embedder
+    : await openEmbedder({ model: options.queryModel, threads: 1 });
+/** The store's embedder: turns by `--model`, questions by the query model. */
+const storeEmbedder: Embedder = {
+  ...embedder,
+  encode: (texts, role, o) =>
+    (role === 'query' ? questionEmbedder : embedder).encode(texts, role, o),
+};
 const kernel = new OrtSimilarityKernel({ threads: 1 });
 let encodeCpu = 0;
 let topKCpu = 0;
@@ -60,11 +79,11 @@ for (const bank of banks) {
   const dim = memories.dim;
   bankTokens += tokens;
   await kernel.makeResident(memories.tokenVectors, tokens, dim);
-  await embedder.encode(questions.slice(0, options.batch), 'query'); // warm
+  await questionEmbedder.encode(questions.slice(0, options.batch), 'query'); // warm
   const rows: Float32Array[] = [];
   const c0 = process.cpuUsage();
   for (let i = 0; i < questions.length; i += options.batch) {
-    const e = await embedder.encode(questions.slice(i, i + options.batch), 'query');
+    const e = await questionEmbedder.encode(questions.slice(i, i + options.batch), 'query');
     for (let q = 0; q < e.count; q++) {
       rows.push(e.tokenVectors.subarray(e.tokenOffsets[q]! * dim, e.tokenOffsets[q + 1]! * dim));
     }
@@ -81,15 +100,16 @@ for (const bank of banks) {
 }
 await kernel.dispose();
 note('store.search in process…');
-const split = await storeSplit(embedder, floorBanks);
+const split = await storeSplit(storeEmbedder, floorBanks);
 await embedder.dispose();
+if (questionEmbedder !== embedder) await questionEmbedder.dispose();
 const encodeMs = encodeCpu / searches;
 const topKMs = topKCpu / searches;
 const gflops = flops / (topKCpu / 1000) / 1e9;
 const tokens = Math.round(bankTokens / banks.length);
 const both = encodeMs + topKMs;
 out(
-  `query encoder: ${encodeMs.toFixed(2)} CPU ms a search (batches of ${options.batch}, ${searches} questions)`,
+  `query encoder${options.queryModel === undefined ? '' : ` (${options.queryModel})`}: ${encodeMs.toFixed(2)} CPU ms a search (batches of ${options.batch}, ${searches} questions)`,
 );
 out(
   `resident top-k over its conversation (${tokens} tokens on average): ${topKMs.toFixed(2)} CPU ms a search ` +

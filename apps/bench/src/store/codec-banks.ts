@@ -35,6 +35,8 @@ export interface CodecBenchmark {
   /** Memory id → its fp32 token vectors as encoded (a view into the bank). */
   readonly tokensOf: (id: string) => Float32Array;
   readonly dim: number;
+  /** The model that encoded the bank: its registry name and graph's SHA-256. */
+  readonly model: { readonly name: string; readonly sha256: string };
   /** Texts two memories (or two queries) share; their encoded rows compared bit for bit. */
   readonly duplicateTexts: number;
 }
@@ -139,7 +141,20 @@ export async function codecBenchmark(
     return memories.tokenVectors.subarray(o[r]! * dim, o[r + 1]! * dim);
   };
   const { subtasks } = benchmark;
-  return { name, banks, texts, queries, subtasks, labels, embedder, tokensOf, dim, duplicateTexts };
+  const model = { name: bank.manifest.model.name, sha256: bank.manifest.model.sha256 };
+  return {
+    name,
+    banks,
+    texts,
+    queries,
+    subtasks,
+    labels,
+    embedder,
+    tokensOf,
+    dim,
+    model,
+    duplicateTexts,
+  };
 }
 
 /** Whether rows `a` and `b` of a side hold the same tokens and vectors, bit for bit. */

@@ -27,8 +27,10 @@
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
+import { assertQueryModel, loadModelManifest, resolveModelDir } from '@bfe/models';
 import { SparseScorer } from '@bfe/scorer';
-import { codecBenchmark } from './codec-banks.js';
+import { openEmbedder } from '@bfe/store';
+import { codecBenchmark, type CodecBenchmark } from './codec-banks.js';
 import {
   CODEC_HEAD,
   EXPERIMENT_HEAD,
@@ -66,6 +68,7 @@ const RUNS: Record<Dataset, string> = {
 /** The part's flags, as `commander` parses them. */
 export interface CodecOptions {
   codecs: Codec[];
+  queryModels: string[];
   codecDatasets: Dataset[];
   lmeEvery: number;
   locomoEncoded: string;
@@ -78,6 +81,14 @@ export interface CodecOptions {
 export function codecFlags(command: Command): Command {
   return command
     .addOption(flag('--codecs <list>', 'codecs: store codecs', someOf(CODECS), CODECS.join(',')))
+    .addOption(
+      flag(
+        '--query-models <list>',
+        'codecs: installed models that encode the queries of an fp32 store, each a row (passages replayed)',
+        list,
+        '',
+      ),
+    )
     .addOption(
       flag('--codec-datasets <list>', 'codecs: datasets', someOf(DATASETS), DATASETS.join(',')),
     )
@@ -138,8 +149,19 @@ export async function codecQuality(
         );
         runs.push(r);
       }
+      for (const model of options.queryModels) {
+        const r = await runQueryModel(
+          b,
+          model,
+          join(context.work, `query-${model}`),
+          scorer,
+          context.threads,
+        );
+        note(`codecs: ${name} fp32, queries ${model}: search ${r.searchSeconds.toFixed(1)} s`);
+        runs.push(r);
+      }
       codecs.push(...codecRows(b, runs));
-      const fp32 = runs.find((r) => r.codec === 'fp32');
+      const fp32 = runs.find((r) => r.codec === 'fp32' && r.queries === 'replayed');
       if (fp32 === undefined) continue;
       for (const dir of lme ? options.lmeRun : options.locomoRun) {
         const { run, lines } = await experimentLines(resolve(repoRoot, dir));
@@ -150,4 +172,28 @@ export async function codecQuality(
     await scorer.dispose();
   }
   return { codecs, experiment };
+}
+
+/**
+ * The fp32 store of `b` with its queries encoded live by the installed model `model` (one
+ * onnxruntime thread), its passages the encoded bank's rows: refused unless `model` may encode
+ * queries for the bank's model (`assertQueryModel`, as `bfe serve --query-model` checks).
+ */
+async function runQueryModel(
+  b: CodecBenchmark,
+  model: string,
+  dir: string,
+  scorer: SparseScorer,
+  threads: number | undefined,
+): Promise<CodecRun> {
+  const passage = await loadModelManifest(resolveModelDir(b.model.name));
+  if (passage.modelSha256 !== b.model.sha256)
+    throw new Error(`the installed ${b.model.name} is not the graph that encoded the bank`);
+  assertQueryModel(passage, await loadModelManifest(resolveModelDir(model)));
+  const embedder = await openEmbedder({ model, threads: 1 });
+  try {
+    return await runCodec(b, 'fp32', dir, scorer, threads, { name: model, embedder });
+  } finally {
+    await embedder.dispose();
+  }
 }

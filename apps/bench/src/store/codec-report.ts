@@ -71,6 +71,7 @@ export const CODEC_HEAD = [
   'dataset',
   'queries',
   'codec',
+  'queries',
   'system',
   'R@10',
   'NDCG@10',
@@ -88,7 +89,7 @@ export const CODEC_HEAD = [
 export function codecRows(b: CodecBenchmark, runs: readonly CodecRun[]): string[][] {
   const rows: string[][] = [];
   const clusters = new Map(b.queries.map((q) => [q.id, q.bank]));
-  const reference = runs.find((r) => r.codec === 'fp32');
+  const reference = runs.find((r) => r.codec === 'fp32' && r.queries === 'replayed');
   for (const system of CODEC_SYSTEMS) {
     const base = reference && evaluateRuns(b, reference.runs.get(system)!);
     for (const r of runs) {
@@ -104,6 +105,7 @@ export function codecRows(b: CodecBenchmark, runs: readonly CodecRun[]): string[
         b.name,
         String(e.nQueries),
         r.codec,
+        r.queries,
         system,
         f4(e.metrics['recall@10']!),
         f4(e.metrics['ndcg@10']!),

@@ -5,7 +5,7 @@
  */
 import { rm } from 'node:fs/promises';
 import type { SparseScorer } from '@bfe/scorer';
-import { MemoryStore, type StoreOptions } from '@bfe/store';
+import { MemoryStore, type Embedder, type StoreOptions } from '@bfe/store';
 import type { CodecBenchmark } from './codec-banks.js';
 
 /** The store's codecs, fp32 (the reference) first. */
@@ -26,6 +26,8 @@ export const TOP = 10;
 /** One codec's store on one benchmark. */
 export interface CodecRun {
   readonly codec: Codec;
+  /** Who encoded the queries: `replayed` (the encoded bank's rows), or a query model's name. */
+  readonly queries: string;
   readonly tokens: number;
   readonly memories: number;
   readonly segments: number;
@@ -40,9 +42,16 @@ export interface CodecRun {
 
 const now = (): number => Number(process.hrtime.bigint()) / 1e9;
 
+/** A query model's encoder, run live on the queries while the passages stay replayed. */
+export interface QueryEncoder {
+  readonly name: string;
+  readonly embedder: Embedder;
+}
+
 /**
  * Builds a store of `b` in `dir` with `codec`, searches every query with both systems and
- * removes the store.
+ * removes the store. With `queries`, the store's queries are encoded by that model (passages
+ * still the encoded bank's rows): the store `bfe serve --query-model` runs.
  * @throws Error when a bank still has memtable rows after the flush, or a view lacks a memory
  */
 export async function runCodec(
@@ -51,10 +60,22 @@ export async function runCodec(
   dir: string,
   scorer: SparseScorer,
   threads: number | undefined,
+  queries?: QueryEncoder,
 ): Promise<CodecRun> {
   const t0 = now();
+  const replay = b.embedder;
+  const embedder: Embedder =
+    queries === undefined
+      ? replay
+      : {
+          ...replay,
+          encode: (texts, role, options) =>
+            role === 'query'
+              ? queries.embedder.encode(texts, role, options)
+              : replay.encode(texts, role, options),
+        };
   const store = await MemoryStore.open(dir, {
-    embedder: b.embedder,
+    embedder,
     scorer,
     codec,
     compactSegments: 0,
@@ -97,6 +118,7 @@ export async function runCodec(
       }
     return {
       codec,
+      queries: queries?.name ?? 'replayed',
       tokens: stats.tokens,
       memories: stats.memories,
       segments: stats.segments,
