@@ -27,9 +27,9 @@
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
-import { assertQueryModel, loadModelManifest, resolveModelDir } from '@bfe/models';
+import { loadModelManifest, resolveModelDir } from '@bfe/models';
 import { SparseScorer } from '@bfe/scorer';
-import { openEmbedder } from '@bfe/store';
+import { checkQueryModel, openEmbedder } from '@bfe/store';
 import { codecBenchmark, type CodecBenchmark } from './codec-banks.js';
 import {
   CODEC_HEAD,
@@ -177,7 +177,7 @@ export async function codecQuality(
 /**
  * The fp32 store of `b` with its queries encoded live by the installed model `model` (one
  * onnxruntime thread), its passages the encoded bank's rows: refused unless `model` may encode
- * queries for the bank's model (`assertQueryModel`, as `bfe serve --query-model` checks).
+ * queries for the bank's model (`checkQueryModel`, as `bfe serve --query-model` checks).
  */
 async function runQueryModel(
   b: CodecBenchmark,
@@ -189,7 +189,7 @@ async function runQueryModel(
   const passage = await loadModelManifest(resolveModelDir(b.model.name));
   if (passage.modelSha256 !== b.model.sha256)
     throw new Error(`the installed ${b.model.name} is not the graph that encoded the bank`);
-  assertQueryModel(passage, await loadModelManifest(resolveModelDir(model)));
+  await checkQueryModel(b.model.name, model);
   const embedder = await openEmbedder({ model, threads: 1 });
   try {
     return await runCodec(b, 'fp32', dir, scorer, threads, { name: model, embedder });
