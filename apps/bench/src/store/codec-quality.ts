@@ -135,6 +135,8 @@ export async function codecQuality(
       note(
         `codecs: ${name}: ${b.banks.size} banks, ${tokens} memories, ${b.queries.length} queries, ${b.duplicateTexts} repeated texts (same vectors)`,
       );
+      // Every query model checked before any store is built, so a refused one costs nothing.
+      for (const model of options.queryModels) await checkQueryModelFor(b, model);
       const runs: CodecRun[] = [];
       for (const codec of options.codecs) {
         const r = await runCodec(
@@ -175,9 +177,21 @@ export async function codecQuality(
 }
 
 /**
+ * Throws unless the installed model `model` may encode queries for the bank's model
+ * (`checkQueryModel`, as `bfe serve --query-model` checks), the installed bank model being the
+ * graph that encoded the bank.
+ */
+async function checkQueryModelFor(b: CodecBenchmark, model: string): Promise<void> {
+  const passage = await loadModelManifest(resolveModelDir(b.model.name));
+  if (passage.modelSha256 !== b.model.sha256)
+    throw new Error(`the installed ${b.model.name} is not the graph that encoded the bank`);
+  await checkQueryModel(b.model.name, model);
+}
+
+/**
  * The fp32 store of `b` with its queries encoded live by the installed model `model` (one
- * onnxruntime thread), its passages the encoded bank's rows: refused unless `model` may encode
- * queries for the bank's model (`checkQueryModel`, as `bfe serve --query-model` checks).
+ * onnxruntime thread, checked first by {@link checkQueryModelFor}), its passages the encoded
+ * bank's rows.
  */
 async function runQueryModel(
   b: CodecBenchmark,
@@ -186,10 +200,6 @@ async function runQueryModel(
   scorer: SparseScorer,
   threads: number | undefined,
 ): Promise<CodecRun> {
-  const passage = await loadModelManifest(resolveModelDir(b.model.name));
-  if (passage.modelSha256 !== b.model.sha256)
-    throw new Error(`the installed ${b.model.name} is not the graph that encoded the bank`);
-  await checkQueryModel(b.model.name, model);
   const embedder = await openEmbedder({ model, threads: 1 });
   try {
     return await runCodec(b, 'fp32', dir, scorer, threads, { name: model, embedder });
