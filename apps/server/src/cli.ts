@@ -18,7 +18,7 @@ const USAGE =
   '                 [--index milvus://HOST:PORT] [--threads 1] [--encode-workers N] [--encode-batch 2]\n' +
   '                 [--passage-workers 1] [--kernel-workers 1] [--allowed-hosts NAME,…] [--rate 100]\n' +
   '                 [--burst 200] [--concurrency 16] [--drain-ms 10000] [--bm25-language none|english]\n' +
-  '                 [--query-model NAME]\n' +
+  '                 [--query-model NAME] [--resident-product fp32|int8]\n' +
   `                 ${STORE_FLAGS_USAGE}\n` +
   '                 [--graph-mb 1024]';
 
@@ -48,6 +48,8 @@ const argsSchema = z.strictObject({
   passageWorkers: z.coerce.number().int().min(0).max(64).default(1),
   /** Resident-kernel worker threads; 0: resident kernels on the event loop's thread. */
   kernelWorkers: z.coerce.number().int().min(0).max(64).default(1),
+  /** The resident kernels' product: fp32, or int8 (approximate proposals rescored). */
+  residentProduct: z.enum(['fp32', 'int8']).default('fp32'),
   /** Without --keys, further `Host` names requests may carry (comma-separated). */
   allowedHosts: z
     .string()
@@ -103,6 +105,11 @@ export function serveProgram(): Command {
     )
     .option('--passage-workers <n>', 'encoder threads for adds; 0: on the query workers', '1')
     .option('--kernel-workers <n>', 'resident-kernel worker threads; 0: on the event loop', '1')
+    .option(
+      '--resident-product <p>',
+      'resident banks: fp32, or int8 (int8 proposals rescored in float64)',
+      'fp32',
+    )
     .option(
       '--allowed-hosts <names>',
       'without --keys: more Host names to answer (comma-separated)',
@@ -166,6 +173,7 @@ export async function runServeCli(argv: readonly string[]): Promise<number> {
       passageWorkers: args.passageWorkers,
       ...(args.queryModel === undefined ? {} : { queryModel: args.queryModel }),
       kernelWorkers: args.kernelWorkers,
+      residentProduct: args.residentProduct,
       ...(args.graphMb === undefined ? {} : { maxGraphBytes: args.graphMb * 1024 * 1024 }),
       logger: { level: 'warn', stream: process.stderr },
     });

@@ -68,6 +68,13 @@ export interface ServeOptions {
    */
   readonly kernelWorkers?: number;
   /**
+   * The resident kernels' product (`--resident-product`, `storeIndexFactory`'s
+   * `residentProduct`): `fp32` (default) or `int8` (the bank held as int8, proposals rescored in
+   * float64; approximate, measured in BENCHMARKS.md "The service"). Ignored with
+   * `storeOptions.index` given.
+   */
+  readonly residentProduct?: 'fp32' | 'int8';
+  /**
    * Bytes of HNSW graphs of large banks held in memory (`storeIndexFactory`'s `maxGraphBytes`,
    * default 1 GiB). Ignored with `storeOptions.index` given.
    */
@@ -128,15 +135,19 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   try {
     if (storeOptions.index === undefined) {
       const threads = storeOptions.threads === undefined ? {} : { threads: storeOptions.threads };
-      const graphs =
-        options.maxGraphBytes === undefined ? {} : { maxGraphBytes: options.maxGraphBytes };
+      const indexOptions = {
+        ...(options.maxGraphBytes === undefined ? {} : { maxGraphBytes: options.maxGraphBytes }),
+        ...(options.residentProduct === undefined
+          ? {}
+          : { residentProduct: options.residentProduct }),
+      };
       // The store's default index (resident exact for small banks, a maintained HNSW graph for
       // large ones), its resident kernels on the worker pool (or on the event loop's thread).
       if ((options.kernelWorkers ?? 1) > 0) {
         const k = await residentKernelPool({ workers: options.kernelWorkers ?? 1, ...threads });
         kernels = k;
-        index = storeIndexFactory({ ...threads, ...graphs }, { kernel: (f) => k.kernel(f) });
-      } else index = storeIndexFactory({ ...threads, ...graphs });
+        index = storeIndexFactory({ ...threads, ...indexOptions }, { kernel: (f) => k.kernel(f) });
+      } else index = storeIndexFactory({ ...threads, ...indexOptions });
       storeOptions = { ...storeOptions, index };
     }
     store = await MemoryStore.open(options.store, storeOptions);

@@ -25,7 +25,7 @@ export { RunningTopK } from './running-top-k.js';
 export { bestTokensInto, dot64, dotsInto, firstNonFinite } from './dots.js';
 export { CandidateBank } from './candidate-bank.js';
 export { NonFiniteScoresError } from './kernel.js';
-export type { ChunkTopK, SimilarityKernel } from './kernel.js';
+export type { ChunkTopK, ScorePrecision, SimilarityKernel } from './kernel.js';
 export { JsSimilarityKernel } from './js-kernel.js';
 export { OrtSimilarityKernel } from './ort-kernel.js';
 export type { ExecutionProvider, OrtKernelOptions } from './ort-kernel.js';
@@ -36,6 +36,13 @@ export {
   similarityGraph,
   tokenSimilarityGraph,
 } from './onnx-graph.js';
+export {
+  INT8_QUERY_LEVELS,
+  INT8_RESIDENT_MARGIN,
+  int8TopKGraph,
+  quantizeRows,
+} from './int8-top-k.js';
+export type { QuantizedRows } from './int8-top-k.js';
 export { graphSessionOptions } from './graph-session.js';
 export type { GraphSessionSettings } from './graph-session.js';
 export type { SimilarityGraphSpec } from './onnx-graph.js';

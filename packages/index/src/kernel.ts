@@ -11,6 +11,13 @@ export interface ChunkTopK {
   readonly indices: Int32Array;
   /** `[rows * n]` all scores of the chunk, when asked for. */
   readonly scores: Float32Array | undefined;
+  /**
+   * True when the entries were chosen by an approximate product (an int8 resident bank,
+   * `OrtSimilarityKernel.makeResident(…, 'int8')`): `values` are estimates, the set is the
+   * estimates' top-k. `exactTopK` then rescores every fetched entry and cannot prove the set
+   * exact (it proposes `k + margin`, the margin chosen by the caller).
+   */
+  readonly approximate?: boolean;
 }
 
 /**

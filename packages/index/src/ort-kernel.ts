@@ -1,6 +1,8 @@
 import * as ort from 'onnxruntime-node';
 import { codecSimilarityGraph, CODEC_GRAPH_NAMES, type CodeElement } from './codec-graph.js';
 import { graphSessionOptions } from './graph-session.js';
+import { int8TopK, int8TopKGraph } from './int8-top-k.js';
+import { describeFeeds, tensorData } from './ort-outputs.js';
 import {
   GRAPH_NAMES,
   int8ScoresGraph,
@@ -60,7 +62,14 @@ export class OrtSimilarityKernel implements SimilarityKernel {
   readonly #options: OrtKernelOptions;
   readonly #sessions = new Map<string, Promise<ort.InferenceSession>>();
   #resident:
-    { bank: Float32Array; n: number; dim: number; session: ort.InferenceSession } | undefined;
+    | {
+        bank: Float32Array;
+        n: number;
+        dim: number;
+        session: ort.InferenceSession;
+        precision: ScorePrecision;
+      }
+    | undefined;
   #residentHits = 0;
   #disposed = false;
 
@@ -90,22 +99,36 @@ export class OrtSimilarityKernel implements SimilarityKernel {
    * fits one chunk) skip the `bank` feed and the packing; other banks take the ordinary path.
    * The bank must not change while resident. Replaces any previous resident bank. For a fixed
    * memory store searched by one query at a time (METHOD.md §2's exact search, unchanged).
+   * `'int8'` (CPU only): the bank held as int8 and each query row quantised on its own
+   * (int8-top-k.ts); the top-k is then the integer product's, marked `approximate`, for the
+   * caller to rescore with a margin.
    *
    * @example
    * await kernel.makeResident(x, 50_000, 384);
    * await exactTopK(kernel, q, 20, flatBankSource(x, 384), { k: 64 }); // bank packed once
    */
-  async makeResident(bank: Float32Array, n: number, dim: number): Promise<void> {
+  async makeResident(
+    bank: Float32Array,
+    n: number,
+    dim: number,
+    precision: ScorePrecision = 'fp32',
+  ): Promise<void> {
     if (this.#disposed) throw new Error('OrtSimilarityKernel: used after dispose()');
     checkKernelShapes(new Float32Array(dim), 1, bank, n, dim);
+    if (precision === 'int8' && this.executionProvider !== 'cpu') {
+      throw new Error('OrtSimilarityKernel: an int8 resident bank runs on the CPU provider only');
+    }
     await this.releaseResident();
-    const session = await this.#createSession({
-      dim,
-      topK: true,
-      scores: false,
-      residentBank: { data: bank, n },
-    });
-    this.#resident = { bank, n, dim, session };
+    const session =
+      precision === 'int8'
+        ? await this.#createFromBytes(int8TopKGraph(quantizeBank(bank, n, dim)))
+        : await this.#createSession({
+            dim,
+            topK: true,
+            scores: false,
+            residentBank: { data: bank, n },
+          });
+    this.#resident = { bank, n, dim, session, precision };
   }
 
   /** Releases the resident bank's session, if any. */
@@ -136,6 +159,16 @@ export class OrtSimilarityKernel implements SimilarityKernel {
       resident.bank.buffer === bank.buffer &&
       resident.bank.byteOffset === bank.byteOffset &&
       resident.bank.length === bank.length;
+    if (isResident && resident.precision === 'int8') {
+      this.#residentHits += 1;
+      return int8TopK(
+        (feeds) => this.#runSession(resident.session, feeds),
+        queries,
+        rows,
+        dim,
+        kOut,
+      );
+    }
     const feeds: Record<string, ort.Tensor> = {
       [GRAPH_NAMES.queries]: new ort.Tensor('float32', queries, [rows, dim]),
       // A fresh buffer per call: onnxruntime reads feeds when the run starts, on its own thread.
@@ -344,25 +377,4 @@ export class OrtSimilarityKernel implements SimilarityKernel {
       }),
     );
   }
-}
-
-function describeFeeds(feeds: Record<string, ort.Tensor>): string {
-  return Object.entries(feeds)
-    .map(([name, t]) => `${name}: ${t.type} [${t.dims.join(', ')}]`)
-    .join('; ');
-}
-
-function tensorData(
-  out: ort.InferenceSession.ReturnType,
-  name: string,
-  type: 'float32' | 'int32' | 'int64',
-  length: number,
-): Float32Array | Int32Array | BigInt64Array {
-  const t = out[name];
-  if (t === undefined || t.type !== type || t.data.length !== length) {
-    throw new Error(
-      `OrtSimilarityKernel: output ${name} is ${t === undefined ? 'missing' : `${t.type} [${t.dims.join(', ')}]`}, expected ${type} with ${length} values`,
-    );
-  }
-  return t.data as Float32Array | Int32Array | BigInt64Array;
 }

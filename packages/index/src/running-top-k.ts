@@ -11,6 +11,8 @@ export class RunningTopK {
   readonly values: Float32Array;
   readonly indices: Int32Array;
   count = 0;
+  /** Whether a merged chunk's entries were chosen by an approximate product. */
+  approximate = false;
   readonly #scratchValues: Float32Array;
   readonly #scratchIndices: Int32Array;
 
@@ -26,6 +28,7 @@ export class RunningTopK {
   /** Folds in a chunk's per-row top-k; `offset` turns its chunk-local indices into bank ones. */
   merge(top: ChunkTopK, offset: number): void {
     const { rows, k, values, indices } = this;
+    if (top.approximate === true) this.approximate = true;
     const kOut = top.kOut;
     const cv = top.values;
     const ci = top.indices;

@@ -57,16 +57,18 @@ export interface TokenHits {
   readonly passes: number;
   /** Query rows re-searched wider because of near-ties at the k-th place. */
   readonly widenedRows: number;
+  /** Proposed by an approximate product (an int8 resident bank), every proposal rescored. */
+  readonly approximate?: boolean;
 }
 
 /**
  * How a search scores its candidates' chunks when not by `kernel.topK` over the store's
- * float32 rows: {@link ExactTopKOptions.chunkTopK} and its error bound, for one search's
+ * float32 rows: {@link ExactTopKOptions.chunkTopK}, its error bound and the proposals' margin, for one search's
  * {@link CandidateBank}.
  */
 export type ChunkScoring = (
   bank: CandidateBank,
-) => Pick<ExactTopKOptions, 'chunkTopK' | 'queryBound'>;
+) => Pick<ExactTopKOptions, 'chunkTopK' | 'queryBound' | 'margin'>;
 
 /**
  * Bank-wide per-query-token top-k over a candidate set of memories: what the sparse scorer
@@ -175,6 +177,7 @@ export class ExactTokenIndex implements TokenIndex {
       ...(best === undefined ? {} : { best }),
       passes: top.passes,
       widenedRows: top.widenedRows,
+      ...(top.approximate ? { approximate: true } : {}),
     };
   }
 

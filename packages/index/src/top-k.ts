@@ -49,6 +49,11 @@ export interface TopKResult {
   readonly passes: number;
   /** Query rows that needed a wider search (near-ties at the k-th place). */
   readonly widenedRows: number;
+  /**
+   * The kernel proposed from an approximate product ({@link ChunkTopK.approximate}): every
+   * proposal was rescored in float64, the set is exact only where the proposals hold it.
+   */
+  readonly approximate: boolean;
 }
 
 /** Options of {@link exactTopK}. */
@@ -190,6 +195,7 @@ export async function exactTopK(
   let q = queries;
   let passes = 0;
   let widened = 0;
+  let approximate = false;
   for (;;) {
     const found = await streamTopK(kernel, q, pending.length, source, fetch, {
       chunk: effectiveChunkSize(pending.length, options.chunkSize, options.maxScoreFloats),
@@ -198,6 +204,7 @@ export async function exactTopK(
       chunkTopK: options.chunkTopK,
     });
     passes++;
+    approximate ||= found.approximate;
     const again: number[] = [];
     for (let j = 0; j < pending.length; j++) {
       const r = pending[j]!;
@@ -213,7 +220,7 @@ export async function exactTopK(
     }
     fetch = Math.min(size, 2 * fetch);
   }
-  return { rows, k, values, indices, passes, widenedRows: widened };
+  return { rows, k, values, indices, passes, widenedRows: widened, approximate };
 }
 
 /** Re-ranks one row's fetched candidates in float64; scratch reused across rows. */
@@ -276,6 +283,8 @@ class Reranker {
     // top-k: the first k entries all score at least (k-th float32 − ε) in float64.
     const cut = f32[base + k - 1]! - 2 * epsilon;
     let m = k;
+    // Approximate proposals: every one is rescored (their estimates bound nothing).
+    if (found.approximate) m = n;
     while (m < n && f32[base + m]! >= cut) m++;
     const fresh = this.#fresh;
     source.dots(found.indices, base, m, queries, qAt, fresh);
@@ -301,7 +310,8 @@ class Reranker {
     }
     values.set(score.subarray(0, k), at);
     indices.set(index.subarray(0, k), at);
-    return f32[base + n - 1]! < score[k - 1]! - epsilon;
+    // Approximate proposals are final: a wider fetch would ask the same estimates again.
+    return found.approximate || f32[base + n - 1]! < score[k - 1]! - epsilon;
   }
 }
 

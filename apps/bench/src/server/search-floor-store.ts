@@ -6,7 +6,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MemoryStore, type Embedder } from '@bfe/store';
+import { MemoryStore, storeIndexFactory, type Embedder } from '@bfe/store';
 import { cpuMsSince } from '../shared/machine.js';
 
 /** One conversation's turns (its bank) and its questions (text only, never labels). */
@@ -24,7 +24,7 @@ export interface StoreSplit {
 }
 
 /**
- * Fills a store in a temporary folder with every bank's turns (encoded by `embedder`), searches
+ * Fills a store (its resident banks' product `residentProduct`) in a temporary folder with every bank's turns (encoded by `embedder`), searches
  * every question once unmeasured (views and resident kernels built), then each question with
  * `explain: false` and `explain: true` in turn, measuring the process's CPU time of each search.
  * The folder is removed.
@@ -32,9 +32,11 @@ export interface StoreSplit {
 export async function storeSplit(
   embedder: Embedder,
   banks: readonly FloorBank[],
+  residentProduct: 'fp32' | 'int8' = 'fp32',
 ): Promise<StoreSplit> {
   const dir = await mkdtemp(join(tmpdir(), 'bfe-search-floor-'));
-  const store = await MemoryStore.open(dir, { embedder, threads: 1 });
+  const index = storeIndexFactory({ threads: 1, residentProduct });
+  const store = await MemoryStore.open(dir, { embedder, threads: 1, index });
   try {
     for (const { bank, turns } of banks) {
       await store.add(turns.map((text, i) => ({ id: `t${i}`, bank, text })));

@@ -3,22 +3,32 @@
  * runs, each alone on one thread, as the server runs them: the query encoder (the real MiniLM,
  * LoCoMo questions in batches of `--batch`, as the encoder workers coalesce them) and the
  * token top-k on a resident bank (each question on its own conversation's turns, as the load
- * bench's tenants search them; `OrtSimilarityKernel` with the bank packed once, k = 64).
+ * bench's tenants search them; `OrtSimilarityKernel` with the bank packed once, k = 64, its
+ * proposals rescored in float64 by `exactTopK` as the store's exact index does).
+ * `--resident-product int8` holds the banks as int8 (`bfe serve --resident-product int8`: k + 32
+ * proposals from the integer product) and counts the question tokens whose top-64 differs from
+ * the float32 resident's (computed first, unmeasured).
  * `--queries` are spread evenly over the 10 conversations. Prints CPU ms per search for each, the top-k's share of
  * the machine's 78 GFLOP/s per core (2 · rows · tokens · 384 flops), and the searches per
  * second two cores allow for the two alone, before routing, scoring and evidence. Then a whole
  * `MemoryStore.search` in process on one thread, with and without `explain`, on the same banks
  * and questions (`search-floor-store.ts`): what scoring, fusion and evidence add before HTTP.
  * `--query-model NAME` encodes the questions with another graph of `--model` (as `bfe serve
- * --query-model` does; the turns stay `--model`'s).
+ * --query-model` does; the turns stay `--model`'s); the store part takes both options.
  *
  * @example
  * BFE_DATA_MIRROR=../shared/data pnpm bench:search-floor
  */
 import { dataLocationFromEnv, loadDataset } from '@bfe/datasets';
-import { OrtSimilarityKernel } from '@bfe/index';
+import {
+  INT8_RESIDENT_MARGIN,
+  OrtSimilarityKernel,
+  exactTopK,
+  flatBankSource,
+  type TopKResult,
+} from '@bfe/index';
 import { checkQueryModel, openEmbedder, type Embedder } from '@bfe/store';
-import { benchCommand, flag, parseCommand, positive } from '../shared/cli.js';
+import { benchCommand, flag, oneOf, parseCommand, positive } from '../shared/cli.js';
 import { cpuMsSince } from '../shared/machine.js';
 import { note, out, printJson } from '../shared/table.js';
 import { storeSplit, type FloorBank } from './search-floor-store.js';
@@ -32,13 +42,18 @@ const command = benchCommand(
   )
   .addOption(flag('--batch <n>', 'questions per encoder run', positive, '8'))
   .option('--model <name>', 'installed model', 'all-minilm-l6-v2')
-  .option('--query-model <name>', 'another graph of --model that encodes the questions');
+  .option('--query-model <name>', 'another graph of --model that encodes the questions')
+  .addOption(
+    flag('--resident-product <p>', 'resident banks: fp32 or int8', oneOf(['fp32', 'int8']), 'fp32'),
+  );
 const { options } = parseCommand<{
   queries: number;
   batch: number;
   model: string;
   queryModel?: string;
+  residentProduct: 'fp32' | 'int8';
 }>(command);
+const int8 = options.residentProduct === 'int8';
 
 const PEAK_GFLOPS = 78;
 const K = 64;
@@ -58,6 +73,10 @@ const storeEmbedder: Embedder = {
     (role === 'query' ? questionEmbedder : embedder).encode(texts, role, o),
 };
 const kernel = new OrtSimilarityKernel({ threads: 1 });
+/** The float32 resident kernel: the reference top-64 of an int8 run. */
+const reference = int8 ? new OrtSimilarityKernel({ threads: 1 }) : undefined;
+let rowsCompared = 0;
+let rowsDiffering = 0;
 let encodeCpu = 0;
 let topKCpu = 0;
 let searches = 0;
@@ -78,7 +97,14 @@ for (const bank of banks) {
   const tokens = memories.tokenOffsets[memories.count]!;
   const dim = memories.dim;
   bankTokens += tokens;
-  await kernel.makeResident(memories.tokenVectors, tokens, dim);
+  await kernel.makeResident(memories.tokenVectors, tokens, dim, options.residentProduct);
+  await reference?.makeResident(memories.tokenVectors, tokens, dim);
+  const source = flatBankSource(memories.tokenVectors.subarray(0, tokens * dim), dim);
+  const margin = int8 ? { margin: INT8_RESIDENT_MARGIN } : {};
+  const search = (on: OrtSimilarityKernel, q: Float32Array): Promise<TopKResult> =>
+    on === kernel
+      ? exactTopK(on, q, q.length / dim, source, { k: K, ...margin })
+      : exactTopK(on, q, q.length / dim, source, { k: K });
   await questionEmbedder.encode(questions.slice(0, options.batch), 'query'); // warm
   const rows: Float32Array[] = [];
   const c0 = process.cpuUsage();
@@ -90,17 +116,28 @@ for (const bank of banks) {
   }
   encodeCpu += cpuMsSince(c0);
   const asked = rows.filter((q) => q.length > 0);
-  await kernel.topK(asked[0]!, asked[0]!.length / dim, memories.tokenVectors, tokens, dim, K);
+  const expected: TopKResult[] = [];
+  if (reference !== undefined) for (const q of asked) expected.push(await search(reference, q));
+  await search(kernel, asked[0]!);
+  const found: TopKResult[] = [];
   const c1 = process.cpuUsage();
-  for (const q of asked)
-    await kernel.topK(q, q.length / dim, memories.tokenVectors, tokens, dim, K);
+  for (const q of asked) found.push(await search(kernel, q));
   topKCpu += cpuMsSince(c1);
+  expected.forEach((e, i) => {
+    for (let r = 0; r < e.rows; r++) {
+      const a = e.indices.subarray(r * K, (r + 1) * K);
+      const b = found[i]!.indices.subarray(r * K, (r + 1) * K);
+      rowsCompared += 1;
+      if (a.some((v, h) => v !== b[h])) rowsDiffering += 1;
+    }
+  });
   for (const q of asked) flops += 2 * (q.length / dim) * tokens * dim;
   searches += questions.length;
 }
 await kernel.dispose();
+await reference?.dispose();
 note('store.search in process…');
-const split = await storeSplit(storeEmbedder, floorBanks);
+const split = await storeSplit(storeEmbedder, floorBanks, options.residentProduct);
 await embedder.dispose();
 if (questionEmbedder !== embedder) await questionEmbedder.dispose();
 const encodeMs = encodeCpu / searches;
@@ -112,9 +149,14 @@ out(
   `query encoder${options.queryModel === undefined ? '' : ` (${options.queryModel})`}: ${encodeMs.toFixed(2)} CPU ms a search (batches of ${options.batch}, ${searches} questions)`,
 );
 out(
-  `resident top-k over its conversation (${tokens} tokens on average): ${topKMs.toFixed(2)} CPU ms a search ` +
-    `(${gflops.toFixed(1)} GFLOP/s, ${((gflops / PEAK_GFLOPS) * 100).toFixed(0)} % of ${PEAK_GFLOPS})`,
+  `resident top-k (${options.residentProduct}) over its conversation (${tokens} tokens on average), rescored: ${topKMs.toFixed(2)} CPU ms a search ` +
+    `(${gflops.toFixed(1)} GFLOP/s at 2 · 384 flops a token, ${((gflops / PEAK_GFLOPS) * 100).toFixed(0)} % of ${PEAK_GFLOPS})`,
 );
+if (int8) {
+  out(
+    `question tokens whose top-${K} differs from the float32 resident's: ${rowsDiffering} of ${rowsCompared}`,
+  );
+}
 out(
   `the two alone: ${both.toFixed(2)} CPU ms a search, at most ${(2000 / both).toFixed(0)} searches/s on two cores`,
 );
@@ -131,6 +173,8 @@ printJson({
   encodeMs,
   topKMs,
   gflops,
+  residentProduct: options.residentProduct,
+  ...(int8 ? { rowsCompared, rowsDiffering } : {}),
   storePlainMs: split.plainMs,
   storeExplainMs: split.explainMs,
 });

@@ -13,6 +13,9 @@
  * bootstrap over banks). The fp32 store is set beside the experiment's own scored run (its
  * `per-query.jsonl`) on that run's queries. Labels are read only to score.
  *
+ * `--resident-products fp32,int8` builds each codec's store again with int8 resident banks
+ * (`bfe serve --resident-product int8`), Δ against the fp32 store with fp32 resident banks.
+ *
  * Each bank is flushed once, after all its adds: one segment per bank, whose sq8/sq4 model is
  * fitted (per-dimension min/max) on that bank's tokens; a store that flushes a bank in several
  * pieces fits one model per piece (a compaction keeps them), which this part does not measure.
@@ -38,7 +41,14 @@ import {
   experimentLines,
   experimentRows,
 } from './codec-report.js';
-import { CODECS, runCodec, type Codec, type CodecRun } from './codec-run.js';
+import {
+  CODECS,
+  RESIDENT_PRODUCTS,
+  runCodec,
+  type Codec,
+  type CodecRun,
+  type ResidentProduct,
+} from './codec-run.js';
 import { flag, list, positive, someOf } from '../shared/cli.js';
 import { repoRoot } from '../shared/paths.js';
 import { note } from '../shared/table.js';
@@ -69,6 +79,7 @@ const RUNS: Record<Dataset, string> = {
 export interface CodecOptions {
   codecs: Codec[];
   queryModels: string[];
+  residentProducts: ResidentProduct[];
   codecDatasets: Dataset[];
   lmeEvery: number;
   locomoEncoded: string;
@@ -87,6 +98,14 @@ export function codecFlags(command: Command): Command {
         'codecs: installed models that encode the queries of an fp32 store, each a row (passages replayed)',
         list,
         '',
+      ),
+    )
+    .addOption(
+      flag(
+        '--resident-products <list>',
+        "codecs: each codec's store with each resident product (fp32: the reference)",
+        someOf(RESIDENT_PRODUCTS),
+        'fp32',
       ),
     )
     .addOption(
@@ -138,19 +157,22 @@ export async function codecQuality(
       // Every query model checked before any store is built, so a refused one costs nothing.
       for (const model of options.queryModels) await checkQueryModelFor(b, model);
       const runs: CodecRun[] = [];
-      for (const codec of options.codecs) {
-        const r = await runCodec(
-          b,
-          codec,
-          join(context.work, `codec-${codec}`),
-          scorer,
-          context.threads,
-        );
-        note(
-          `codecs: ${name} ${codec}: ${r.tokens} tokens, ${r.segments} segments, ${(r.segmentBytes / r.tokens).toFixed(0)} B/token, max |Δ| ${r.maxDelta}, add+flush ${r.addSeconds.toFixed(1)} s, search ${r.searchSeconds.toFixed(1)} s`,
-        );
-        runs.push(r);
-      }
+      for (const codec of options.codecs)
+        for (const resident of options.residentProducts) {
+          const r = await runCodec(
+            b,
+            codec,
+            join(context.work, `codec-${codec}`),
+            scorer,
+            context.threads,
+            undefined,
+            resident,
+          );
+          note(
+            `codecs: ${name} ${codec} (${resident} resident): ${r.tokens} tokens, ${r.segments} segments, ${(r.segmentBytes / r.tokens).toFixed(0)} B/token, max |Δ| ${r.maxDelta}, add+flush ${r.addSeconds.toFixed(1)} s, search ${r.searchSeconds.toFixed(1)} s`,
+          );
+          runs.push(r);
+        }
       for (const model of options.queryModels) {
         const r = await runQueryModel(
           b,
@@ -163,7 +185,9 @@ export async function codecQuality(
         runs.push(r);
       }
       codecs.push(...codecRows(b, runs));
-      const fp32 = runs.find((r) => r.codec === 'fp32' && r.queries === 'replayed');
+      const fp32 = runs.find(
+        (r) => r.codec === 'fp32' && r.queries === 'replayed' && r.resident === 'fp32',
+      );
       if (fp32 === undefined) continue;
       for (const dir of lme ? options.lmeRun : options.locomoRun) {
         const { run, lines } = await experimentLines(resolve(repoRoot, dir));

@@ -72,6 +72,7 @@ export const CODEC_HEAD = [
   'queries',
   'codec',
   'queries',
+  'resident',
   'system',
   'R@10',
   'NDCG@10',
@@ -89,7 +90,9 @@ export const CODEC_HEAD = [
 export function codecRows(b: CodecBenchmark, runs: readonly CodecRun[]): string[][] {
   const rows: string[][] = [];
   const clusters = new Map(b.queries.map((q) => [q.id, q.bank]));
-  const reference = runs.find((r) => r.codec === 'fp32' && r.queries === 'replayed');
+  const reference = runs.find(
+    (r) => r.codec === 'fp32' && r.queries === 'replayed' && r.resident === 'fp32',
+  );
   for (const system of CODEC_SYSTEMS) {
     const base = reference && evaluateRuns(b, reference.runs.get(system)!);
     for (const r of runs) {
@@ -106,6 +109,7 @@ export function codecRows(b: CodecBenchmark, runs: readonly CodecRun[]): string[
         String(e.nQueries),
         r.codec,
         r.queries,
+        r.resident,
         system,
         f4(e.metrics['recall@10']!),
         f4(e.metrics['ndcg@10']!),

@@ -5,7 +5,7 @@
  */
 import { rm } from 'node:fs/promises';
 import type { SparseScorer } from '@bfe/scorer';
-import { MemoryStore, type Embedder, type StoreOptions } from '@bfe/store';
+import { MemoryStore, storeIndexFactory, type Embedder, type StoreOptions } from '@bfe/store';
 import type { CodecBenchmark } from './codec-banks.js';
 
 /** The store's codecs, fp32 (the reference) first. */
@@ -28,6 +28,8 @@ export interface CodecRun {
   readonly codec: Codec;
   /** Who encoded the queries: `replayed` (the encoded bank's rows), or a query model's name. */
   readonly queries: string;
+  /** The resident banks' product (`storeIndexFactory`'s `residentProduct`). */
+  readonly resident: ResidentProduct;
   readonly tokens: number;
   readonly memories: number;
   readonly segments: number;
@@ -42,6 +44,10 @@ export interface CodecRun {
 
 const now = (): number => Number(process.hrtime.bigint()) / 1e9;
 
+/** The resident banks' products measured (`bfe serve --resident-product`). */
+export const RESIDENT_PRODUCTS = ['fp32', 'int8'] as const;
+export type ResidentProduct = (typeof RESIDENT_PRODUCTS)[number];
+
 /** A query model's encoder, run live on the queries while the passages stay replayed. */
 export interface QueryEncoder {
   readonly name: string;
@@ -51,7 +57,10 @@ export interface QueryEncoder {
 /**
  * Builds a store of `b` in `dir` with `codec`, searches every query with both systems and
  * removes the store. With `queries`, the store's queries are encoded by that model (passages
- * still the encoded bank's rows): the store `bfe serve --query-model` runs.
+ * still the encoded bank's rows): the store `bfe serve --query-model` runs. `resident`: its
+ * resident banks' product; with `int8`, every query is first searched twice unmeasured and the
+ * resident banks awaited, so that every measured search runs on an int8 resident bank (an fp32
+ * resident bank ranks as the non-resident search: tested).
  * @throws Error when a bank still has memtable rows after the flush, or a view lacks a memory
  */
 export async function runCodec(
@@ -61,6 +70,7 @@ export async function runCodec(
   scorer: SparseScorer,
   threads: number | undefined,
   queries?: QueryEncoder,
+  resident: ResidentProduct = 'fp32',
 ): Promise<CodecRun> {
   const t0 = now();
   const replay = b.embedder;
@@ -74,6 +84,10 @@ export async function runCodec(
               ? queries.embedder.encode(texts, role, options)
               : replay.encode(texts, role, options),
         };
+  const index = storeIndexFactory({
+    residentProduct: resident,
+    ...(threads === undefined ? {} : { threads }),
+  });
   const store = await MemoryStore.open(dir, {
     embedder,
     scorer,
@@ -82,6 +96,7 @@ export async function runCodec(
     flushBytes: 2 ** 40,
     maxTextBytes: 2 ** 26,
     ...(threads === undefined ? {} : { threads }),
+    index,
   });
   try {
     for (const [bank, ids] of b.banks) {
@@ -96,6 +111,11 @@ export async function runCodec(
       if (s.memtableRows !== 0 || s.segments === 0)
         throw new Error(`bank ${bank}: ${s.memtableRows} memtable rows after flush`);
     const maxDelta = decodedDelta(store, b);
+    if (resident !== 'fp32') {
+      for (const q of b.queries)
+        for (let i = 0; i < 2; i++) await store.search({ bank: q.bank, query: q.text, k: TOP });
+      await index.settled();
+    }
     const t1 = now();
     const runs = new Map<CodecSystem, Map<string, string[]>>(
       CODEC_SYSTEMS.map((s) => [s, new Map()]),
@@ -119,6 +139,7 @@ export async function runCodec(
     return {
       codec,
       queries: queries?.name ?? 'replayed',
+      resident,
       tokens: stats.tokens,
       memories: stats.memories,
       segments: stats.segments,

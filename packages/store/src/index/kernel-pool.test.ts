@@ -56,6 +56,33 @@ describe('residentKernelPool', () => {
     }
   });
 
+  it('an int8 bank on a worker answers as on this thread, alone or stacked, marked approximate', async () => {
+    const pool = await residentKernelPool({ workers: 1, threads: 1 });
+    const here = new OrtSimilarityKernel({ threads: 1, spin: false });
+    try {
+      const v = view(7, 80);
+      const n = v.tokenOffsets[80]!;
+      const bank = v.tokenVectors.slice(0, n * DIM);
+      const remote = pool.kernel(scorer.kernel);
+      await remote.makeResident(bank, n, DIM, 'int8');
+      await here.makeResident(bank, n, DIM, 'int8');
+      const qs = [1, 2, 3].map((i) => query(40 + i, 2 + i).tokenVectors);
+      // Concurrent calls on one bank share a worker's kernel run, their rows stacked.
+      const answers = await Promise.all(
+        qs.map((q) => remote.topK(q, q.length / DIM, bank, n, DIM, 12)),
+      );
+      for (let i = 0; i < qs.length; i++) {
+        const alone = await here.topK(qs[i]!, qs[i]!.length / DIM, bank, n, DIM, 12);
+        expect(answers[i]!.approximate).toBe(true);
+        expect(answers[i]!.indices).toEqual(alone.indices);
+        expect(answers[i]!.values).toEqual(alone.values);
+      }
+    } finally {
+      await here.dispose();
+      await pool.dispose();
+    }
+  });
+
   it('a view grown by appends is answered on the worker at once, exactly as alone', async () => {
     const pool = await residentKernelPool({ workers: 1, threads: 1 });
     const index = residentIndexFactory({ kernel: (fallback) => pool.kernel(fallback) });

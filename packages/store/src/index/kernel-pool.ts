@@ -1,12 +1,22 @@
 import { startWorker } from '@bfe/core';
 import type { Worker } from 'node:worker_threads';
-import { NonFiniteScoresError, type ChunkTopK, type SimilarityKernel } from '@bfe/index';
+import {
+  NonFiniteScoresError,
+  type ChunkTopK,
+  type ScorePrecision,
+  type SimilarityKernel,
+} from '@bfe/index';
 import type { DiagnosticBests } from '@bfe/scorer';
 import type { KernelAnswer, KernelRequest } from './kernel-worker.js';
 
 /** A kernel that can hold one bank resident (what {@link residentIndexFactory} builds). */
 export interface ResidentKernel extends SimilarityKernel {
-  makeResident(bank: Float32Array, n: number, dim: number): Promise<void>;
+  makeResident(
+    bank: Float32Array,
+    n: number,
+    dim: number,
+    precision?: ScorePrecision,
+  ): Promise<void>;
   /**
    * Diagnostic bests over the resident bank's tokens where the bank lives (`bestTokensInto`:
    * quadruples `[slot, row, start, end)`, rows of `queries`), one per quadruple; undefined when
@@ -107,10 +117,10 @@ export async function residentKernelPool(
       let resident: { bank: Float32Array; n: number; dim: number } | undefined;
       return {
         name: 'onnxruntime (worker)',
-        async makeResident(bank, n, dim) {
+        async makeResident(bank, n, dim, precision = 'fp32') {
           const copy = bank.slice(0, n * dim);
           check(
-            await ask(channel, { op: 'resident', seq: ++seq, id, bank: copy, n, dim }, [
+            await ask(channel, { op: 'resident', seq: ++seq, id, bank: copy, n, dim, precision }, [
               copy.buffer,
             ]),
           );
@@ -134,7 +144,13 @@ export async function residentKernelPool(
             await ask(channel, { op: 'topK', seq: ++seq, id, queries: q, rows, k }, [q.buffer]),
           );
           largestBatch = Math.max(largestBatch, a.batch ?? 1);
-          return { kOut: a.kOut!, values: a.values!, indices: a.indices!, scores: undefined };
+          return {
+            kOut: a.kOut!,
+            values: a.values!,
+            indices: a.indices!,
+            scores: undefined,
+            ...(a.approximate === true ? { approximate: true } : {}),
+          };
         },
         async bests(queries, quads) {
           if (resident === undefined || broken !== undefined) return undefined;

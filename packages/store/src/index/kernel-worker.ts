@@ -5,6 +5,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { bestTokensInto } from '@bfe/index/dots';
 import { OrtSimilarityKernel } from '@bfe/index/ort-kernel';
+import type { ScorePrecision } from '@bfe/index';
 
 /** A request from the pool; each gets one answer with its `seq`. */
 export type KernelRequest =
@@ -15,6 +16,8 @@ export type KernelRequest =
       readonly bank: Float32Array;
       readonly n: number;
       readonly dim: number;
+      /** `'int8'`: the bank held as int8, its top-k approximate (`makeResident`). */
+      readonly precision: ScorePrecision;
     }
   | {
       readonly op: 'topK';
@@ -42,6 +45,8 @@ export type KernelAnswer =
       readonly kOut?: number;
       /** Top-k requests the kernel call that answered this one answered (1: alone). */
       readonly batch?: number;
+      /** The top-k came from an int8 resident bank (`ChunkTopK.approximate`). */
+      readonly approximate?: boolean;
       values?: Float32Array;
       indices?: Int32Array;
       token?: Int32Array;
@@ -69,7 +74,7 @@ async function answer(r: KernelRequest): Promise<KernelAnswer> {
       ...(threads === undefined ? {} : { threads }),
       spin: false,
     });
-    await kernel.makeResident(r.bank, r.n, r.dim);
+    await kernel.makeResident(r.bank, r.n, r.dim, r.precision);
     kernels.set(r.id, { kernel, n: r.n, dim: r.dim, bank: r.bank });
     return { seq: r.seq, ok: true };
   }
@@ -89,7 +94,14 @@ async function answer(r: KernelRequest): Promise<KernelAnswer> {
     return { seq: r.seq, ok: true, token, similarity };
   }
   const top = await kernel.topK(r.queries, r.rows, bank, n, dim, r.k);
-  return { seq: r.seq, ok: true, kOut: top.kOut, values: top.values, indices: top.indices };
+  return {
+    seq: r.seq,
+    ok: true,
+    kOut: top.kOut,
+    values: top.values,
+    indices: top.indices,
+    ...(top.approximate === true ? { approximate: true } : {}),
+  };
 }
 
 /** Most query rows one shared kernel call stacks (a single call may still bring more). */
@@ -99,7 +111,8 @@ const MAX_SHARED_ROWS = 256;
  * The top-k requests that wait for one resident bank with the same `k` (the first, and any
  * queued behind it, up to {@link MAX_SHARED_ROWS} rows): one kernel call with their rows
  * stacked, so the bank is streamed through the GEMM once for all of them. Each row's top-k is
- * that row's alone; the caller's float64 rescoring decides the hits either way.
+ * that row's alone (an int8 bank quantises each row on its own); the caller's float64 rescoring
+ * decides the hits either way.
  */
 function takeShared(queue: KernelRequest[]): KernelRequest[] {
   const first = queue.shift()!;
@@ -149,6 +162,7 @@ async function answerShared(
       ok: true,
       kOut,
       batch: batch.length,
+      ...(top.approximate === true ? { approximate: true } : {}),
       values: top.values.slice(from, to),
       indices: top.indices.slice(from, to),
     };

@@ -3,6 +3,7 @@
 import {
   ExactTokenIndex,
   flatTokenStore,
+  type ChunkScoring,
   type SimilarityKernel,
   type TokenIndex,
 } from '@bfe/index';
@@ -84,10 +85,15 @@ function sameMemory(
  * serves from its packed session) and the appended tokens (scored by the kernel's fallback, the
  * scorer's). The exact backend's results do not depend on how the bank is cut into chunks, so
  * they are the view's own exact results (tested). The evidence's diagnostic bests go to the
- * resident kernel when they fall in its rows, else back to the caller. The index holds
+ * resident kernel when they fall in its rows, else back to the caller. `scoring`: the resident
+ * index's own (an int8 resident bank's margin). The index holds
  * `base.view`, so the resident kernel lives while an index extending it does.
  */
-export function extendedIndex(view: BankView, base: ResidentBase): TokenIndex {
+export function extendedIndex(
+  view: BankView,
+  base: ResidentBase,
+  scoring?: ChunkScoring,
+): TokenIndex {
   const dim = view.dim;
   const from = base.view.tokenOffsets[base.view.ids.length]!;
   const to = view.tokenOffsets[view.ids.length]!;
@@ -98,6 +104,7 @@ export function extendedIndex(view: BankView, base: ResidentBase): TokenIndex {
   const index = new ExactTokenIndex(
     { tokens, tokenOffsets: view.tokenOffsets, ids: view.ids },
     base.kernel,
+    scoring,
   );
   holds.set(index, base.view);
   const remote = base.kernel.bests?.bind(base.kernel);

@@ -161,6 +161,35 @@ describe('residentIndexFactory', () => {
     expect(index.resident()).toBe(0);
   });
 
+  it('with product int8, proposes from an int8 bank and ranks as the exact search', async () => {
+    const index = residentIndexFactory({ product: 'int8' });
+    try {
+      const v = view(8, 60);
+      const warm = query(98, 3);
+      await searchView(v, warm, { index }, scorer);
+      await searchView(v, warm, { index }, scorer);
+      await index.settled();
+      expect(index.resident()).toBe(1);
+      const q = query(31, 6);
+      const rows = q.tokenOffsets[1]!;
+      const all = Int32Array.from({ length: 60 }, (_, m) => m);
+      const built = await index(v, scorer.kernel);
+      const hits = await built.search(q.tokenVectors, rows, 16, {
+        memories: all,
+      });
+      expect(hits.approximate).toBe(true);
+      for (const system of SEARCH_SYSTEMS) {
+        for (const tokenK of [5, 64]) {
+          const opts = { k: 60, system, tokenK, queryText: 'memory 3 and memory 40' };
+          const plain = await searchView(v, q, opts, scorer);
+          expect(await searchView(v, q, { ...opts, index }, scorer), system).toEqual(plain);
+        }
+      }
+    } finally {
+      await index.dispose();
+    }
+  });
+
   it('uses the scorer’s kernel when it is not onnxruntime on the CPU', async () => {
     const js = await SparseScorer.open({ kernel: 'js' });
     const index = residentIndexFactory();

@@ -1,7 +1,9 @@
 import {
   ExactTokenIndex,
+  INT8_RESIDENT_MARGIN,
   OrtSimilarityKernel,
   flatTokenStore,
+  type ScorePrecision,
   type SimilarityKernel,
   type TokenIndex,
   type TokenStore,
@@ -31,6 +33,12 @@ export interface ResidentIndexOptions {
    * worker thread (`residentKernelPool`); `fallback` is the scorer's kernel.
    */
   readonly kernel?: (fallback: SimilarityKernel) => ResidentKernel;
+  /**
+   * The resident kernels' product: `'fp32'` (default; results identical to the scorer's
+   * kernel) or `'int8'` (the bank held as int8, each query row quantised on its own; k + 32
+   * proposals a row rescored in float64: approximate, measured in BENCHMARKS.md "The service").
+   */
+  readonly product?: ScorePrecision;
 }
 
 /** A {@link TokenIndexFactory} that owns kernels: {@link dispose} releases them. */
@@ -70,7 +78,9 @@ interface Entry {
  * resident view (its rows first, the same states: {@link appendedTokens}) is searched on that
  * kernel at once, its appended tokens on the scorer's ({@link extendedIndex}), and packed anew
  * only once they exceed {@link MAX_APPENDED_SHARE} of its bank. The exact backend rescores its
- * proposals in float64, so results are the same on either path (tested). A view's kernel is released when the
+ * proposals in float64, so results are the same on either path (tested); with `product: 'int8'`
+ * the resident path proposes from int8 estimates, and its results are the same where those
+ * proposals hold the float32 top-k. A view's kernel is released when the
  * view is garbage-collected, or by {@link ResidentIndexFactory.dispose}.
  *
  * @example
@@ -80,6 +90,9 @@ interface Entry {
  */
 export function residentIndexFactory(options: ResidentIndexOptions = {}): ResidentIndexFactory {
   const maxTokens = options.maxResidentTokens ?? DEFAULT_MAX_RESIDENT_TOKENS;
+  const product = options.product ?? 'fp32';
+  // An int8 resident bank proposes from estimates: a wider margin, every proposal rescored.
+  const scoring = product === 'int8' ? () => ({ margin: INT8_RESIDENT_MARGIN }) : undefined;
   let perView = new WeakMap<BankView, Map<SimilarityKernel, Entry>>();
   /** Per scorer kernel and bank: the latest view made resident. */
   let latest = new WeakMap<SimilarityKernel, Map<string, WeakRef<BankView>>>();
@@ -93,6 +106,7 @@ export function residentIndexFactory(options: ResidentIndexOptions = {}): Reside
     view: BankView,
     kernel: SimilarityKernel,
     tokens: TokenStore = viewTokens(view),
+    resident = false,
   ): ExactTokenIndex =>
     new ExactTokenIndex(
       {
@@ -101,6 +115,7 @@ export function residentIndexFactory(options: ResidentIndexOptions = {}): Reside
         ids: view.ids,
       },
       kernel,
+      resident ? scoring : undefined,
     );
   const residentWorthy = (view: BankView, kernel: SimilarityKernel): boolean => {
     const tokens = view.tokenOffsets[view.ids.length] ?? 0;
@@ -129,7 +144,7 @@ export function residentIndexFactory(options: ResidentIndexOptions = {}): Reside
     // pieces is joined into one here, held by the kernel while it lives.
     const flat = contiguousTokens(view);
     const done = kernel
-      .makeResident(flat, tokens, view.dim)
+      .makeResident(flat, tokens, view.dim, product)
       .then(async () => {
         if (generation !== perView) return kernel.dispose(); // disposed meanwhile
         kernels.add(kernel);
@@ -141,7 +156,7 @@ export function residentIndexFactory(options: ResidentIndexOptions = {}): Reside
         if (before === undefined || (view.version ?? 0) >= (before.version ?? 0)) {
           banks.set(view.bank, new WeakRef(view));
         }
-        const index = exact(view, kernel, flatTokenStore(flat, view.dim));
+        const index = exact(view, kernel, flatTokenStore(flat, view.dim), true);
         // The evidence's diagnostic bests, computed where the bank is resident (a worker).
         const bests = 'bests' in kernel ? kernel.bests?.bind(kernel) : undefined;
         entry.index = bests === undefined ? index : Object.assign(index, { bests });
@@ -160,7 +175,11 @@ export function residentIndexFactory(options: ResidentIndexOptions = {}): Reside
     if (base === undefined || resident === undefined) return undefined;
     const appended = appendedTokens(base, view);
     if (appended === undefined) return undefined;
-    return { index: extendedIndex(view, { view: base, ...resident }), searches: 0, appended };
+    return {
+      index: extendedIndex(view, { view: base, ...resident }, scoring),
+      searches: 0,
+      appended,
+    };
   };
   const factory = (view: BankView, kernel: SimilarityKernel): TokenIndex => {
     let byKernel = perView.get(view);

@@ -46,6 +46,11 @@ export const storeIndexOptionsSchema = z.strictObject({
   ivf: storeIvfOptionsSchema.prefault({}),
   /** onnxruntime intra-op threads of the resident kernels. */
   threads: z.number().int().positive().optional(),
+  /**
+   * The resident kernels' product (`residentIndexFactory`'s `product`): `fp32` (results
+   * identical to exact search) or `int8` (approximate proposals rescored in float64).
+   */
+  residentProduct: z.enum(['fp32', 'int8']).default('fp32'),
   hnsw: z
     .strictObject({
       M: z.number().int().positive().default(16),
@@ -174,6 +179,7 @@ export function storeIndexFactory(
   const minTokens = (ivf ? opts.ivfMinTokens : opts.hnswMinTokens) ?? opts.maxResidentTokens;
   const resident = residentIndexFactory({
     maxResidentTokens: opts.maxResidentTokens,
+    product: opts.residentProduct,
     ...(opts.threads === undefined ? {} : { threads: opts.threads }),
     ...(make.kernel === undefined ? {} : { kernel: make.kernel }),
   });
