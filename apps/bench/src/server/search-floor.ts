@@ -150,7 +150,9 @@ out(
 );
 out(
   `resident top-k (${options.residentProduct}) over its conversation (${tokens} tokens on average), rescored: ${topKMs.toFixed(2)} CPU ms a search ` +
-    `(${gflops.toFixed(1)} GFLOP/s at 2 · 384 flops a token, ${((gflops / PEAK_GFLOPS) * 100).toFixed(0)} % of ${PEAK_GFLOPS})`,
+    (int8
+      ? `(integer products; the float32 product's flops over this time: ${gflops.toFixed(1)} GFLOP/s)`
+      : `(${gflops.toFixed(1)} GFLOP/s at 2 · 384 flops a token, ${((gflops / PEAK_GFLOPS) * 100).toFixed(0)} % of ${PEAK_GFLOPS})`),
 );
 if (int8) {
   out(

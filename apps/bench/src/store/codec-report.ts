@@ -80,6 +80,7 @@ export const CODEC_HEAD = [
   'Δ NDCG@10 vs fp32, pts [95% CI]',
   'banks-bootstrap Δ R@10 CI',
   'top 10 as fp32',
+  'top 10 as fp32 resident',
   'segment bytes/token',
   'max |Δ| state',
   'add+flush s',
@@ -104,6 +105,14 @@ export function codecRows(b: CodecBenchmark, runs: readonly CodecRun[]): string[
       const cluster = d?.['recall@10']?.cluster;
       const mine = r.runs.get(system)!;
       const same = reference && sameTop(mine, reference.runs.get(system)!);
+      // An int8 resident run against its own store with float32 resident banks.
+      const twin = runs.find(
+        (o) => o.codec === r.codec && o.queries === r.queries && o.resident === 'fp32',
+      );
+      const sameResident =
+        r.resident === 'fp32' || twin === undefined
+          ? undefined
+          : sameTop(mine, twin.runs.get(system)!);
       rows.push([
         b.name,
         String(e.nQueries),
@@ -117,6 +126,7 @@ export function codecRows(b: CodecBenchmark, runs: readonly CodecRun[]): string[
         d ? ci(d['ndcg@10']!) : '—',
         cluster ? `[${pts(cluster.ci95[0])}, ${pts(cluster.ci95[1])}]` : '—',
         same === undefined ? '—' : `${same} / ${mine.size}`,
+        sameResident === undefined ? '—' : `${sameResident} / ${mine.size}`,
         (r.segmentBytes / r.tokens).toFixed(0),
         r.maxDelta === 0 ? '0' : r.maxDelta.toExponential(2),
         r.addSeconds.toFixed(1),
