@@ -107,6 +107,7 @@ describe('bfe mcp (stdio)', () => {
     const dir = tmpDir();
     const { client, transport } = stdioClient([
       ...['--store', dir, '--bank', 'alice', '--read-only', '--codec', 'fp16'],
+      ...['--resident-product', 'int8'],
     ]);
     await client.connect(transport);
     try {
@@ -147,5 +148,8 @@ describe('bfe mcp (stdio)', () => {
     const codec = run(['mcp', '--store', tmpDir(), '--codec', 'sq2']);
     expect(await codec.code).toBe(2);
     expect(codec.stderr()).toMatch(/--codec|codec/);
+    const product = run(['mcp', '--store', tmpDir(), '--resident-product', 'fp16']);
+    expect(await product.code).toBe(2);
+    expect(product.stderr()).toMatch(/resident-product|residentProduct/);
   });
 });

@@ -2,7 +2,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { Command } from 'commander';
 import { z } from 'zod';
 import { BfeError } from '@bfe/core';
-import { MemoryStore, bankNameSchema, type StoreOptions } from '@bfe/store';
+import { MemoryStore, bankNameSchema, storeIndexFactory, type StoreOptions } from '@bfe/store';
 import { parseCliArgs } from '../cli-args.js';
 import {
   STORE_FLAGS_USAGE,
@@ -16,6 +16,7 @@ import { mcpServer } from './tools.js';
 
 const USAGE =
   'usage: bfe mcp --store DIR [--bank NAME] [--read-only] [--model NAME] [--threads 1]\n' +
+  '               [--resident-product fp32|int8]\n' +
   `               [--bm25-language none|english] ${STORE_FLAGS_USAGE}`;
 
 const argsSchema = z.strictObject({
@@ -25,6 +26,7 @@ const argsSchema = z.strictObject({
   model: z.string().min(1).optional(),
   threads: z.coerce.number().int().min(0).max(256).default(1),
   bm25Language: z.enum(['english', 'none']).optional(),
+  residentProduct: z.enum(['fp32', 'int8']).default('fp32'),
   ...storeFlagsSchema,
 });
 
@@ -38,6 +40,11 @@ export function mcpProgram(): Command {
     .option('--model <name>', 'the encoder of a new store (default all-minilm-l6-v2)')
     .option('--threads <n>', 'onnxruntime intra-op threads per session; 0: every core', '1')
     .option('--bm25-language <lang>', 'BM25 of hybrid searches: english or none (default none)')
+    .option(
+      '--resident-product <p>',
+      'resident banks: fp32, or int8 (int8 proposals rescored in float64)',
+      'fp32',
+    )
     .allowExcessArguments(false)
     .exitOverride();
 }
@@ -74,6 +81,15 @@ export async function runMcpCli(argv: readonly string[]): Promise<number> {
     ...(args.threads === 0 ? {} : { threads: args.threads }),
     ...(args.bm25Language === undefined ? {} : { bm25Language: args.bm25Language }),
     ...storeFlagOptions(args),
+    // int8 resident banks (as `bfe serve --resident-product`); fp32 is the store's own default.
+    ...(args.residentProduct === 'int8'
+      ? {
+          index: storeIndexFactory({
+            residentProduct: 'int8',
+            ...(args.threads === 0 ? {} : { threads: args.threads }),
+          }),
+        }
+      : {}),
   };
   let store: MemoryStore;
   try {
