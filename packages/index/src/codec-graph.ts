@@ -1,4 +1,4 @@
-import { GRAPH_NAMES, encodeModel, intAttr, valueInfo } from './onnx-graph.js';
+import { GRAPH_NAMES, encodeModel, intAttr, topKNodes, valueInfo } from './onnx-graph.js';
 
 /** `TensorProto.DataType` values used here. */
 const FLOAT = 1;
@@ -104,20 +104,7 @@ export function codecSimilarityGraph(spec: CodecGraphSpec): Uint8Array {
       output: [g.checksum],
       attribute: [intAttr('keepdims', 0)],
     },
-    {
-      name: 'top_k',
-      opType: 'TopK',
-      input: [g.scores, g.k],
-      output: [g.values, 'indices_i64'],
-      attribute: [intAttr('axis', 1), intAttr('largest', 1), intAttr('sorted', 1)],
-    },
-    {
-      name: 'indices_to_int32',
-      opType: 'Cast',
-      input: ['indices_i64'],
-      output: [g.indices],
-      attribute: [intAttr('to', INT32)],
-    },
+    ...topKNodes(),
   );
   const input = [
     valueInfo(g.queries, FLOAT, ['rows', d]),

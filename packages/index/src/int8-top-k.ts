@@ -7,13 +7,20 @@
  */
 import * as ort from 'onnxruntime-node';
 import { NonFiniteScoresError, type ChunkTopK } from './kernel.js';
-import { GRAPH_NAMES, encodeModel, intAttr, valueInfo, type Int8Bank } from './onnx-graph.js';
+import {
+  GRAPH_NAMES,
+  encodeModel,
+  int8BankInitializers,
+  intAttr,
+  topKNodes,
+  valueInfo,
+  type Int8Bank,
+} from './onnx-graph.js';
 import { tensorData } from './ort-outputs.js';
 
 /** `TensorProto.DataType` values used here. */
 const FLOAT = 1;
 const UINT8 = 2;
-const INT8 = 3;
 const INT32 = 6;
 const INT64 = 7;
 
@@ -72,7 +79,7 @@ export function quantizeRows(queries: Float32Array, rows: number, dim: number): 
  * the row's own).
  */
 export function int8TopKGraph(bank: Int8Bank): Uint8Array {
-  const { weights, scales, n, dim } = bank;
+  const { n, dim } = bank;
   const g = GRAPH_NAMES;
   const codes = INT8_GRAPH_NAMES.codes;
   return encodeModel(17, `bfe int8 resident top-k: ${n} tokens × ${dim}`, {
@@ -92,20 +99,7 @@ export function int8TopKGraph(bank: Int8Bank): Uint8Array {
         attribute: [intAttr('to', FLOAT)],
       },
       { name: 'scaled', opType: 'Mul', input: ['products_f', 'scales'], output: [g.scores] },
-      {
-        name: 'top_k',
-        opType: 'TopK',
-        input: [g.scores, g.k],
-        output: [g.values, 'indices_i64'],
-        attribute: [intAttr('axis', 1), intAttr('largest', 1), intAttr('sorted', 1)],
-      },
-      {
-        name: 'indices_to_int32',
-        opType: 'Cast',
-        input: ['indices_i64'],
-        output: [g.indices],
-        attribute: [intAttr('to', INT32)],
-      },
+      ...topKNodes(),
       {
         name: 'finite_check',
         opType: 'ReduceSum',
@@ -115,18 +109,7 @@ export function int8TopKGraph(bank: Int8Bank): Uint8Array {
       },
     ],
     initializer: [
-      {
-        name: g.bank,
-        dims: [dim, n],
-        dataType: INT8,
-        rawData: new Uint8Array(weights.buffer, weights.byteOffset, weights.byteLength),
-      },
-      {
-        name: 'scales',
-        dims: [n],
-        dataType: FLOAT,
-        rawData: new Uint8Array(scales.buffer, scales.byteOffset, scales.byteLength),
-      },
+      ...int8BankInitializers(bank),
       { name: 'zero_point', dims: [], dataType: UINT8, rawData: Uint8Array.of(128) },
     ],
     input: [valueInfo(codes, UINT8, ['rows', dim]), valueInfo(g.k, INT64, [1])],

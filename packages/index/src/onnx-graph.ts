@@ -242,22 +242,7 @@ export function similarityGraph(spec: SimilarityGraphSpec): Uint8Array {
   if (spec.topK) {
     const int64 = spec.indices === 'int64';
     input.push(valueInfo(n.k, INT64, [1]));
-    node.push({
-      name: 'top_k',
-      opType: 'TopK',
-      input: [n.scores, n.k],
-      output: [n.values, int64 ? n.indices : 'indices_i64'],
-      attribute: [intAttr('axis', 1), intAttr('largest', 1), intAttr('sorted', 1)],
-    });
-    if (!int64) {
-      node.push({
-        name: 'indices_to_int32',
-        opType: 'Cast',
-        input: ['indices_i64'],
-        output: [n.indices],
-        attribute: [intAttr('to', INT32)],
-      });
-    }
+    node.push(...topKNodes(spec.indices));
     output.push(valueInfo(n.values, FLOAT, ['rows', 'k_out']));
     output.push(valueInfo(n.indices, int64 ? INT64 : INT32, ['rows', 'k_out']));
   }
@@ -266,6 +251,25 @@ export function similarityGraph(spec: SimilarityGraphSpec): Uint8Array {
     'bfe exact sparse scorer: inner products and per-row top-k (METHOD.md §2)',
     { name: 'bfe_similarity', node, initializer, input, output },
   );
+}
+
+/**
+ * The nodes of `values, indices = TopK(scores, k)` per row (largest first, sorted; equal scores
+ * in ascending index order), `indices` Cast to int32 unless `'int64'` is asked for.
+ */
+export function topKNodes(indices: 'int32' | 'int64' = 'int32'): object[] {
+  const n = GRAPH_NAMES;
+  const int64 = indices === 'int64';
+  const topK = {
+    name: 'top_k',
+    opType: 'TopK',
+    input: [n.scores, n.k],
+    output: [n.values, int64 ? n.indices : 'indices_i64'],
+    attribute: [intAttr('axis', 1), intAttr('largest', 1), intAttr('sorted', 1)],
+  };
+  const attribute = [intAttr('to', INT32)];
+  const cast = { name: 'indices_to_int32', opType: 'Cast', input: ['indices_i64'], attribute };
+  return int64 ? [topK] : [topK, { ...cast, output: [n.indices] }];
 }
 
 /** Input and output names of {@link tokenSimilarityGraph}. */
@@ -339,7 +343,7 @@ export function quantizeBank(
  * residual codes"); its scores are approximate (the clustered index's probe order).
  */
 export function int8ScoresGraph(bank: Int8Bank): Uint8Array {
-  const { weights, scales, n, dim } = bank;
+  const { n, dim } = bank;
   const g = GRAPH_NAMES;
   return encodeModel(
     17,
@@ -363,23 +367,29 @@ export function int8ScoresGraph(bank: Int8Bank): Uint8Array {
           attribute: [intAttr('keepdims', 0)],
         },
       ],
-      initializer: [
-        {
-          name: g.bank,
-          dims: [dim, n],
-          dataType: INT8,
-          rawData: new Uint8Array(weights.buffer, weights.byteOffset, weights.byteLength),
-        },
-        {
-          name: 'scales',
-          dims: [n],
-          dataType: FLOAT,
-          rawData: new Uint8Array(scales.buffer, scales.byteOffset, scales.byteLength),
-        },
-      ],
+      initializer: int8BankInitializers(bank),
       input: [valueInfo(g.queries, FLOAT, ['rows', dim])],
       output: [valueInfo(g.checksum, FLOAT, []), valueInfo(g.scores, FLOAT, ['rows', n])],
     },
     [{ domain: 'com.microsoft', version: 1 }],
   );
+}
+
+/** An int8 bank's constants: `bank [dim, n]` (int8, a GEMM's B) and its `scales [n]`. */
+export function int8BankInitializers(bank: Int8Bank): object[] {
+  const { weights, scales, n, dim } = bank;
+  return [
+    {
+      name: GRAPH_NAMES.bank,
+      dims: [dim, n],
+      dataType: INT8,
+      rawData: new Uint8Array(weights.buffer, weights.byteOffset, weights.byteLength),
+    },
+    {
+      name: 'scales',
+      dims: [n],
+      dataType: FLOAT,
+      rawData: new Uint8Array(scales.buffer, scales.byteOffset, scales.byteLength),
+    },
+  ];
 }

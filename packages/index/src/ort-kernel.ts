@@ -42,7 +42,7 @@ export type ExecutionProvider = 'cpu' | 'webgpu';
 type Variant = 'topK' | 'scores' | 'both';
 
 /**
- * The onnxruntime-node kernel — the scorer's one import of onnxruntime. Its graphs are built
+ * The onnxruntime-node kernel — the scorer's onnxruntime. Its graphs are built
  * in memory by {@link similarityGraph} (Gemm with `transB`, TopK, Cast, ReduceSum), one session
  * per dimension and output set, created on first use and released by {@link dispose}.
  * onnxruntime's TopK returns equal scores in ascending index order (ONNX TopK-11 semantics;
@@ -119,15 +119,7 @@ export class OrtSimilarityKernel implements SimilarityKernel {
       throw new Error('OrtSimilarityKernel: an int8 resident bank runs on the CPU provider only');
     }
     await this.releaseResident();
-    const session =
-      precision === 'int8'
-        ? await this.#createFromBytes(int8TopKGraph(quantizeBank(bank, n, dim)))
-        : await this.#createSession({
-            dim,
-            topK: true,
-            scores: false,
-            residentBank: { data: bank, n },
-          });
+    const session = await this.#bankSession(bank, n, dim, precision, 'topK');
     this.#resident = { bank, n, dim, session, precision };
   }
 
@@ -272,15 +264,7 @@ export class OrtSimilarityKernel implements SimilarityKernel {
   ): Promise<ConstantScores> {
     if (this.#disposed) throw new Error('OrtSimilarityKernel: used after dispose()');
     checkKernelShapes(new Float32Array(dim), 1, bank, n, dim);
-    const session =
-      precision === 'int8'
-        ? await this.#createFromBytes(int8ScoresGraph(quantizeBank(bank, n, dim)))
-        : await this.#createSession({
-            dim,
-            topK: false,
-            scores: true,
-            residentBank: { data: bank, n },
-          });
+    const session = await this.#bankSession(bank, n, dim, precision, 'scores');
     let live = true;
     return {
       scores: async (queries, rows) => {
@@ -355,6 +339,22 @@ export class OrtSimilarityKernel implements SimilarityKernel {
       this.#sessions.set(key, session);
     }
     return session;
+  }
+
+  /** A session holding `bank` as a constant: its top-k or its scores, float32 or int8. */
+  #bankSession(
+    bank: Float32Array,
+    n: number,
+    dim: number,
+    precision: ScorePrecision,
+    output: 'topK' | 'scores',
+  ): Promise<ort.InferenceSession> {
+    if (precision === 'int8') {
+      const int8 = quantizeBank(bank, n, dim);
+      return this.#createFromBytes(output === 'topK' ? int8TopKGraph(int8) : int8ScoresGraph(int8));
+    }
+    const topK = output === 'topK';
+    return this.#createSession({ dim, topK, scores: !topK, residentBank: { data: bank, n } });
   }
 
   /**

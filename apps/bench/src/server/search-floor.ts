@@ -100,11 +100,12 @@ for (const bank of banks) {
   await kernel.makeResident(memories.tokenVectors, tokens, dim, options.residentProduct);
   await reference?.makeResident(memories.tokenVectors, tokens, dim);
   const source = flatBankSource(memories.tokenVectors.subarray(0, tokens * dim), dim);
-  const margin = int8 ? { margin: INT8_RESIDENT_MARGIN } : {};
+  // The store's margin for an int8 resident bank; the float32 reference keeps the default.
   const search = (on: OrtSimilarityKernel, q: Float32Array): Promise<TopKResult> =>
-    on === kernel
-      ? exactTopK(on, q, q.length / dim, source, { k: K, ...margin })
-      : exactTopK(on, q, q.length / dim, source, { k: K });
+    exactTopK(on, q, q.length / dim, source, {
+      k: K,
+      ...(int8 && on === kernel ? { margin: INT8_RESIDENT_MARGIN } : {}),
+    });
   await questionEmbedder.encode(questions.slice(0, options.batch), 'query'); // warm
   const rows: Float32Array[] = [];
   const c0 = process.cpuUsage();
