@@ -16,11 +16,13 @@
  * process): a server held back by its own scheduling leaves cores idle, one held back by CPU
  * does not.
  *
- * `--compare` runs two servers side by side on copies of the same filled store, each row for
- * both, alternating: `new` (the server's defaults: one onnxruntime thread per session, queries
- * encoded on one worker thread, coalesced; resident kernels on another) and `old`
- * (`--threads 0 --encode-workers 0 --kernel-workers 0`: the
- * previous defaults, onnxruntime's own thread count and every encode on the event loop), and
+ * Every path serves its own copy of one filled store (`<work>/store-filled`, filled once and
+ * never served, so that `--work … --reuse` measures the same store every run, whatever earlier
+ * runs added). `--compare` runs two servers side by side, each row for both, alternating: `new`
+ * (the server's defaults: one onnxruntime thread per session, queries encoded on worker threads,
+ * coalesced; resident kernels on another) and `old` (`--threads 0 --encode-workers 0
+ * --kernel-workers 0`: the previous defaults, onnxruntime's own thread count and every encode on
+ * the event loop), and
  * prints the new/old ratios. `--server-args="…"` (with `=`: the value starts with a dash) adds
  * arguments to the (new) server; `--old-args="…"` replaces the old path's arguments, and
  * `--old-bin PATH` runs the old path from another checkout's `apps/server/src/bin.ts` (e.g. the
@@ -68,7 +70,7 @@ const command = benchCommand(
     '--threads 0 --encode-workers 0 --kernel-workers 0',
   )
   .option('--old-bin <path>', "the old path's apps/server/src/bin.ts (another checkout)")
-  .option('--reuse', "with --work: skip the fill when the first path's store is there")
+  .option('--reuse', 'with --work: skip the fill when <work>/store-filled holds a store')
   .addOption(
     flag(
       '--many-tenants <n>',
@@ -124,41 +126,47 @@ const headers = (bank: string): Record<string, string> => ({
   authorization: `Bearer ${keyOf.get(bank)!}`,
 });
 
-// Fill: each conversation's turns into its tenant's bank, 64 per request, through the first
-// server; with --compare, the second server gets a copy of the filled store.
+// Fill: each conversation's turns into its tenant's bank, 64 per request, through a server on
+// `<work>/store-filled`; each path then serves a copy of it. The filled store itself is never
+// served, so no row's adds reach another row's or another run's store (`--reuse`).
+const filled = join(work, 'store-filled');
 const stores = Object.fromEntries(paths.map((p) => [p, join(work, `store-${p}`)]));
-// Judged before the server opens the store (opening writes a manifest).
-const reused = options.reuse && existsSync(join(stores[paths[0]!]!, MANIFEST_FILE));
-let servers: Server[] = [await startServer(paths[0]!, stores[paths[0]!]!)];
+// Judged before a server opens the store (opening writes a manifest).
+const reused = options.reuse && existsSync(join(filled, MANIFEST_FILE));
 const t0 = performance.now();
-for (const b of reused ? [] : banks) {
-  const bank = bankOf.get(b)!;
-  const mine = loaded.benchmark.memories.filter((m) => m.bankId === b);
-  for (let i = 0; i < mine.length; i += 64) {
-    const memories = mine.slice(i, i + 64).map((m) => ({ id: m.id, text: m.text }));
-    const res = await fetch(`${servers[0]!.url}/v1/banks/${bank}/memories`, {
-      method: 'POST',
-      headers: headers(bank),
-      body: JSON.stringify({ memories }),
-    });
-    if (res.status !== 200) throw new Error(`fill: ${res.status} ${await res.text()}`);
+if (!reused) {
+  await rm(filled, { recursive: true, force: true });
+  const filler = await startServer(paths[0]!, filled);
+  try {
+    for (const b of banks) {
+      const bank = bankOf.get(b)!;
+      const mine = loaded.benchmark.memories.filter((m) => m.bankId === b);
+      for (let i = 0; i < mine.length; i += 64) {
+        const memories = mine.slice(i, i + 64).map((m) => ({ id: m.id, text: m.text }));
+        const res = await fetch(`${filler.url}/v1/banks/${bank}/memories`, {
+          method: 'POST',
+          headers: headers(bank),
+          body: JSON.stringify({ memories }),
+        });
+        if (res.status !== 200) throw new Error(`fill: ${res.status} ${await res.text()}`);
+      }
+    }
+  } finally {
+    await stopServer(filler);
   }
 }
 const memories = loaded.benchmark.memories.length;
 note(
   reused
-    ? `reused the filled store in ${stores[paths[0]!]}`
+    ? `reused the filled store in ${filled}`
     : `filled ${banks.length} banks, ${memories} memories in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
 );
-if (paths.length > 1) {
-  await stopServer(servers[0]!);
-  for (const p of paths.slice(1)) {
-    await rm(stores[p]!, { recursive: true, force: true });
-    await cp(stores[paths[0]!]!, stores[p]!, { recursive: true });
-  }
-  servers = [];
-  for (const p of paths) servers.push(await startServer(p, stores[p]!));
+for (const p of paths) {
+  await rm(stores[p]!, { recursive: true, force: true });
+  await cp(filled, stores[p]!, { recursive: true });
 }
+const servers: Server[] = [];
+for (const p of paths) servers.push(await startServer(p, stores[p]!));
 
 /** Adds one memory at a time to random tenants until `stop`; returns the acknowledged ones. */
 function writer(url: string, stop: { done: boolean }): Promise<{ bank: string; id: string }[]> {
