@@ -1,7 +1,13 @@
 // The encoders `serve` opens for its store: query workers and passage workers, each an
 // onnxruntime session per worker thread, the query side optionally another graph of the model.
 import { ConfigError } from '@bfe/core';
-import { checkQueryModel, openEmbedderPool, type Embedder, type StoreOptions } from '@bfe/store';
+import {
+  checkQueryModel,
+  openEmbedder,
+  openEmbedderPool,
+  type Embedder,
+  type StoreOptions,
+} from '@bfe/store';
 import { byRole } from './embedder-roles.js';
 
 type Encoders = Embedder & { dispose(): Promise<void> };
@@ -52,4 +58,29 @@ export async function openServeEmbedder(
     throw error;
   });
   return byRole(queries, passages, { queryModel: queryModel !== undefined });
+}
+
+/**
+ * The store's embedder on the caller's thread (`bfe mcp`): queries in `queryModel`'s graph,
+ * passages in the store's model (checked compatible first), each one onnxruntime session.
+ * @throws ConfigError for a query model that cannot encode the store model's queries
+ */
+export async function openQueryModelEmbedder(
+  storeOptions: StoreOptions,
+  queryModel: string,
+): Promise<Encoders> {
+  const model = storeOptions.model ?? 'all-minilm-l6-v2';
+  await checkQueryModel(model, queryModel);
+  const open = (of: typeof model) =>
+    openEmbedder({
+      model: of,
+      ...(storeOptions.maxLength === undefined ? {} : { maxLength: storeOptions.maxLength }),
+      ...(storeOptions.threads === undefined ? {} : { threads: storeOptions.threads }),
+    });
+  const queries = await open(queryModel);
+  const passages = await open(model).catch(async (error: unknown) => {
+    await queries.dispose();
+    throw error;
+  });
+  return byRole(queries, passages, { queryModel: true });
 }

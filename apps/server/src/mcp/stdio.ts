@@ -2,7 +2,13 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { Command } from 'commander';
 import { z } from 'zod';
 import { BfeError } from '@bfe/core';
-import { MemoryStore, bankNameSchema, storeIndexFactory, type StoreOptions } from '@bfe/store';
+import {
+  MemoryStore,
+  bankNameSchema,
+  storeIndexFactory,
+  type Embedder,
+  type StoreOptions,
+} from '@bfe/store';
 import { parseCliArgs } from '../cli-args.js';
 import {
   STORE_FLAGS_USAGE,
@@ -12,11 +18,12 @@ import {
 } from '../store-flags.js';
 import type { Grant } from '../keys.js';
 import { DEFAULT_LIMITS } from '../limits.js';
+import { openQueryModelEmbedder } from '../serve-encoders.js';
 import { mcpServer } from './tools.js';
 
 const USAGE =
   'usage: bfe mcp --store DIR [--bank NAME] [--read-only] [--model NAME] [--threads 1]\n' +
-  '               [--resident-product fp32|int8]\n' +
+  '               [--query-model NAME] [--resident-product fp32|int8]\n' +
   `               [--bm25-language none|english] ${STORE_FLAGS_USAGE}`;
 
 const argsSchema = z.strictObject({
@@ -24,6 +31,8 @@ const argsSchema = z.strictObject({
   bank: bankNameSchema.optional(),
   readOnly: z.boolean().default(false),
   model: z.string().min(1).optional(),
+  /** Another graph of the store's model that encodes the queries (its int8 weights). */
+  queryModel: z.string().min(1).optional(),
   threads: z.coerce.number().int().min(0).max(256).default(1),
   bm25Language: z.enum(['english', 'none']).optional(),
   residentProduct: z.enum(['fp32', 'int8']).default('fp32'),
@@ -38,6 +47,7 @@ export function mcpProgram(): Command {
     .option('--bank <name>', 'act on this bank only (the tools then take no bank argument)')
     .option('--read-only', 'offer the search and read tools only')
     .option('--model <name>', 'the encoder of a new store (default all-minilm-l6-v2)')
+    .option('--query-model <name>', "another graph of the store's model for the queries (int8)")
     .option('--threads <n>', 'onnxruntime intra-op threads per session; 0: every core', '1')
     .option('--bm25-language <lang>', 'BM25 of hybrid searches: english or none (default none)')
     .option(
@@ -76,7 +86,7 @@ export async function runMcpCli(argv: readonly string[]): Promise<number> {
   );
   if ('code' in parsed) return parsed.code;
   const { args } = parsed;
-  const storeOptions: StoreOptions = {
+  let storeOptions: StoreOptions = {
     ...(args.model === undefined ? {} : { model: args.model }),
     ...(args.threads === 0 ? {} : { threads: args.threads }),
     ...(args.bm25Language === undefined ? {} : { bm25Language: args.bm25Language }),
@@ -92,9 +102,15 @@ export async function runMcpCli(argv: readonly string[]): Promise<number> {
       : {}),
   };
   let store: MemoryStore;
+  let embedder: Embedder | undefined;
   try {
+    if (args.queryModel !== undefined) {
+      embedder = await openQueryModelEmbedder(storeOptions, args.queryModel);
+      storeOptions = { ...storeOptions, embedder };
+    }
     store = await MemoryStore.open(args.store, storeOptions);
   } catch (error) {
+    await embedder?.dispose();
     const user = error instanceof BfeError;
     process.stderr.write(`bfe mcp: ${(error as Error).message}\n`);
     if (user && error.suggestion !== undefined) process.stderr.write(`  ${error.suggestion}\n`);
@@ -129,6 +145,7 @@ export async function runMcpCli(argv: readonly string[]): Promise<number> {
   try {
     await server.close();
     await store.close();
+    await embedder?.dispose();
     return 0;
   } catch (error) {
     process.stderr.write(`bfe mcp: closing failed: ${(error as Error).message}\n`);
