@@ -104,3 +104,66 @@ function dots8(a: usize, stride: usize, dim: i32, q2: usize, out: usize): void {
   v128.store(out, s2, 32);
   v128.store(out, s3, 48);
 }
+
+/**
+ * Float32 estimates, for proposing only: `out[h] ≈ Σ_j q[j] · rows[h · dim + j]` (float32
+ * `rows`, `q` and `out`) for `h < count`, each row summed in four lanes (`j mod 4`) and the
+ * lanes then added. Within `γ(dim + 2) · Σ_j |q[j] · rows[h · dim + j]|` of the exact sum
+ * (γ(m) = m·u / (1 − m·u), u = 2⁻²⁴), whatever the order; `bestTokensInto` rescores in float64
+ * every row that bound cannot rule out.
+ */
+export function dots32(rows: usize, count: i32, dim: i32, q: usize, out: usize): void {
+  const stride = (<usize>dim) << 2;
+  const body = dim & ~3;
+  let h = 0;
+  for (; h + 3 < count; h += 4) {
+    const a0 = rows + <usize>h * stride;
+    const a1 = a0 + stride;
+    const a2 = a1 + stride;
+    const a3 = a2 + stride;
+    let s0 = f32x4.splat(0);
+    let s1 = f32x4.splat(0);
+    let s2 = f32x4.splat(0);
+    let s3 = f32x4.splat(0);
+    for (let j = 0; j < body; j += 4) {
+      const at = (<usize>j) << 2;
+      const x = v128.load(q + at);
+      s0 = f32x4.add(s0, f32x4.mul(x, v128.load(a0 + at)));
+      s1 = f32x4.add(s1, f32x4.mul(x, v128.load(a1 + at)));
+      s2 = f32x4.add(s2, f32x4.mul(x, v128.load(a2 + at)));
+      s3 = f32x4.add(s3, f32x4.mul(x, v128.load(a3 + at)));
+    }
+    store<f32>(out + ((<usize>h) << 2), lanesSum(s0) + tail32(a0, q, body, dim));
+    store<f32>(out + ((<usize>(h + 1)) << 2), lanesSum(s1) + tail32(a1, q, body, dim));
+    store<f32>(out + ((<usize>(h + 2)) << 2), lanesSum(s2) + tail32(a2, q, body, dim));
+    store<f32>(out + ((<usize>(h + 3)) << 2), lanesSum(s3) + tail32(a3, q, body, dim));
+  }
+  for (; h < count; h++) {
+    const a = rows + <usize>h * stride;
+    let s = f32x4.splat(0);
+    for (let j = 0; j < body; j += 4) {
+      const at = (<usize>j) << 2;
+      s = f32x4.add(s, f32x4.mul(v128.load(q + at), v128.load(a + at)));
+    }
+    store<f32>(out + ((<usize>h) << 2), lanesSum(s) + tail32(a, q, body, dim));
+  }
+}
+
+/** The four lanes of `s` added: (0 + 1) + (2 + 3). */
+function lanesSum(s: v128): f32 {
+  return (
+    f32x4.extract_lane(s, 0) +
+    f32x4.extract_lane(s, 1) +
+    (f32x4.extract_lane(s, 2) + f32x4.extract_lane(s, 3))
+  );
+}
+
+/** The products of dimensions `from..dim-1` of row `a`, summed in float32. */
+function tail32(a: usize, q: usize, from: i32, dim: i32): f32 {
+  let s: f32 = 0;
+  for (let j = from; j < dim; j++) {
+    const at = (<usize>j) << 2;
+    s += load<f32>(q + at) * load<f32>(a + at);
+  }
+  return s;
+}

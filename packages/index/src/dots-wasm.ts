@@ -9,10 +9,11 @@ import { wasm, WASM_PAGE as PAGE, type WasmMemory } from './wasm-api.js';
 
 interface DotsExports {
   dots(rows: number, count: number, dim: number, q2: number, out: number): void;
+  dots32(rows: number, count: number, dim: number, q: number, out: number): void;
 }
 
 /** Rows copied in and summed per kernel call (bounds the memory: 1,024 × 384 floats = 1.5 MiB). */
-const ROWS_PER_CALL = 1024;
+export const ROWS_PER_CALL = 1024;
 /** Where the query pairs start (below: nothing of the module's). */
 const BASE = 1024;
 
@@ -61,7 +62,53 @@ class DotsKernel {
     this.#views();
   }
 
+  /** Rows of the run {@link loadRun} copied in: their first float, and their count. */
+  #run = { from: -1, count: 0, vectors: undefined as Float32Array | undefined };
+
+  /** Forgets the run copied in (its rows may change before the next call). */
+  forgetRun(): void {
+    this.#run = { from: -1, count: 0, vectors: undefined };
+  }
+
+  /** Where {@link estimatesInto}'s query, estimates and run live, for `dim`. */
+  #layout(dim: number): { q: number; out: number; rows: number } {
+    const out = align64(BASE + 4 * dim);
+    return { q: BASE, out, rows: align64(out + 4 * ROWS_PER_CALL) };
+  }
+
+  /**
+   * Float32 estimates (`assembly/dots.ts` `dots32`) of the consecutive rows
+   * `vectors[from .. from + count · dim)` against `query[at .. at + dim)`, into `out[0..count)`;
+   * at most {@link ROWS_PER_CALL} rows. The rows stay copied in until {@link forgetRun}: the
+   * next call on the same run (another query row against the same memory's tokens) copies only
+   * its query row.
+   */
+  readonly estimatesInto = (
+    vectors: Float32Array,
+    from: number,
+    count: number,
+    query: Float32Array,
+    at: number,
+    out: Float32Array,
+    dim: number,
+  ): void => {
+    if (count > ROWS_PER_CALL)
+      throw new Error(`estimatesInto: ${count} rows, at most ${ROWS_PER_CALL}`);
+    const layout = this.#layout(dim);
+    const run = this.#run;
+    if (run.vectors !== vectors || run.from !== from || run.count < count) {
+      this.#room(layout.rows + 4 * dim * count);
+      this.#f32.set(vectors.subarray(from, from + count * dim), layout.rows / 4);
+      this.#run = { from, count, vectors };
+    }
+    const f32 = this.#f32;
+    f32.set(query.subarray(at, at + dim), layout.q / 4);
+    this.#exports.dots32(layout.rows, count, dim, layout.q, layout.out);
+    out.set(f32.subarray(layout.out / 4, layout.out / 4 + count));
+  };
+
   readonly dotsInto: RowDots = (vectors, offsets, count, query, at, out, dim) => {
+    this.forgetRun();
     const q2 = BASE;
     const outAt = align64(q2 + 16 * dim);
     const chunk = Math.min(count, ROWS_PER_CALL);

@@ -64,8 +64,24 @@ if (port === null) throw new Error('kernel-worker: not started as a worker threa
 const { threads } = workerData as { threads?: number };
 const kernels = new Map<
   number,
-  { kernel: OrtSimilarityKernel; n: number; dim: number; bank: Float32Array }
+  {
+    kernel: OrtSimilarityKernel;
+    n: number;
+    dim: number;
+    bank: Float32Array;
+    /** The bank's largest |component|: the evidence bests' float32 bound (`bestTokensInto`). */
+    maxAbs: number;
+  }
 >();
+
+function largestMagnitude(bank: Float32Array): number {
+  let m = 0;
+  for (let i = 0; i < bank.length; i++) {
+    const a = Math.abs(bank[i]!);
+    if (a > m) m = a;
+  }
+  return m;
+}
 
 async function answer(r: KernelRequest): Promise<KernelAnswer> {
   if (r.op === 'resident') {
@@ -75,7 +91,13 @@ async function answer(r: KernelRequest): Promise<KernelAnswer> {
       spin: false,
     });
     await kernel.makeResident(r.bank, r.n, r.dim, r.precision);
-    kernels.set(r.id, { kernel, n: r.n, dim: r.dim, bank: r.bank });
+    kernels.set(r.id, {
+      kernel,
+      n: r.n,
+      dim: r.dim,
+      bank: r.bank,
+      maxAbs: largestMagnitude(r.bank),
+    });
     return { seq: r.seq, ok: true };
   }
   const entry = kernels.get(r.id);
@@ -85,12 +107,12 @@ async function answer(r: KernelRequest): Promise<KernelAnswer> {
     return { seq: r.seq, ok: true };
   }
   if (entry === undefined) throw new Error(`kernel-worker: no resident kernel ${r.id}`);
-  const { kernel, n, dim, bank } = entry;
+  const { kernel, n, dim, bank, maxAbs } = entry;
   if (r.op === 'bests') {
     const count = r.quads.length >> 2;
     const token = new Int32Array(count);
     const similarity = new Float64Array(count);
-    bestTokensInto(bank, dim, r.queries, r.quads, token, similarity);
+    bestTokensInto(bank, dim, r.queries, r.quads, token, similarity, maxAbs);
     return { seq: r.seq, ok: true, token, similarity };
   }
   const top = await kernel.topK(r.queries, r.rows, bank, n, dim, r.k);
