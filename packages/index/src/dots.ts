@@ -193,6 +193,8 @@ export function bestTokensInto(
         quads[4 * a + 2]! - quads[4 * b + 2]! || quads[4 * a + 3]! - quads[4 * b + 3]! || a - b,
     );
   }
+  // ‖row‖₁ of each query row asked, computed once.
+  const l1: number[] = [];
   for (const q of order) {
     const row = quads[4 * q + 1]!;
     const start = quads[4 * q + 2]!;
@@ -210,14 +212,24 @@ export function bestTokensInto(
     let count = 0;
     if (maxAbs !== undefined && size >= MIN_WASM_ROWS && size <= ROWS_PER_CALL) {
       wasmDots().estimatesInto(vectors, start * dim, size, queries, row * dim, estimates, dim);
-      count = candidates(estimates, size, queries, row * dim, dim, maxAbs, start, offsets);
+      l1[row] ??= l1Norm(queries, row * dim, dim);
+      count = candidates(estimates, size, l1[row], dim, maxAbs, start, offsets);
     }
-    if (count === 0) {
+    if (count > 0) {
+      // The few rows left, each the float64 sum in order of j (as dotsInto's, bit for bit).
+      const at = row * dim;
+      for (let h = 0; h < count; h++) {
+        const v = offsets[h]!;
+        let sum = 0;
+        for (let j = 0; j < dim; j++) sum += queries[at + j]! * vectors[v + j]!;
+        sims[h] = sum;
+      }
+    } else {
       // Every row, in float64.
       for (let j = 0; j < size; j++) offsets[j] = (start + j) * dim;
       count = size;
+      dotsInto(vectors, offsets, count, queries, row * dim, sims, dim);
     }
-    dotsInto(vectors, offsets, count, queries, row * dim, sims, dim);
     let best = 0;
     for (let j = 1; j < count; j++) if (sims[j]! > sims[best]!) best = j;
     token[q] = offsets[best]! / dim - start;
@@ -233,8 +245,7 @@ export function bestTokensInto(
 function candidates(
   estimates: Float32Array,
   size: number,
-  queries: Float32Array,
-  at: number,
+  l1: number,
   dim: number,
   maxAbs: number,
   start: number,
@@ -246,12 +257,17 @@ function candidates(
     if (e - e !== 0) return 0;
     if (e > top) top = e;
   }
-  let l1 = 0;
-  for (let j = 0; j < dim; j++) l1 += Math.abs(queries[at + j]!);
   const epsilon = 2 * (gamma(dim + 2, U32) + gamma(dim, U64)) * l1 * maxAbs;
   if (!Number.isFinite(epsilon) || l1 * maxAbs > 1e30) return 0;
   const cut = top - 2 * epsilon;
   let count = 0;
   for (let j = 0; j < size; j++) if (estimates[j]! >= cut) offsets[count++] = (start + j) * dim;
   return count;
+}
+
+/** `Σ_j |a[at + j]|` for `j < dim`. */
+function l1Norm(a: Float32Array, at: number, dim: number): number {
+  let sum = 0;
+  for (let j = 0; j < dim; j++) sum += Math.abs(a[at + j]!);
+  return sum;
 }

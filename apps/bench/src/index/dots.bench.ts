@@ -7,10 +7,16 @@
  * alternate between the paths; best of `--reps` passes. Prints ns per row, the ratio, and the
  * path `dotsInto` takes for each shape.
  *
+ * Then the evidence's diagnostic bests (`bestTokensInto`) over the first bank: 10 memories of
+ * 20–60 consecutive tokens, each asked by 9 of 11 query rows (a search's floored pairs), with
+ * float64 over every token against with `maxAbs` (float32 estimates, float64 for the tokens the
+ * bound cannot rule out), alternating; ms per call, the ratio, and whether both give the same
+ * tokens and similarities.
+ *
  * @example
  * pnpm bench:dots --markdown
  */
-import { dotsIntoJs, dotsIntoWasm, runsOf } from '@bfe/index/dots';
+import { bestTokensInto, dotsIntoJs, dotsIntoWasm, runsOf } from '@bfe/index/dots';
 import { benchCommand, flag, intList, parseCommand, positive } from '../shared/cli.js';
 import { note, printJson, printTable } from '../shared/table.js';
 
@@ -87,4 +93,77 @@ printTable(
   },
   { markdown: options.markdown },
 );
-printJson({ dim: DIM, rowsPerCall: ROWS, results: json });
+
+// The evidence bests, float64 against float32 proposals, over the first bank.
+let bests: object = {};
+{
+  const size = options.banks[0]!;
+  const bank = Float32Array.from({ length: size * DIM }, next);
+  let maxAbs = 0;
+  for (const x of bank) maxAbs = Math.max(maxAbs, Math.abs(x));
+  const queries = Float32Array.from({ length: 11 * DIM }, next);
+  const took = { float64: Infinity, float32: Infinity };
+  let same = true;
+  for (let rep = 0; rep < options.reps; rep++) {
+    const pass = { float64: 0, float32: 0 };
+    for (let c = 0; c < options.calls / 10; c++) {
+      const quads: number[] = [];
+      for (let m = 0; m < 10; m++) {
+        const start = Math.floor((next() + 0.5) * (size - 60));
+        const end = start + 20 + Math.floor((next() + 0.5) * 40);
+        for (let row = 0; row < 11; row++)
+          if ((row + m) % 5 !== 0) quads.push(quads.length / 4, row, start, end);
+      }
+      const q = Int32Array.from(quads);
+      const n = q.length / 4;
+      const out = {
+        float64: { token: new Int32Array(n), similarity: new Float64Array(n) },
+        float32: { token: new Int32Array(n), similarity: new Float64Array(n) },
+      };
+      const order =
+        c % 2 === 0 ? (['float64', 'float32'] as const) : (['float32', 'float64'] as const);
+      for (const path of order) {
+        const t0 = performance.now();
+        bestTokensInto(
+          bank,
+          DIM,
+          queries,
+          q,
+          out[path].token,
+          out[path].similarity,
+          path === 'float32' ? maxAbs : undefined,
+        );
+        pass[path] += performance.now() - t0;
+      }
+      for (let i = 0; i < n; i++) {
+        same &&= out.float64.token[i] === out.float32.token[i];
+        same &&= out.float64.similarity[i] === out.float32.similarity[i];
+      }
+    }
+    took.float64 = Math.min(took.float64, pass.float64);
+    took.float32 = Math.min(took.float32, pass.float32);
+  }
+  const perCall = (ms: number): number => ms / (options.calls / 10);
+  printTable(
+    {
+      head: ['bank rows', 'float64 ms/call', 'float32 proposals ms/call', '×', 'same bests'],
+      rows: [
+        [
+          String(size),
+          perCall(took.float64).toFixed(3),
+          perCall(took.float32).toFixed(3),
+          (took.float64 / took.float32).toFixed(2),
+          String(same),
+        ],
+      ],
+    },
+    { markdown: options.markdown },
+  );
+  bests = {
+    size,
+    float64MsPerCall: perCall(took.float64),
+    float32MsPerCall: perCall(took.float32),
+    same,
+  };
+}
+printJson({ dim: DIM, rowsPerCall: ROWS, results: json, bests });
