@@ -95,7 +95,7 @@ printTable(
 );
 
 // The evidence bests, float64 against float32 proposals, over the first bank.
-let bests: object = {};
+let bests: object;
 {
   const size = options.banks[0]!;
   const bank = Float32Array.from({ length: size * DIM }, next);
