@@ -45,11 +45,9 @@ export async function openServeEmbedder(
   if (storeOptions.embedder !== undefined || workers === 0) return undefined;
   const open = (n: number, of: typeof model) =>
     openEmbedderPool({
-      model: of,
+      ...sessionOptions(of, storeOptions),
       workers: n,
       ...(options.encodeBatch === undefined ? {} : { maxBatch: options.encodeBatch }),
-      ...(storeOptions.maxLength === undefined ? {} : { maxLength: storeOptions.maxLength }),
-      ...(storeOptions.threads === undefined ? {} : { threads: storeOptions.threads }),
     });
   const queries = await open(workers, queryModel ?? model);
   if (passageWorkers === 0) return queries;
@@ -71,16 +69,20 @@ export async function openQueryModelEmbedder(
 ): Promise<Encoders> {
   const model = storeOptions.model ?? 'all-minilm-l6-v2';
   await checkQueryModel(model, queryModel);
-  const open = (of: typeof model) =>
-    openEmbedder({
-      model: of,
-      ...(storeOptions.maxLength === undefined ? {} : { maxLength: storeOptions.maxLength }),
-      ...(storeOptions.threads === undefined ? {} : { threads: storeOptions.threads }),
-    });
+  const open = (of: typeof model) => openEmbedder(sessionOptions(of, storeOptions));
   const queries = await open(queryModel);
   const passages = await open(model).catch(async (error: unknown) => {
     await queries.dispose();
     throw error;
   });
   return byRole(queries, passages, { queryModel: true });
+}
+
+/** An encoder session of `model` with the store's truncation and thread count. */
+function sessionOptions(model: NonNullable<StoreOptions['model']>, storeOptions: StoreOptions) {
+  return {
+    model,
+    ...(storeOptions.maxLength === undefined ? {} : { maxLength: storeOptions.maxLength }),
+    ...(storeOptions.threads === undefined ? {} : { threads: storeOptions.threads }),
+  };
 }

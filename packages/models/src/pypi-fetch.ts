@@ -6,7 +6,7 @@ import type { FetchContext } from './fetch-context.js';
 import { downloadToFile, fetchWithTimeout } from './http-download.js';
 import { loadModelManifest } from './model-cache.js';
 import type { ModelManifest } from './model-manifest.js';
-import type { ModelSpec, PinnedFile, PinnedWheel, PypiSource } from './model-registry.js';
+import type { ModelSpec, PinnedFile, PinnedWheel, PypiSource } from './model-spec.js';
 import { convertWithTool, exportOnnx, exportToolsDir } from './onnx-export.js';
 import { extractZipMembers } from './zip.js';
 

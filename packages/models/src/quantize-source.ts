@@ -5,14 +5,14 @@ import { FetchError, fileSha256 } from '@bfe/core';
 import type { FetchContext } from './fetch-context.js';
 import type { ModelFetchResult } from './model-cache.js';
 import type { ModelManifest } from './model-manifest.js';
-import type { ModelSpec, QuantizeSource } from './model-registry.js';
-import { ensureExportVenv, exportToolsDir } from './onnx-export.js';
+import type { ModelSpec, QuantizeSource } from './model-spec.js';
+import { toolScript } from './onnx-export.js';
 import { runChecked } from './process-runner.js';
 
 // A registry entry made from another registered model: its graph quantised by a committed
 // script (tools/model/quantize_int8.py) in the export's virtualenv.
 
-/** What the quantised directory keeps of `from`'s besides the graph: the encoder reads no more. */
+/** Files of `from`'s directory the quantised one does not take (its graph is replaced too). */
 const NOT_KEPT = new Set(['bfe-model.json', 'model-info.json']);
 
 /**
@@ -29,14 +29,7 @@ export async function quantizeFrom(
   work: string,
   ctx: FetchContext,
 ): Promise<ModelManifest['source']> {
-  const toolsDir = exportToolsDir(ctx, spec);
-  const script = join(toolsDir, source.script);
-  if (!existsSync(script)) {
-    throw new FetchError(`The quantisation script ${script} is missing.`, {
-      suggestion: 'Run bfe from a checkout of the repository (tools/model is not in the build).',
-    });
-  }
-  const python = await ensureExportVenv(ctx, toolsDir);
+  const { script, python } = await toolScript(ctx, spec, source.script, 'quantisation');
   ctx.progress({
     kind: 'step',
     message: `quantising ${base.name}'s graph (${source.script}: ${source.method})`,

@@ -3,7 +3,7 @@ import { FetchError } from '@bfe/core';
 import { hashFiles } from './model-cache.js';
 import { describeModelDir } from './model-facts.js';
 import type { ModelManifest } from './model-manifest.js';
-import type { ModelSpec } from './model-registry.js';
+import type { ModelSpec } from './model-spec.js';
 
 // A registry entry's manifest: built from the files a source delivered (checked against what
 // those files say), and compared with a cached copy to tell whether it is still current.

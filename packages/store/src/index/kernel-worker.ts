@@ -69,11 +69,15 @@ const kernels = new Map<
     n: number;
     dim: number;
     bank: Float32Array;
-    /** The bank's largest |component|: the evidence bests' float32 bound (`bestTokensInto`). */
-    maxAbs: number;
+    /**
+     * The bank's largest |component|, the evidence bests' float32 bound (`bestTokensInto`):
+     * taken at the bank's first bests request.
+     */
+    maxAbs?: number;
   }
 >();
 
+/** The largest |component| of `bank`. */
 function largestMagnitude(bank: Float32Array): number {
   let m = 0;
   for (let i = 0; i < bank.length; i++) {
@@ -91,13 +95,7 @@ async function answer(r: KernelRequest): Promise<KernelAnswer> {
       spin: false,
     });
     await kernel.makeResident(r.bank, r.n, r.dim, r.precision);
-    kernels.set(r.id, {
-      kernel,
-      n: r.n,
-      dim: r.dim,
-      bank: r.bank,
-      maxAbs: largestMagnitude(r.bank),
-    });
+    kernels.set(r.id, { kernel, n: r.n, dim: r.dim, bank: r.bank });
     return { seq: r.seq, ok: true };
   }
   const entry = kernels.get(r.id);
@@ -107,12 +105,13 @@ async function answer(r: KernelRequest): Promise<KernelAnswer> {
     return { seq: r.seq, ok: true };
   }
   if (entry === undefined) throw new Error(`kernel-worker: no resident kernel ${r.id}`);
-  const { kernel, n, dim, bank, maxAbs } = entry;
+  const { kernel, n, dim, bank } = entry;
   if (r.op === 'bests') {
     const count = r.quads.length >> 2;
     const token = new Int32Array(count);
     const similarity = new Float64Array(count);
-    bestTokensInto(bank, dim, r.queries, r.quads, token, similarity, maxAbs);
+    entry.maxAbs ??= largestMagnitude(bank);
+    bestTokensInto(bank, dim, r.queries, r.quads, token, similarity, entry.maxAbs);
     return { seq: r.seq, ok: true, token, similarity };
   }
   const top = await kernel.topK(r.queries, r.rows, bank, n, dim, r.k);
