@@ -9,7 +9,7 @@ import { openFileState, saveState, stateBytes } from './ivf/file-state.js';
 import { warpFloor, type FloorSet } from './ivf/missing.js';
 import type { IvfOpenOptions, IvfParams, IvfScanStats, IvfSearchOptions } from './ivf/options.js';
 import { checkScanThreads, defaultScanThreads } from './ivf/scan-pool.js';
-import { proposeRows } from './ivf/propose.js';
+import { probeLimits, proposeRows, type ProbeLimits } from './ivf/propose.js';
 import { IvfState, makeBase, releaseCentroidScorers, type IvfAppended } from './ivf/state.js';
 import { trainIvf, type IvfData, type IvfResidualStats } from './ivf/train.js';
 import type { ScorePrecision, SimilarityKernel } from './kernel.js';
@@ -52,6 +52,7 @@ export class IvfTokenIndex implements TokenIndex {
   readonly #kernel: SimilarityKernel;
   readonly #state: IvfState;
   readonly #threads: number;
+  readonly #limits: ProbeLimits;
   /** The centroid product's arithmetic (`probe.centroidProduct`, fp32 when left out). */
   readonly #product: ScorePrecision;
   #exhaustive: { readonly version: number; readonly index: CodecExactTokenIndex } | undefined;
@@ -75,6 +76,7 @@ export class IvfTokenIndex implements TokenIndex {
       throw new Error(`nprobe must be an integer ≥ 1, got ${options.nprobe}`);
     }
     proposalsFor(1, options.overFetch, options.margin); // checks them
+    this.#limits = probeLimits(options);
     this.#product = options.centroidProduct ?? 'fp32';
     if (this.#product !== 'fp32' && this.#product !== 'int8') {
       throw new Error(`centroidProduct must be 'fp32' or 'int8', got ${String(this.#product)}`);
@@ -361,7 +363,7 @@ export class IvfTokenIndex implements TokenIndex {
     const proposed = await proposeRows(
       this.#state,
       this.#kernel,
-      this.probe.nprobe,
+      this.#limits,
       this.#threads,
       job,
       (r, found) => rescore.row(r, found),

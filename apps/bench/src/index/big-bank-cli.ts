@@ -90,6 +90,10 @@ export interface BigBankOptions {
   ivfPeerEf: number[];
   /** ivf: passes over the queries (latency over all, recall from the first). */
   ivfReps: number;
+  /** ivf: adaptive probing's slacks, each measured beside nprobe alone ('none'). */
+  ivfProbeSlack: (number | 'none')[];
+  /** ivf: with a slack, clusters one row probes at most. */
+  ivfMaxProbe: number;
   /** The clustered index grown by appends, then deleted from and compacted (ivf-grow.ts). */
   ivfGrow?: boolean;
   ivfLarge?: boolean;
@@ -163,6 +167,22 @@ const command = benchCommand(
       'ivf: the centroid product in fp32 or int8 (each measured, interleaved)',
       someOf(['fp32', 'int8'] as const),
       'fp32',
+    ),
+  )
+  .addOption(
+    flag(
+      '--ivf-probe-slack <list>',
+      'ivf: adaptive probing: past nprobe, on while a centroid is within this of the row\'s floor ("none": off)',
+      (v: string) => list(v).map((x) => (x === 'none' ? ('none' as const) : nonNegativeNumber(x))),
+      'none',
+    ),
+  )
+  .addOption(
+    flag(
+      '--ivf-max-probe <n>',
+      'ivf: with a slack, clusters one row probes at most',
+      positive,
+      '64',
     ),
   )
   .addOption(

@@ -27,7 +27,7 @@ import { runFaissPeers } from './ivf-peers.js';
 import { PEAK_GBS, PEAK_GFLOPS, scanKernelLine } from './ivf-kernel-line.js';
 import { sameFiltered, sameHits } from './ivf-threads.js';
 import { parallelHeadroom } from './parallel-headroom.js';
-import { openTokenSource } from './token-source.js';
+import { realTokens, recallOf } from './ivf-tokens.js';
 import {
   ExactTokenIndex,
   IvfTokenIndex,
@@ -44,18 +44,6 @@ import { note, out, printJson, printTable } from '../shared/table.js';
 import type { BigBankOptions } from './big-bank-cli.js';
 
 const K = 64;
-/** Tokens per synthetic memory: the bench searches every memory, so only the count matters. */
-const MEMORY_TOKENS = 128;
-
-/** Token recall@64 of `got` against the exact top-64 `want`. */
-export function recallOf(got: TokenHits, want: TokenHits): number {
-  let found = 0;
-  for (let r = 0; r < want.rows; r++) {
-    const truth = new Set(want.tokens.subarray(r * K, (r + 1) * K));
-    for (const t of got.tokens.subarray(r * K, (r + 1) * K)) if (truth.has(t)) found++;
-  }
-  return found / (want.rows * K);
-}
 
 /**
  * The index of `(n, centroids, bits)`: read from `<dir>/ivf-<n>-<centroids>-<bits>.bin` when
@@ -87,48 +75,6 @@ async function builtOrSaved(
     writeFileSync(`${base}.json`, `${JSON.stringify({ buildSeconds: buildS })}\n`);
   }
   return { index, buildS };
-}
-
-/** `[memories + 1]` token offsets of `n` tokens cut into memories of 128 tokens (the last shorter). */
-export function memoryOffsets(n: number): Int32Array {
-  const memories = Math.ceil(n / MEMORY_TOKENS);
-  return Int32Array.from({ length: memories + 1 }, (_, m) => Math.min(n, m * MEMORY_TOKENS));
-}
-
-/** The first `--tokens` real token states of `--bank`, as memories of 128 tokens, and the queries. */
-export async function realTokens(o: BigBankOptions) {
-  const banks = (o.bank ?? '').split(',').filter((b) => b !== '');
-  const source = await openTokenSource({
-    banks,
-    real: true,
-    noise: 0,
-    seed: o.seed,
-    queries: o.queries,
-    rows: o.rows,
-  });
-  const n = Math.min(o.tokens, source.tokens);
-  const dim = source.dim;
-  const vectors = new Float32Array(n * dim);
-  for (let a = 0; a < n; a += 65_536) {
-    const m = Math.min(65_536, n - a);
-    source.fill(vectors.subarray(a * dim, (a + m) * dim), a, m);
-  }
-  const tokenOffsets = memoryOffsets(n);
-  const memories = tokenOffsets.length - 1;
-  const rows = o.rows;
-  const query = (i: number): Float32Array =>
-    source.queries.subarray(i * rows * dim, (i + 1) * rows * dim);
-  return {
-    n,
-    dim,
-    vectors,
-    memories,
-    tokenOffsets,
-    rows,
-    query,
-    queries: source.queries,
-    describe: source.describe,
-  };
 }
 
 export async function runIvfBench(o: BigBankOptions): Promise<void> {
@@ -207,17 +153,33 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
       );
       kernelLines.push(scanKernelLine(index, bits as 2 | 4, query(0), dim));
       for (const nprobe of o.nprobe) {
-        for (const overFetch of o.overFetch) {
+        for (const [overFetch, slack] of o.overFetch.flatMap((f) =>
+          o.ivfProbeSlack.map((sl) => [f, sl] as const),
+        )) {
+          const adaptive =
+            slack === 'none'
+              ? {}
+              : { probeSlack: slack, maxProbe: Math.max(o.ivfMaxProbe, nprobe) };
+          const probeName =
+            slack === 'none' ? String(nprobe) : `${nprobe}, slack ${slack} ≤ ${adaptive.maxProbe}`;
           const settings = o.ivfCentroidProduct.flatMap((product) =>
             o.ivfThreads.map((threads) => ({
               threads,
               product,
               probe: index.withSearch(
-                { nprobe, overFetch, threads, centroidProduct: product },
+                { nprobe, overFetch, threads, centroidProduct: product, ...adaptive },
                 ivfKernels.get(threads)!,
               ),
               ms: [] as number[],
-              split: { centroid: 0, scan: 0, scanCpu: 0, rescore: 0, scored: 0, workerRows: 0 },
+              split: {
+                centroid: 0,
+                scan: 0,
+                scanCpu: 0,
+                rescore: 0,
+                scored: 0,
+                probed: 0,
+                workerRows: 0,
+              },
               recall: 0,
             })),
           );
@@ -247,6 +209,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
               split.scanCpu += s.scanCpuSeconds;
               split.rescore += s.rescoreSeconds;
               split.scored += s.tokensScored;
+              split.probed += s.clustersProbed;
               split.workerRows += s.workerRows;
             }
           }
@@ -260,7 +223,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
             table.push([
               `ivf ${bits}-bit${product === 'int8' ? ', int8 centroids' : ''}`,
               String(centroids),
-              String(nprobe),
+              probeName,
               String(overFetch),
               String(threads),
               perToken.toFixed(1),
@@ -277,6 +240,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
               centroids,
               residualBits: bits,
               nprobe,
+              ...adaptive,
               overFetch,
               threads,
               centroidProduct: product,
@@ -289,6 +253,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
               scanMs: (split.scan / q) * 1e3,
               rescoreMs: (split.rescore / q) * 1e3,
               tokensScoredPerQuery: split.scored / q,
+              clustersProbedPerRow: split.probed / (q * rows),
               workerRowsPerQuery: split.workerRows / q,
               tokensPerSecond: perSecond,
               tokensPerCpuSecond: perCpuSecond,
@@ -298,7 +263,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
               identicalAcrossThreads: identical,
             });
             note(
-              `    nprobe ${nprobe}, over-fetch ${overFetch}, ${threads} thread(s), ${product} centroids: p50 ${median(ms).toFixed(1)} ms, recall ${recall.toFixed(4)}`,
+              `    nprobe ${probeName}, over-fetch ${overFetch}, ${threads} thread(s), ${product} centroids: p50 ${median(ms).toFixed(1)} ms, recall ${recall.toFixed(4)}, ${(split.scored / q / 1e3).toFixed(0)}k tokens and ${(split.probed / (q * rows)).toFixed(1)} clusters a row scanned`,
             );
           }
           for (const product of o.ivfCentroidProduct) {
@@ -310,7 +275,7 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
           for (const s of settings.filter((t) => t.threads !== o.ivfThreads[0])) {
             const base = settings.find((t) => t.product === s.product)!;
             threadLines.push(
-              `${bits}-bit nprobe ${nprobe} over-fetch ${overFetch}, ${s.product} centroids: p50 ${median(base.ms).toFixed(1)} ms on ${base.threads} ` +
+              `${bits}-bit nprobe ${probeName} over-fetch ${overFetch}, ${s.product} centroids: p50 ${median(base.ms).toFixed(1)} ms on ${base.threads} ` +
                 `thread(s), ${median(s.ms).toFixed(1)} ms on ${s.threads}: ×${(median(base.ms) / median(s.ms)).toFixed(2)} ` +
                 `(worker rows ${(s.split.workerRows / (o.queries * o.ivfReps)).toFixed(1)} of ${rows} a query); hits ` +
                 `${identical ? 'identical' : 'DIFFER'} across threads (and with filters); a parallel loop's ×${headroom.toFixed(2)} ` +

@@ -13,6 +13,8 @@ export interface RunResult {
   readonly p50_ms?: number;
   readonly centroids?: number;
   readonly nprobe?: number;
+  readonly probeSlack?: number;
+  readonly maxProbe?: number;
   readonly centroidProduct?: string;
 }
 
@@ -46,7 +48,9 @@ export function equalRecallLines(results: readonly RunResult[]): string[] {
       const ms = qps === undefined ? undefined : 1000 / qps;
       if (ms !== undefined && (fastest === undefined || ms < fastest.ms)) fastest = { name, ms };
     }
-    const setting = `${r.centroids} centroids, nprobe ${r.nprobe}, ${r.centroidProduct ?? 'fp32'}`;
+    const slack =
+      r.probeSlack === undefined ? '' : `, slack ${r.probeSlack} ≤ ${r.maxProbe ?? '?'}`;
+    const setting = `${r.centroids} centroids, nprobe ${r.nprobe}${slack}, ${r.centroidProduct ?? 'fp32'}`;
     const head = `equal recall, ${threads} thread(s): bfe ${setting}: ${r.recall.toFixed(4)} in ${p50.toFixed(1)} ms`;
     lines.push(
       fastest === undefined

@@ -26,7 +26,7 @@ import { median } from '../shared/stats.js';
 import { peakRssMb } from '../shared/machine.js';
 import { note, printTable } from '../shared/table.js';
 import type { BigBankOptions } from './big-bank-cli.js';
-import { realTokens, recallOf } from './ivf-bench.js';
+import { realTokens, recallOf } from './ivf-tokens.js';
 
 const K = 64;
 

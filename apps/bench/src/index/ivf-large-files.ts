@@ -2,7 +2,7 @@
 import { join } from 'node:path';
 import { fileCodeSource, trainCodec, type CodecSide } from '@bfe/index';
 import type { BigBankOptions } from './big-bank-cli.js';
-import { memoryOffsets } from './ivf-bench.js';
+import { memoryOffsets } from './ivf-tokens.js';
 import { openTokenSource, type TokenSource } from './token-source.js';
 
 /** Hits a query row keeps. */

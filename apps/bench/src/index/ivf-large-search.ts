@@ -6,7 +6,7 @@ import { median, quantile } from '../shared/stats.js';
 import { peakRssMb } from '../shared/machine.js';
 import { note } from '../shared/table.js';
 import type { BigBankOptions } from './big-bank-cli.js';
-import { recallOf } from './ivf-bench.js';
+import { recallOf } from './ivf-tokens.js';
 import { K, folderOf, indexName, sideOf } from './ivf-large-files.js';
 
 const f32 = (path: string): Float32Array => {

@@ -232,6 +232,19 @@ describe('the index section', () => {
     const parsed = (index: object) => parseExperiment({ ...base, index }).index!;
     expect(ivfSearch(parsed(ivf))).toEqual({ nprobe: 8, floor: 'warp', centroidProduct: 'int8' });
     expect(ivfSearch(parsed({ backend: 'ivf', centroidProduct: 'fp32' }))).toEqual({ nprobe: 16 });
+    expect(
+      ivfSearch(parsed({ backend: 'ivf', nprobe: 4, probeSlack: 0.15, maxProbe: 32 })),
+    ).toEqual({ nprobe: 4, probeSlack: 0.15, maxProbe: 32 });
+    for (const index of [
+      { backend: 'hnsw', probeSlack: 0.1 },
+      { backend: 'ivf', probeSlack: -0.1 },
+      { backend: 'ivf', maxProbe: 32 },
+      { backend: 'ivf', nprobe: 16, probeSlack: 0.1, maxProbe: 8 },
+    ]) {
+      expect(configError(() => parseExperiment({ ...base, index })).message).toMatch(
+        /probeSlack|maxProbe/,
+      );
+    }
   });
 });
 

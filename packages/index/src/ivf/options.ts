@@ -20,6 +20,16 @@ export interface IvfParams {
 export interface IvfSearchOptions {
   /** Clusters probed per query row at least (more when the probed ones hold too few candidates). */
   readonly nprobe: number;
+  /**
+   * Adaptive probing (default: off, every row probes `nprobe` clusters): past its first
+   * `nprobe`, a row goes on probing in probe order while the next centroid scores at least its
+   * running top's floor (the `fetch`-th approximate similarity so far) less `probeSlack`, up to
+   * `maxProbe` clusters. A row whose top is already well above the clusters left stops early; one
+   * whose matches spread over many clusters probes more. A number ≥ 0.
+   */
+  readonly probeSlack?: number;
+  /** With `probeSlack`: clusters one row probes at most (an integer ≥ `nprobe`; default 64). */
+  readonly maxProbe?: number;
   /** Proposals per query row: `ceil(overFetch · k) + margin` (as HNSW's; default 1). */
   readonly overFetch?: number;
   /** Default 16. */

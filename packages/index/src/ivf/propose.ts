@@ -2,7 +2,7 @@
 // scanned (on the calling thread and the scan pool's workers), each row handed on as it is done.
 import type { ScorePrecision, SimilarityKernel } from '../kernel.js';
 import { codeBytes } from './layout.js';
-import type { IvfScanStats } from './options.js';
+import type { IvfScanStats, IvfSearchOptions } from './options.js';
 import { finishedRows } from './scan-pool.js';
 import { scanJob, scanRows } from './scan-rows.js';
 import { centroidScores, type IvfState } from './state.js';
@@ -20,16 +20,46 @@ export interface ProposeJob {
   readonly centroidProduct?: ScorePrecision;
 }
 
+/** How many clusters a row probes (`IvfSearchOptions`' `nprobe`, `probeSlack`, `maxProbe`). */
+export interface ProbeLimits {
+  readonly nprobe: number;
+  /** NaN: no adaptive probing. */
+  readonly probeSlack: number;
+  readonly maxProbe: number;
+}
+
+/** The default of `IvfSearchOptions.maxProbe`. */
+export const DEFAULT_MAX_PROBE = 64;
+
+/** The probe limits of `options`, checked: `probeSlack` a number ≥ 0, `maxProbe` ≥ `nprobe`. */
+export function probeLimits(
+  options: Pick<IvfSearchOptions, 'nprobe' | 'probeSlack' | 'maxProbe'>,
+): ProbeLimits {
+  const { nprobe, probeSlack, maxProbe } = options;
+  if (probeSlack === undefined) {
+    if (maxProbe !== undefined) throw new Error('maxProbe needs probeSlack');
+    return { nprobe, probeSlack: Number.NaN, maxProbe: nprobe };
+  }
+  if (!(Number.isFinite(probeSlack) && probeSlack >= 0)) {
+    throw new Error(`probeSlack must be a number ≥ 0, got ${probeSlack}`);
+  }
+  const most = maxProbe ?? Math.max(DEFAULT_MAX_PROBE, nprobe);
+  if (!(Number.isInteger(most) && most >= nprobe)) {
+    throw new Error(`maxProbe must be an integer ≥ nprobe (${nprobe}), got ${most}`);
+  }
+  return { nprobe, probeSlack, maxProbe: most };
+}
+
 /**
  * Per row, the best `fetch` candidate tokens by approximate similarity over the probed clusters
  * (every row gets `fetch`: probing continues past `nprobe` clusters until the probed ones held
- * that many candidates), handed to `onRow` on the calling thread as each row is scanned. Returns
+ * that many candidates; with a `probeSlack`, while the next centroid is within it), handed to `onRow` on the calling thread as each row is scanned. Returns
  * the centroid scores `[rows × clusters]` and the scan's statistics (no rescoring in them).
  */
 export async function proposeRows(
   state: IvfState,
   kernel: SimilarityKernel,
-  nprobe: number,
+  probe: ProbeLimits,
   threads: number,
   job: ProposeJob,
   onRow: (row: number, found: Int32Array) => void,
@@ -50,7 +80,7 @@ export async function proposeRows(
   const workers = Math.max(0, Math.min(threads, rows) - 1);
   const tail = tails.view();
   const scanned = scanJob(
-    { rows, fetch, nprobe, scores, q, allowed, tail, fd: state.fd() },
+    { rows, fetch, ...probe, scores, q, allowed, tail, fd: state.fd() },
     workers,
   );
   const consume = (r: number): void =>

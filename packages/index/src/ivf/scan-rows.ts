@@ -41,6 +41,13 @@ export interface ScanJob {
   readonly fetch: number;
   /** Clusters probed per row at least. */
   readonly nprobe: number;
+  /**
+   * Adaptive probing (`IvfSearchOptions.probeSlack`): past `nprobe`, the next cluster is probed
+   * while its centroid score is at least the row's running floor less this; NaN: off.
+   */
+  readonly probeSlack: number;
+  /** With `probeSlack`: clusters a row probes at most (its top-`fetch` filled). */
+  readonly maxProbe: number;
   /** `[rows × clusters]` centroid scores. */
   readonly scores: Float32Array;
   /** `[rows × dim]` the prepared query rows. */
@@ -76,7 +83,19 @@ export interface ScanCount {
  * copied there, so worker threads see them).
  */
 export function scanJob(
-  input: Pick<ScanJob, 'rows' | 'fetch' | 'nprobe' | 'scores' | 'q' | 'allowed' | 'tail' | 'fd'>,
+  input: Pick<
+    ScanJob,
+    | 'rows'
+    | 'fetch'
+    | 'nprobe'
+    | 'probeSlack'
+    | 'maxProbe'
+    | 'scores'
+    | 'q'
+    | 'allowed'
+    | 'tail'
+    | 'fd'
+  >,
   workers: number,
 ): ScanJob {
   const { rows, fetch } = input;
@@ -99,6 +118,8 @@ export function scanJob(
     rows,
     fetch,
     nprobe: input.nprobe,
+    probeSlack: input.probeSlack,
+    maxProbe: input.maxProbe,
     scores: copy(input.scores, Float32Array),
     q: copy(input.q, Float32Array),
     allowed: input.allowed === undefined ? undefined : copy(input.allowed, Uint8Array),
@@ -113,8 +134,10 @@ export function scanJob(
 
 /**
  * Claims rows of `job` until none is left and scans each with `lane`: the row's quantised
- * tables, then its clusters in probe order (the `nprobe` best, and more while the probed ones
- * held fewer than `fetch` candidates) into a running top of `fetch` approximate similarities,
+ * tables, then its clusters in probe order (the `nprobe` best; with `probeSlack`, more while the
+ * next centroid scores within the slack of the running top's floor, up to `maxProbe`; and more
+ * while the probed ones held fewer than `fetch` candidates) into a running top of `fetch`
+ * approximate similarities,
  * each cluster's base places and then its tail list. Keyed by bank token, the top is the same
  * whichever layout (base or tail, any compaction) holds a token. `between` (the calling
  * thread's) runs after each row this thread scans, before it claims the next.
@@ -129,6 +152,10 @@ export function scanRows(
   const { fetch, scores: cs, q, allowed, tail } = job;
   const c = bounds.length - 1;
   const nprobe = Math.min(job.nprobe, c);
+  const slack = job.probeSlack;
+  const adaptive = !Number.isNaN(slack);
+  // The probe order computed up front: the clusters a row may probe before it runs short.
+  const ordered = adaptive ? Math.min(Math.max(job.maxProbe, nprobe), c) : nprobe;
   const top = new ApproxTop(fetch);
   const count: ScanCount = { scored: 0, probed: 0, rows: 0, blocksRead: 0 };
   let codes: BaseCodes | undefined;
@@ -146,11 +173,15 @@ export function scanRows(
     }
     const row = quantizeTables(index, q, r * dim, lane);
     top.reset();
-    let order = nprobe < c ? lane.probeTop(cs, r * c, c, nprobe) : probeOrder(cs, r * c, c, c);
+    let order = ordered < c ? lane.probeTop(cs, r * c, c, ordered) : probeOrder(cs, r * c, c, c);
     let seen = 0;
     for (let i = 0; i < c; i++) {
-      if (i >= nprobe && seen >= fetch) break;
-      // Too few candidates in the first nprobe clusters (a small candidate set): on in order.
+      if (i >= nprobe && seen >= fetch) {
+        if (!adaptive || i >= ordered) break;
+        // Scores descend in probe order: once one is below the floor less the slack, all are.
+        if (!(cs[r * c + order[i]!]! >= top.floor - slack)) break;
+      }
+      // Too few candidates in the first clusters (a small candidate set): on in order.
       if (i === order.length) order = probeOrder(cs, r * c, c, c);
       const cl = order[i]!;
       const base = cs[r * c + cl]!;

@@ -196,6 +196,7 @@ export function storeIndexFactory(
     Map<SimilarityKernel, { over: BankGraph | IvfBank; index: TokenIndex }>
   >();
   const { centroids, residualBits, nprobe, overFetch, margin, threads, centroidProduct } = opts.ivf;
+  const { probeSlack, maxProbe } = opts.ivf;
   const ivfPolicy = {
     ...opts.ivf,
     minTokens,
@@ -207,6 +208,8 @@ export function storeIndexFactory(
       margin,
       threads,
       ...(centroidProduct === undefined ? {} : { centroidProduct }),
+      ...(probeSlack === undefined ? {} : { probeSlack }),
+      ...(maxProbe === undefined ? {} : { maxProbe }),
     },
   };
 

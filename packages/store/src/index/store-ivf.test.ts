@@ -153,6 +153,22 @@ describe("storeIndexFactory({ large: 'ivf' }): clustered indexes for large banks
     await store.close();
   });
 
+  it('probes adaptively when asked: a slack that covers every centroid probes all 16 and ranks exactly', async () => {
+    const ivf = { centroids: 16, nprobe: 2, overFetch: 8, probeSlack: 5, maxProbe: 16 };
+    const { store, index } = await built({ ...ALL_PROBED, ivf });
+    const view = store.snapshot().bank('b');
+    const got = await expectExact(index, view, await queriesOf(6, 8));
+    expect(got.bank.index.probe).toMatchObject({ nprobe: 2, probeSlack: 5, maxProbe: 16 });
+    await store.close();
+    for (const bad of [
+      { maxProbe: 16 },
+      { probeSlack: 0.1, maxProbe: 8, nprobe: 16 },
+      { probeSlack: -1 },
+    ]) {
+      expect(() => storeIndexFactory({ large: 'ivf', ivf: bad })).toThrow(/maxProbe|probeSlack/);
+    }
+  });
+
   it('finds memories added after the build through appends, without training again', async () => {
     const { store, index } = await built(ALL_PROBED);
     const stale = store.snapshot().bank('b');

@@ -60,6 +60,14 @@ export const indexSectionSchema = z
      * Left out: 16 (optional, so sections of other backends parse as before).
      */
     nprobe: z.int().positive().optional(),
+    /**
+     * ivf: adaptive probing — past `nprobe`, a query token probes on while the next centroid
+     * scores within `probeSlack` of its running top's floor, up to `maxProbe` clusters (left out:
+     * 64). Left out: off, `nprobe` clusters a token. `pnpm bench:big-bank --ivf-probe-slack`
+     * measures it (BENCHMARKS.md, "Clustered residual codes").
+     */
+    probeSlack: z.number().min(0).max(10).optional(),
+    maxProbe: z.int().positive().optional(),
     /** ivf: residual bits per dimension, 2 or 4. Left out: 4. */
     residualBits: z.union([z.literal(2), z.literal(4)]).optional(),
     /**
@@ -100,6 +108,29 @@ export const indexSectionSchema = z
         input: c,
         path: ['floor'],
         message: "floor 'warp' is the ivf backend's estimate (backend: ivf)",
+      });
+    for (const key of ['probeSlack', 'maxProbe'] as const) {
+      if (c[key] !== undefined && c.backend !== 'ivf')
+        ctx.issues.push({
+          code: 'custom',
+          input: c,
+          path: [key],
+          message: `${key} is the ivf backend’s (backend: ivf)`,
+        });
+    }
+    if (c.maxProbe !== undefined && c.probeSlack === undefined)
+      ctx.issues.push({
+        code: 'custom',
+        input: c,
+        path: ['maxProbe'],
+        message: 'maxProbe bounds adaptive probing: set probeSlack too',
+      });
+    if (c.maxProbe !== undefined && c.maxProbe < (c.nprobe ?? 16))
+      ctx.issues.push({
+        code: 'custom',
+        input: c,
+        path: ['maxProbe'],
+        message: `maxProbe must be at least nprobe (${c.nprobe ?? 16})`,
       });
     if (c.centroidProduct !== undefined && c.backend !== 'ivf')
       ctx.issues.push({

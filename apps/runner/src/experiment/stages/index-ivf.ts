@@ -37,6 +37,8 @@ export function ivfKeyConfig(c: IndexConfig, tokens: number): Record<string, unk
 /** The search settings of an ivf section (nprobe; over-fetch, margin and a `warp` floor when set). */
 export function ivfSearch(c: IndexConfig): {
   nprobe: number;
+  probeSlack?: number;
+  maxProbe?: number;
   overFetch?: number;
   margin?: number;
   floor?: 'warp';
@@ -44,6 +46,8 @@ export function ivfSearch(c: IndexConfig): {
 } {
   return {
     nprobe: c.nprobe ?? IVF_DEFAULT_NPROBE,
+    ...(c.probeSlack === undefined ? {} : { probeSlack: c.probeSlack }),
+    ...(c.maxProbe === undefined ? {} : { maxProbe: c.maxProbe }),
     ...(c.overFetch === undefined ? {} : { overFetch: c.overFetch }),
     ...(c.margin === undefined ? {} : { margin: c.margin }),
     ...(c.floor === 'warp' ? { floor: 'warp' as const } : {}),
