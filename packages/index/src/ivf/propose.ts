@@ -53,8 +53,9 @@ export function probeLimits(
 /**
  * Per row, the best `fetch` candidate tokens by approximate similarity over the probed clusters
  * (every row gets `fetch`: probing continues past `nprobe` clusters until the probed ones held
- * that many candidates; with a `probeSlack`, while the next centroid is within it), handed to `onRow` on the calling thread as each row is scanned. Returns
- * the centroid scores `[rows × clusters]` and the scan's statistics (no rescoring in them).
+ * that many candidates; with a `probeSlack`, while the next centroid is within it), handed to
+ * `onRow` on the calling thread as each row is scanned. Returns the centroid scores
+ * `[rows × clusters]` and the scan's statistics (no rescoring in them).
  */
 export async function proposeRows(
   state: IvfState,

@@ -137,10 +137,10 @@ export function scanJob(
  * tables, then its clusters in probe order (the `nprobe` best; with `probeSlack`, more while the
  * next centroid scores within the slack of the running top's floor, up to `maxProbe`; and more
  * while the probed ones held fewer than `fetch` candidates) into a running top of `fetch`
- * approximate similarities,
- * each cluster's base places and then its tail list. Keyed by bank token, the top is the same
- * whichever layout (base or tail, any compaction) holds a token. `between` (the calling
- * thread's) runs after each row this thread scans, before it claims the next.
+ * approximate similarities, each cluster's base places and then its tail list. Keyed by bank
+ * token, the top is the same whichever layout (base or tail, any compaction) holds a token.
+ * `between` (the calling thread's) runs after each row this thread scans, before it claims the
+ * next.
  */
 export function scanRows(
   index: ScanIndex,
