@@ -32,9 +32,11 @@ export interface ProbeLimits {
 export const DEFAULT_MAX_PROBE = 64;
 
 /** The probe limits of `options`, checked: `probeSlack` a number ≥ 0, `maxProbe` ≥ `nprobe`. */
-export function probeLimits(
-  options: Pick<IvfSearchOptions, 'nprobe' | 'probeSlack' | 'maxProbe'>,
-): ProbeLimits {
+export function probeLimits(options: {
+  readonly nprobe: IvfSearchOptions['nprobe'];
+  readonly probeSlack?: IvfSearchOptions['probeSlack'] | undefined;
+  readonly maxProbe?: IvfSearchOptions['maxProbe'] | undefined;
+}): ProbeLimits {
   const { nprobe, probeSlack, maxProbe } = options;
   if (probeSlack === undefined) {
     if (maxProbe !== undefined) throw new Error('maxProbe needs probeSlack');

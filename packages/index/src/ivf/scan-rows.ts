@@ -155,7 +155,8 @@ export function scanRows(
   const slack = job.probeSlack;
   const adaptive = !Number.isNaN(slack);
   // The probe order computed up front: the clusters a row may probe before it runs short.
-  const ordered = adaptive ? Math.min(Math.max(job.maxProbe, nprobe), c) : nprobe;
+  // (`probeLimits` keeps `maxProbe` ≥ `nprobe`.)
+  const ordered = adaptive ? Math.min(job.maxProbe, c) : nprobe;
   const top = new ApproxTop(fetch);
   const count: ScanCount = { scored: 0, probed: 0, rows: 0, blocksRead: 0 };
   let codes: BaseCodes | undefined;

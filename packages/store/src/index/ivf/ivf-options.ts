@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { IVF_DRIFT_THRESHOLD } from '@bfe/index';
+import { IVF_DRIFT_THRESHOLD, probeLimits } from '@bfe/index';
 
 /**
  * The `ivf` section of the store's index options (`large: 'ivf'`): how each large bank's
@@ -60,14 +60,13 @@ export const storeIvfOptionsSchema = z
     rebuildDead: z.number().nonnegative().default(0.5),
   })
   .check((ctx) => {
-    const { probeSlack, maxProbe, nprobe } = ctx.value;
-    if (maxProbe !== undefined && (probeSlack === undefined || maxProbe < nprobe))
-      ctx.issues.push({
-        code: 'custom',
-        input: maxProbe,
-        path: ['maxProbe'],
-        message: `maxProbe bounds adaptive probing: set probeSlack too, and at least nprobe (${nprobe})`,
-      });
+    // The index's own rule (a maxProbe needs a slack and at least nprobe), at the open.
+    try {
+      probeLimits(ctx.value);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      ctx.issues.push({ code: 'custom', input: ctx.value.maxProbe, path: ['maxProbe'], message });
+    }
   });
 export type StoreIvfOptions = z.input<typeof storeIvfOptionsSchema>;
 export type ResolvedStoreIvfOptions = z.output<typeof storeIvfOptionsSchema>;
