@@ -202,11 +202,110 @@ function table16(
 /**
  * The best `n` (1 ≤ n ≤ count) of one query row's `count` centroid scores (float32, finite, at
  * `scores`) in probe order — score descending, equal scores by the smaller cluster — their
- * clusters written to `outIds` (int32) and scores to `outVals` (float32). After the first `n`,
- * four scores at a time are compared with the n-th kept one and only those above it inserted
- * (the kept ones came first, so an equal score stays out). Returns `n`.
+ * clusters written to `outIds` (int32) and scores to `outVals` (float32); `spare` holds room for
+ * `count` int32. Returns `n`.
+ *
+ * Where the row is long against `n`, a threshold is taken first: the `⌈2n / 16⌉`-th best of
+ * every 16th score, which about `2n` scores reach. The scores that reach it are gathered in
+ * cluster order (SIMD compares, four at a time) and the best `n` selected among them: every one
+ * of the best `n` is there whenever at least `n` reached it (the n-th best is then at or above
+ * it). Fewer than `n`: the whole row is selected from instead.
  */
-export function probeTop(scores: usize, count: i32, n: i32, outIds: usize, outVals: usize): i32 {
+export function probeTop(
+  scores: usize,
+  count: i32,
+  n: i32,
+  outIds: usize,
+  outVals: usize,
+  spare: usize,
+): i32 {
+  const pick = (2 * n + SAMPLE_STEP - 1) / SAMPLE_STEP;
+  if (count / SAMPLE_STEP >= 4 * pick) {
+    const t = sampleThreshold(scores, count, pick, outVals);
+    const k = gather(scores, count, t, spare);
+    if (k >= n) {
+      selectFrom(scores, spare, k, n, outIds, outVals);
+      return n;
+    }
+  }
+  selectAll(scores, count, n, outIds, outVals);
+  return n;
+}
+
+/** Scores between the sampled ones ({@link probeTop}'s threshold). */
+const SAMPLE_STEP = 16;
+
+/** The `pick`-th best of every {@link SAMPLE_STEP}-th score (`work`: room for `pick` float32). */
+function sampleThreshold(scores: usize, count: i32, pick: i32, work: usize): f32 {
+  let kept = 0;
+  for (let i = 0; i < count; i += SAMPLE_STEP) {
+    const s = load<f32>(scores + ((<usize>i) << 2));
+    if (kept === pick && !(s > load<f32>(work + ((<usize>(pick - 1)) << 2)))) continue;
+    let p = kept === pick ? pick - 1 : kept++;
+    while (p > 0 && s > load<f32>(work + ((<usize>(p - 1)) << 2))) {
+      store<f32>(work + ((<usize>p) << 2), load<f32>(work + ((<usize>(p - 1)) << 2)));
+      p--;
+    }
+    store<f32>(work + ((<usize>p) << 2), s);
+  }
+  return load<f32>(work + ((<usize>(pick - 1)) << 2));
+}
+
+/** Writes the clusters whose score is at least `t` to `out` (int32, in cluster order); returns how many. */
+function gather(scores: usize, count: i32, t: f32, out: usize): i32 {
+  const tv = f32x4.splat(t);
+  let k = 0;
+  let i = 0;
+  for (; i + 4 <= count; i += 4) {
+    const mask = i32x4.bitmask(f32x4.ge(v128.load(scores + ((<usize>i) << 2)), tv));
+    if (mask === 0) continue;
+    for (let j = 0; j < 4; j++) {
+      if ((mask & (1 << j)) !== 0) {
+        store<i32>(out + ((<usize>k) << 2), i + j);
+        k++;
+      }
+    }
+  }
+  for (; i < count; i++) {
+    if (load<f32>(scores + ((<usize>i) << 2)) >= t) {
+      store<i32>(out + ((<usize>k) << 2), i);
+      k++;
+    }
+  }
+  return k;
+}
+
+/** The best `n` of the `k` clusters listed at `from` (ascending) into `outIds`, `outVals`. */
+function selectFrom(
+  scores: usize,
+  from: usize,
+  k: i32,
+  n: i32,
+  outIds: usize,
+  outVals: usize,
+): void {
+  let i = 0;
+  for (; i < n; i++) {
+    const id = load<i32>(from + ((<usize>i) << 2));
+    insert(load<f32>(scores + ((<usize>id) << 2)), id, i, outIds, outVals);
+  }
+  let worst = load<f32>(outVals + ((<usize>(n - 1)) << 2));
+  for (; i < k; i++) {
+    const id = load<i32>(from + ((<usize>i) << 2));
+    const s = load<f32>(scores + ((<usize>id) << 2));
+    if (s > worst) {
+      insert(s, id, n - 1, outIds, outVals);
+      worst = load<f32>(outVals + ((<usize>(n - 1)) << 2));
+    }
+  }
+}
+
+/**
+ * The best `n` of the whole row: after the first `n`, four scores at a time are compared with the
+ * n-th kept one and only those above it inserted (the kept ones came first, so an equal score
+ * stays out).
+ */
+function selectAll(scores: usize, count: i32, n: i32, outIds: usize, outVals: usize): void {
   let i = 0;
   for (; i < n; i++) insert(load<f32>(scores + ((<usize>i) << 2)), i, i, outIds, outVals);
   let worst = load<f32>(outVals + ((<usize>(n - 1)) << 2));
@@ -229,7 +328,6 @@ export function probeTop(scores: usize, count: i32, n: i32, outIds: usize, outVa
       worst = load<f32>(outVals + ((<usize>(n - 1)) << 2));
     }
   }
-  return n;
 }
 
 /** Puts `(s, id)` at place `p` or above it, past every kept score `s` exceeds (equal ones stay above). */

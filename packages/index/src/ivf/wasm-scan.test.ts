@@ -144,10 +144,21 @@ describe('the WebAssembly fast scan', () => {
         const byOrder = Array.from({ length: count }, (_, c) => c).sort(
           (a, b) => scores[at + b]! - scores[at + a]! || a - b,
         );
-        for (const n of new Set([1, 2, 3, 16, count - 1].filter((n) => n >= 1 && n < count))) {
+        for (const n of new Set([1, 2, 3, 16, 64, count - 1].filter((n) => n >= 1 && n < count))) {
           expect(Array.from(scanner.probeTop(scores, at, count, n))).toEqual(byOrder.slice(0, n));
         }
       }
+      // A long row whose sampled scores (every 16th) are its largest, so fewer than n reach the
+      // sampled threshold: the whole row is selected from.
+      const sampledHigh = Float32Array.from({ length: 4096 }, (_, c) =>
+        c % 16 === 0 && c < 16 * 8 ? 10 - c / 1024 : random(),
+      );
+      const sampledOrder = Array.from({ length: 4096 }, (_, c) => c).sort(
+        (a, b) => sampledHigh[b]! - sampledHigh[a]! || a - b,
+      );
+      expect(Array.from(scanner.probeTop(sampledHigh, 0, 4096, 64))).toEqual(
+        sampledOrder.slice(0, 64),
+      );
       // The same from another lane of the same memory, after the first lane's region was grown.
       const lane = new ScanLane(scanner.share, scanner.addLane());
       const scores = Float32Array.of(0.5, 2, 2, -1, 3, 2);

@@ -35,7 +35,14 @@ interface ScanExports {
     scale: number,
     out: number,
   ): void;
-  probeTop(scores: number, count: number, n: number, outIds: number, outVals: number): number;
+  probeTop(
+    scores: number,
+    count: number,
+    n: number,
+    outIds: number,
+    outVals: number,
+    spare: number,
+  ): number;
 }
 
 /** Blocks per module call: bounds the output arrays. */
@@ -178,11 +185,12 @@ export class ScanLane {
   /**
    * The first `n` clusters (1 ≤ `n` < `count`) of a query row's centroid scores
    * `scores[at..at+count)` (finite) in probe order — score descending, equal scores by the
-   * smaller cluster — as `probeOrder` orders them, selected in the module (SIMD compares against
-   * the n-th kept score). A view into this lane's memory, valid until its next call.
+   * smaller cluster — as `probeOrder` orders them, selected in the module (the scores at or above
+   * a threshold sampled from every 16th gathered by SIMD compares, then the best `n` of those). A
+   * view into this lane's memory, valid until its next call.
    */
   probeTop(scores: Float32Array, at: number, count: number, n: number): Int32Array {
-    const need = align64(4 * count) + 2 * align64(4 * n);
+    const need = 2 * align64(4 * count) + 2 * align64(4 * n);
     if (this.#probeBytes < need) {
       // Whole pages past the memory's end, its old size returned by the grow itself (another
       // thread may grow it at the same time).
@@ -200,7 +208,7 @@ export class ScanLane {
     const idsAt = this.#probeAt + align64(4 * count);
     const valsAt = idsAt + align64(4 * n);
     new Float32Array(buffer, this.#probeAt, count).set(scores.subarray(at, at + count));
-    this.#exports.probeTop(this.#probeAt, count, n, idsAt, valsAt);
+    this.#exports.probeTop(this.#probeAt, count, n, idsAt, valsAt, valsAt + align64(4 * n));
     return new Int32Array(buffer, idsAt, n);
   }
 
