@@ -205,11 +205,11 @@ function table16(
  * clusters written to `outIds` (int32) and scores to `outVals` (float32); `spare` holds room for
  * `count` int32. Returns `n`.
  *
- * Where the row is long against `n`, a threshold is taken first: the `⌈2n / 16⌉`-th best of
+ * With `sampled` (1) and a row long against `n`, a threshold is taken first: the `⌈2n / 16⌉`-th best of
  * every 16th score, which about `2n` scores reach. The scores that reach it are gathered in
  * cluster order (SIMD compares, four at a time) and the best `n` selected among them: every one
  * of the best `n` is there whenever at least `n` reached it (the n-th best is then at or above
- * it). Fewer than `n`: the whole row is selected from instead.
+ * it). Fewer than `n`, or without `sampled`: the whole row is selected from.
  */
 export function probeTop(
   scores: usize,
@@ -218,9 +218,10 @@ export function probeTop(
   outIds: usize,
   outVals: usize,
   spare: usize,
+  sampled: i32,
 ): i32 {
   const pick = (2 * n + SAMPLE_STEP - 1) / SAMPLE_STEP;
-  if (count / SAMPLE_STEP >= 4 * pick) {
+  if (sampled !== 0 && count / SAMPLE_STEP >= 4 * pick) {
     const t = sampleThreshold(scores, count, pick, outVals);
     const k = gather(scores, count, t, spare);
     if (k >= n) {

@@ -117,4 +117,4 @@ export { ivfBytes, ivfFromBytes, writeIvfFile } from './ivf/bytes.js';
 export { WasmScanner } from './ivf/wasm-scan.js';
 export { quantizeTables } from './ivf/tables.js';
 export { defaultScanThreads } from './ivf/scan-pool.js';
-export { probeLimits } from './ivf/propose.js';
+export { DEFAULT_MAX_PROBE, probeLimits } from './ivf/propose.js';

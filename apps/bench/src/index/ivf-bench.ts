@@ -12,7 +12,9 @@
  * peers' are): the same, the settings searched interleaved query by query, with each count's p50
  * ratio to the first and whether the hits are byte for byte the same across counts. With
  * `--ivf-peers`, a line per bfe setting names the fastest peer at its recall on as many threads
- * (`ivf-equal-recall.ts`: read off the peer's speed–recall envelope).
+ * (`ivf-equal-recall.ts`: read off the peer's speed–recall envelope). Per index, two lines
+ * (`ivf-kernel-line.ts`): the fast scan alone against the peak, and a row's probe order alone,
+ * the module's sampled-threshold selection against its insertion over the whole row.
  *
  *   pnpm bench:big-bank --ivf --bank <LongMemEval-S bank>,<LoCoMo bank> --tokens 2000000 \
  *     --rows 32 --queries 20 --centroids 4096 --residual-bits 2,4 --nprobe 4,8,16,32,64
@@ -24,11 +26,12 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { equalRecallLines, type RunResult } from './ivf-equal-recall.js';
 import { runFaissPeers } from './ivf-peers.js';
-import { PEAK_GBS, PEAK_GFLOPS, scanKernelLine } from './ivf-kernel-line.js';
+import { PEAK_GBS, PEAK_GFLOPS, probeOrderLine, scanKernelLine } from './ivf-kernel-line.js';
 import { sameFiltered, sameHits } from './ivf-threads.js';
 import { parallelHeadroom } from './parallel-headroom.js';
 import { realTokens, recallOf } from './ivf-tokens.js';
 import {
+  DEFAULT_MAX_PROBE,
   ExactTokenIndex,
   IvfTokenIndex,
   OrtSimilarityKernel,
@@ -152,6 +155,15 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
         `  ivf C=${centroids} ${bits}-bit: built in ${buildS.toFixed(0)} s, ${perToken.toFixed(1)} B/token`,
       );
       kernelLines.push(scanKernelLine(index, bits as 2 | 4, query(0), dim));
+      const probeRows = Float32Array.from([0, 1, 2, 3].flatMap((i) => Array.from(query(i))));
+      kernelLines.push(
+        probeOrderLine(
+          index,
+          probeRows,
+          dim,
+          [...o.nprobe, DEFAULT_MAX_PROBE].sort((a, b) => a - b),
+        ),
+      );
       for (const nprobe of o.nprobe) {
         for (const [overFetch, slack] of o.overFetch.flatMap((f) =>
           o.ivfProbeSlack.map((sl) => [f, sl] as const),

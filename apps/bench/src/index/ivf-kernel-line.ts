@@ -40,3 +40,52 @@ export function scanKernelLine(
     `the plain build (no relaxed SIMD) ${(plain / 1e6).toFixed(1)}M (×${(perSecond / plain).toFixed(2)})`
   );
 }
+
+/**
+ * A row's probe order alone: the module's selection from a sampled threshold against its
+ * insertion over the whole row (the same clusters, checked), on the centroid scores of the
+ * query rows `q` (`[rows × dim]`, float64 dots in JavaScript), for each `n`; calls alternate,
+ * best of 5 in CPU time.
+ */
+export function probeOrderLine(
+  index: IvfTokenIndex,
+  q: Float32Array,
+  dim: number,
+  ns: readonly number[],
+): string {
+  const { centroids } = index.data;
+  const c = centroids.length / dim;
+  const rows = q.length / dim;
+  const scores = new Float32Array(rows * c);
+  for (let r = 0; r < rows; r++) {
+    for (let k = 0; k < c; k++) {
+      let s = 0;
+      for (let j = 0; j < dim; j++) s += q[r * dim + j]! * centroids[k * dim + j]!;
+      scores[r * c + k] = s;
+    }
+  }
+  const lane = new WasmScanner(index.data, 0);
+  const parts = [...new Set(ns)].map((n) => {
+    const best = { sampled: Infinity, whole: Infinity };
+    for (let rep = 0; rep < 5; rep++) {
+      for (const way of rep % 2 === 0
+        ? (['sampled', 'whole'] as const)
+        : (['whole', 'sampled'] as const)) {
+        const t0 = process.cpuUsage();
+        for (let r = 0; r < rows; r++) lane.probeTop(scores, r * c, c, n, way === 'sampled');
+        const t = process.cpuUsage(t0);
+        best[way] = Math.min(best[way], (t.user + t.system) / rows);
+      }
+    }
+    for (let r = 0; r < rows; r++) {
+      const a = Array.from(lane.probeTop(scores, r * c, c, n, true));
+      const b = Array.from(lane.probeTop(scores, r * c, c, n, false));
+      if (a.join() !== b.join()) throw new Error(`probe order: the two selections differ (n ${n})`);
+    }
+    return (
+      `n ${n}: ${best.sampled.toFixed(1)} µs a row sampled, ${best.whole.toFixed(1)} whole-row ` +
+      `(×${(best.whole / best.sampled).toFixed(2)})`
+    );
+  });
+  return `probe order alone (${rows} query rows' scores over ${c} centroids, one thread): ${parts.join('; ')}`;
+}

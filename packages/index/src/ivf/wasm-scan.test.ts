@@ -146,6 +146,9 @@ describe('the WebAssembly fast scan', () => {
         );
         for (const n of new Set([1, 2, 3, 16, 64, count - 1].filter((n) => n >= 1 && n < count))) {
           expect(Array.from(scanner.probeTop(scores, at, count, n))).toEqual(byOrder.slice(0, n));
+          expect(Array.from(scanner.probeTop(scores, at, count, n, false))).toEqual(
+            byOrder.slice(0, n),
+          );
         }
       }
       // A long row whose sampled scores (every 16th) are its largest, so fewer than n reach the

@@ -42,6 +42,7 @@ interface ScanExports {
     outIds: number,
     outVals: number,
     spare: number,
+    sampled: number,
   ): number;
 }
 
@@ -186,10 +187,11 @@ export class ScanLane {
    * The first `n` clusters (1 ≤ `n` < `count`) of a query row's centroid scores
    * `scores[at..at+count)` (finite) in probe order — score descending, equal scores by the
    * smaller cluster — as `probeOrder` orders them, selected in the module (the scores at or above
-   * a threshold sampled from every 16th gathered by SIMD compares, then the best `n` of those). A
-   * view into this lane's memory, valid until its next call.
+   * a threshold sampled from every 16th gathered by SIMD compares, then the best `n` of those;
+   * `sampled` false: selected by insertion over the whole row, the same clusters). A view into this
+   * lane's memory, valid until its next call.
    */
-  probeTop(scores: Float32Array, at: number, count: number, n: number): Int32Array {
+  probeTop(scores: Float32Array, at: number, count: number, n: number, sampled = true): Int32Array {
     const need = 2 * align64(4 * count) + 2 * align64(4 * n);
     if (this.#probeBytes < need) {
       // Whole pages past the memory's end, its old size returned by the grow itself (another
@@ -208,7 +210,15 @@ export class ScanLane {
     const idsAt = this.#probeAt + align64(4 * count);
     const valsAt = idsAt + align64(4 * n);
     new Float32Array(buffer, this.#probeAt, count).set(scores.subarray(at, at + count));
-    this.#exports.probeTop(this.#probeAt, count, n, idsAt, valsAt, valsAt + align64(4 * n));
+    this.#exports.probeTop(
+      this.#probeAt,
+      count,
+      n,
+      idsAt,
+      valsAt,
+      valsAt + align64(4 * n),
+      sampled ? 1 : 0,
+    );
     return new Int32Array(buffer, idsAt, n);
   }
 
