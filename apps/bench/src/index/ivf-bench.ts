@@ -157,8 +157,9 @@ export async function runIvfBench(o: BigBankOptions): Promise<void> {
       kernelLines.push(scanKernelLine(index, bits as 2 | 4, query(0), dim));
       const probeRows = Float32Array.from([0, 1, 2, 3].flatMap((i) => Array.from(query(i))));
       kernelLines.push(
-        probeOrderLine(
+        await probeOrderLine(
           index,
+          kernel,
           probeRows,
           dim,
           [...o.nprobe, DEFAULT_MAX_PROBE].sort((a, b) => a - b),

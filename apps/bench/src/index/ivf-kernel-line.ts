@@ -1,6 +1,12 @@
 // The clustered index's fast scan alone against this machine's peak (the roofline line of
 // `pnpm bench:big-bank --ivf`).
-import { WasmScanner, codeBytes, quantizeTables, type IvfTokenIndex } from '@bfe/index';
+import {
+  WasmScanner,
+  codeBytes,
+  quantizeTables,
+  type IvfTokenIndex,
+  type SimilarityKernel,
+} from '@bfe/index';
 
 /** This machine's peak fp32 rate and read bandwidth, one core. */
 export const PEAK_GFLOPS = 78;
@@ -44,26 +50,20 @@ export function scanKernelLine(
 /**
  * A row's probe order alone: the module's selection from a sampled threshold against its
  * insertion over the whole row (the same clusters, checked), on the centroid scores of the
- * query rows `q` (`[rows × dim]`, float64 dots in JavaScript), for each `n`; calls alternate,
- * best of 5 in CPU time.
+ * query rows `q` (`[rows × dim]`, scored by `kernel`), for each `n`; calls alternate, best of 5
+ * in CPU time.
  */
-export function probeOrderLine(
+export async function probeOrderLine(
   index: IvfTokenIndex,
+  kernel: SimilarityKernel,
   q: Float32Array,
   dim: number,
   ns: readonly number[],
-): string {
+): Promise<string> {
   const { centroids } = index.data;
   const c = centroids.length / dim;
   const rows = q.length / dim;
-  const scores = new Float32Array(rows * c);
-  for (let r = 0; r < rows; r++) {
-    for (let k = 0; k < c; k++) {
-      let s = 0;
-      for (let j = 0; j < dim; j++) s += q[r * dim + j]! * centroids[k * dim + j]!;
-      scores[r * c + k] = s;
-    }
-  }
+  const scores = await kernel.scores(q, rows, centroids, c, dim);
   const lane = new WasmScanner(index.data, 0);
   const parts = [...new Set(ns)].map((n) => {
     const best = { sampled: Infinity, whole: Infinity };
